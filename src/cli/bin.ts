@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+// The `analyst` command. The only place that calls process.exit.
+import { AnalystError } from '../sandbox/errors.js'
+import { main } from './cli.js'
+import { ExitError } from './errors.js'
+
+const ISSUES = 'https://github.com/analyst-dev/analyst/issues'
+
+function report(error: unknown): number {
+  if (error instanceof ExitError) {
+    if (error.message) process.stderr.write(`analyst: ${error.message}\n`)
+    if (error.hint) process.stderr.write(`  ${error.hint}\n`)
+    return error.code
+  }
+  if (AnalystError.isInstance(error)) {
+    process.stderr.write(`analyst: ${error.message}\n`)
+    if (error.hint) process.stderr.write(`  ${error.hint}\n`)
+    return 2
+  }
+  process.stderr.write(`analyst: internal error, please report it at ${ISSUES}\n`)
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+  return 70
+}
+
+let code: number
+try {
+  code = await main(process.argv.slice(2))
+} catch (error) {
+  code = report(error)
+}
+// Exit once stdout has been written out (a pipe may still hold it), whatever handles are left.
+process.stdout.write('', () => process.exit(code))

@@ -1,0 +1,92 @@
+/**
+ * The command line: declarations only. Each action checks its options, lazily imports its command
+ * and calls it, so `analyst --help` loads no sandbox code.
+ * @module
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
+import { UsageError } from './errors.js'
+
+const VERSION = '0.1.0'
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value]
+}
+
+function seconds(value: string): number {
+  const number = Number(value)
+  if (!Number.isFinite(number) || number <= 0) throw new InvalidArgumentError('give a positive number of seconds.')
+  return number
+}
+
+/** The program, with `onCommand` receiving each command's normalized options (tests replace it). */
+export function program(onCommand: (name: string, options: unknown) => Promise<number>) {
+  const cli = new Command('analyst')
+    .description('An open code interpreter for data analysis.')
+    .version(VERSION)
+    .exitOverride()
+    .showSuggestionAfterError()
+    .configureOutput({ writeErr: () => {} }) // errors are reported once, by bin.ts
+  let result: Promise<number> = Promise.resolve(0)
+
+  cli
+    .command('run')
+    .description('Run Python files as cells, in order, in one fresh sandbox; - reads a cell from stdin')
+    .argument('<files...>', 'Python files, run in order; state carries from one to the next')
+    .option('--data <path>', 'a data file, readable by the code at data/<name> (repeatable)', collect)
+    .option('--timeout <seconds>', 'time limit per cell', seconds, 60)
+    .option('--json', 'one JSON object per cell on stdout, nothing else')
+    .option('--output-dir <dir>', 'where images and files are saved (default ./analyst-output/<session id>)')
+    .addOption(new Option('--no-isolation', 'run without the jail (only trusted code, on machines without namespaces)'))
+    .addHelpText('after', '\nExamples:\n  analyst run analysis.py --data sales.csv\n  echo "print(1 + 1)" | analyst run -')
+    .action((files: string[], options: Record<string, unknown>) => {
+      result = onCommand('run', {
+        files,
+        data: (options.data as string[] | undefined) ?? [],
+        timeoutMs: (options.timeout as number) * 1000,
+        json: Boolean(options.json),
+        outputDir: options.outputDir as string | undefined,
+        isolation: options.isolation === false ? 'none' : 'sandbox',
+        cwd: process.cwd(),
+      })
+    })
+
+  cli
+    .command('doctor')
+    .description('check Python, pandas, matplotlib, bubblewrap and namespaces, and say how to fix what is wrong')
+    .option('--json', 'the checks as JSON')
+    .action((options: Record<string, unknown>) => {
+      result = onCommand('doctor', { json: Boolean(options.json) })
+    })
+
+  return { cli, result: () => result }
+}
+
+async function dispatch(name: string, options: unknown): Promise<number> {
+  switch (name) {
+    case 'run':
+      return (await import('./commands/run.js')).run(options as import('./commands/run.js').RunOptions)
+    case 'doctor':
+      return (await import('./commands/doctor.js')).doctor(options as import('./commands/doctor.js').DoctorOptions)
+    default:
+      throw new UsageError(`Unknown command: ${name}`)
+  }
+}
+
+/** Runs the command that argv names; resolves to the exit code. */
+export async function main(argv: string[], onCommand = dispatch): Promise<number> {
+  const { cli, result } = program(onCommand)
+  if (argv.length === 0) {
+    process.stdout.write(cli.helpInformation())
+    return 0
+  }
+  try {
+    await cli.parseAsync(argv, { from: 'user' })
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(error.code)) return 0
+      throw new UsageError(error.message.replace(/^error: /, ''), 'Run analyst --help for the commands and their options.')
+    }
+    throw error
+  }
+  return result()
+}

@@ -1,0 +1,25 @@
+import pc from 'picocolors'
+import { runChecks } from '../../sandbox/local/checks.js'
+
+export interface DoctorOptions {
+  json: boolean
+  stdout?: NodeJS.WritableStream
+}
+
+/** `analyst doctor`: exit 0 when everything essential is in place. */
+export async function doctor(options: DoctorOptions): Promise<number> {
+  const stdout = options.stdout ?? process.stdout
+  const checks = await runChecks()
+  const healthy = checks.every((check) => check.ok || !check.essential)
+  if (options.json) {
+    stdout.write(`${JSON.stringify({ ok: healthy, checks }, null, 2)}\n`)
+    return healthy ? 0 : 1
+  }
+  for (const check of checks) {
+    const mark = check.ok ? pc.green('✓') : check.essential ? pc.red('✗') : pc.yellow('!')
+    stdout.write(`${mark} ${check.name}: ${check.detail}\n`)
+    if (!check.ok && check.fix) stdout.write(`    fix: ${check.fix}\n`)
+  }
+  stdout.write(healthy ? pc.green('\nAll set.\n') : pc.red('\nSome checks failed; run the fixes above.\n'))
+  return healthy ? 0 : 1
+}

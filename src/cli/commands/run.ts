@@ -1,0 +1,131 @@
+import { readFile, stat } from 'node:fs/promises'
+import { basename, join, resolve } from 'node:path'
+import { text as readStream } from 'node:stream/consumers'
+import pc from 'picocolors'
+import { LocalProvider } from '../../sandbox/local/index.js'
+import { type Result, Sandbox } from '../../sandbox/index.js'
+import { UsageError } from '../errors.js'
+import { OutputFolder } from '../outputs.js'
+
+export interface RunOptions {
+  files: string[]
+  data: string[]
+  timeoutMs: number
+  json: boolean
+  /** Default: ./analyst-output/<session id> */
+  outputDir?: string
+  isolation: 'sandbox' | 'none'
+  cwd: string
+  stdin?: NodeJS.ReadableStream
+  stdout?: NodeJS.WritableStream
+  stderr?: NodeJS.WritableStream
+}
+
+interface Cell {
+  file: string
+  code: string
+}
+
+async function readCells(options: RunOptions): Promise<Cell[]> {
+  const cells: Cell[] = []
+  for (const file of options.files) {
+    if (file === '-') {
+      cells.push({ file: '-', code: await readStream(options.stdin ?? process.stdin) })
+      continue
+    }
+    try {
+      cells.push({ file, code: await readFile(resolve(options.cwd, file), 'utf8') })
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      throw new UsageError(
+        code === 'ENOENT' ? `No such file: ${file}` : `Cannot read ${file} (${code})`,
+        'Give the path of a Python file, or - to read the cell from stdin.',
+      )
+    }
+  }
+  return cells
+}
+
+async function checkData(paths: string[], cwd: string): Promise<string[]> {
+  const resolved: string[] = []
+  for (const path of paths) {
+    const full = resolve(cwd, path)
+    const info = await stat(full).catch(() => undefined)
+    if (!info) throw new UsageError(`No such data file: ${path}`)
+    if (!info.isFile()) throw new UsageError(`--data ${path} is not a file`, 'Pass each data file on its own: --data a.csv --data b.csv')
+    resolved.push(full)
+  }
+  const names = resolved.map((path) => basename(path))
+  const duplicate = names.find((name, index) => names.indexOf(name) !== index)
+  if (duplicate) throw new UsageError(`Two data files are both named ${duplicate}`, 'Inside the sandbox both would be data/' + duplicate + '; rename one.')
+  return resolved
+}
+
+/** Short text for a result on the terminal: its text form, or what kind of output it is. */
+function describe(result: Result): string | undefined {
+  if (result.text !== undefined) return result.text
+  const formats = result.formats()
+  return formats.length > 0 ? `<${formats.join(', ')} output>` : undefined
+}
+
+/** `analyst run`: each file is one cell, in one sandbox; state carries from file to file. */
+export async function run(options: RunOptions): Promise<number> {
+  const stdout = options.stdout ?? process.stdout
+  const stderr = options.stderr ?? process.stderr
+  const cells = await readCells(options)
+  const data = await checkData(options.data, options.cwd)
+  // One command, one sandbox: a warm pool would only start a kernel nobody uses.
+  const sandbox = await Sandbox.create({ provider: new LocalProvider({ poolSize: 0 }), data, isolation: options.isolation })
+  const folder = new OutputFolder(resolve(options.cwd, options.outputDir ?? join('analyst-output', sandbox.sandboxId)))
+  let failed = false
+  try {
+    for (const [index, cell] of cells.entries()) {
+      const cellName = `cell-${index + 1}`
+      if (!options.json && cells.length > 1) stdout.write(pc.dim(`── ${cell.file} ──\n`))
+      const saving: Array<Promise<void>> = []
+      let images = 0
+      const execution = await sandbox.runCode(cell.code, {
+        timeoutMs: options.timeoutMs,
+        onStdout: options.json ? undefined : (message) => stdout.write(message.line),
+        onStderr: options.json ? undefined : (message) => stderr.write(message.line),
+        onResult: options.json
+          ? undefined
+          : (result) => {
+              const image = folder.saveImage(result, `${cellName}-${++images}`)
+              saving.push(
+                image.then((path) => {
+                  if (path) stdout.write(pc.cyan(`[image saved: ${path}]\n`))
+                  else {
+                    const text = describe(result)
+                    if (text !== undefined) stdout.write(`${result.isMainResult ? pc.green('Out: ') : ''}${text}\n`)
+                  }
+                }),
+              )
+            },
+      })
+      await Promise.all(saving)
+      const artifacts = []
+      for (const artifact of execution.artifacts) {
+        const savedPath = await folder.saveArtifact(sandbox, artifact).catch(() => undefined)
+        artifacts.push({ ...artifact, savedPath })
+        if (!options.json && savedPath) stdout.write(pc.cyan(`[file ${artifact.name} (${artifact.size} bytes) saved: ${savedPath}]\n`))
+      }
+      if (options.json) {
+        const images: string[] = []
+        for (const [k, result] of execution.results.entries()) {
+          const path = await folder.saveImage(result, `${cellName}-${k + 1}`)
+          if (path) images.push(path)
+        }
+        stdout.write(`${JSON.stringify({ file: cell.file, ...execution.toJSON(), artifacts, images })}\n`)
+      } else if (execution.error) {
+        const { name, value, traceback } = execution.error
+        stderr.write(pc.red(`${traceback || `${name}: ${value}`}\n`))
+        if (traceback && !traceback.includes(value)) stderr.write(pc.red(`${name}: ${value}\n`))
+      }
+      if (execution.error) failed = true
+    }
+  } finally {
+    await sandbox.kill()
+  }
+  return failed ? 1 : 0
+}

@@ -1,0 +1,13 @@
+/**
+ * Analyst: an open code interpreter for data analysis.
+ *
+ * `import { Sandbox } from 'analyst'` gives the sandbox with the local backend as its default.
+ * @module
+ */
+import { local } from './sandbox/local/index.js'
+import { Sandbox } from './sandbox/sandbox.js'
+
+Sandbox.defaultProvider ??= local
+
+export * from './sandbox/index.js'
+export { LocalProvider, local } from './sandbox/local/index.js'

@@ -1,0 +1,101 @@
+/**
+ * The seam between `Sandbox` and the engines that run code (local bubblewrap kernels now; E2B,
+ * Jupyter or Modal later). A backend implements these `do*` methods; users call `Sandbox`.
+ * @module
+ */
+import type { Artifact, MimeBundle } from './messaging.js'
+
+/** What a backend reports while a cell runs, in order. `finish` comes last, exactly once. */
+export type ExecutionEvent =
+  | { type: 'stdout'; text: string }
+  | { type: 'stderr'; text: string }
+  | { type: 'result'; bundle: MimeBundle; isMainResult: boolean }
+  | { type: 'error'; name: string; value: string; traceback: string }
+  | { type: 'artifact'; artifact: Artifact }
+  | { type: 'finish'; executionCount?: number }
+
+export interface DoExecuteOptions {
+  code: string
+  contextId?: string
+  envs?: Record<string, string>
+  timeoutMs: number
+  signal?: AbortSignal
+  onEvent: (event: ExecutionEvent) => void
+}
+
+/** An independent namespace of variables in the same sandbox. */
+export interface Context {
+  id: string
+  language: 'python'
+  cwd: string
+}
+
+export interface EntryInfo {
+  /** Base name. */
+  name: string
+  type: 'file' | 'dir'
+  /** Absolute path inside the sandbox. */
+  path: string
+  size: number
+}
+
+export interface SandboxBackend {
+  readonly specificationVersion: 'v1'
+  /** e.g. `local`. */
+  readonly provider: string
+  readonly sandboxId: string
+  /** Runs one cell; resolves after the `finish` event. Rejects only when the sandbox itself fails. */
+  doExecute(options: DoExecuteOptions): Promise<void>
+  doCreateContext(options: { cwd?: string }): Promise<Context>
+  doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo>
+  doReadFile(path: string): Promise<Uint8Array>
+  doList(path: string): Promise<EntryInfo[]>
+  /** The entry at path, or undefined when there is none. */
+  doStat(path: string): Promise<EntryInfo | undefined>
+  doRemove(path: string): Promise<void>
+  /** Makes a host file readable by code at `data/<name>`, read-only, without loading it into memory. */
+  doAddData(hostPath: string, name: string): Promise<EntryInfo>
+  doKill(): Promise<void>
+}
+
+/** Resource limits of one sandbox. */
+export interface SandboxLimits {
+  /** Memory of all the sandbox's processes together. @default 2 GiB */
+  memoryBytes: number
+  /** Processes and threads. @default 128 */
+  processes: number
+  /** Size of any one file written. @default 1 GiB */
+  fileSizeBytes: number
+  /** Total size of the workspace. @default 1 GiB */
+  workspaceBytes: number
+  /** CPU seconds one cell may use. @default 600 */
+  cpuSeconds: number
+  /** Open files per process. @default 1024 */
+  openFiles: number
+  /** stdout + stderr kept per cell; more is dropped with a marker. @default 10 MB */
+  outputBytes: number
+}
+
+export interface SandboxCreateOptions {
+  /** Host files readable by code at `data/<base name>`, read-only. */
+  data?: Array<string | { path: string; name: string }>
+  /** Environment variables of the kernel, on top of a minimal clean environment. */
+  envs?: Record<string, string>
+  limits?: Partial<SandboxLimits>
+  /**
+   * `'sandbox'` runs code in the isolated jail. `'none'` runs it as a plain child process with
+   * access to everything the host user can reach: only for machines without namespaces.
+   * @default 'sandbox'
+   */
+  isolation?: 'sandbox' | 'none'
+  /** Let code reach the network. @default false */
+  network?: boolean
+  /** Abort creation. */
+  signal?: AbortSignal
+}
+
+export interface SandboxProvider {
+  readonly specificationVersion: 'v1'
+  readonly name: string
+  doCreate(options: SandboxCreateOptions): Promise<SandboxBackend>
+}

@@ -1,0 +1,418 @@
+/**
+ * The local backend: each sandbox is a Python kernel in a bubblewrap jail on this machine, with
+ * its own uid, cgroup and size-limited workspace when Analyst runs as root. A warm pool of
+ * started kernels makes `create` take milliseconds.
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type {
+  Context,
+  DoExecuteOptions,
+  EntryInfo,
+  ExecutionEvent,
+  SandboxBackend,
+  SandboxCreateOptions,
+  SandboxProvider,
+} from '../backend.js'
+import { InvalidArgumentError, NotFoundError, SandboxError } from '../errors.js'
+import { type Home, type HomeConfig, prepareHome } from './home.js'
+import { kernelEnv, SANDBOX_HOME } from './jail.js'
+import { Kernel, KernelExit } from './kernel.js'
+import { DEFAULT_LIMITS, resolveLimits } from './limits.js'
+import { findPython } from './python.js'
+import { splitPath } from './workspace.js'
+
+export interface LocalProviderOptions {
+  /** Kernels kept started and ready for `create`. @default ANALYST_POOL_SIZE or 1 */
+  poolSize?: number
+  /** How long an interrupted cell may take to stop before its kernel is killed. @default 2000 */
+  interruptGraceMs?: number
+}
+
+interface Started {
+  home: Home
+  kernel: Kernel
+}
+
+async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
+  const home = prepareHome(config)
+  try {
+    return { home, kernel: await Kernel.start(home.spec, { keepAlive }) }
+  } catch (error) {
+    home.release()
+    throw error
+  }
+}
+
+function formatBytes(bytes: number): string {
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB']
+  let value = bytes
+  let unit = 0
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024
+    unit++
+  }
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`
+}
+
+const LOST = 'All variables and imports were lost (files in the workspace are kept); the next cell runs in a fresh kernel.'
+
+class LocalSandbox implements SandboxBackend {
+  readonly specificationVersion = 'v1'
+  readonly provider = 'local'
+  private readonly contexts = new Map<string, Context>()
+  private queue: Promise<unknown> = Promise.resolve()
+  private restarting: Promise<void> | undefined
+  private killed = false
+  /** Set when the kernel died between cells, told to the next cell. */
+  private lostBetweenCells: string | undefined
+  private oomKillsSeen: number
+
+  constructor(
+    private readonly home: Home,
+    private kernel: Kernel,
+    private readonly config: HomeConfig,
+    private readonly interruptGraceMs: number,
+  ) {
+    this.oomKillsSeen = home.cgroup?.oomKills() ?? 0
+  }
+
+  get sandboxId(): string {
+    return this.home.id
+  }
+
+  doExecute(options: DoExecuteOptions): Promise<void> {
+    // One cell at a time, in the order they were asked for, as a Jupyter kernel does.
+    const run = this.queue.then(() => this.runCell(options))
+    this.queue = run.catch(() => {})
+    return run
+  }
+
+  private async ensureKernel() {
+    if (this.restarting) await this.restarting
+    if (this.kernel.alive) return
+    const exit = await this.kernel.whenExited()
+    this.lostBetweenCells = `[The kernel had stopped since the last cell (${this.describeExit(exit)}). ${LOST}]\n`
+    this.restart()
+    await this.restarting
+  }
+
+  private restart() {
+    this.restarting ??= (async () => {
+      try {
+        this.kernel = await Kernel.start(this.home.spec)
+        for (const context of this.contexts.values()) await this.kernel.createContext(context.id, context.cwd)
+      } finally {
+        this.restarting = undefined
+      }
+    })()
+    this.restarting.catch(() => {}) // reported to the next cell that awaits it
+  }
+
+  private describeExit(exit: KernelExit): string {
+    const oomKills = this.home.cgroup?.oomKills() ?? 0
+    if (oomKills > this.oomKillsSeen) {
+      this.oomKillsSeen = oomKills
+      return `out of memory: the sandbox may use ${formatBytes(this.config.limits.memoryBytes)} (limits.memoryBytes)`
+    }
+    if (exit.signal) return `killed by ${exit.signal}`
+    if (exit.code !== null && exit.code > 128) return `killed by signal ${exit.code - 128}`
+    return `exit code ${exit.code}`
+  }
+
+  private async runCell(options: DoExecuteOptions) {
+    if (this.killed) throw new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
+    options.signal?.throwIfAborted()
+    const contextId = options.contextId
+    if (contextId !== undefined && contextId !== 'default' && !this.contexts.has(contextId)) {
+      throw new NotFoundError(`No context ${contextId} in this sandbox`, { hint: 'Create one with createContext().' })
+    }
+    try {
+      await this.ensureKernel()
+    } catch (cause) {
+      throw new SandboxError('The kernel could not be restarted', { cause })
+    }
+    const { onEvent } = options
+    if (this.lostBetweenCells) {
+      onEvent({ type: 'stderr', text: this.lostBetweenCells })
+      this.lostBetweenCells = undefined
+    }
+    const kernel = this.kernel
+    const id = randomBytes(8).toString('hex')
+    const cap = this.config.limits.outputBytes
+    let outputBytes = 0
+    let truncated = false
+    let sawError = false
+    let stopped: 'timeout' | 'abort' | undefined
+    let killedByUs = false
+    let graceTimer: NodeJS.Timeout | undefined
+    const seconds = options.timeoutMs / 1000
+    const timeoutError = (traceback: string): ExecutionEvent => ({
+      type: 'error',
+      name: 'TimeoutError',
+      value: `The cell ran longer than its ${seconds} s timeout and was interrupted; variables and imports are kept. Pass a larger timeoutMs (analyst run --timeout) if it needs longer.`,
+      traceback,
+    })
+    const truncate = () => {
+      if (truncated) return
+      truncated = true
+      onEvent({
+        type: 'stderr',
+        text: `\n[output truncated: the cell printed more than ${formatBytes(cap)}; the rest was dropped (limits.outputBytes)]\n`,
+      })
+    }
+    const output = (type: 'stdout' | 'stderr', text: string) => {
+      if (truncated) return
+      const room = cap - outputBytes
+      const kept = text.length > room ? text.slice(0, room) : text
+      outputBytes += kept.length
+      if (kept) onEvent({ type, text: kept })
+      if (kept.length < text.length) truncate()
+    }
+    const stop = (reason: 'timeout' | 'abort') => {
+      if (stopped) return
+      stopped = reason
+      kernel.interrupt(id)
+      graceTimer = setTimeout(() => {
+        killedByUs = true
+        kernel.kill()
+      }, this.interruptGraceMs)
+    }
+    const timer = setTimeout(() => stop('timeout'), options.timeoutMs)
+    const onAbort = () => stop('abort')
+    options.signal?.addEventListener('abort', onAbort, { once: true })
+    let count: number | null = null
+    try {
+      count = await kernel.execute(
+        { type: 'execute', id, code: options.code, context: contextId, envs: options.envs },
+        (message) => {
+          switch (message.type) {
+            case 'stdout':
+            case 'stderr':
+              return output(message.type, message.text)
+            case 'truncated':
+              return truncate()
+            case 'result':
+              return onEvent({ type: 'result', bundle: message.bundle, isMainResult: message.main })
+            case 'error':
+              sawError = true
+              if (stopped === 'timeout' && message.name === 'KeyboardInterrupt') {
+                return onEvent(timeoutError(message.traceback))
+              }
+              return onEvent({ type: 'error', name: message.name, value: message.value, traceback: message.traceback })
+          }
+        },
+      )
+      if (stopped === 'timeout' && !sawError) onEvent(timeoutError(''))
+    } catch (error) {
+      if (!(error instanceof KernelExit)) throw error
+      if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
+      onEvent({ type: 'error', ...this.deathError(error, stopped, killedByUs, seconds) })
+      this.restart()
+    } finally {
+      clearTimeout(timer)
+      clearTimeout(graceTimer)
+      options.signal?.removeEventListener('abort', onAbort)
+    }
+    for (const artifact of this.home.workspace.changes()) onEvent({ type: 'artifact', artifact })
+    onEvent({ type: 'finish', executionCount: count ?? undefined })
+    if (stopped === 'abort') throw options.signal?.reason ?? new Error('aborted')
+  }
+
+  private deathError(exit: KernelExit, stopped: 'timeout' | 'abort' | undefined, killedByUs: boolean, seconds: number) {
+    if (killedByUs && stopped === 'timeout') {
+      return {
+        name: 'TimeoutError',
+        value: `The cell ran longer than its ${seconds} s timeout and did not stop when interrupted, so its kernel was killed. ${LOST} Pass a larger timeoutMs if it needs longer.`,
+        traceback: '',
+      }
+    }
+    if (killedByUs) {
+      return { name: 'KernelRestarted', value: `The cell did not stop when interrupted, so its kernel was killed. ${LOST}`, traceback: '' }
+    }
+    return {
+      name: 'KernelDied',
+      value: `The Python kernel died while running this cell (${this.describeExit(exit)}). ${LOST}`,
+      traceback: exit.output.trim().split('\n').slice(-20).join('\n'),
+    }
+  }
+
+  async doCreateContext(options: { cwd?: string }): Promise<Context> {
+    await this.ensureKernel()
+    const { area, parts } = splitPath(options.cwd ?? SANDBOX_HOME)
+    const cwd = [SANDBOX_HOME, ...(area === 'data' ? ['data'] : []), ...parts].join('/')
+    const context: Context = { id: randomBytes(6).toString('hex'), language: 'python', cwd }
+    await this.kernel.createContext(context.id, cwd)
+    this.contexts.set(context.id, context)
+    return context
+  }
+
+  async doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo> {
+    this.assertAlive()
+    return this.home.workspace.write(path, data)
+  }
+
+  async doReadFile(path: string): Promise<Uint8Array> {
+    this.assertAlive()
+    return this.home.workspace.read(path)
+  }
+
+  async doList(path: string): Promise<EntryInfo[]> {
+    this.assertAlive()
+    return this.home.workspace.list(path)
+  }
+
+  async doStat(path: string): Promise<EntryInfo | undefined> {
+    this.assertAlive()
+    return this.home.workspace.stat(path)
+  }
+
+  async doRemove(path: string): Promise<void> {
+    this.assertAlive()
+    this.home.workspace.remove(path)
+  }
+
+  async doAddData(hostPath: string, name: string): Promise<EntryInfo> {
+    this.assertAlive()
+    return this.home.workspace.addData(hostPath, name)
+  }
+
+  /** Environment variables given after the kernel started (a pooled kernel): for this kernel and its restarts. */
+  async applyEnvs(envs: Record<string, string>) {
+    this.home.spec.env = kernelEnv(SANDBOX_HOME, { ...this.config.envs, ...envs })
+    await this.kernel.setEnv(randomBytes(4).toString('hex'), envs)
+  }
+
+  private assertAlive() {
+    if (this.killed) throw new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
+  }
+
+  async doKill(): Promise<void> {
+    if (this.killed) return
+    this.killed = true
+    await this.restarting?.catch(() => {})
+    await this.kernel.kill()
+    await waitUntilEmpty(this.home.cgroup?.procsFiles ?? [])
+    this.home.release()
+  }
+}
+
+/** Waits (briefly) until the cgroup has no process left, so it can be removed. */
+async function waitUntilEmpty(procsFiles: string[]) {
+  for (let i = 0; i < 200; i++) {
+    const busy = procsFiles.some((file) => {
+      try {
+        return readFileSync(file, 'utf8').trim() !== ''
+      } catch {
+        return false
+      }
+    })
+    if (!busy) return
+    await sleep(10)
+  }
+}
+
+function sameLimits(limits: SandboxCreateOptions['limits']): boolean {
+  if (!limits) return true
+  return Object.entries(limits).every(([key, value]) => value === undefined || DEFAULT_LIMITS[key as keyof typeof DEFAULT_LIMITS] === value)
+}
+
+export class LocalProvider implements SandboxProvider {
+  readonly specificationVersion = 'v1'
+  readonly name = 'local'
+  readonly poolSize: number
+  private readonly interruptGraceMs: number
+  private readonly pool: Started[] = []
+  private filling: Promise<void> | undefined
+
+  constructor(options: LocalProviderOptions = {}) {
+    const size = options.poolSize ?? Number(process.env.ANALYST_POOL_SIZE ?? 1)
+    if (!Number.isInteger(size) || size < 0) throw new InvalidArgumentError(`poolSize must be a whole number ≥ 0, not ${size}`)
+    this.poolSize = size
+    this.interruptGraceMs = options.interruptGraceMs ?? 2000
+  }
+
+  private async config(options: SandboxCreateOptions): Promise<HomeConfig> {
+    return {
+      python: await findPython(),
+      limits: resolveLimits(options.limits),
+      network: options.network ?? false,
+      isolation: options.isolation ?? 'sandbox',
+      envs: options.envs ?? {},
+    }
+  }
+
+  async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
+    if (options.isolation !== undefined && options.isolation !== 'sandbox' && options.isolation !== 'none') {
+      throw new InvalidArgumentError(`isolation must be 'sandbox' or 'none', not ${String(options.isolation)}`)
+    }
+    options.signal?.throwIfAborted()
+    const config = await this.config(options)
+    if (config.isolation === 'none') {
+      process.emitWarning(
+        "Sandbox created with isolation: 'none': code runs as this user with access to its files, network and processes. Use it only for code you trust.",
+        'AnalystWarning',
+      )
+    }
+    const poolable = config.isolation === 'sandbox' && !config.network && sameLimits(options.limits)
+    const pooled = poolable ? this.pool.shift() : undefined
+    const started = pooled ?? (await start({ ...config, envs: poolable ? {} : config.envs }))
+    if (poolable) this.fill()
+    const sandbox = new LocalSandbox(started.home, started.kernel, config, this.interruptGraceMs)
+    try {
+      if (poolable && Object.keys(config.envs).length > 0) await sandbox.applyEnvs(config.envs)
+      for (const item of options.data ?? []) {
+        const { path, name } = typeof item === 'string' ? { path: item, name: item.slice(item.lastIndexOf('/') + 1) } : item
+        await sandbox.doAddData(path, name)
+      }
+      options.signal?.throwIfAborted()
+    } catch (error) {
+      await sandbox.doKill()
+      throw error
+    }
+    return sandbox
+  }
+
+  /** Starts kernels until the pool is full; resolves when it is. Creation does this in the background. */
+  warm(): Promise<void> {
+    this.fill()
+    return this.filling ?? Promise.resolve()
+  }
+
+  private fill() {
+    if (this.filling || this.pool.length >= this.poolSize) return
+    this.filling = (async () => {
+      try {
+        while (this.pool.length < this.poolSize) {
+          const entry = await start(await this.config({}), false)
+          entry.kernel.whenExited().then(() => {
+            const index = this.pool.indexOf(entry)
+            if (index >= 0) {
+              this.pool.splice(index, 1)
+              entry.home.release()
+            }
+          })
+          this.pool.push(entry)
+        }
+      } catch {
+        // The pool stays short; create() starts kernels itself and reports what is wrong.
+      } finally {
+        this.filling = undefined
+      }
+    })()
+  }
+
+  /** Stops the pool's kernels. Sandboxes already created are not affected. */
+  async close(): Promise<void> {
+    await this.filling
+    const entries = this.pool.splice(0)
+    await Promise.all(
+      entries.map(async (entry) => {
+        await entry.kernel.kill()
+        entry.home.release()
+      }),
+    )
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * What `analyst doctor` checks: each thing the local backend needs, whether it is there, and the
+ * command that fixes it when it is not.
+ * @module
+ */
+import { spawnSync } from 'node:child_process'
+import { Sandbox } from '../sandbox.js'
+import { LocalProvider } from './backend.js'
+import { EXPECTED_MODULES, findPython, type PythonInfo } from './python.js'
+import { isRoot } from './runtime.js'
+
+export interface Check {
+  name: string
+  ok: boolean
+  /** What was found. */
+  detail: string
+  /** The command or step that fixes it. */
+  fix?: string
+  /** When false, a failure only limits what Analyst can do. */
+  essential: boolean
+}
+
+const APT = {
+  pandas: 'python3-pandas',
+  numpy: 'python3-numpy',
+  matplotlib: 'python3-matplotlib',
+  scipy: 'python3-scipy',
+  seaborn: 'python3-seaborn',
+  sklearn: 'python3-sklearn',
+  statsmodels: 'python3-statsmodels',
+  openpyxl: 'python3-openpyxl',
+  pyarrow: 'python3-pyarrow',
+} satisfies Record<(typeof EXPECTED_MODULES)[number], string>
+const ESSENTIAL_MODULES = new Set(['pandas', 'numpy', 'matplotlib'])
+const sudo = isRoot ? '' : 'sudo '
+
+export async function runChecks(): Promise<Check[]> {
+  const checks: Check[] = []
+  const [major] = process.versions.node.split('.').map(Number)
+  checks.push({
+    name: 'Node.js',
+    ok: (major ?? 0) >= 20,
+    detail: process.versions.node,
+    fix: 'Install Node.js 20 or newer (https://nodejs.org).',
+    essential: true,
+  })
+
+  let python: PythonInfo | undefined
+  try {
+    python = await findPython()
+    checks.push({ name: 'Python', ok: true, detail: `${python.executable} (${python.version})`, essential: true })
+  } catch (error) {
+    checks.push({
+      name: 'Python',
+      ok: false,
+      detail: (error as Error).message,
+      fix: `${sudo}apt-get install python3-pandas python3-matplotlib python3-numpy python3-scipy python3-openpyxl (or set ANALYST_PYTHON)`,
+      essential: true,
+    })
+  }
+  if (python) {
+    for (const module of EXPECTED_MODULES) {
+      const ok = python.modules[module] === true
+      checks.push({
+        name: `Python module ${module}`,
+        ok,
+        detail: ok ? 'importable' : 'missing',
+        fix: ok ? undefined : `${sudo}apt-get install ${APT[module]}`,
+        essential: ESSENTIAL_MODULES.has(module),
+      })
+    }
+  }
+
+  const bwrap = spawnSync('bwrap', ['--version'], { encoding: 'utf8' })
+  const hasBwrap = bwrap.status === 0
+  checks.push({
+    name: 'bubblewrap',
+    ok: hasBwrap,
+    detail: hasBwrap ? bwrap.stdout.trim() : 'not installed',
+    fix: `${sudo}apt-get install bubblewrap`,
+    essential: true,
+  })
+  if (hasBwrap) {
+    const probe = spawnSync(
+      'bwrap',
+      ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '/usr/bin/true'],
+      { encoding: 'utf8', uid: isRoot ? 65534 : undefined, gid: isRoot ? 65534 : undefined },
+    )
+    checks.push({
+      name: 'user namespaces',
+      ok: probe.status === 0,
+      detail: probe.status === 0 ? 'bubblewrap can create a jail as an unprivileged user' : probe.stderr.trim(),
+      fix:
+        'sudo sysctl -w kernel.unprivileged_userns_clone=1 (Debian); on Ubuntu 24.04 also sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0',
+      essential: true,
+    })
+  }
+  checks.push({
+    name: 'per-sandbox uid, cgroup and workspace quota',
+    ok: isRoot,
+    detail: isRoot
+      ? 'running as root: each sandbox gets its own uid, memory/process cgroup and a size-limited workspace'
+      : 'not root: sandboxes share your uid; memory is limited per process and the workspace size is not enforced',
+    fix: 'Run Analyst as root (e.g. as a service) for per-sandbox limits.',
+    essential: false,
+  })
+
+  if (checks.every((check) => check.ok || !check.essential)) {
+    const started = Date.now()
+    try {
+      const sandbox = await Sandbox.create({ provider: new LocalProvider({ poolSize: 0 }) })
+      try {
+        const execution = await sandbox.runCode('import pandas, matplotlib.pyplot\n1 + 1', { timeoutMs: 30_000 })
+        const ok = execution.text === '2'
+        checks.push({
+          name: 'sandbox',
+          ok,
+          detail: ok ? `ran a cell with pandas in ${Date.now() - started} ms` : (execution.error?.value ?? 'unexpected output'),
+          essential: true,
+        })
+      } finally {
+        await sandbox.kill()
+      }
+    } catch (error) {
+      const hint = (error as { hint?: string }).hint
+      checks.push({ name: 'sandbox', ok: false, detail: (error as Error).message, fix: hint, essential: true })
+    }
+  }
+  return checks
+}

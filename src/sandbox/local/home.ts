@@ -1,0 +1,201 @@
+/**
+ * A sandbox's home on the host: its folders, uid, cgroup and size-limited workspace, and the spec
+ * that starts (and restarts) its kernel. Prepared before a kernel starts, so the warm pool can
+ * hold ready homes with running kernels.
+ * @module
+ */
+import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { chownSync, copyFileSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { SandboxLimits } from '../backend.js'
+import { type Cgroup, createCgroup } from './cgroup.js'
+import { bwrapArgs, kernelEnv, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
+import type { KernelSpawnSpec } from './kernel.js'
+import type { PythonInfo } from './python.js'
+import {
+  allocateUid,
+  CGROUPS_MARK,
+  fontCache,
+  getRuntime,
+  isRoot,
+  MOUNT_MARK,
+  onExit,
+  releaseSandboxDir,
+} from './runtime.js'
+import { Workspace } from './workspace.js'
+
+export interface HomeConfig {
+  python: PythonInfo
+  limits: SandboxLimits
+  network: boolean
+  isolation: 'sandbox' | 'none'
+  /** Environment variables given at creation. */
+  envs: Record<string, string>
+}
+
+export interface Home {
+  id: string
+  dir: string
+  workspace: Workspace
+  cgroup?: Cgroup
+  spec: KernelSpawnSpec
+  /** Removes everything on the host: mount, cgroup, folders, uid. Synchronous, idempotent. */
+  release(): void
+}
+
+const KERNEL_SOURCE = join(dirname(fileURLToPath(import.meta.url)), 'python')
+const MODULES_TO_PRELOAD = ['numpy', 'pandas', 'matplotlib']
+
+let kernelDir: string | undefined
+
+/** The kernel's Python files, copied where sandbox uids can read them (the project folder may not be). */
+function installKernel(): string {
+  if (kernelDir) return kernelDir
+  const dir = join(getRuntime().own, 'kernel')
+  mkdirSync(dir, { recursive: true, mode: 0o755 })
+  for (const file of readdirSync(KERNEL_SOURCE).filter((name) => name.endsWith('.py'))) {
+    copyFileSync(join(KERNEL_SOURCE, file), join(dir, file))
+  }
+  kernelDir = dir
+  return dir
+}
+
+/** Processes this user runs now: without a uid of its own, the sandbox's process limit comes on top. */
+function processesOfThisUser(): number {
+  const uid = process.getuid?.() ?? 0
+  let count = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      if (statSync(`/proc/${pid}`).uid === uid) count += readdirSync(`/proc/${pid}/task`).length
+    } catch {
+      // gone
+    }
+  }
+  return count
+}
+
+export function prepareHome(config: HomeConfig): Home {
+  const runtime = getRuntime()
+  const id = randomBytes(6).toString('hex')
+  const dir = join(runtime.own, `sb-${id}`)
+  const work = join(dir, 'work')
+  const data = join(dir, 'data')
+  mkdirSync(dir, { mode: isRoot ? 0o711 : 0o700 })
+  mkdirSync(work, { mode: 0o700 })
+  mkdirSync(data, { mode: 0o755 })
+  const sandboxed = config.isolation === 'sandbox'
+  const cleanups: Array<() => void> = []
+  let released = false
+  const release = () => {
+    if (released) return
+    released = true
+    for (const cleanup of cleanups.reverse()) {
+      try {
+        cleanup()
+      } catch {
+        // best effort: the runtime sweep retries what is left
+      }
+    }
+    releaseSandboxDir(dir)
+  }
+  const unregister = onExit(release)
+  cleanups.push(unregister)
+  try {
+    let owner: { uid: number; gid: number } | undefined
+    let cgroup: Cgroup | undefined
+    if (sandboxed && isRoot) {
+      const { uid, release: releaseUid } = allocateUid()
+      cleanups.push(releaseUid)
+      owner = { uid, gid: uid }
+      const mounted = spawnSync(
+        'mount',
+        ['-t', 'tmpfs', '-o', `size=${config.limits.workspaceBytes},uid=${uid},gid=${uid},mode=0700,nosuid,nodev`, 'tmpfs', work],
+        { stdio: 'ignore' },
+      )
+      if (mounted.status === 0) writeFileSync(join(dir, MOUNT_MARK), '')
+      else chownSync(work, uid, uid)
+      // tmpfs pages count as the sandbox's memory: the cgroup allows for a full workspace.
+      cgroup = createCgroup(id, config.limits.memoryBytes + config.limits.workspaceBytes, config.limits.processes, uid)
+      if (cgroup) {
+        writeFileSync(join(dir, CGROUPS_MARK), cgroup.paths.join('\n'))
+        const group = cgroup
+        cleanups.push(() => group.remove())
+      }
+    }
+    if (sandboxed) {
+      mkdirSync(join(work, 'data'), { mode: 0o755 }) // where the jail mounts data/
+      if (owner) chownSync(join(work, 'data'), owner.uid, owner.gid)
+    } else {
+      symlinkSync(data, join(work, 'data'))
+    }
+    const workspace = new Workspace(work, data, owner)
+    const kernelLimits: Record<string, number> = {
+      memoryBytes: config.limits.memoryBytes,
+      fileSizeBytes: config.limits.fileSizeBytes,
+      openFiles: config.limits.openFiles,
+      cpuSeconds: config.limits.cpuSeconds,
+    }
+    // RLIMIT_NPROC counts every process of the real uid: exact with a uid of our own, else on top of what runs.
+    if (owner) kernelLimits.processes = config.limits.processes
+    else if (sandboxed) kernelLimits.processes = config.limits.processes + processesOfThisUser()
+    const kernelConfig = JSON.stringify({
+      limits: kernelLimits,
+      outputCap: config.limits.outputBytes,
+      preload: MODULES_TO_PRELOAD.filter((name) => config.python.modules[name]).concat(
+        config.python.modules.matplotlib ? ['matplotlib.pyplot'] : [],
+      ),
+    })
+    const source = installKernel()
+    let spec: KernelSpawnSpec
+    if (sandboxed) {
+      const command = [config.python.executable, '-s', `${SANDBOX_KERNEL_DIR}/analyst_kernel.py`, kernelConfig]
+      spec = {
+        command: 'bwrap',
+        args: bwrapArgs(
+          {
+            python: config.python,
+            workspace: work,
+            data,
+            kernelDir: source,
+            etc: runtime.etc,
+            fontCache: fontCache(config.python),
+            network: config.network,
+            tmpBytes: config.limits.workspaceBytes,
+          },
+          command,
+        ),
+        env: kernelEnv(SANDBOX_HOME, config.envs),
+        uid: owner?.uid,
+        gid: owner?.gid,
+        cgroupProcs: cgroup?.procsFiles,
+        maxMessageBytes: 64 * 1024 * 1024,
+      }
+    } else {
+      // No jail: the kernel runs as this user, with data/ linked into the workspace.
+      const scratch = join(dir, 'tmp')
+      mkdirSync(scratch)
+      const env = kernelEnv(work, config.envs)
+      Object.assign(env, {
+        TMPDIR: scratch,
+        MPLCONFIGDIR: join(scratch, '.matplotlib'),
+        XDG_CACHE_HOME: join(scratch, '.cache'),
+        XDG_CONFIG_HOME: join(scratch, '.config'),
+      })
+      spec = {
+        command: config.python.executable,
+        args: ['-s', join(source, 'analyst_kernel.py'), kernelConfig],
+        env,
+        cwd: work,
+        processGroup: true,
+        maxMessageBytes: 64 * 1024 * 1024,
+      }
+    }
+    return { id, dir, workspace, cgroup, spec, release }
+  } catch (error) {
+    release()
+    throw error
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The jail: bubblewrap arguments and the kernel's environment. Pure functions, so what the jail
+ * lets in can be read (and tested) in one place.
+ * @module
+ */
+import { existsSync, lstatSync, readlinkSync } from 'node:fs'
+import type { PythonInfo } from './python.js'
+
+/** Inside the sandbox. */
+export const SANDBOX_HOME = '/home/user'
+export const SANDBOX_DATA = `${SANDBOX_HOME}/data`
+export const SANDBOX_KERNEL_DIR = '/opt/analyst'
+const MPL_CONFIG_DIR = '/tmp/.matplotlib'
+
+/** What of the host's /etc the Python stack needs; everything else of /etc stays out. */
+const ETC_ALLOWED = [
+  '/etc/alternatives', // Debian's BLAS/LAPACK are chosen through these links
+  '/etc/ld.so.cache',
+  '/etc/ld.so.conf',
+  '/etc/ld.so.conf.d',
+  '/etc/localtime',
+  '/etc/timezone',
+  '/etc/matplotlibrc',
+  '/etc/mime.types',
+  '/etc/fonts',
+  '/etc/python3',
+  '/etc/python3.11',
+  '/etc/python3.12',
+  '/etc/python3.13',
+]
+/** Needed only when code may use the network. */
+const ETC_NETWORK = ['/etc/resolv.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/nsswitch.conf', '/etc/gai.conf']
+
+export interface JailSpec {
+  python: PythonInfo
+  /** Host folders. */
+  workspace: string
+  data: string
+  kernelDir: string
+  /** Host folder with the jail's passwd, group and hosts. */
+  etc: string
+  fontCache?: string
+  network: boolean
+  /** Size of the sandbox's private /tmp. */
+  tmpBytes: number
+}
+
+/** Top-level links such as /lib -> usr/lib (merged /usr), copied from the host as they are. */
+function topLevel(): string[] {
+  const args: string[] = []
+  for (const name of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
+    const path = `/${name}`
+    if (!existsSync(path)) continue
+    const stat = lstatSync(path)
+    if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path)
+    else if (stat.isDirectory()) args.push('--ro-bind', path, path)
+  }
+  return args
+}
+
+export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
+  const args = [
+    '--unshare-user',
+    '--unshare-ipc',
+    '--unshare-pid',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    ...(spec.network ? [] : ['--unshare-net']),
+    '--uid',
+    '1000',
+    '--gid',
+    '1000',
+    '--hostname',
+    'sandbox',
+    '--die-with-parent',
+    '--new-session',
+    '--cap-drop',
+    'ALL',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    ...topLevel(),
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--size',
+    String(spec.tmpBytes),
+    '--tmpfs',
+    '/tmp',
+    '--dir',
+    MPL_CONFIG_DIR,
+  ]
+  for (const path of [...ETC_ALLOWED, ...(spec.network ? ETC_NETWORK : [])]) {
+    if (existsSync(path)) args.push('--ro-bind', path, path)
+  }
+  for (const name of ['passwd', 'group', 'hosts']) args.push('--ro-bind', `${spec.etc}/${name}`, `/etc/${name}`)
+  // An interpreter outside /usr (a venv, pyenv) is bound where it is, read-only.
+  for (const path of spec.python.paths) {
+    if (!path.startsWith('/usr/') && path !== '/usr' && existsSync(path)) args.push('--ro-bind', path, path)
+  }
+  if (spec.fontCache) {
+    const name = spec.fontCache.slice(spec.fontCache.lastIndexOf('/') + 1)
+    args.push('--ro-bind', spec.fontCache, `${MPL_CONFIG_DIR}/${name}`)
+  }
+  args.push(
+    '--bind',
+    spec.workspace,
+    SANDBOX_HOME,
+    '--ro-bind',
+    spec.data,
+    SANDBOX_DATA,
+    '--ro-bind',
+    spec.kernelDir,
+    SANDBOX_KERNEL_DIR,
+    '--chdir',
+    SANDBOX_HOME,
+    '--',
+    ...command,
+  )
+  return args
+}
+
+/** Host variables that only tune the CPU's math libraries: no secrets, and numpy can crash without them. */
+const PASSED_THROUGH = /^(OPENBLAS_CORETYPE|OPENBLAS_L2_SIZE|OPENBLAS_NUM_THREADS|OMP_NUM_THREADS|MKL_NUM_THREADS)$/
+
+/** The kernel's whole environment: a clean one, plus the caller's. No other host variable enters. */
+export function kernelEnv(
+  home: string,
+  callerEnvs: Record<string, string> = {},
+  host: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: '/usr/local/bin:/usr/bin:/bin',
+    HOME: home,
+    USER: 'user',
+    LOGNAME: 'user',
+    SHELL: '/bin/sh',
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    TMPDIR: '/tmp',
+    MPLBACKEND: 'module://analyst_mpl_backend',
+    MPLCONFIGDIR: MPL_CONFIG_DIR,
+    XDG_CACHE_HOME: '/tmp/.cache',
+    XDG_CONFIG_HOME: '/tmp/.config',
+    PYTHONDONTWRITEBYTECODE: '1',
+  }
+  for (const [key, value] of Object.entries(host)) {
+    if (PASSED_THROUGH.test(key) && value !== undefined) env[key] = value
+  }
+  return { ...env, ...callerEnvs }
+}

@@ -1,0 +1,279 @@
+/**
+ * One kernel process (bubblewrap around analyst_kernel.py, or the bare kernel with isolation
+ * 'none') and its message pipes. It only transports: timeouts, restarts and files live in
+ * LocalSandbox.
+ * @module
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import type { Readable, Writable } from 'node:stream'
+import { SandboxError, SandboxUnavailableError } from '../errors.js'
+import { type HostRequest, type KernelMessage, parseMessage, readLines } from './protocol.js'
+import { onExit } from './runtime.js'
+
+export interface KernelSpawnSpec {
+  command: string
+  args: string[]
+  env: Record<string, string>
+  cwd?: string
+  /** Run as this host uid/gid (root only). */
+  uid?: number
+  gid?: number
+  /** cgroup.procs files the process joins before it starts the jail, so nothing it forks escapes. */
+  cgroupProcs?: string[]
+  /** Own process group, so that kill() reaches children (isolation 'none'). */
+  processGroup?: boolean
+  /** Largest message line accepted from the kernel. */
+  maxMessageBytes: number
+}
+
+/** The kernel process ended. `oom` when the cgroup's OOM killer fired. */
+export class KernelExit extends Error {
+  constructor(
+    readonly code: number | null,
+    readonly signal: NodeJS.Signals | null,
+    readonly output: string,
+  ) {
+    super(`kernel exited (${signal ?? `code ${code}`})`)
+  }
+}
+
+type CellHandler = (message: KernelMessage) => void
+
+const JOIN_CGROUPS = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 111; shift; n=$((n-1)); done; exec "$@"'
+
+export class Kernel {
+  private readonly cells = new Map<string, { handler: CellHandler; reject: (error: Error) => void }>()
+  private readonly waiters = new Map<string, () => void>()
+  private readonly requests: Writable
+  private diagnostics = ''
+  private exitError: KernelExit | undefined
+  private readonly exited: Promise<KernelExit>
+  /** Messages that the kernel sent that failed validation or were too large. */
+  dropped = 0
+
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly processGroup: boolean,
+    maxMessageBytes: number,
+  ) {
+    const stdio = child.stdio as unknown as [null, Readable, Readable, Writable, Readable]
+    this.requests = stdio[3]
+    this.requests.on('error', () => {}) // the exit handler reports a dead kernel
+    for (const stream of [stdio[1], stdio[2]]) {
+      // Before the kernel redirects fd 1 and 2 (and for bwrap's own errors), output lands here.
+      stream.on('data', (chunk: Buffer) => {
+        this.diagnostics = (this.diagnostics + chunk.toString('utf8')).slice(-8192)
+      })
+    }
+    readLines(
+      stdio[4],
+      maxMessageBytes,
+      (line) => this.receive(line),
+      () => this.dropped++,
+    )
+    const forget = onExit(() => this.killNow())
+    this.exited = new Promise((resolve) => {
+      child.on('exit', (code, signal) => {
+        forget()
+        this.exitError = new KernelExit(code, signal, this.diagnostics)
+        for (const { reject } of this.cells.values()) reject(this.exitError)
+        this.cells.clear()
+        resolve(this.exitError)
+      })
+    })
+    this.unref()
+  }
+
+  /** Starts a kernel and waits for its `ready` message. */
+  static async start(
+    spec: KernelSpawnSpec,
+    options: { readyTimeoutMs?: number; keepAlive?: boolean } = {},
+  ): Promise<Kernel> {
+    const [command, args] = spec.cgroupProcs?.length
+      ? ['/bin/sh', ['-c', JOIN_CGROUPS, 'sh', String(spec.cgroupProcs.length), ...spec.cgroupProcs, spec.command, ...spec.args]]
+      : [spec.command, spec.args]
+    const child = spawn(command, args, {
+      env: spec.env,
+      cwd: spec.cwd,
+      uid: spec.uid,
+      gid: spec.gid,
+      detached: spec.processGroup ?? false,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+    })
+    const spawned = new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve)
+      child.once('error', reject)
+    })
+    try {
+      await spawned
+    } catch (cause) {
+      const missing = (cause as NodeJS.ErrnoException).code === 'ENOENT'
+      throw new SandboxUnavailableError(missing ? `${spec.command} is not installed` : `Could not start ${spec.command}`, {
+        cause,
+        hint: missing && spec.command.endsWith('bwrap') ? 'Install bubblewrap: sudo apt-get install bubblewrap' : undefined,
+      })
+    }
+    const kernel = new Kernel(child, spec.processGroup ?? false, spec.maxMessageBytes)
+    // Warm-pool kernels start with keepAlive false: they must not hold the host process open.
+    if (options.keepAlive !== false) kernel.ref()
+    const ready = new Promise<void>((resolve) => kernel.waiters.set('ready', resolve))
+    const timeoutMs = options.readyTimeoutMs ?? 60_000
+    let timer: NodeJS.Timeout | undefined
+    const outcome = await Promise.race([
+      ready.then(() => 'ready' as const),
+      kernel.exited,
+      new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), timeoutMs)
+      }),
+    ])
+    clearTimeout(timer)
+    kernel.unref()
+    if (outcome === 'ready') return kernel
+    kernel.kill()
+    const output = outcome === 'timeout' ? kernel.diagnostics : outcome.output
+    throw new SandboxUnavailableError(
+      outcome === 'timeout'
+        ? `The Python kernel did not start within ${timeoutMs / 1000} s`
+        : `The sandbox failed to start: ${output.trim().split('\n').slice(-3).join(' ') || outcome.message}`,
+      { hint: startHint(output) },
+    )
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid
+  }
+
+  get alive(): boolean {
+    return this.exitError === undefined
+  }
+
+  /** Resolves when the process has exited, however it ended. */
+  whenExited(): Promise<KernelExit> {
+    return this.exited
+  }
+
+  private receive(line: string) {
+    const message = parseMessage(line)
+    if (!message) {
+      this.dropped++
+      return
+    }
+    switch (message.type) {
+      case 'ready':
+        return this.waiters.get('ready')?.()
+      case 'context-created':
+      case 'env-set': {
+        const key = `${message.type}:${message.id ?? ''}`
+        this.waiters.get(key)?.()
+        this.waiters.delete(key)
+        return
+      }
+      default:
+        this.cells.get(message.id)?.handler(message)
+    }
+  }
+
+  private send(request: HostRequest) {
+    if (!this.alive) throw this.exitError ?? new SandboxError('kernel is not running')
+    this.requests.write(`${JSON.stringify(request)}\n`)
+  }
+
+  /** Sends a cell; `handler` sees its messages until `done`, after which the promise resolves. */
+  execute(request: Extract<HostRequest, { type: 'execute' }>, handler: CellHandler): Promise<number | null> {
+    return new Promise((resolve, reject) => {
+      if (!this.alive) return reject(this.exitError)
+      this.ref()
+      const finish = () => {
+        this.cells.delete(request.id)
+        if (this.cells.size === 0) this.unref()
+      }
+      this.cells.set(request.id, {
+        handler: (message) => {
+          handler(message)
+          if (message.type === 'done') {
+            finish()
+            resolve(message.count)
+          }
+        },
+        reject: (error) => {
+          finish()
+          reject(error)
+        },
+      })
+      this.send(request)
+    })
+  }
+
+  /** Asks the kernel to raise KeyboardInterrupt in the cell, if it is still running it. */
+  interrupt(id: string) {
+    if (this.alive) this.send({ type: 'interrupt', id })
+  }
+
+  private request(key: string, request: HostRequest): Promise<void> {
+    this.ref()
+    return new Promise<void>((resolve, reject) => {
+      this.waiters.set(key, resolve)
+      this.exited.then(reject)
+      this.send(request)
+    }).finally(() => {
+      if (this.cells.size === 0) this.unref()
+    })
+  }
+
+  createContext(id: string, cwd?: string): Promise<void> {
+    return this.request(`context-created:${id}`, { type: 'context', id, cwd })
+  }
+
+  setEnv(id: string, envs: Record<string, string>): Promise<void> {
+    return this.request(`env-set:${id}`, { type: 'env', id, envs })
+  }
+
+  /** SIGKILL. In the jail, bubblewrap's --die-with-parent and the PID namespace take every descendant with it. */
+  kill(): Promise<KernelExit> {
+    if (this.alive) this.ref() // keep the host alive until the exit is seen
+    if (this.alive && this.child.pid) {
+      try {
+        process.kill(this.processGroup ? -this.child.pid : this.child.pid, 'SIGKILL')
+      } catch {
+        // already gone
+      }
+    }
+    return this.exited
+  }
+
+  /** Synchronous kill, for the process's exit hook. */
+  killNow() {
+    if (this.alive && this.child.pid) {
+      try {
+        process.kill(this.processGroup ? -this.child.pid : this.child.pid, 'SIGKILL')
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  /** While idle, a kernel does not keep the host's event loop alive. */
+  private ref() {
+    this.child.ref()
+    for (const stream of this.child.stdio) (stream as unknown as { ref?: () => void } | null)?.ref?.()
+  }
+
+  private unref() {
+    this.child.unref()
+    for (const stream of this.child.stdio) (stream as unknown as { unref?: () => void } | null)?.unref?.()
+  }
+}
+
+function startHint(output: string): string | undefined {
+  if (/setting up uid map|No permissions to creat|Operation not permitted|unprivileged/i.test(output)) {
+    return (
+      'bubblewrap cannot create user namespaces here. Enable them (sudo sysctl -w kernel.unprivileged_userns_clone=1; ' +
+      'on Ubuntu 24.04 also sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), ' +
+      "or run without isolation: Sandbox.create({ isolation: 'none' }) / --no-isolation (unsafe for untrusted code)."
+    )
+  }
+  if (/No module named|ModuleNotFoundError/.test(output)) {
+    return 'The sandbox Python lacks a module: sudo apt-get install python3-pandas python3-matplotlib'
+  }
+  return undefined
+}

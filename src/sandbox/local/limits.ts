@@ -1,0 +1,31 @@
+import type { SandboxLimits } from '../backend.js'
+import { InvalidArgumentError } from '../errors.js'
+
+const GiB = 1024 ** 3
+const MiB = 1024 ** 2
+
+export const DEFAULT_LIMITS: Readonly<SandboxLimits> = {
+  memoryBytes: 2 * GiB,
+  processes: 128,
+  fileSizeBytes: GiB,
+  workspaceBytes: GiB,
+  cpuSeconds: 600,
+  openFiles: 1024,
+  outputBytes: 10 * MiB,
+}
+
+/** Defaults plus overrides, each checked to be a positive whole number. */
+export function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLimits {
+  const limits = { ...DEFAULT_LIMITS }
+  for (const [key, value] of Object.entries(overrides)) {
+    if (!(key in DEFAULT_LIMITS)) {
+      throw new InvalidArgumentError(`Unknown limit ${key}`, { hint: `Known limits: ${Object.keys(DEFAULT_LIMITS).join(', ')}` })
+    }
+    if (value === undefined) continue
+    if (!Number.isSafeInteger(value) || value <= 0) {
+      throw new InvalidArgumentError(`limits.${key} must be a positive whole number, not ${value}`)
+    }
+    limits[key as keyof SandboxLimits] = value
+  }
+  return limits
+}

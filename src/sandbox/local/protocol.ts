@@ -1,0 +1,83 @@
+/**
+ * The kernel's wire protocol, read defensively: user code runs in the kernel's process and can
+ * write anything to the message pipe, so every line is size-capped and validated.
+ * @module
+ */
+import type { Readable } from 'node:stream'
+import { z } from 'zod'
+
+const cellId = z.string()
+
+export const KernelMessage = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('ready'), pid: z.number(), python: z.string() }),
+  z.object({ type: z.literal('stdout'), id: cellId, text: z.string() }),
+  z.object({ type: z.literal('stderr'), id: cellId, text: z.string() }),
+  z.object({ type: z.literal('truncated'), id: cellId }),
+  z.object({ type: z.literal('result'), id: cellId, main: z.boolean(), bundle: z.record(z.string(), z.unknown()) }),
+  z.object({
+    type: z.literal('error'),
+    id: cellId,
+    name: z.string(),
+    value: z.string(),
+    traceback: z.string(),
+  }),
+  z.object({ type: z.literal('done'), id: cellId, count: z.number().nullable() }),
+  z.object({ type: z.literal('context-created'), id: z.string() }),
+  z.object({ type: z.literal('env-set'), id: z.string().nullish() }),
+])
+export type KernelMessage = z.infer<typeof KernelMessage>
+
+export type HostRequest =
+  | { type: 'execute'; id: string; code: string; context?: string; envs?: Record<string, string> }
+  | { type: 'interrupt'; id: string }
+  | { type: 'context'; id: string; cwd?: string }
+  | { type: 'env'; id: string; envs: Record<string, string> }
+
+/**
+ * Splits a byte stream into lines. One decoder with `stream: true`, so a character split across
+ * chunks survives; a line longer than `maxLineBytes` is dropped (reported through onOversized)
+ * instead of growing the host's memory.
+ */
+export function readLines(
+  stream: Readable,
+  maxLineBytes: number,
+  onLine: (line: string) => void,
+  onOversized: () => void,
+) {
+  const decoder = new TextDecoder()
+  let pending = ''
+  let skipping = false
+  stream.on('data', (chunk: Buffer) => {
+    let text = decoder.decode(chunk, { stream: true })
+    for (;;) {
+      const newline = text.indexOf('\n')
+      if (newline < 0) break
+      const line = text.slice(0, newline)
+      text = text.slice(newline + 1)
+      if (skipping) {
+        skipping = false
+        pending = ''
+        continue
+      }
+      const whole = pending + line
+      pending = ''
+      if (whole) onLine(whole)
+    }
+    if (skipping) return
+    pending += text
+    if (pending.length > maxLineBytes) {
+      pending = ''
+      skipping = true
+      onOversized()
+    }
+  })
+}
+
+export function parseMessage(line: string): KernelMessage | undefined {
+  try {
+    const parsed = KernelMessage.safeParse(JSON.parse(line))
+    return parsed.success ? parsed.data : undefined
+  } catch {
+    return undefined
+  }
+}

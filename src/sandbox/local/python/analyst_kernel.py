@@ -1,0 +1,524 @@
+"""Analyst's Python kernel: runs cells for the host, one process per sandbox.
+
+Wire protocol (NDJSON, one object per line):
+  host -> kernel on fd 3: {"type": "execute", "id", "code", "context", "envs"},
+                          {"type": "interrupt", "id"}, {"type": "context", "id", "cwd"},
+                          {"type": "env", "envs"}
+  kernel -> host on fd 4: {"type": "ready"}, {"type": "stdout"|"stderr", "id", "text"},
+                          {"type": "result", "id", "main", "bundle"}, {"type": "error", "id", "name",
+                          "value", "traceback"}, {"type": "done", "id", "count"}
+
+Everything the cell's process writes to fd 1 and 2 (print, C extensions, subprocesses) is read
+back from pipes by one IO thread and forwarded, so output arrives in the order it was written.
+The host treats every message as untrusted: user code runs in this process and could forge them.
+"""
+
+import ast
+import base64
+import builtins
+import codecs
+import fcntl
+import io
+import json
+import linecache
+import os
+import queue
+import resource
+import select
+import signal
+import sys
+import threading
+import traceback
+import types
+
+REQUEST_FD = 3
+MESSAGE_FD = 4
+DATA_ROWS_CAP = 10_000
+TEXT_CAP = 1_000_000
+CELL_PREFIX = '<cell-'
+
+_send_lock = threading.Lock()
+
+
+def send(message):
+    line = (json.dumps(message, default=str) + '\n').encode('utf-8', 'surrogatepass')
+    with _send_lock:
+        view = memoryview(line)
+        while view:
+            written = os.write(MESSAGE_FD, view)
+            view = view[written:]
+
+
+# ---------------------------------------------------------------- limits
+
+
+def apply_limits(limits):
+    """Lower this process's rlimits before any user code runs; children inherit them."""
+    table = {
+        'memoryBytes': resource.RLIMIT_AS,
+        'processes': resource.RLIMIT_NPROC,
+        'fileSizeBytes': resource.RLIMIT_FSIZE,
+        'openFiles': resource.RLIMIT_NOFILE,
+    }
+    for key, which in table.items():
+        value = limits.get(key)
+        if value:
+            resource.setrlimit(which, (value, value))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+class CpuTimeExceeded(Exception):
+    pass
+
+
+def _on_sigxcpu(signum, frame):
+    raise CpuTimeExceeded('the cell used more CPU time than its limit allows (limits.cpuSeconds)')
+
+
+def arm_cpu_limit(seconds):
+    """Soft RLIMIT_CPU = what this process has used so far + one cell's budget."""
+    if not seconds:
+        return
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    spent = int(used.ru_utime + used.ru_stime) + 1
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    soft = spent + seconds
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+# ---------------------------------------------------------------- output capture
+
+
+class OutputPipes:
+    """fd 1 and 2 point at pipes; the IO thread reads them and forwards the text to the host.
+
+    Reads happen only under `lock`, so the main thread can drain the pipes itself at the end of a
+    cell and know that nothing read is still waiting to be sent.
+    """
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.cell_id = None
+        self.sent = 0
+        self.truncated = False
+        self.readers = {}
+        for fd, name in ((1, 'stdout'), (2, 'stderr')):
+            read_end, write_end = os.pipe()
+            os.dup2(write_end, fd)
+            os.close(write_end)
+            flags = fcntl.fcntl(read_end, fcntl.F_GETFL)
+            fcntl.fcntl(read_end, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+            self.readers[read_end] = (name, codecs.getincrementaldecoder('utf-8')('replace'))
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, 'w', closefd=False), encoding='utf-8',
+                                      errors='backslashreplace', line_buffering=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, 'w', closefd=False), encoding='utf-8',
+                                      errors='backslashreplace', line_buffering=True)
+        sys.__stdout__, sys.__stderr__ = sys.stdout, sys.stderr
+
+    def start_cell(self, cell_id):
+        with self.lock:
+            self.cell_id = cell_id
+            self.sent = 0
+            self.truncated = False
+
+    def read_available(self, fd):
+        """Read what fd holds now and forward it. Call with `lock` held."""
+        name, decoder = self.readers[fd]
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                return
+            if not chunk:
+                return
+            self.forward(name, decoder.decode(chunk))
+
+    def forward(self, name, text):
+        if not text or self.cell_id is None:
+            return  # output between cells (a background process) has no cell to belong to
+        room = CONFIG.get('outputCap', 10 * 1024 * 1024) - self.sent
+        if room <= 0:
+            if not self.truncated:
+                self.truncated = True
+                send({'type': 'truncated', 'id': self.cell_id})
+            return
+        if len(text) > room:
+            text = text[:room]
+        self.sent += len(text)
+        send({'type': name, 'id': self.cell_id, 'text': text})
+
+    def drain(self):
+        """Flush Python's buffers and forward everything written so far."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        with self.lock:
+            for fd in self.readers:
+                self.read_available(fd)
+
+
+# ---------------------------------------------------------------- rich output
+
+
+def _b64(data):
+    if isinstance(data, str):
+        return data
+    return base64.b64encode(data).decode('ascii')
+
+
+def _cap_text(text):
+    if len(text) > TEXT_CAP:
+        return text[:TEXT_CAP] + '\n… [truncated: %d characters in all]' % len(text)
+    return text
+
+
+def json_safe_columns(frame):
+    """A DataFrame as {column: [values]}: dates as ISO strings, NaN as null, the index kept when it
+    carries labels. At most DATA_ROWS_CAP rows."""
+    import pandas as pd
+
+    if isinstance(frame, pd.Series):
+        frame = frame.to_frame(name=frame.name if frame.name is not None else 'value')
+    frame = frame.head(DATA_ROWS_CAP)
+    if not isinstance(frame.index, pd.RangeIndex) or frame.index.name is not None:
+        names = [n if n is not None else ('index' if frame.index.nlevels == 1 else 'level_%d' % i)
+                 for i, n in enumerate(frame.index.names)]
+        frame = frame.copy()
+        frame.index = frame.index.set_names(names)
+        frame = frame.reset_index()
+    columns = [' / '.join(map(str, c)) if isinstance(c, tuple) else str(c) for c in frame.columns]
+    split = json.loads(frame.to_json(orient='split', date_format='iso', default_handler=str, index=False))
+    data = {}
+    for position, name in enumerate(columns):
+        key = name
+        while key in data:
+            key += '_'
+        data[key] = [row[position] for row in split['data']]
+    return data
+
+
+def figure_png(figure):
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format='png', bbox_inches='tight')
+    return base64.b64encode(buffer.getvalue()).decode('ascii')
+
+
+_REPR_METHODS = (
+    ('text/html', '_repr_html_'),
+    ('text/markdown', '_repr_markdown_'),
+    ('image/svg+xml', '_repr_svg_'),
+    ('image/png', '_repr_png_'),
+    ('image/jpeg', '_repr_jpeg_'),
+    ('text/latex', '_repr_latex_'),
+    ('application/json', '_repr_json_'),
+    ('application/javascript', '_repr_javascript_'),
+    ('application/pdf', '_repr_pdf_'),
+)
+
+
+def mime_bundle(obj):
+    """Every MIME form of obj that we can make, as Jupyter's display formatter would."""
+    bundle = {}
+    mimebundle = getattr(obj, '_repr_mimebundle_', None)
+    if callable(mimebundle) and not isinstance(obj, type):
+        try:
+            produced = mimebundle(include=None, exclude=None)
+            if isinstance(produced, tuple):
+                produced = produced[0]
+            if isinstance(produced, dict):
+                bundle.update(produced)
+        except Exception:
+            pass
+    for mime, method_name in _REPR_METHODS:
+        if mime in bundle or isinstance(obj, type):
+            continue
+        method = getattr(obj, method_name, None)
+        if not callable(method):
+            continue
+        try:
+            value = method()
+        except Exception:
+            continue
+        if isinstance(value, tuple):
+            value = value[0]
+        if value is None:
+            continue
+        if mime in ('image/png', 'image/jpeg', 'application/pdf'):
+            value = _b64(value)
+        bundle[mime] = value
+    module = type(obj).__module__ or ''
+    if module.startswith('matplotlib'):
+        from matplotlib.figure import Figure
+        if isinstance(obj, Figure):
+            bundle['image/png'] = figure_png(obj)
+            figures_shown.add(id(obj))
+    if module.startswith('pandas'):
+        import pandas as pd
+        if isinstance(obj, (pd.DataFrame, pd.Series)):
+            try:
+                bundle['analyst/data'] = json_safe_columns(obj)
+            except Exception:
+                pass
+    if 'text/plain' not in bundle:
+        try:
+            bundle['text/plain'] = _cap_text(repr(obj))
+        except Exception as error:
+            bundle['text/plain'] = '<unrepresentable %s: %s>' % (type(obj).__name__, error)
+    for key in ('text/html', 'text/markdown', 'text/latex', 'image/svg+xml'):
+        if isinstance(bundle.get(key), str):
+            bundle[key] = _cap_text(bundle[key])
+    return bundle
+
+
+class Cells:
+    current = None  # id of the cell that is running
+
+
+figures_shown = set()
+
+
+def publish(obj, main=False):
+    pipes.drain()
+    send({'type': 'result', 'id': Cells.current, 'main': main, 'bundle': mime_bundle(obj)})
+
+
+def display(*objs, **kwargs):
+    """Jupyter's display(): each object becomes a result of the running cell."""
+    for obj in objs:
+        publish(obj)
+
+
+def flush_figures():
+    """Send every open matplotlib figure as a PNG result, then close them (as Jupyter's inline
+    backend does at plt.show() and at the end of a cell)."""
+    pyplot = sys.modules.get('matplotlib.pyplot')
+    if pyplot is None:
+        return
+    try:
+        for number in pyplot.get_fignums():
+            figure = pyplot.figure(number)
+            if id(figure) in figures_shown and not figure.stale:
+                continue
+            pipes.drain()
+            bundle = {'image/png': figure_png(figure), 'text/plain': repr(figure)}
+            send({'type': 'result', 'id': Cells.current, 'main': False, 'bundle': bundle})
+    finally:
+        figures_shown.clear()
+        pyplot.close('all')
+
+
+# ---------------------------------------------------------------- running cells
+
+
+class Context:
+    def __init__(self, context_id, cwd):
+        self.id = context_id
+        self.cwd = cwd
+        self.count = 0
+        self.module = types.ModuleType('__main__')
+        self.module.__dict__['__builtins__'] = builtins
+        self.namespace = self.module.__dict__
+
+
+contexts = {}
+
+
+def format_error(error, skip_kernel_frames=True):
+    exc = traceback.TracebackException.from_exception(error)
+    if skip_kernel_frames:
+        frames = [f for f in exc.stack if not f.filename.endswith('analyst_kernel.py')]
+        exc.stack = traceback.StackSummary.from_list(frames)
+    return {
+        'name': type(error).__name__,
+        'value': str(error),
+        'traceback': ''.join(exc.format()).rstrip('\n'),
+    }
+
+
+def suppresses_result(code):
+    """A trailing semicolon hides the last expression's value, as in Jupyter."""
+    import tokenize
+    layout = {tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER}
+    last = None
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            if token.type not in layout:
+                last = token
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return last is not None and last.type == tokenize.OP and last.string == ';'
+
+
+
+
+class interruptible:
+    """SIGINT reaches user code only inside this block; elsewhere it stays pending and is dropped,
+    so an interrupt that arrives as a cell finishes cannot break the kernel's own bookkeeping."""
+
+    def __enter__(self):
+        while signal.sigtimedwait({signal.SIGINT}, 0) is not None:
+            pass
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+    def __exit__(self, *exc):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        return False
+
+
+async_runner = None
+
+
+def run_code_object(code_object, namespace):
+    global async_runner
+    if code_object.co_flags & 0x80:  # CO_COROUTINE: the cell used top-level await
+        import asyncio
+        if async_runner is None:
+            async_runner = asyncio.new_event_loop()
+        return async_runner.run_until_complete(eval(code_object, namespace))
+    return eval(code_object, namespace)
+
+
+def execute(request):
+    context = contexts.get(request.get('context') or 'default')
+    cell_id = request['id']
+    Cells.current = cell_id
+    pipes.start_cell(cell_id)
+    error = None
+    if context is None:
+        error = {'name': 'ContextError', 'value': 'unknown context %r' % request.get('context'), 'traceback': ''}
+        return finish(cell_id, None, error)
+    context.count += 1
+    filename = '%s%d>' % (CELL_PREFIX, context.count) if context.id == 'default' else '<cell-%s-%d>' % (context.id, context.count)
+    code = request['code']
+    envs = request.get('envs') or {}
+    saved_env = {key: os.environ.get(key) for key in envs}
+    try:
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        os.environ.update({str(k): str(v) for k, v in envs.items()})
+        if context.cwd:
+            os.chdir(context.cwd)
+        sys.modules['__main__'] = context.module
+        arm_cpu_limit(LIMITS.get('cpuSeconds'))
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        tree = compile(code, filename, 'exec', ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr) and not suppresses_result(code):
+            last = tree.body.pop()
+        value = None
+        with interruptible():
+            if tree.body:
+                run_code_object(compile(tree, filename, 'exec', flags, dont_inherit=True), context.namespace)
+            if last is not None:
+                expression = ast.Expression(last.value)
+                value = run_code_object(compile(expression, filename, 'eval', flags, dont_inherit=True),
+                                        context.namespace)
+        if value is not None:
+            context.namespace['_'] = value
+            publish(value, main=True)
+        flush_figures()
+    except BaseException as raised:  # noqa: B036 - KeyboardInterrupt and SystemExit are cell errors here
+        error = format_error(raised)
+        try:
+            flush_figures()
+        except BaseException:
+            pass
+    finally:
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    finish(cell_id, context, error)
+
+
+def finish(cell_id, context, error):
+    pipes.drain()
+    with pipes.lock:
+        pipes.cell_id = None
+    Cells.current = None
+    if error is not None:
+        send(dict(error, type='error', id=cell_id))
+    send({'type': 'done', 'id': cell_id, 'count': context.count if context else None})
+
+
+# ---------------------------------------------------------------- the IO thread
+
+
+def io_loop(requests, main_thread_id):
+    """Reads host requests and forwards output. Interrupts reach the main thread from here."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGXCPU})
+    request_decoder = codecs.getincrementaldecoder('utf-8')('replace')
+    pending = ''
+    poller = select.poll()
+    poller.register(REQUEST_FD, select.POLLIN)
+    for fd in pipes.readers:
+        poller.register(fd, select.POLLIN)
+    while True:
+        for fd, event in poller.poll():
+            if fd != REQUEST_FD:
+                with pipes.lock:
+                    pipes.read_available(fd)
+                continue
+            chunk = os.read(REQUEST_FD, 1 << 20)
+            if not chunk:
+                os._exit(0)  # the host is gone
+            pending += request_decoder.decode(chunk)
+            while '\n' in pending:
+                line, pending = pending.split('\n', 1)
+                if not line.strip():
+                    continue
+                message = json.loads(line)
+                if message.get('type') == 'interrupt':
+                    if Cells.current is not None and Cells.current == message.get('id'):
+                        signal.pthread_kill(main_thread_id, signal.SIGINT)
+                else:
+                    requests.put(message)
+
+
+def handle(request):
+    kind = request.get('type')
+    if kind == 'execute':
+        execute(request)
+    elif kind == 'context':
+        contexts[request['id']] = Context(request['id'], request.get('cwd') or WORKDIR)
+        send({'type': 'context-created', 'id': request['id']})
+    elif kind == 'env':
+        os.environ.update({str(k): str(v) for k, v in (request.get('envs') or {}).items()})
+        send({'type': 'env-set', 'id': request.get('id')})
+
+
+def main():
+    global pipes, LIMITS, WORKDIR, CONFIG
+    CONFIG = config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    LIMITS = config.get('limits') or {}
+    WORKDIR = os.getcwd()
+    for fd in (REQUEST_FD, MESSAGE_FD):
+        os.set_inheritable(fd, False)
+    sys.stdin = open(os.devnull)
+    os.dup2(sys.stdin.fileno(), 0)
+    sys.modules['analyst_kernel'] = sys.modules[__name__]
+    builtins.display = display
+    signal.signal(signal.SIGXCPU, _on_sigxcpu)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    pipes = OutputPipes()
+    apply_limits(LIMITS)
+    for name in config.get('preload') or []:
+        try:
+            __import__(name)
+        except Exception:
+            pass
+    contexts['default'] = Context('default', WORKDIR)
+    requests = queue.Queue()
+    threading.Thread(target=io_loop, args=(requests, threading.get_ident()), daemon=True).start()
+    send({'type': 'ready', 'pid': os.getpid(), 'python': sys.version.split()[0]})
+    while True:
+        handle(requests.get())
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,367 @@
+/**
+ * The host's side of a sandbox's files: the workspace (read-write for code) and data/ (read-only
+ * for code). Code in the sandbox can plant symbolic links and swap folders while the host works,
+ * so the host never resolves a path through the workspace: it walks it one component at a time
+ * from an open folder (`/proc/self/fd/N/<name>` with O_NOFOLLOW, the equivalent of openat), and
+ * so can never be led outside it.
+ * @module
+ */
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  copyFileSync,
+  fchownSync,
+  fstatSync,
+  ftruncateSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  rmdirSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs'
+import { posix } from 'node:path'
+import mime from 'mime-types'
+import type { EntryInfo } from '../backend.js'
+import { InvalidArgumentError, NotFoundError } from '../errors.js'
+import type { Artifact } from '../messaging.js'
+import { SANDBOX_HOME } from './jail.js'
+
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants
+const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+/** The most entries one artifact scan looks at; more are not reported. */
+const SCAN_LIMIT = 20_000
+
+export function mimeType(name: string): string {
+  return mime.lookup(name) || 'application/octet-stream'
+}
+
+const at = (dirFd: number, name: string) => `/proc/self/fd/${dirFd}/${name}`
+
+function escapes(path: string): InvalidArgumentError {
+  return new InvalidArgumentError(`${path} is outside the sandbox's workspace`, {
+    hint: `Use a path relative to the workspace (${SANDBOX_HOME}), e.g. 'out/result.csv' or 'data/input.csv'.`,
+  })
+}
+
+/** A sandbox path → workspace-relative components. `data/...` is the read-only input area. */
+export function splitPath(path: string): { area: 'work' | 'data'; parts: string[] } {
+  if (typeof path !== 'string' || path.includes('\0')) throw escapes(String(path))
+  let relative = path
+  if (path.startsWith('/')) {
+    if (path !== SANDBOX_HOME && !path.startsWith(`${SANDBOX_HOME}/`)) throw escapes(path)
+    relative = path.slice(SANDBOX_HOME.length)
+  }
+  const normal = posix.normalize(`./${relative}`)
+  if (normal === '..' || normal.startsWith('../')) throw escapes(path)
+  const parts = normal.split('/').filter((part) => part && part !== '.')
+  if (parts[0] === 'data') return { area: 'data', parts: parts.slice(1) }
+  return { area: 'work', parts }
+}
+
+interface Owner {
+  uid: number
+  gid: number
+}
+
+export class Workspace {
+  /** Last seen state of every file: `size:mtime:inode`, to tell what a cell changed. */
+  private snapshot = new Map<string, string>()
+
+  constructor(
+    /** Host folder mounted read-write at SANDBOX_HOME. */
+    readonly work: string,
+    /** Host folder mounted read-only at SANDBOX_HOME/data. */
+    readonly data: string,
+    /** Owner of files the host writes in the workspace, so code can change them (root only). */
+    private readonly owner?: Owner,
+  ) {}
+
+  /** Opens the folder `parts` under `base`, never following a link; creates missing ones when asked. */
+  private openDir(base: string, parts: string[], create = false): number {
+    let fd = openSync(base, DIR_FLAGS)
+    try {
+      for (const part of parts) {
+        let next: number
+        try {
+          next = openSync(at(fd, part), DIR_FLAGS)
+        } catch (error) {
+          const code = (error as NodeJS.ErrnoException).code
+          if (code === 'ENOENT' && create) {
+            mkdirSync(at(fd, part), { mode: 0o755 })
+            next = openSync(at(fd, part), DIR_FLAGS)
+            if (this.owner) fchownSync(next, this.owner.uid, this.owner.gid)
+          } else if (code === 'ENOENT') {
+            throw new NotFoundError(`${part}: no such folder in the sandbox`)
+          } else {
+            throw new InvalidArgumentError(`${part} is not a folder (or is a link, which the host does not follow)`)
+          }
+        }
+        closeSync(fd)
+        fd = next
+      }
+      return fd
+    } catch (error) {
+      closeSync(fd)
+      throw error
+    }
+  }
+
+  private locate(path: string): { base: string; dirs: string[]; name: string | undefined; area: 'work' | 'data' } {
+    const { area, parts } = splitPath(path)
+    return { base: area === 'data' ? this.data : this.work, dirs: parts.slice(0, -1), name: parts.at(-1), area }
+  }
+
+  read(path: string): Uint8Array {
+    const { base, dirs, name } = this.locate(path)
+    if (!name) throw new InvalidArgumentError(`${path} is a folder; read a file`)
+    const dir = this.openDir(base, dirs)
+    let fd: number
+    try {
+      fd = openSync(at(dir, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      if (code === 'ENOENT') throw new NotFoundError(`${path}: no such file in the sandbox`)
+      throw new InvalidArgumentError(`${path} cannot be read (${code}); links are not followed`)
+    } finally {
+      closeSync(dir)
+    }
+    try {
+      const stat = fstatSync(fd)
+      if (!stat.isFile()) throw new InvalidArgumentError(`${path} is not a regular file`)
+      const chunks: Buffer[] = []
+      let total = 0
+      for (;;) {
+        const chunk = Buffer.allocUnsafe(Math.max(65536, Math.min(stat.size - total + 1, 16 << 20)))
+        const read = readSync(fd, chunk, 0, chunk.length, null)
+        if (read === 0) break
+        chunks.push(chunk.subarray(0, read))
+        total += read
+      }
+      return new Uint8Array(Buffer.concat(chunks, total))
+    } finally {
+      closeSync(fd)
+    }
+  }
+
+  write(path: string, bytes: Uint8Array): EntryInfo {
+    const { base, dirs, name, area } = this.locate(path)
+    if (!name) throw new InvalidArgumentError(`${path} names a folder; give a file name`)
+    const owner = area === 'work' ? this.owner : undefined
+    const dir = this.openDir(base, dirs, true)
+    let fd: number
+    try {
+      try {
+        fd = openSync(at(dir, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, area === 'data' ? 0o644 : 0o644)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        try {
+          fd = openSync(at(dir, name), O_WRONLY | O_NOFOLLOW | O_NONBLOCK)
+        } catch {
+          throw new InvalidArgumentError(`${path} exists and is not a regular file`)
+        }
+      }
+    } finally {
+      closeSync(dir)
+    }
+    try {
+      if (!fstatSync(fd).isFile()) throw new InvalidArgumentError(`${path} exists and is not a regular file`)
+      ftruncateSync(fd, 0)
+      let offset = 0
+      while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset)
+      if (owner) fchownSync(fd, owner.uid, owner.gid)
+    } finally {
+      closeSync(fd)
+    }
+    const relative = [...(area === 'data' ? ['data'] : []), ...dirs, name].join('/')
+    if (area === 'work') this.remember(relative)
+    return { name, type: 'file', path: `${SANDBOX_HOME}/${relative}`, size: bytes.length }
+  }
+
+  list(path: string): EntryInfo[] {
+    const { area, parts } = splitPath(path)
+    const dir = this.openDir(area === 'data' ? this.data : this.work, parts)
+    const prefix = [SANDBOX_HOME, ...(area === 'data' ? ['data'] : []), ...parts].join('/')
+    try {
+      const entries: EntryInfo[] = []
+      for (const entry of readdirSync(`/proc/self/fd/${dir}`, { withFileTypes: true })) {
+        if (!entry.isFile() && !entry.isDirectory()) continue
+        const size = entry.isFile() ? lstatSync(at(dir, entry.name)).size : 0
+        entries.push({ name: entry.name, type: entry.isFile() ? 'file' : 'dir', path: `${prefix}/${entry.name}`, size })
+      }
+      return entries.sort((a, b) => a.name.localeCompare(b.name))
+    } finally {
+      closeSync(dir)
+    }
+  }
+
+  stat(path: string): EntryInfo | undefined {
+    const { base, dirs, name, area } = this.locate(path)
+    if (!name) return { name: area === 'data' ? 'data' : 'user', type: 'dir', path: SANDBOX_HOME, size: 0 }
+    let dir: number
+    try {
+      dir = this.openDir(base, dirs)
+    } catch {
+      return undefined
+    }
+    try {
+      const stat = lstatSync(at(dir, name))
+      if (!stat.isFile() && !stat.isDirectory()) return undefined
+      const relative = [...(area === 'data' ? ['data'] : []), ...dirs, name].join('/')
+      return { name, type: stat.isFile() ? 'file' : 'dir', path: `${SANDBOX_HOME}/${relative}`, size: stat.size }
+    } catch {
+      return undefined
+    } finally {
+      closeSync(dir)
+    }
+  }
+
+  remove(path: string) {
+    const { base, dirs, name } = this.locate(path)
+    if (!name) throw new InvalidArgumentError('The workspace itself cannot be removed')
+    const dir = this.openDir(base, dirs)
+    try {
+      removeAt(dir, name)
+    } finally {
+      closeSync(dir)
+    }
+  }
+
+  /** Puts a host file at data/<name>: a hard link when it is cheap and safe, else a copy. */
+  addData(hostPath: string, name: string): EntryInfo {
+    if (!name || name.includes('/') || name === '.' || name === '..' || name.includes('\0')) {
+      throw new InvalidArgumentError(`${JSON.stringify(name)} is not a valid file name for data/`)
+    }
+    let stat: ReturnType<typeof statSync>
+    try {
+      stat = statSync(hostPath)
+    } catch (cause) {
+      throw new NotFoundError(`${hostPath}: no such file`, { cause, hint: 'Check the path of the data file.' })
+    }
+    if (!stat.isFile()) throw new InvalidArgumentError(`${hostPath} is not a regular file`)
+    const target = `${this.data}/${name}`
+    try {
+      unlinkSync(target)
+    } catch {
+      // nothing there yet
+    }
+    // A hard link shares the original's permissions: only when sandbox users may read it anyway.
+    const linkable = stat.dev === statSync(this.data).dev && (!this.owner || (stat.mode & 0o004) !== 0)
+    let linked = false
+    if (linkable) {
+      try {
+        linkSync(hostPath, target)
+        linked = true
+      } catch {
+        // another file system, or protected_hardlinks: copy
+      }
+    }
+    if (!linked) {
+      try {
+        copyFileSync(hostPath, target, constants.COPYFILE_FICLONE)
+      } catch (cause) {
+        throw new InvalidArgumentError(`${hostPath} cannot be read`, { cause })
+      }
+      chmodSync(target, 0o644)
+    }
+    return { name, type: 'file', path: `${SANDBOX_HOME}/data/${name}`, size: stat.size }
+  }
+
+  private remember(relative: string) {
+    const state = this.fileState(relative)
+    if (state) this.snapshot.set(relative, state)
+  }
+
+  private fileState(relative: string): string | undefined {
+    try {
+      const parts = relative.split('/')
+      const dir = this.openDir(this.work, parts.slice(0, -1))
+      try {
+        const stat = lstatSync(at(dir, parts.at(-1) as string), { bigint: true })
+        return stat.isFile() ? `${stat.size}:${stat.mtimeNs}:${stat.ino}` : undefined
+      } finally {
+        closeSync(dir)
+      }
+    } catch {
+      return undefined
+    }
+  }
+
+  /** Files created or changed since the last call (or write): a cell's artifacts. Links are ignored. */
+  changes(): Artifact[] {
+    const seen = new Map<string, string>()
+    const sizes = new Map<string, number>()
+    let budget = SCAN_LIMIT
+    const walk = (fd: number, prefix: string) => {
+      for (const entry of readdirSync(`/proc/self/fd/${fd}`, { withFileTypes: true })) {
+        if (--budget < 0) return
+        const relative = prefix ? `${prefix}/${entry.name}` : entry.name
+        if (entry.isDirectory()) {
+          if (!prefix && entry.name === 'data') continue // the read-only input mount
+          let child: number
+          try {
+            child = openSync(at(fd, entry.name), DIR_FLAGS)
+          } catch {
+            continue
+          }
+          try {
+            walk(child, relative)
+          } finally {
+            closeSync(child)
+          }
+        } else if (entry.isFile()) {
+          try {
+            const stat = lstatSync(at(fd, entry.name), { bigint: true })
+            if (!stat.isFile()) continue
+            seen.set(relative, `${stat.size}:${stat.mtimeNs}:${stat.ino}`)
+            sizes.set(relative, Number(stat.size))
+          } catch {
+            // removed while we looked
+          }
+        }
+      }
+    }
+    const root = openSync(this.work, DIR_FLAGS)
+    try {
+      walk(root, '')
+    } finally {
+      closeSync(root)
+    }
+    const artifacts: Artifact[] = []
+    for (const [relative, state] of seen) {
+      if (this.snapshot.get(relative) === state) continue
+      artifacts.push({
+        name: relative,
+        path: `${SANDBOX_HOME}/${relative}`,
+        size: sizes.get(relative) ?? 0,
+        mimeType: mimeType(relative),
+      })
+    }
+    this.snapshot = seen
+    return artifacts.sort((a, b) => a.name.localeCompare(b.name))
+  }
+}
+
+/** Removes `name` in the open folder `dir`, recursing without ever following a link. */
+function removeAt(dir: number, name: string) {
+  let child: number
+  try {
+    child = openSync(at(dir, name), DIR_FLAGS)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') throw new NotFoundError(`${name}: no such file in the sandbox`)
+    unlinkSync(at(dir, name)) // a file or a link: the link itself goes, not its target
+    return
+  }
+  try {
+    for (const entry of readdirSync(`/proc/self/fd/${child}`)) removeAt(child, entry)
+  } finally {
+    closeSync(child)
+  }
+  rmdirSync(at(dir, name))
+}

@@ -1,0 +1,206 @@
+import { basename } from 'node:path'
+import type { Context, EntryInfo, ExecutionEvent, SandboxBackend, SandboxCreateOptions, SandboxProvider } from './backend.js'
+import { InvalidArgumentError } from './errors.js'
+import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js'
+
+/** Options of one `runCode` call (E2B's names and units). */
+export interface RunCodeOpts {
+  /** Wall-clock limit. The cell is interrupted first (state kept), killed if it will not stop. @default 60_000 */
+  timeoutMs?: number
+  /** Environment variables for this cell only. */
+  envs?: Record<string, string>
+  /** The context to run in; the sandbox's default context when absent. */
+  context?: Context
+  /** Only Python runs here. @default 'python' */
+  language?: 'python' | (string & {})
+  /** Each stdout line, while the cell runs. */
+  onStdout?: (message: OutputMessage) => unknown
+  /** Each stderr line, while the cell runs. */
+  onStderr?: (message: OutputMessage) => unknown
+  /** Each result (display output, figure, last expression), while the cell runs. */
+  onResult?: (result: Result) => unknown
+  /** The cell's exception, if it raised one. */
+  onError?: (error: ExecutionError) => unknown
+  /** Interrupts the cell (state kept) and rejects with the signal's reason. */
+  signal?: AbortSignal
+}
+
+export type CreateOpts = SandboxCreateOptions & {
+  /** The engine that runs the code. @default Sandbox.defaultProvider (the local backend when imported from 'analyst') */
+  provider?: SandboxProvider
+}
+
+export const DEFAULT_TIMEOUT_MS = 60_000
+
+/** Splits streamed text into lines, keeping each line's newline; a partial line waits for the rest. */
+class LineSplitter {
+  private pending = ''
+  constructor(private readonly emit: (line: string) => void) {}
+  push(text: string) {
+    const lines = (this.pending + text).split('\n')
+    this.pending = lines.pop() ?? ''
+    for (const line of lines) this.emit(`${line}\n`)
+  }
+  end() {
+    if (this.pending) this.emit(this.pending)
+    this.pending = ''
+  }
+}
+
+/** Reads and writes files in the sandbox's workspace. Paths are relative to it, or absolute inside the sandbox. */
+export class Files {
+  constructor(private readonly backend: SandboxBackend) {}
+
+  read(path: string, options?: { format?: 'text' }): Promise<string>
+  read(path: string, options: { format: 'bytes' }): Promise<Uint8Array>
+  async read(path: string, options: { format?: 'text' | 'bytes' } = {}): Promise<string | Uint8Array> {
+    const bytes = await this.backend.doReadFile(path)
+    return options.format === 'bytes' ? bytes : new TextDecoder().decode(bytes)
+  }
+
+  async write(path: string, data: string | Uint8Array | ArrayBuffer): Promise<EntryInfo> {
+    const bytes =
+      typeof data === 'string'
+        ? new TextEncoder().encode(data)
+        : data instanceof Uint8Array
+          ? data
+          : new Uint8Array(data)
+    return this.backend.doWriteFile(path, bytes)
+  }
+
+  list(path = '.'): Promise<EntryInfo[]> {
+    return this.backend.doList(path)
+  }
+
+  remove(path: string): Promise<void> {
+    return this.backend.doRemove(path)
+  }
+
+  async exists(path: string): Promise<boolean> {
+    return (await this.backend.doStat(path)) !== undefined
+  }
+
+  /** Name, type, path and size of the entry at path, or undefined. */
+  stat(path: string): Promise<EntryInfo | undefined> {
+    return this.backend.doStat(path)
+  }
+
+  /** Makes a host file readable by code at `data/<name>` (read-only), without reading it into memory. */
+  addData(hostPath: string, name = basename(hostPath)): Promise<EntryInfo> {
+    return this.backend.doAddData(hostPath, name)
+  }
+}
+
+/**
+ * A stateful Python sandbox: variables, imports and functions persist from one `runCode` to the
+ * next. The same API as E2B's code interpreter.
+ *
+ * ```ts
+ * const sandbox = await Sandbox.create({ data: ['sales.csv'] })
+ * const execution = await sandbox.runCode("import pandas as pd\npd.read_csv('data/sales.csv').shape")
+ * console.log(execution.text) // (1000, 5)
+ * await sandbox.kill()
+ * ```
+ */
+export class Sandbox {
+  /** Used when `create` is given no provider; the package entry sets it to the local backend. */
+  static defaultProvider: SandboxProvider | undefined
+
+  readonly files: Files
+
+  protected constructor(private readonly backend: SandboxBackend) {
+    this.files = new Files(backend)
+  }
+
+  static async create(options: CreateOpts = {}): Promise<Sandbox> {
+    const { provider = Sandbox.defaultProvider, ...rest } = options
+    if (!provider) {
+      throw new InvalidArgumentError('No sandbox provider given', {
+        hint: "Import Sandbox from 'analyst' (local backend by default) or pass { provider }.",
+      })
+    }
+    return new Sandbox(await provider.doCreate(rest))
+  }
+
+  get sandboxId(): string {
+    return this.backend.sandboxId
+  }
+
+  /** Runs a cell. Its exceptions come back in `execution.error`; only sandbox failures reject. */
+  async runCode(code: string, options: RunCodeOpts = {}): Promise<Execution> {
+    if (options.language !== undefined && options.language !== 'python') {
+      throw new InvalidArgumentError(`Only Python runs in this sandbox, not ${options.language}`)
+    }
+    if (typeof code !== 'string') throw new InvalidArgumentError('code must be a string')
+    const execution = new Execution()
+    const callbackErrors: unknown[] = []
+    const call = <T>(callback: ((value: T) => unknown) | undefined, value: T) => {
+      if (!callback) return
+      try {
+        const returned = callback(value)
+        if (returned instanceof Promise) returned.catch((error) => callbackErrors.push(error))
+      } catch (error) {
+        callbackErrors.push(error)
+      }
+    }
+    const stdout = new LineSplitter((line) => {
+      execution.logs.stdout.push(line)
+      call(options.onStdout, new OutputMessage(line, Date.now(), false))
+    })
+    const stderr = new LineSplitter((line) => {
+      execution.logs.stderr.push(line)
+      call(options.onStderr, new OutputMessage(line, Date.now(), true))
+    })
+    const onEvent = (event: ExecutionEvent) => {
+      switch (event.type) {
+        case 'stdout':
+          return stdout.push(event.text)
+        case 'stderr':
+          return stderr.push(event.text)
+        case 'result': {
+          const result = new Result(event.bundle, event.isMainResult)
+          execution.results.push(result)
+          return call(options.onResult, result)
+        }
+        case 'error':
+          stdout.end()
+          stderr.end()
+          execution.error = new ExecutionError(event.name, event.value, event.traceback)
+          return call(options.onError, execution.error)
+        case 'artifact':
+          execution.artifacts.push(event.artifact)
+          return
+        case 'finish':
+          stdout.end()
+          stderr.end()
+          execution.executionCount = event.executionCount
+          return
+      }
+    }
+    await this.backend.doExecute({
+      code,
+      contextId: options.context?.id,
+      envs: options.envs,
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      signal: options.signal,
+      onEvent,
+    })
+    if (callbackErrors.length > 0) throw callbackErrors[0]
+    return execution
+  }
+
+  /** A new context: its own variables, sharing the sandbox's files and processes. */
+  createContext(options: { cwd?: string } = {}): Promise<Context> {
+    return this.backend.doCreateContext(options)
+  }
+
+  /** E2B's name for `createContext`. */
+  createCodeContext(options: { cwd?: string } = {}): Promise<Context> {
+    return this.createContext(options)
+  }
+
+  /** Ends every process of the sandbox and removes its files. Safe to call twice. */
+  kill(): Promise<void> {
+    return this.backend.doKill()
+  }
+}
