@@ -16,7 +16,11 @@ const IMAGE_FORMATS = [
 export class OutputFolder {
   constructor(readonly dir: string) {}
 
-  private async save(relative: string, data: Uint8Array | string, encoding?: BufferEncoding): Promise<string> {
+  private async save(
+    relative: string,
+    data: Uint8Array | string,
+    encoding?: BufferEncoding,
+  ): Promise<string> {
     const safe = normalize(relative).replace(/^(\.\.(\/|$))+/, '')
     const path = join(this.dir, safe)
     await mkdir(dirname(path), { recursive: true })

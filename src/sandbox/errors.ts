@@ -8,7 +8,7 @@ const marker = Symbol.for('analyst.error')
 
 /** Base class. `AnalystError.isInstance(e)` works across duplicate package copies, unlike `instanceof`. */
 export class AnalystError extends Error {
-  private readonly [marker] = true
+  protected readonly [marker] = true
 
   /** What the user can do about it, when there is something. */
   readonly hint?: string

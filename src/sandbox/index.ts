@@ -13,6 +13,20 @@ export type {
   SandboxLimits,
   SandboxProvider,
 } from './backend.js'
-export { AnalystError, InvalidArgumentError, NotFoundError, SandboxError, SandboxUnavailableError } from './errors.js'
-export { type Artifact, Execution, ExecutionError, type Logs, type MimeBundle, OutputMessage, Result } from './messaging.js'
+export {
+  AnalystError,
+  InvalidArgumentError,
+  NotFoundError,
+  SandboxError,
+  SandboxUnavailableError,
+} from './errors.js'
+export {
+  type Artifact,
+  Execution,
+  ExecutionError,
+  type Logs,
+  type MimeBundle,
+  OutputMessage,
+  Result,
+} from './messaging.js'
 export { type CreateOpts, DEFAULT_TIMEOUT_MS, Files, type RunCodeOpts, Sandbox } from './sandbox.js'

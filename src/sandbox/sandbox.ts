@@ -1,5 +1,12 @@
 import { basename } from 'node:path'
-import type { Context, EntryInfo, ExecutionEvent, SandboxBackend, SandboxCreateOptions, SandboxProvider } from './backend.js'
+import type {
+  Context,
+  EntryInfo,
+  ExecutionEvent,
+  SandboxBackend,
+  SandboxCreateOptions,
+  SandboxProvider,
+} from './backend.js'
 import { InvalidArgumentError } from './errors.js'
 import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js'
 

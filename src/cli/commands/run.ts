@@ -2,8 +2,8 @@ import { readFile, stat } from 'node:fs/promises'
 import { basename, join, resolve } from 'node:path'
 import { text as readStream } from 'node:stream/consumers'
 import pc from 'picocolors'
-import { LocalProvider } from '../../sandbox/local/index.js'
 import { type Result, Sandbox } from '../../sandbox/index.js'
+import { LocalProvider } from '../../sandbox/local/index.js'
 import { UsageError } from '../errors.js'
 import { OutputFolder } from '../outputs.js'
 
@@ -52,12 +52,20 @@ async function checkData(paths: string[], cwd: string): Promise<string[]> {
     const full = resolve(cwd, path)
     const info = await stat(full).catch(() => undefined)
     if (!info) throw new UsageError(`No such data file: ${path}`)
-    if (!info.isFile()) throw new UsageError(`--data ${path} is not a file`, 'Pass each data file on its own: --data a.csv --data b.csv')
+    if (!info.isFile())
+      throw new UsageError(
+        `--data ${path} is not a file`,
+        'Pass each data file on its own: --data a.csv --data b.csv',
+      )
     resolved.push(full)
   }
   const names = resolved.map((path) => basename(path))
   const duplicate = names.find((name, index) => names.indexOf(name) !== index)
-  if (duplicate) throw new UsageError(`Two data files are both named ${duplicate}`, 'Inside the sandbox both would be data/' + duplicate + '; rename one.')
+  if (duplicate)
+    throw new UsageError(
+      `Two data files are both named ${duplicate}`,
+      'Inside the sandbox both would be data/' + duplicate + '; rename one.',
+    )
   return resolved
 }
 
@@ -75,8 +83,14 @@ export async function run(options: RunOptions): Promise<number> {
   const cells = await readCells(options)
   const data = await checkData(options.data, options.cwd)
   // One command, one sandbox: a warm pool would only start a kernel nobody uses.
-  const sandbox = await Sandbox.create({ provider: new LocalProvider({ poolSize: 0 }), data, isolation: options.isolation })
-  const folder = new OutputFolder(resolve(options.cwd, options.outputDir ?? join('analyst-output', sandbox.sandboxId)))
+  const sandbox = await Sandbox.create({
+    provider: new LocalProvider({ poolSize: 0 }),
+    data,
+    isolation: options.isolation,
+  })
+  const folder = new OutputFolder(
+    resolve(options.cwd, options.outputDir ?? join('analyst-output', sandbox.sandboxId)),
+  )
   let failed = false
   try {
     for (const [index, cell] of cells.entries()) {
@@ -97,7 +111,8 @@ export async function run(options: RunOptions): Promise<number> {
                   if (path) stdout.write(pc.cyan(`[image saved: ${path}]\n`))
                   else {
                     const text = describe(result)
-                    if (text !== undefined) stdout.write(`${result.isMainResult ? pc.green('Out: ') : ''}${text}\n`)
+                    if (text !== undefined)
+                      stdout.write(`${result.isMainResult ? pc.green('Out: ') : ''}${text}\n`)
                   }
                 }),
               )
@@ -108,7 +123,8 @@ export async function run(options: RunOptions): Promise<number> {
       for (const artifact of execution.artifacts) {
         const savedPath = await folder.saveArtifact(sandbox, artifact).catch(() => undefined)
         artifacts.push({ ...artifact, savedPath })
-        if (!options.json && savedPath) stdout.write(pc.cyan(`[file ${artifact.name} (${artifact.size} bytes) saved: ${savedPath}]\n`))
+        if (!options.json && savedPath)
+          stdout.write(pc.cyan(`[file ${artifact.name} (${artifact.size} bytes) saved: ${savedPath}]\n`))
       }
       if (options.json) {
         const images: string[] = []

@@ -57,7 +57,8 @@ function formatBytes(bytes: number): string {
   return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`
 }
 
-const LOST = 'All variables and imports were lost (files in the workspace are kept); the next cell runs in a fresh kernel.'
+const LOST =
+  'All variables and imports were lost (files in the workspace are kept); the next cell runs in a fresh kernel.'
 
 class LocalSandbox implements SandboxBackend {
   readonly specificationVersion = 'v1'
@@ -123,11 +124,14 @@ class LocalSandbox implements SandboxBackend {
   }
 
   private async runCell(options: DoExecuteOptions) {
-    if (this.killed) throw new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
+    if (this.killed)
+      throw new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
     options.signal?.throwIfAborted()
     const contextId = options.contextId
     if (contextId !== undefined && contextId !== 'default' && !this.contexts.has(contextId)) {
-      throw new NotFoundError(`No context ${contextId} in this sandbox`, { hint: 'Create one with createContext().' })
+      throw new NotFoundError(`No context ${contextId} in this sandbox`, {
+        hint: 'Create one with createContext().',
+      })
     }
     try {
       await this.ensureKernel()
@@ -201,7 +205,12 @@ class LocalSandbox implements SandboxBackend {
               if (stopped === 'timeout' && message.name === 'KeyboardInterrupt') {
                 return onEvent(timeoutError(message.traceback))
               }
-              return onEvent({ type: 'error', name: message.name, value: message.value, traceback: message.traceback })
+              return onEvent({
+                type: 'error',
+                name: message.name,
+                value: message.value,
+                traceback: message.traceback,
+              })
           }
         },
       )
@@ -221,7 +230,12 @@ class LocalSandbox implements SandboxBackend {
     if (stopped === 'abort') throw options.signal?.reason ?? new Error('aborted')
   }
 
-  private deathError(exit: KernelExit, stopped: 'timeout' | 'abort' | undefined, killedByUs: boolean, seconds: number) {
+  private deathError(
+    exit: KernelExit,
+    stopped: 'timeout' | 'abort' | undefined,
+    killedByUs: boolean,
+    seconds: number,
+  ) {
     if (killedByUs && stopped === 'timeout') {
       return {
         name: 'TimeoutError',
@@ -230,7 +244,11 @@ class LocalSandbox implements SandboxBackend {
       }
     }
     if (killedByUs) {
-      return { name: 'KernelRestarted', value: `The cell did not stop when interrupted, so its kernel was killed. ${LOST}`, traceback: '' }
+      return {
+        name: 'KernelRestarted',
+        value: `The cell did not stop when interrupted, so its kernel was killed. ${LOST}`,
+        traceback: '',
+      }
     }
     return {
       name: 'KernelDied',
@@ -286,7 +304,8 @@ class LocalSandbox implements SandboxBackend {
   }
 
   private assertAlive() {
-    if (this.killed) throw new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
+    if (this.killed)
+      throw new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
   }
 
   async doKill(): Promise<void> {
@@ -316,7 +335,9 @@ async function waitUntilEmpty(procsFiles: string[]) {
 
 function sameLimits(limits: SandboxCreateOptions['limits']): boolean {
   if (!limits) return true
-  return Object.entries(limits).every(([key, value]) => value === undefined || DEFAULT_LIMITS[key as keyof typeof DEFAULT_LIMITS] === value)
+  return Object.entries(limits).every(
+    ([key, value]) => value === undefined || DEFAULT_LIMITS[key as keyof typeof DEFAULT_LIMITS] === value,
+  )
 }
 
 export class LocalProvider implements SandboxProvider {
@@ -329,7 +350,8 @@ export class LocalProvider implements SandboxProvider {
 
   constructor(options: LocalProviderOptions = {}) {
     const size = options.poolSize ?? Number(process.env.ANALYST_POOL_SIZE ?? 1)
-    if (!Number.isInteger(size) || size < 0) throw new InvalidArgumentError(`poolSize must be a whole number ≥ 0, not ${size}`)
+    if (!Number.isInteger(size) || size < 0)
+      throw new InvalidArgumentError(`poolSize must be a whole number ≥ 0, not ${size}`)
     this.poolSize = size
     this.interruptGraceMs = options.interruptGraceMs ?? 2000
   }
@@ -346,7 +368,9 @@ export class LocalProvider implements SandboxProvider {
 
   async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
     if (options.isolation !== undefined && options.isolation !== 'sandbox' && options.isolation !== 'none') {
-      throw new InvalidArgumentError(`isolation must be 'sandbox' or 'none', not ${String(options.isolation)}`)
+      throw new InvalidArgumentError(
+        `isolation must be 'sandbox' or 'none', not ${String(options.isolation)}`,
+      )
     }
     options.signal?.throwIfAborted()
     const config = await this.config(options)
@@ -364,7 +388,8 @@ export class LocalProvider implements SandboxProvider {
     try {
       if (poolable && Object.keys(config.envs).length > 0) await sandbox.applyEnvs(config.envs)
       for (const item of options.data ?? []) {
-        const { path, name } = typeof item === 'string' ? { path: item, name: item.slice(item.lastIndexOf('/') + 1) } : item
+        const { path, name } =
+          typeof item === 'string' ? { path: item, name: item.slice(item.lastIndexOf('/') + 1) } : item
         await sandbox.doAddData(path, name)
       }
       options.signal?.throwIfAborted()

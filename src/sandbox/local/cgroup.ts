@@ -88,7 +88,9 @@ function v1(name: string, memoryBytes: number, processes: number, uid: number): 
 
 function v2(name: string, memoryBytes: number, processes: number, uid: number): Cgroup | undefined {
   const own = ownPath('')
-  const mount = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].find((dir) => existsSync(join(dir, 'cgroup.controllers')))
+  const mount = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].find((dir) =>
+    existsSync(join(dir, 'cgroup.controllers')),
+  )
   if (own === undefined || mount === undefined) return undefined
   const dir = join(mount, own, `analyst-${name}`)
   try {
@@ -97,7 +99,8 @@ function v2(name: string, memoryBytes: number, processes: number, uid: number): 
     return undefined
   }
   const ok =
-    tryWrite(join(dir, 'memory.max'), String(memoryBytes)) && tryWrite(join(dir, 'pids.max'), String(processes))
+    tryWrite(join(dir, 'memory.max'), String(memoryBytes)) &&
+    tryWrite(join(dir, 'pids.max'), String(processes))
   if (!ok) {
     removeDirs([dir])
     return undefined
@@ -114,7 +117,12 @@ function v2(name: string, memoryBytes: number, processes: number, uid: number): 
 }
 
 /** A cgroup with the sandbox's memory and process limits, or undefined where none can be made. */
-export function createCgroup(name: string, memoryBytes: number, processes: number, uid: number): Cgroup | undefined {
+export function createCgroup(
+  name: string,
+  memoryBytes: number,
+  processes: number,
+  uid: number,
+): Cgroup | undefined {
   if (process.geteuid?.() !== 0) return undefined
   return v1(name, memoryBytes, processes, uid) ?? v2(name, memoryBytes, processes, uid)
 }

@@ -48,7 +48,12 @@ export async function runChecks(): Promise<Check[]> {
   let python: PythonInfo | undefined
   try {
     python = await findPython()
-    checks.push({ name: 'Python', ok: true, detail: `${python.executable} (${python.version})`, essential: true })
+    checks.push({
+      name: 'Python',
+      ok: true,
+      detail: `${python.executable} (${python.version})`,
+      essential: true,
+    })
   } catch (error) {
     checks.push({
       name: 'Python',
@@ -83,15 +88,31 @@ export async function runChecks(): Promise<Check[]> {
   if (hasBwrap) {
     const probe = spawnSync(
       'bwrap',
-      ['--unshare-all', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '/usr/bin/true'],
+      [
+        '--unshare-all',
+        '--die-with-parent',
+        '--ro-bind',
+        '/usr',
+        '/usr',
+        '--symlink',
+        'usr/bin',
+        '/bin',
+        '--symlink',
+        'usr/lib',
+        '/lib',
+        '--symlink',
+        'usr/lib64',
+        '/lib64',
+        '/usr/bin/true',
+      ],
       { encoding: 'utf8', uid: isRoot ? 65534 : undefined, gid: isRoot ? 65534 : undefined },
     )
     checks.push({
       name: 'user namespaces',
       ok: probe.status === 0,
-      detail: probe.status === 0 ? 'bubblewrap can create a jail as an unprivileged user' : probe.stderr.trim(),
-      fix:
-        'sudo sysctl -w kernel.unprivileged_userns_clone=1 (Debian); on Ubuntu 24.04 also sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0',
+      detail:
+        probe.status === 0 ? 'bubblewrap can create a jail as an unprivileged user' : probe.stderr.trim(),
+      fix: 'sudo sysctl -w kernel.unprivileged_userns_clone=1 (Debian); on Ubuntu 24.04 also sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0',
       essential: true,
     })
   }
@@ -110,12 +131,16 @@ export async function runChecks(): Promise<Check[]> {
     try {
       const sandbox = await Sandbox.create({ provider: new LocalProvider({ poolSize: 0 }) })
       try {
-        const execution = await sandbox.runCode('import pandas, matplotlib.pyplot\n1 + 1', { timeoutMs: 30_000 })
+        const execution = await sandbox.runCode('import pandas, matplotlib.pyplot\n1 + 1', {
+          timeoutMs: 30_000,
+        })
         const ok = execution.text === '2'
         checks.push({
           name: 'sandbox',
           ok,
-          detail: ok ? `ran a cell with pandas in ${Date.now() - started} ms` : (execution.error?.value ?? 'unexpected output'),
+          detail: ok
+            ? `ran a cell with pandas in ${Date.now() - started} ms`
+            : (execution.error?.value ?? 'unexpected output'),
           essential: true,
         })
       } finally {
@@ -123,7 +148,13 @@ export async function runChecks(): Promise<Check[]> {
       }
     } catch (error) {
       const hint = (error as { hint?: string }).hint
-      checks.push({ name: 'sandbox', ok: false, detail: (error as Error).message, fix: hint, essential: true })
+      checks.push({
+        name: 'sandbox',
+        ok: false,
+        detail: (error as Error).message,
+        fix: hint,
+        essential: true,
+      })
     }
   }
   return checks

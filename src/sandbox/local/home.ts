@@ -6,7 +6,15 @@
  */
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { chownSync, copyFileSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  chownSync,
+  copyFileSync,
+  mkdirSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { SandboxLimits } from '../backend.js'
@@ -112,13 +120,25 @@ export function prepareHome(config: HomeConfig): Home {
       owner = { uid, gid: uid }
       const mounted = spawnSync(
         'mount',
-        ['-t', 'tmpfs', '-o', `size=${config.limits.workspaceBytes},uid=${uid},gid=${uid},mode=0700,nosuid,nodev`, 'tmpfs', work],
+        [
+          '-t',
+          'tmpfs',
+          '-o',
+          `size=${config.limits.workspaceBytes},uid=${uid},gid=${uid},mode=0700,nosuid,nodev`,
+          'tmpfs',
+          work,
+        ],
         { stdio: 'ignore' },
       )
       if (mounted.status === 0) writeFileSync(join(dir, MOUNT_MARK), '')
       else chownSync(work, uid, uid)
       // tmpfs pages count as the sandbox's memory: the cgroup allows for a full workspace.
-      cgroup = createCgroup(id, config.limits.memoryBytes + config.limits.workspaceBytes, config.limits.processes, uid)
+      cgroup = createCgroup(
+        id,
+        config.limits.memoryBytes + config.limits.workspaceBytes,
+        config.limits.processes,
+        uid,
+      )
       if (cgroup) {
         writeFileSync(join(dir, CGROUPS_MARK), cgroup.paths.join('\n'))
         const group = cgroup
@@ -151,7 +171,12 @@ export function prepareHome(config: HomeConfig): Home {
     const source = installKernel()
     let spec: KernelSpawnSpec
     if (sandboxed) {
-      const command = [config.python.executable, '-s', `${SANDBOX_KERNEL_DIR}/analyst_kernel.py`, kernelConfig]
+      const command = [
+        config.python.executable,
+        '-s',
+        `${SANDBOX_KERNEL_DIR}/analyst_kernel.py`,
+        kernelConfig,
+      ]
       spec = {
         command: 'bwrap',
         args: bwrapArgs(
@@ -171,6 +196,7 @@ export function prepareHome(config: HomeConfig): Home {
         uid: owner?.uid,
         gid: owner?.gid,
         cgroupProcs: cgroup?.procsFiles,
+        infoFd: true,
         maxMessageBytes: 64 * 1024 * 1024,
       }
     } else {

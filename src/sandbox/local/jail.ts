@@ -10,6 +10,8 @@ import type { PythonInfo } from './python.js'
 export const SANDBOX_HOME = '/home/user'
 export const SANDBOX_DATA = `${SANDBOX_HOME}/data`
 export const SANDBOX_KERNEL_DIR = '/opt/analyst'
+/** bubblewrap writes `{"child-pid": N}` here. fds 3 and 4 are the kernel's message pipes. */
+export const INFO_FD = 5
 const MPL_CONFIG_DIR = '/tmp/.matplotlib'
 
 /** What of the host's /etc the Python stack needs; everything else of /etc stays out. */
@@ -29,7 +31,13 @@ const ETC_ALLOWED = [
   '/etc/python3.13',
 ]
 /** Needed only when code may use the network. */
-const ETC_NETWORK = ['/etc/resolv.conf', '/etc/ssl', '/etc/ca-certificates', '/etc/nsswitch.conf', '/etc/gai.conf']
+const ETC_NETWORK = [
+  '/etc/resolv.conf',
+  '/etc/ssl',
+  '/etc/ca-certificates',
+  '/etc/nsswitch.conf',
+  '/etc/gai.conf',
+]
 
 export interface JailSpec {
   python: PythonInfo
@@ -74,6 +82,9 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     'sandbox',
     '--die-with-parent',
     '--new-session',
+    // The host learns the PID of the jail's init from this fd, to end the jail from the inside out.
+    '--info-fd',
+    String(INFO_FD),
     '--cap-drop',
     'ALL',
     '--ro-bind',
@@ -94,7 +105,8 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
   for (const path of [...ETC_ALLOWED, ...(spec.network ? ETC_NETWORK : [])]) {
     if (existsSync(path)) args.push('--ro-bind', path, path)
   }
-  for (const name of ['passwd', 'group', 'hosts']) args.push('--ro-bind', `${spec.etc}/${name}`, `/etc/${name}`)
+  for (const name of ['passwd', 'group', 'hosts'])
+    args.push('--ro-bind', `${spec.etc}/${name}`, `/etc/${name}`)
   // An interpreter outside /usr (a venv, pyenv) is bound where it is, read-only.
   for (const path of spec.python.paths) {
     if (!path.startsWith('/usr/') && path !== '/usr' && existsSync(path)) args.push('--ro-bind', path, path)
@@ -122,7 +134,8 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
 }
 
 /** Host variables that only tune the CPU's math libraries: no secrets, and numpy can crash without them. */
-const PASSED_THROUGH = /^(OPENBLAS_CORETYPE|OPENBLAS_L2_SIZE|OPENBLAS_NUM_THREADS|OMP_NUM_THREADS|MKL_NUM_THREADS)$/
+const PASSED_THROUGH =
+  /^(OPENBLAS_CORETYPE|OPENBLAS_L2_SIZE|OPENBLAS_NUM_THREADS|OMP_NUM_THREADS|MKL_NUM_THREADS)$/
 
 /** The kernel's whole environment: a clean one, plus the caller's. No other host variable enters. */
 export function kernelEnv(

@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import type { Readable, Writable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { SandboxError, SandboxUnavailableError } from '../errors.js'
 import { type HostRequest, type KernelMessage, parseMessage, readLines } from './protocol.js'
 import { onExit } from './runtime.js'
@@ -22,6 +23,8 @@ export interface KernelSpawnSpec {
   cgroupProcs?: string[]
   /** Own process group, so that kill() reaches children (isolation 'none'). */
   processGroup?: boolean
+  /** bubblewrap reports its init's PID on fd 5 (--info-fd 5). */
+  infoFd?: boolean
   /** Largest message line accepted from the kernel. */
   maxMessageBytes: number
 }
@@ -39,7 +42,8 @@ export class KernelExit extends Error {
 
 type CellHandler = (message: KernelMessage) => void
 
-const JOIN_CGROUPS = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 111; shift; n=$((n-1)); done; exec "$@"'
+const JOIN_CGROUPS =
+  'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 111; shift; n=$((n-1)); done; exec "$@"'
 
 export class Kernel {
   private readonly cells = new Map<string, { handler: CellHandler; reject: (error: Error) => void }>()
@@ -47,6 +51,8 @@ export class Kernel {
   private readonly requests: Writable
   private diagnostics = ''
   private exitError: KernelExit | undefined
+  /** PID of the jail's init (bubblewrap's child): killing it ends the PID namespace and lets bubblewrap reap it. */
+  private jailInit: number | undefined
   private readonly exited: Promise<KernelExit>
   /** Messages that the kernel sent that failed validation or were too large. */
   dropped = 0
@@ -63,6 +69,15 @@ export class Kernel {
       // Before the kernel redirects fd 1 and 2 (and for bwrap's own errors), output lands here.
       stream.on('data', (chunk: Buffer) => {
         this.diagnostics = (this.diagnostics + chunk.toString('utf8')).slice(-8192)
+      })
+    }
+    const info = (child.stdio as unknown as Array<Readable | null>)[5]
+    if (info) {
+      let text = ''
+      info.on('data', (chunk: Buffer) => {
+        text += chunk.toString('utf8')
+        const pid = text.match(/"child-pid":\s*(\d+)/)?.[1]
+        if (pid) this.jailInit = Number(pid)
       })
     }
     readLines(
@@ -90,7 +105,18 @@ export class Kernel {
     options: { readyTimeoutMs?: number; keepAlive?: boolean } = {},
   ): Promise<Kernel> {
     const [command, args] = spec.cgroupProcs?.length
-      ? ['/bin/sh', ['-c', JOIN_CGROUPS, 'sh', String(spec.cgroupProcs.length), ...spec.cgroupProcs, spec.command, ...spec.args]]
+      ? [
+          '/bin/sh',
+          [
+            '-c',
+            JOIN_CGROUPS,
+            'sh',
+            String(spec.cgroupProcs.length),
+            ...spec.cgroupProcs,
+            spec.command,
+            ...spec.args,
+          ],
+        ]
       : [spec.command, spec.args]
     const child = spawn(command, args, {
       env: spec.env,
@@ -98,7 +124,7 @@ export class Kernel {
       uid: spec.uid,
       gid: spec.gid,
       detached: spec.processGroup ?? false,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...(spec.infoFd ? (['pipe'] as const) : [])],
     })
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve)
@@ -108,10 +134,16 @@ export class Kernel {
       await spawned
     } catch (cause) {
       const missing = (cause as NodeJS.ErrnoException).code === 'ENOENT'
-      throw new SandboxUnavailableError(missing ? `${spec.command} is not installed` : `Could not start ${spec.command}`, {
-        cause,
-        hint: missing && spec.command.endsWith('bwrap') ? 'Install bubblewrap: sudo apt-get install bubblewrap' : undefined,
-      })
+      throw new SandboxUnavailableError(
+        missing ? `${spec.command} is not installed` : `Could not start ${spec.command}`,
+        {
+          cause,
+          hint:
+            missing && spec.command.endsWith('bwrap')
+              ? 'Install bubblewrap: sudo apt-get install bubblewrap'
+              : undefined,
+        },
+      )
     }
     const kernel = new Kernel(child, spec.processGroup ?? false, spec.maxMessageBytes)
     // Warm-pool kernels start with keepAlive false: they must not hold the host process open.
@@ -228,27 +260,34 @@ export class Kernel {
     return this.request(`env-set:${id}`, { type: 'env', id, envs })
   }
 
-  /** SIGKILL. In the jail, bubblewrap's --die-with-parent and the PID namespace take every descendant with it. */
-  kill(): Promise<KernelExit> {
-    if (this.alive) this.ref() // keep the host alive until the exit is seen
-    if (this.alive && this.child.pid) {
-      try {
-        process.kill(this.processGroup ? -this.child.pid : this.child.pid, 'SIGKILL')
-      } catch {
-        // already gone
-      }
-    }
+  /**
+   * SIGKILL. In the jail the init goes first: the kernel then kills everything in its PID
+   * namespace, setsid daemons and double forks included, and bubblewrap reaps it and exits. The
+   * outer bubblewrap is killed too if it has not exited shortly after.
+   */
+  async kill(): Promise<KernelExit> {
+    if (!this.alive) return this.exited
+    this.ref() // keep the host alive until the exit is seen
+    this.killNow()
+    const exited = await Promise.race([this.exited, sleep(1000, undefined, { ref: false })])
+    if (exited) return exited
+    this.signal(this.child.pid, this.processGroup)
     return this.exited
   }
 
-  /** Synchronous kill, for the process's exit hook. */
+  /** Synchronous kill, also used by the process's exit hook. */
   killNow() {
-    if (this.alive && this.child.pid) {
-      try {
-        process.kill(this.processGroup ? -this.child.pid : this.child.pid, 'SIGKILL')
-      } catch {
-        // already gone
-      }
+    if (!this.alive) return
+    if (this.jailInit) this.signal(this.jailInit, false)
+    else this.signal(this.child.pid, this.processGroup)
+  }
+
+  private signal(pid: number | undefined, group: boolean) {
+    if (!pid) return
+    try {
+      process.kill(group ? -pid : pid, 'SIGKILL')
+    } catch {
+      // already gone
     }
   }
 

@@ -19,7 +19,9 @@ export function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLi
   const limits = { ...DEFAULT_LIMITS }
   for (const [key, value] of Object.entries(overrides)) {
     if (!(key in DEFAULT_LIMITS)) {
-      throw new InvalidArgumentError(`Unknown limit ${key}`, { hint: `Known limits: ${Object.keys(DEFAULT_LIMITS).join(', ')}` })
+      throw new InvalidArgumentError(`Unknown limit ${key}`, {
+        hint: `Known limits: ${Object.keys(DEFAULT_LIMITS).join(', ')}`,
+      })
     }
     if (value === undefined) continue
     if (!Number.isSafeInteger(value) || value <= 0) {

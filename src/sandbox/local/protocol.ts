@@ -13,7 +13,12 @@ export const KernelMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('stdout'), id: cellId, text: z.string() }),
   z.object({ type: z.literal('stderr'), id: cellId, text: z.string() }),
   z.object({ type: z.literal('truncated'), id: cellId }),
-  z.object({ type: z.literal('result'), id: cellId, main: z.boolean(), bundle: z.record(z.string(), z.unknown()) }),
+  z.object({
+    type: z.literal('result'),
+    id: cellId,
+    main: z.boolean(),
+    bundle: z.record(z.string(), z.unknown()),
+  }),
   z.object({
     type: z.literal('error'),
     id: cellId,

@@ -38,7 +38,10 @@ print(json.dumps({
 `
 
 export async function probePython(executable: string): Promise<PythonInfo> {
-  const { stdout } = await run(executable, ['-s', '-c', PROBE], { timeout: 15_000, env: { PATH: '/usr/bin:/bin' } })
+  const { stdout } = await run(executable, ['-s', '-c', PROBE], {
+    timeout: 15_000,
+    env: { PATH: '/usr/bin:/bin' },
+  })
   const parsed = JSON.parse(stdout) as Omit<PythonInfo, 'executable'>
   return { executable, ...parsed }
 }

@@ -95,7 +95,9 @@ export function getRuntime(): Runtime {
     { mode: 0o644 },
   )
   writeFileSync(join(etc, 'group'), 'root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n', { mode: 0o644 })
-  writeFileSync(join(etc, 'hosts'), '127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\tsandbox\n', { mode: 0o644 })
+  writeFileSync(join(etc, 'hosts'), '127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\tsandbox\n', {
+    mode: 0o644,
+  })
   const cache = join(root, 'cache')
   secureDir(cache, mode)
   onExit(() => rmSync(own, { recursive: true, force: true }))
@@ -143,7 +145,10 @@ export function releaseSandboxDir(dir: string) {
  */
 export function fontCache(python: PythonInfo): string | undefined {
   if (!python.modules.matplotlib) return undefined
-  const key = createHash('sha256').update(`${python.executable}\0${python.version}`).digest('hex').slice(0, 16)
+  const key = createHash('sha256')
+    .update(`${python.executable}\0${python.version}`)
+    .digest('hex')
+    .slice(0, 16)
   const dir = join(getRuntime().cache, `matplotlib-${key}`)
   const find = () => readdirSync(dir).find((name) => /^fontlist-v\d+\.json$/.test(name))
   if (existsSync(dir) && find()) return join(dir, find() as string)
@@ -186,5 +191,7 @@ export function allocateUid(): { uid: number; release: () => void } {
     const release = () => rmSync(lock, { force: true })
     return { uid, release }
   }
-  throw new SandboxUnavailableError('No free sandbox uid left', { hint: 'Kill sandboxes that are no longer used.' })
+  throw new SandboxUnavailableError('No free sandbox uid left', {
+    hint: 'Kill sandboxes that are no longer used.',
+  })
 }

@@ -99,7 +99,9 @@ export class Workspace {
           } else if (code === 'ENOENT') {
             throw new NotFoundError(`${part}: no such folder in the sandbox`)
           } else {
-            throw new InvalidArgumentError(`${part} is not a folder (or is a link, which the host does not follow)`)
+            throw new InvalidArgumentError(
+              `${part} is not a folder (or is a link, which the host does not follow)`,
+            )
           }
         }
         closeSync(fd)
@@ -112,9 +114,19 @@ export class Workspace {
     }
   }
 
-  private locate(path: string): { base: string; dirs: string[]; name: string | undefined; area: 'work' | 'data' } {
+  private locate(path: string): {
+    base: string
+    dirs: string[]
+    name: string | undefined
+    area: 'work' | 'data'
+  } {
     const { area, parts } = splitPath(path)
-    return { base: area === 'data' ? this.data : this.work, dirs: parts.slice(0, -1), name: parts.at(-1), area }
+    return {
+      base: area === 'data' ? this.data : this.work,
+      dirs: parts.slice(0, -1),
+      name: parts.at(-1),
+      area,
+    }
   }
 
   read(path: string): Uint8Array {
@@ -157,7 +169,11 @@ export class Workspace {
     let fd: number
     try {
       try {
-        fd = openSync(at(dir, name), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, area === 'data' ? 0o644 : 0o644)
+        fd = openSync(
+          at(dir, name),
+          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+          area === 'data' ? 0o644 : 0o644,
+        )
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
         try {
@@ -192,7 +208,12 @@ export class Workspace {
       for (const entry of readdirSync(`/proc/self/fd/${dir}`, { withFileTypes: true })) {
         if (!entry.isFile() && !entry.isDirectory()) continue
         const size = entry.isFile() ? lstatSync(at(dir, entry.name)).size : 0
-        entries.push({ name: entry.name, type: entry.isFile() ? 'file' : 'dir', path: `${prefix}/${entry.name}`, size })
+        entries.push({
+          name: entry.name,
+          type: entry.isFile() ? 'file' : 'dir',
+          path: `${prefix}/${entry.name}`,
+          size,
+        })
       }
       return entries.sort((a, b) => a.name.localeCompare(b.name))
     } finally {
@@ -213,7 +234,12 @@ export class Workspace {
       const stat = lstatSync(at(dir, name))
       if (!stat.isFile() && !stat.isDirectory()) return undefined
       const relative = [...(area === 'data' ? ['data'] : []), ...dirs, name].join('/')
-      return { name, type: stat.isFile() ? 'file' : 'dir', path: `${SANDBOX_HOME}/${relative}`, size: stat.size }
+      return {
+        name,
+        type: stat.isFile() ? 'file' : 'dir',
+        path: `${SANDBOX_HOME}/${relative}`,
+        size: stat.size,
+      }
     } catch {
       return undefined
     } finally {
@@ -241,7 +267,10 @@ export class Workspace {
     try {
       stat = statSync(hostPath)
     } catch (cause) {
-      throw new NotFoundError(`${hostPath}: no such file`, { cause, hint: 'Check the path of the data file.' })
+      throw new NotFoundError(`${hostPath}: no such file`, {
+        cause,
+        hint: 'Check the path of the data file.',
+      })
     }
     if (!stat.isFile()) throw new InvalidArgumentError(`${hostPath} is not a regular file`)
     const target = `${this.data}/${name}`

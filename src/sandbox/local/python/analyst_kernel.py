@@ -38,6 +38,7 @@ TEXT_CAP = 1_000_000
 CELL_PREFIX = '<cell-'
 
 _send_lock = threading.Lock()
+_real_exit = os._exit
 
 
 def send(message):
@@ -91,18 +92,26 @@ def arm_cpu_limit(seconds):
 # ---------------------------------------------------------------- output capture
 
 
-class OutputPipes:
-    """fd 1 and 2 point at pipes; the IO thread reads them and forwards the text to the host.
+class Output:
+    """Everything a cell prints, in the order it was written, sent to the host in batches.
 
-    Reads happen only under `lock`, so the main thread can drain the pipes itself at the end of a
-    cell and know that nothing read is still waiting to be sent.
+    Python-level writes (print, sys.stdout.write, warnings) are appended to one ordered buffer by
+    StreamWriter. fd 1 and 2 are pipes, so output that bypasses Python (C extensions,
+    subprocesses) is read from them into the same buffer, by the IO thread and before every
+    Python-level write. The buffer goes to the host when it grows large, when code flushes, every
+    FLUSH_INTERVAL seconds (the IO thread), before a result, and at the end of the cell.
     """
+
+    FLUSH_INTERVAL = 0.05
+    BATCH = 65536
 
     def __init__(self):
         self.lock = threading.Lock()
         self.cell_id = None
         self.sent = 0
         self.truncated = False
+        self.pending = []  # [name, text] pairs; consecutive writes to one stream are merged
+        self.pending_size = 0
         self.readers = {}
         for fd, name in ((1, 'stdout'), (2, 'stderr')):
             read_end, write_end = os.pipe()
@@ -111,54 +120,137 @@ class OutputPipes:
             flags = fcntl.fcntl(read_end, fcntl.F_GETFL)
             fcntl.fcntl(read_end, fcntl.F_SETFL, flags | os.O_NONBLOCK)
             self.readers[read_end] = (name, codecs.getincrementaldecoder('utf-8')('replace'))
-        sys.stdout = io.TextIOWrapper(io.FileIO(1, 'w', closefd=False), encoding='utf-8',
-                                      errors='backslashreplace', line_buffering=True)
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, 'w', closefd=False), encoding='utf-8',
-                                      errors='backslashreplace', line_buffering=True)
+        self.poller = select.poll()
+        for fd in self.readers:
+            self.poller.register(fd, select.POLLIN)
+        # Written when the buffer stops being empty, so the IO thread starts its flush timer.
+        self.wake_read, self.wake_write = os.pipe()
+        os.set_blocking(self.wake_write, False)
+        sys.stdout = StreamWriter(self, 'stdout', 1)
+        sys.stderr = StreamWriter(self, 'stderr', 2)
         sys.__stdout__, sys.__stderr__ = sys.stdout, sys.stderr
 
     def start_cell(self, cell_id):
         with self.lock:
+            self.pending.clear()
+            self.pending_size = 0
             self.cell_id = cell_id
             self.sent = 0
             self.truncated = False
 
-    def read_available(self, fd):
-        """Read what fd holds now and forward it. Call with `lock` held."""
-        name, decoder = self.readers[fd]
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                return
-            if not chunk:
-                return
-            self.forward(name, decoder.decode(chunk))
-
-    def forward(self, name, text):
+    def append(self, name, text):
+        """Call with `lock` held."""
         if not text or self.cell_id is None:
             return  # output between cells (a background process) has no cell to belong to
-        room = CONFIG.get('outputCap', 10 * 1024 * 1024) - self.sent
-        if room <= 0:
-            if not self.truncated:
-                self.truncated = True
-                send({'type': 'truncated', 'id': self.cell_id})
-            return
-        if len(text) > room:
-            text = text[:room]
-        self.sent += len(text)
-        send({'type': name, 'id': self.cell_id, 'text': text})
+        if self.pending and self.pending[-1][0] == name:
+            self.pending[-1][1] += text
+        else:
+            if not self.pending:
+                try:
+                    os.write(self.wake_write, b'.')
+                except BlockingIOError:
+                    pass
+            self.pending.append([name, text])
+        self.pending_size += len(text)
+        if self.pending_size >= self.BATCH:
+            self.flush_locked()
+
+    def read_pipes(self, fds=None):
+        """Move what the pipes hold into the buffer. Call with `lock` held."""
+        for fd in fds if fds is not None else self.readers:
+            name, decoder = self.readers[fd]
+            while True:
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    break
+                self.append(name, decoder.decode(chunk))
+
+    def write(self, name, text):
+        """A Python-level write: output already in the pipes was written before it."""
+        with self.lock:
+            ready = self.poller.poll(0)
+            if ready:
+                self.read_pipes([fd for fd, _ in ready])
+            self.append(name, text)
+
+    def flush_locked(self):
+        cap = CONFIG.get('outputCap', 10 * 1024 * 1024)
+        for name, text in self.pending:
+            room = cap - self.sent
+            if room <= 0:
+                if not self.truncated:
+                    self.truncated = True
+                    send({'type': 'truncated', 'id': self.cell_id})
+                break
+            if len(text) > room:
+                text = text[:room]
+            self.sent += len(text)
+            send({'type': name, 'id': self.cell_id, 'text': text})
+        self.pending.clear()
+        self.pending_size = 0
 
     def drain(self):
-        """Flush Python's buffers and forward everything written so far."""
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
+        """Send everything written so far, from Python and from the pipes."""
         with self.lock:
-            for fd in self.readers:
-                self.read_available(fd)
+            self.read_pipes()
+            self.flush_locked()
+
+
+class StreamWriter(io.TextIOBase):
+    """sys.stdout and sys.stderr: text goes to Output's ordered buffer; fileno() is the real fd."""
+
+    def __init__(self, output, name, fd):
+        self._output = output
+        self._name = name
+        self._fd = fd
+        self.buffer = _BytesWriter(self)
+
+    encoding = 'utf-8'
+    errors = 'backslashreplace'
+    newlines = None
+    line_buffering = True
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError('write() argument must be str, not %s' % type(text).__name__)
+        self._output.write(self._name, text)
+        return len(text)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def flush(self):
+        self._output.drain()
+
+    def fileno(self):
+        return self._fd
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def readable(self):
+        return False
+
+
+class _BytesWriter:
+    """sys.stdout.buffer, for code that writes bytes."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, data):
+        self._stream.write(bytes(data).decode('utf-8', 'replace'))
+        return len(data)
+
+    def flush(self):
+        self._stream.flush()
 
 
 # ---------------------------------------------------------------- rich output
@@ -301,7 +393,7 @@ def flush_figures():
     try:
         for number in pyplot.get_fignums():
             figure = pyplot.figure(number)
-            if id(figure) in figures_shown and not figure.stale:
+            if id(figure) in figures_shown:
                 continue
             pipes.drain()
             bundle = {'image/png': figure_png(figure), 'text/plain': repr(figure)}
@@ -436,8 +528,9 @@ def execute(request):
 
 
 def finish(cell_id, context, error):
-    pipes.drain()
     with pipes.lock:
+        pipes.read_pipes()
+        pipes.flush_locked()
         pipes.cell_id = None
     Cells.current = None
     if error is not None:
@@ -449,34 +542,38 @@ def finish(cell_id, context, error):
 
 
 def io_loop(requests, main_thread_id):
-    """Reads host requests and forwards output. Interrupts reach the main thread from here."""
+    """Reads host requests, forwards output, and delivers interrupts to the main thread."""
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGXCPU})
     request_decoder = codecs.getincrementaldecoder('utf-8')('replace')
     pending = ''
     poller = select.poll()
-    poller.register(REQUEST_FD, select.POLLIN)
-    for fd in pipes.readers:
+    for fd in (REQUEST_FD, pipes.wake_read, *pipes.readers):
         poller.register(fd, select.POLLIN)
+    interval = int(Output.FLUSH_INTERVAL * 1000)
     while True:
-        for fd, event in poller.poll():
-            if fd != REQUEST_FD:
-                with pipes.lock:
-                    pipes.read_available(fd)
+        events = dict(poller.poll(interval if pipes.pending else None))
+        if pipes.wake_read in events:
+            os.read(pipes.wake_read, 4096)  # the flush waits for the interval, to batch writes
+        if not events or any(fd in pipes.readers for fd in events):
+            with pipes.lock:
+                pipes.read_pipes()
+                pipes.flush_locked()
+        if REQUEST_FD not in events:
+            continue
+        chunk = os.read(REQUEST_FD, 1 << 20)
+        if not chunk:
+            _real_exit(0)  # the host is gone
+        pending += request_decoder.decode(chunk)
+        while '\n' in pending:
+            line, pending = pending.split('\n', 1)
+            if not line.strip():
                 continue
-            chunk = os.read(REQUEST_FD, 1 << 20)
-            if not chunk:
-                os._exit(0)  # the host is gone
-            pending += request_decoder.decode(chunk)
-            while '\n' in pending:
-                line, pending = pending.split('\n', 1)
-                if not line.strip():
-                    continue
-                message = json.loads(line)
-                if message.get('type') == 'interrupt':
-                    if Cells.current is not None and Cells.current == message.get('id'):
-                        signal.pthread_kill(main_thread_id, signal.SIGINT)
-                else:
-                    requests.put(message)
+            message = json.loads(line)
+            if message.get('type') == 'interrupt':
+                if Cells.current is not None and Cells.current == message.get('id'):
+                    signal.pthread_kill(main_thread_id, signal.SIGINT)
+            else:
+                requests.put(message)
 
 
 def handle(request):
@@ -504,8 +601,21 @@ def main():
     builtins.display = display
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    # A crash (segfault) prints the Python stack to the host's side of the original stderr.
+    import faulthandler
+    crash_log = os.dup(2)
+    faulthandler.enable(file=crash_log)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    pipes = OutputPipes()
+    pipes = Output()
+    def exit_after_output(status):
+        """os._exit skips Python's cleanup: send what the cell printed before it goes."""
+        try:
+            pipes.drain()
+        except Exception:
+            pass
+        _real_exit(status)
+
+    os._exit = exit_after_output
     apply_limits(LIMITS)
     for name in config.get('preload') or []:
         try:
