@@ -98,6 +98,7 @@ export async function run(options: RunOptions): Promise<number> {
       if (!options.json && cells.length > 1) stdout.write(pc.dim(`── ${cell.file} ──\n`))
       const saving: Array<Promise<void>> = []
       let images = 0
+      const imageName = () => `${cellName}-image-${++images}`
       const execution = await sandbox.runCode(cell.code, {
         timeoutMs: options.timeoutMs,
         onStdout: options.json ? undefined : (message) => stdout.write(message.line),
@@ -105,15 +106,15 @@ export async function run(options: RunOptions): Promise<number> {
         onResult: options.json
           ? undefined
           : (result) => {
-              const image = folder.saveImage(result, `${cellName}-${++images}`)
+              if (!result.png && !result.jpeg && !result.svg) {
+                const text = describe(result)
+                if (text !== undefined)
+                  stdout.write(`${result.isMainResult ? pc.green('Out: ') : ''}${text}\n`)
+                return
+              }
               saving.push(
-                image.then((path) => {
-                  if (path) stdout.write(pc.cyan(`[image saved: ${path}]\n`))
-                  else {
-                    const text = describe(result)
-                    if (text !== undefined)
-                      stdout.write(`${result.isMainResult ? pc.green('Out: ') : ''}${text}\n`)
-                  }
+                folder.saveImage(result, imageName()).then((path) => {
+                  stdout.write(pc.cyan(`[image saved: ${path}]\n`))
                 }),
               )
             },
@@ -127,12 +128,15 @@ export async function run(options: RunOptions): Promise<number> {
           stdout.write(pc.cyan(`[file ${artifact.name} (${artifact.size} bytes) saved: ${savedPath}]\n`))
       }
       if (options.json) {
-        const images: string[] = []
-        for (const [k, result] of execution.results.entries()) {
-          const path = await folder.saveImage(result, `${cellName}-${k + 1}`)
-          if (path) images.push(path)
+        const saved: string[] = []
+        for (const result of execution.results) {
+          if (!result.png && !result.jpeg && !result.svg) continue
+          const path = await folder.saveImage(result, imageName())
+          if (path) saved.push(path)
         }
-        stdout.write(`${JSON.stringify({ file: cell.file, ...execution.toJSON(), artifacts, images })}\n`)
+        stdout.write(
+          `${JSON.stringify({ file: cell.file, ...execution.toJSON(), artifacts, images: saved })}\n`,
+        )
       } else if (execution.error) {
         const { name, value, traceback } = execution.error
         stderr.write(pc.red(`${traceback || `${name}: ${value}`}\n`))

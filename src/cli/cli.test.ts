@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest'
+import { main } from './cli.js'
+import { UsageError } from './errors.js'
+
+/** Parses argv with every command replaced by a recorder. */
+async function parse(argv: string[]) {
+  const calls: Array<[string, Record<string, unknown>]> = []
+  const code = await main(argv, async (name, options) => {
+    calls.push([name, options as Record<string, unknown>])
+    return 7
+  })
+  return { code, calls }
+}
+
+describe('analyst command line', () => {
+  it.each([
+    [
+      ['run', 'a.py'],
+      {
+        files: ['a.py'],
+        data: [],
+        timeoutMs: 60_000,
+        json: false,
+        isolation: 'sandbox',
+        outputDir: undefined,
+      },
+    ],
+    [
+      [
+        'run',
+        'a.py',
+        'b.py',
+        '--data',
+        'x.csv',
+        '--data',
+        'y.csv',
+        '--timeout',
+        '2.5',
+        '--json',
+        '--output-dir',
+        'out',
+      ],
+      { files: ['a.py', 'b.py'], data: ['x.csv', 'y.csv'], timeoutMs: 2500, json: true, outputDir: 'out' },
+    ],
+    [['run', '-'], { files: ['-'] }],
+    [['run', 'a.py', '--no-isolation'], { isolation: 'none' }],
+  ])('run %j', async (argv, expected) => {
+    const { code, calls } = await parse(argv)
+    expect(code).toBe(7)
+    expect(calls).toHaveLength(1)
+    expect(calls[0]?.[0]).toBe('run')
+    expect(calls[0]?.[1]).toMatchObject(expected)
+  })
+
+  it('doctor --json', async () => {
+    expect((await parse(['doctor', '--json'])).calls).toEqual([['doctor', { json: true }]])
+  })
+
+  it.each([
+    [['frobnicate'], /unknown command/],
+    [['run'], /missing required argument/],
+    [['run', 'a.py', '--timeout', 'soon'], /positive number of seconds/],
+    [['run', 'a.py', '--timeout', '0'], /positive number of seconds/],
+    [['run', 'a.py', '--nope'], /unknown option/],
+    [['run', 'a.py', '--data'], /argument missing/],
+  ])('rejects %j with a usage error', async (argv, message) => {
+    const error = await parse(argv).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(UsageError)
+    expect((error as UsageError).code).toBe(2)
+    expect((error as UsageError).message).toMatch(message)
+  })
+
+  it('shows help with exit code 0 and runs nothing', async () => {
+    const { code, calls } = await parse(['run', '--help'])
+    expect(code).toBe(0)
+    expect(calls).toEqual([])
+  })
+})

@@ -1,0 +1,89 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { bwrapArgs, kernelEnv } from './jail.js'
+
+const venv = mkdtempSync(join(tmpdir(), 'analyst-venv-'))
+const python = {
+  executable: '/usr/bin/python3',
+  version: '3.11.2',
+  paths: ['/usr/lib/python3.11', venv],
+  modules: {},
+}
+const spec = {
+  python,
+  workspace: '/run/sb/work',
+  data: '/run/sb/data',
+  kernelDir: '/run/kernel',
+  etc: '/run/etc',
+  network: false,
+  tmpBytes: 1024,
+}
+
+function pairs(args: string[], flag: string): string[][] {
+  const found: string[][] = []
+  args.forEach((arg, i) => {
+    if (arg === flag) found.push(args.slice(i + 1, i + 3))
+  })
+  return found
+}
+
+describe('bwrapArgs', () => {
+  it('cuts the network unless asked, and drops every capability', () => {
+    expect(bwrapArgs(spec, ['python3'])).toContain('--unshare-net')
+    expect(bwrapArgs({ ...spec, network: true }, ['python3'])).not.toContain('--unshare-net')
+    const args = bwrapArgs(spec, ['python3'])
+    expect(args).toEqual(
+      expect.arrayContaining(['--unshare-user', '--unshare-pid', '--die-with-parent', '--new-session']),
+    )
+    expect(args[args.indexOf('--cap-drop') + 1]).toBe('ALL')
+  })
+
+  it('binds the workspace read-write, data and the kernel read-only, and nothing else of the host writable', () => {
+    const args = bwrapArgs(spec, ['python3'])
+    expect(pairs(args, '--bind')).toEqual([['/run/sb/work', '/home/user']])
+    const readOnly = pairs(args, '--ro-bind')
+    expect(readOnly).toContainEqual(['/run/sb/data', '/home/user/data'])
+    expect(readOnly).toContainEqual(['/run/kernel', '/opt/analyst'])
+    expect(readOnly.map(([source]) => source)).not.toContain('/etc')
+    expect(readOnly.map(([source]) => source)).not.toContain('/')
+    expect(readOnly).toContainEqual(['/run/etc/passwd', '/etc/passwd'])
+  })
+
+  it('binds an interpreter that lives outside /usr where it is, read-only', () => {
+    const readOnly = pairs(bwrapArgs(spec, ['python3']), '--ro-bind')
+    expect(readOnly).toContainEqual([venv, venv])
+    expect(readOnly.map(([source]) => source)).not.toContain('/usr/lib/python3.11') // under /usr, already bound
+  })
+
+  it('ends with the command after --', () => {
+    const args = bwrapArgs(spec, ['python3', '-s', 'kernel.py'])
+    expect(args.slice(args.indexOf('--'))).toEqual(['--', 'python3', '-s', 'kernel.py'])
+  })
+})
+
+describe('kernelEnv', () => {
+  it('lets no host variable in except the math libraries tuning', () => {
+    const env = kernelEnv(
+      '/home/user',
+      { MINE: '1' },
+      {
+        OPENAI_API_KEY: 'sk-secret',
+        AWS_SECRET_ACCESS_KEY: 'x',
+        PATH: '/root/.pyenv/bin:/usr/bin',
+        OPENBLAS_CORETYPE: 'Haswell',
+      },
+    )
+    expect(env.OPENAI_API_KEY).toBeUndefined()
+    expect(env.AWS_SECRET_ACCESS_KEY).toBeUndefined()
+    expect(env.PATH).toBe('/usr/local/bin:/usr/bin:/bin')
+    expect(env.OPENBLAS_CORETYPE).toBe('Haswell')
+    expect(env.MINE).toBe('1')
+    expect(env.HOME).toBe('/home/user')
+  })
+
+  it('lets the caller override a default', () => {
+    expect(kernelEnv('/home/user', { LANG: 'de_DE.UTF-8' }, {}).LANG).toBe('de_DE.UTF-8')
+  })
+})
