@@ -383,7 +383,8 @@ export class LocalProvider implements SandboxProvider {
     const poolable = config.isolation === 'sandbox' && !config.network && sameLimits(options.limits)
     const pooled = poolable ? this.pool.shift() : undefined
     const started = pooled ?? (await start({ ...config, envs: poolable ? {} : config.envs }))
-    if (poolable) this.fill()
+    // Refill after this create has returned: preparing a home blocks the event loop for a moment.
+    if (poolable) setImmediate(() => this.fill())
     const sandbox = new LocalSandbox(started.home, started.kernel, config, this.interruptGraceMs)
     try {
       if (poolable && Object.keys(config.envs).length > 0) await sandbox.applyEnvs(config.envs)

@@ -5,6 +5,7 @@
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process'
+import type { Socket } from 'node:net'
 import type { Readable, Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { SandboxError, SandboxUnavailableError } from '../errors.js'
@@ -294,25 +295,18 @@ export class Kernel {
   /** While idle, a kernel does not keep the host's event loop alive. */
   private ref() {
     this.child.ref()
-    for (const stream of this.child.stdio) (stream as unknown as { ref?: () => void } | null)?.ref?.()
+    for (const stream of this.openStreams()) stream.ref()
   }
 
   private unref() {
     this.child.unref()
-    for (const stream of this.child.stdio) (stream as unknown as { unref?: () => void } | null)?.unref?.()
+    for (const stream of this.openStreams()) stream.unref()
   }
-}
 
-function startHint(output: string): string | undefined {
-  if (/setting up uid map|No permissions to creat|Operation not permitted|unprivileged/i.test(output)) {
-    return (
-      'bubblewrap cannot create user namespaces here. Enable them (sudo sysctl -w kernel.unprivileged_userns_clone=1; ' +
-      'on Ubuntu 24.04 also sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), ' +
-      "or run without isolation: Sandbox.create({ isolation: 'none' }) / --no-isolation (unsafe for untrusted code)."
+  /** Pipes still open: unref() on a closed socket would wait for a 'connect' that never comes. */
+  private openStreams(): Array<{ ref(): void; unref(): void }> {
+    return (this.child.stdio as unknown as Array<(Socket & { destroyed: boolean }) | null>).filter(
+      (stream): stream is Socket & { destroyed: boolean } => stream !== null && !stream.destroyed,
     )
   }
-  if (/No module named|ModuleNotFoundError/.test(output)) {
-    return 'The sandbox Python lacks a module: sudo apt-get install python3-pandas python3-matplotlib'
-  }
-  return undefined
 }
