@@ -1,0 +1,270 @@
+/**
+ * Profiles CSV and TSV text as pandas' `read_csv` will read it: the same records (see tokenize.ts),
+ * the same column names (Unnamed: i, deduplicated a.1), the same implicit index, the same dtypes
+ * (see infer.ts). Small files are read whole, so every number is exact; bigger ones are sampled
+ * (the head, pieces spread through the file and its tail) and their rows counted or estimated.
+ * @module
+ */
+import { ColumnAccumulator } from '../columns.js'
+import type { TextEncoding } from '../encoding.js'
+import { call, py } from '../python-literal.js'
+import type { Cell, ColumnProfile, DatasetProfile } from '../types.js'
+import { DtypeTracker, isFloatText, isNA, type NumberFormat, toNumber } from './infer.js'
+import { sniffDecimal, sniffDelimiter } from './sniff.js'
+import { tokenize } from './tokenize.js'
+
+const SAMPLE_ROWS = 5
+
+export interface CsvInput {
+  /** The base profile: path, name, format, bytes, compression, warnings so far. */
+  base: DatasetProfile
+  encoding: TextEncoding
+  /** The head of the (uncompressed) content, and whether it is all of it. */
+  head: Buffer
+  complete: boolean
+  /** The uncompressed size when known (exact or a hint): rows are estimated from it. */
+  contentBytes?: number
+  /** Pieces from further into the file (not line-aligned), to sample beyond the head. */
+  pieces?: Buffer[]
+  /** Counts every record of the file, header included, when that is cheap enough. */
+  countRecords?: (delimiter: string) => Promise<number>
+  /** Extra arguments the read call needs (compression), in order. */
+  readArgs?: [string, string | undefined][]
+  /** What pandas is given instead of 'data/<name>' (a zip member), if anything. */
+  readSource?: string
+}
+
+/** pandas' names for a header: empty ones become `Unnamed: i`, repeats get `.1`, `.2`… */
+export function pandasNames(header: string[]): string[] {
+  const names = header.map((name, i) => (name === '' ? `Unnamed: ${i}` : name))
+  const inHeader = new Set(names)
+  const counts = new Map<string, number>()
+  return names.map((original) => {
+    let name = original
+    let count = counts.get(name) ?? 0
+    if (count > 0) {
+      while (count > 0) {
+        counts.set(original, count + 1)
+        name = `${original}.${count}`
+        count = inHeader.has(name) ? count + 1 : (counts.get(name) ?? 0)
+      }
+    }
+    counts.set(name, (counts.get(name) ?? 0) + 1)
+    return name
+  })
+}
+
+function cut(bytes: Buffer, encoding: TextEncoding, complete: boolean, fromStart: boolean): string {
+  let text = encoding.decode(bytes)
+  if (!fromStart) {
+    // A piece starts mid-line: drop up to the first line end.
+    const first = text.indexOf('\n')
+    text = first === -1 ? '' : text.slice(first + 1)
+  }
+  if (!complete) {
+    const last = text.lastIndexOf('\n')
+    text = last === -1 ? '' : text.slice(0, last + 1)
+  }
+  return text
+}
+
+function typed(
+  value: string | undefined,
+  dtype: string,
+  format: NumberFormat,
+  na: (v: string) => boolean,
+): Cell {
+  if (value === undefined || na(value)) return null
+  if (dtype === 'int64' || dtype === 'uint64' || dtype === 'float64') return toNumber(value, format)
+  if (dtype === 'bool') return value.trim().toLowerCase() === 'true'
+  return value
+}
+
+export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
+  const profile: DatasetProfile = { ...input.base, encoding: input.encoding.label }
+  const warnings = profile.warnings
+  const headText = cut(input.head, input.encoding, input.complete, true)
+  if (headText.trim() === '') {
+    if (input.complete) {
+      return {
+        ...profile,
+        error: 'The file is empty: pandas raises EmptyDataError. Check that it is the right file.',
+      }
+    }
+    return {
+      ...profile,
+      error: `The first ${input.head.length} bytes hold no complete line (a single line too long to profile). Check that it is a table.`,
+    }
+  }
+  const delimiter = sniffDelimiter(headText, input.base.format === 'tsv')
+  profile.delimiter = delimiter
+  const head = tokenize(headText, { delimiter, final: input.complete })
+  if (head.records.length === 0) {
+    return {
+      ...profile,
+      error: 'No records found: the file holds only blank lines. pandas raises EmptyDataError.',
+    }
+  }
+  if (head.unterminatedQuoteAt !== undefined) {
+    warnings.push(
+      `A quoted field opened on record ${head.unterminatedQuoteAt} never closes: pandas raises "EOF inside string". Fix the quote, or read with engine='python', quoting=3 (csv.QUOTE_NONE).`,
+    )
+  }
+  const decimal = sniffDecimal(head.records.slice(0, 200), delimiter)
+  const format: NumberFormat = { decimal }
+
+  // The header, or none when the first line is plainly data.
+  const first = head.records[0] as string[]
+  const hasHeader = !first.every((field) => field.trim() !== '' && isFloatText(field, format))
+  if (!hasHeader) {
+    warnings.push(
+      'The first line holds only numbers, so it is data, not a header: read with header=None (columns are numbered 0, 1, …).',
+    )
+  }
+  const header = hasHeader ? first : []
+  let records = hasHeader ? head.records.slice(1) : head.records
+
+  // pandas takes the first data line's extra leading fields as the index.
+  const firstData = records[0]
+  const indexColumns =
+    hasHeader && firstData && firstData.length > header.length ? firstData.length - header.length : 0
+  const width = hasHeader ? Math.max(header.length, firstData?.length ?? 0) : first.length
+  const names = hasHeader ? pandasNames(header) : first.map((_, i) => String(i))
+  if (indexColumns > 0) {
+    warnings.push(
+      `The data lines have ${indexColumns} more field${indexColumns > 1 ? 's' : ''} than the header: pandas uses the first ${indexColumns > 1 ? `${indexColumns} fields` : 'field'} as the index, not as a column.`,
+    )
+  }
+  if (hasHeader && new Set(header).size < header.length) {
+    const repeated = [...new Set(header.filter((name, i) => name !== '' && header.indexOf(name) !== i))]
+    if (repeated.length > 0) {
+      warnings.push(
+        `Duplicate column names in the header (${repeated.slice(0, 5).map(py).join(', ')}): pandas renames the repeats with .1, .2 (${names
+          .filter((n, i) => n !== header[i] && header[i] !== '')
+          .slice(0, 5)
+          .map(py)
+          .join(', ')}).`,
+      )
+    }
+  }
+
+  // Pieces from the rest of the file, only when records are line-aligned (no quoted line breaks).
+  let pieceRecords: string[][] = []
+  if (!input.complete && input.pieces && !head.quotedNewlines) {
+    for (const piece of input.pieces) {
+      const text = cut(piece, input.encoding, false, false)
+      const { records: found } = tokenize(text, { delimiter, final: false })
+      // A misaligned or odd record would mislead the types: keep only full-width ones.
+      pieceRecords = pieceRecords.concat(found.filter((r) => r.length === width))
+    }
+  }
+
+  // Lines with more fields than expected: pandas raises unless told to skip them.
+  let badLines = 0
+  let firstBad: { line: number; fields: number } | undefined
+  const kept: string[][] = []
+  const offset = hasHeader ? 1 : 0
+  for (let r = 0; r < records.length; r++) {
+    const record = records[r] as string[]
+    if (record.length > width) {
+      badLines++
+      firstBad ??= { line: head.lines[r + offset] as number, fields: record.length }
+    } else kept.push(record)
+  }
+  records = kept
+  if (firstBad) {
+    warnings.push(
+      `${badLines} line${badLines > 1 ? 's have' : ' has'} more fields than the ${width} expected (first: line ${firstBad.line}, ${firstBad.fields} fields): pandas raises "Error tokenizing data" unless told on_bad_lines='skip', which drops ${badLines > 1 ? 'them' : 'it'}.`,
+    )
+  }
+  const all = pieceRecords.length > 0 ? records.concat(pieceRecords) : records
+
+  // Types, then statistics with values typed as pandas types them.
+  const columns: ColumnProfile[] = []
+  const sampled = !input.complete
+  const dtypes: string[] = []
+  for (let c = 0; c < names.length; c++) {
+    const field = c + indexColumns
+    const tracker = new DtypeTracker(format)
+    for (const record of all) tracker.add(record[field] ?? '')
+    dtypes.push(all.length === 0 ? 'object' : tracker.dtype)
+  }
+  const na = isNA
+  for (let c = 0; c < names.length; c++) {
+    const field = c + indexColumns
+    const dtype = dtypes[c] as string
+    const accumulator = new ColumnAccumulator(names[c] as string, dtype)
+    for (const record of all) accumulator.add(typed(record[field], dtype, format, na))
+    const result = accumulator.finish({ distinctEstimated: sampled })
+    columns.push(result.profile)
+    warnings.push(...result.warnings)
+  }
+  if (names[0] === 'Unnamed: 0' && indexColumns === 0 && (dtypes[0] === 'int64' || dtypes[0] === 'object')) {
+    warnings.push(
+      "'Unnamed: 0' is an unnamed first column, most likely an index saved by to_csv: read with index_col=0 to use it as the index.",
+    )
+  }
+
+  profile.columns = columns
+  profile.sampleRows = records.slice(0, SAMPLE_ROWS).map((record) => {
+    const row: Record<string, Cell> = {}
+    names.forEach((name, c) => {
+      row[name] = typed(record[c + indexColumns], dtypes[c] as string, format, na)
+    })
+    return row
+  })
+
+  // Rows: exact when the whole file was read or counting is cheap, else estimated from the head.
+  if (input.complete) {
+    profile.rows = records.length
+  } else {
+    let counted: number | undefined
+    if (input.countRecords && badLines === 0) counted = (await input.countRecords(delimiter)) - offset
+    if (counted !== undefined) profile.rows = counted
+    else {
+      profile.rowsEstimated = true
+      const headerText = hasHeader
+        ? headText.slice(0, head.lines[1] === undefined ? 0 : lineStart(headText, head))
+        : ''
+      const headerBytes = byteLength(headerText, input.encoding)
+      const dataBytes = byteLength(headText, input.encoding) - headerBytes
+      const perRow = records.length > 0 ? dataBytes / (records.length + badLines) : 1
+      const total = input.contentBytes ?? input.head.length
+      profile.rows = Math.max(records.length, Math.round((total - headerBytes) / perRow))
+    }
+    profile.sampled = true
+    warnings.push(
+      `Statistics come from a sample of ${all.length.toLocaleString('en-US')} rows${profile.rowsEstimated ? '; the row count is an estimate' : ''}: dtypes can still change further into the file.`,
+    )
+  }
+
+  const sep = delimiter === ',' ? undefined : py(delimiter)
+  profile.readCall = call('pd.read_csv', input.readSource ?? py(`data/${profile.name}`), [
+    ['sep', sep],
+    ['encoding', input.encoding.python === undefined ? undefined : py(input.encoding.python)],
+    ['decimal', decimal === '.' ? undefined : py(decimal)],
+    ['header', hasHeader ? undefined : 'None'],
+    ['on_bad_lines', badLines > 0 ? "'skip'" : undefined],
+    ...(input.readArgs ?? []),
+  ])
+  return profile
+}
+
+/** Where the second record starts in the text (the header's length in characters). */
+function lineStart(text: string, head: { lines: number[] }): number {
+  // Records start on known lines; count line ends up to the second record's line.
+  const target = (head.lines[1] as number) - 1
+  let seen = 0
+  let i = 0
+  while (seen < target && i < text.length) {
+    const c = text.charCodeAt(i)
+    if (c === 10 || (c === 13 && text.charCodeAt(i + 1) !== 10)) seen++
+    i++
+  }
+  return i
+}
+
+function byteLength(text: string, encoding: TextEncoding): number {
+  if (encoding.unit === 2) return text.length * 2
+  return encoding.python === undefined ? Buffer.byteLength(text, 'utf8') : text.length
+}

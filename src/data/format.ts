@@ -1,0 +1,295 @@
+/**
+ * Profiles as prompt text: one section per file within a token budget, then the columns files share
+ * (join hints). A section shrinks by whole lines, never mid-line: fewer sample rows, then short column
+ * lines, then a summary of the columns that do not fit (a table with thousands of columns).
+ * @module
+ */
+import { py } from './python-literal.js'
+import type { Cell, ColumnProfile, DatasetProfile, SheetProfile } from './types.js'
+
+export interface FormatOptions {
+  /** Budget per file, in tokens (estimated as characters / 4). @default 1500 */
+  tokensPerFile?: number
+}
+
+export const DEFAULT_TOKENS_PER_FILE = 1500
+const CHARS_PER_TOKEN = 4
+const CELL_CHARS = 24
+const MAX_WARNINGS = 12
+
+/** A cheap token estimate: about four characters per token for English and code. */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / CHARS_PER_TOKEN)
+}
+
+function clip(text: string, max = CELL_CHARS): string {
+  const flat = text.replace(/\s+/g, ' ')
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
+}
+
+function number(value: number): string {
+  if (!Number.isFinite(value)) return String(value)
+  if (Number.isInteger(value)) return Math.abs(value) >= 1e15 ? value.toExponential(3) : String(value)
+  return Math.abs(value) >= 1e6 || Math.abs(value) < 1e-3
+    ? value.toExponential(3)
+    : String(Number(value.toPrecision(6)))
+}
+
+function cellText(value: Cell): string {
+  if (value === null) return 'NaN'
+  if (typeof value === 'number') return number(value)
+  if (typeof value === 'boolean') return value ? 'True' : 'False'
+  return py(clip(value))
+}
+
+function count(n: number, estimated?: boolean): string {
+  return `${estimated ? '~' : ''}${n.toLocaleString('en-US')}`
+}
+
+/** `'name' dtype, N nulls: stats; e.g. …` in one line. */
+export function columnLine(column: ColumnProfile, rows: number): string {
+  const parts: string[] = []
+  if (column.nulls > 0)
+    parts.push(
+      `${count(column.nulls)} null${column.nulls === 1 ? '' : 's'}${rows > 0 && column.nulls === rows ? ' (all)' : ''}`,
+    )
+  const stats: string[] = []
+  if (column.dates) {
+    stats.push(`${column.dates.asText ? 'dates as text ' : ''}${column.dates.min} … ${column.dates.max}`)
+  } else if (column.min !== undefined && column.max !== undefined) {
+    stats.push(
+      `${number(column.min)} … ${number(column.max)}${column.mean !== undefined ? `, mean ${number(column.mean)}` : ''}`,
+    )
+  }
+  const distinct = `${column.distinctEstimated ? '≥' : ''}${count(column.distinct)} distinct`
+  if (column.top && !column.dates) {
+    const unique = column.distinct === rows - column.nulls && rows > 1
+    if (unique) stats.push(`${distinct} (all different)`)
+    else
+      stats.push(
+        `${distinct}; top ${column.top
+          .slice(0, 3)
+          .map((t) => `${py(clip(t.value, 20))} ${count(t.count)}`)
+          .join(', ')}`,
+      )
+  } else if (column.min !== undefined && column.distinct <= 20) stats.push(distinct)
+  const samples =
+    column.top && !column.dates
+      ? ''
+      : column.samples.length > 0
+        ? `; e.g. ${column.samples.map(cellText).join(', ')}`
+        : ''
+  const head = `- ${py(column.name)} ${column.dtype}${parts.length > 0 ? `, ${parts.join(', ')}` : ''}`
+  return `${head}${stats.length > 0 ? `: ${stats.join('; ')}` : ''}${samples}`
+}
+
+function shortColumn(column: ColumnProfile): string {
+  return `${py(column.name)} ${column.dtype}`
+}
+
+function sampleLines(columns: ColumnProfile[], rows: Record<string, Cell>[], n: number): string[] {
+  if (n === 0 || rows.length === 0 || columns.length === 0) return []
+  const shown = columns.slice(0, 12)
+  const more = columns.length > shown.length ? ` | … (${columns.length - shown.length} more)` : ''
+  const lines = [`${shown.map((c) => clip(c.name, 16)).join(' | ')}${more}`]
+  for (const row of rows.slice(0, n)) {
+    lines.push(
+      shown
+        .map((c) => {
+          const v = row[c.name]
+          return v === undefined ? '' : cellText(v)
+        })
+        .join(' | '),
+    )
+  }
+  return lines
+}
+
+interface Table {
+  title: string
+  readCall: string
+  rows: number
+  rowsEstimated?: boolean
+  columns: ColumnProfile[]
+  sampleRows: Record<string, Cell>[]
+  warnings: string[]
+}
+
+/** The column block, as detailed as `budget` characters allow. */
+function columnBlock(table: Table, budget: number): string[] {
+  const full = table.columns.map((c) => columnLine(c, table.rows))
+  const total = full.reduce((n, line) => n + line.length + 1, 0)
+  if (total <= budget) return full
+  // As many full lines as fit (keeping room for the rest in short form), then the rest in short form.
+  const lines: string[] = []
+  let used = 0
+  let i = 0
+  const restShort = (from: number) =>
+    table.columns.slice(from).reduce((n, c) => n + shortColumn(c).length + 2, 0)
+  while (i < full.length) {
+    const line = full[i] as string
+    if (used + line.length + 1 + Math.min(restShort(i + 1), budget / 2) > budget) break
+    lines.push(line)
+    used += line.length + 1
+    i++
+  }
+  const rest = table.columns.slice(i)
+  if (rest.length === 0) return lines
+  const shortLine = `- more: ${rest.map(shortColumn).join(', ')}`
+  if (used + shortLine.length <= budget) {
+    lines.push(shortLine)
+    return lines
+  }
+  // Too many even by name: list what fits, then summarize the rest by dtype.
+  const dtypes = new Map<string, number>()
+  for (const c of rest) dtypes.set(c.dtype, (dtypes.get(c.dtype) ?? 0) + 1)
+  const summary = [...dtypes]
+    .sort((a, b) => b[1] - a[1])
+    .map(([d, n]) => `${n.toLocaleString('en-US')} ${d}`)
+    .join(', ')
+  const last = rest[rest.length - 1] as ColumnProfile
+  const tail = ` … and ${(rest.length).toLocaleString('en-US')} columns in all from here (${summary}), the last ${py(clip(last.name, 30))}; list them with df.columns`
+  const names: string[] = []
+  let length = '- more: '.length + tail.length
+  for (const c of rest) {
+    const item = shortColumn(c)
+    if (used + length + item.length + 2 > budget) break
+    names.push(item)
+    length += item.length + 2
+  }
+  lines.push(`- more: ${names.join(', ')}${tail}`)
+  return lines
+}
+
+function section(table: Table, budgetTokens: number): string {
+  const budget = budgetTokens * CHARS_PER_TOKEN
+  const header = [
+    `## ${table.title} — ${count(table.rows, table.rowsEstimated)} rows × ${table.columns.length.toLocaleString('en-US')} columns`,
+    `df = ${table.readCall}`,
+  ]
+  const warnings = table.warnings.slice(0, MAX_WARNINGS).map((w) => `- ${w}`)
+  if (table.warnings.length > MAX_WARNINGS)
+    warnings.push(`- (${table.warnings.length - MAX_WARNINGS} more warnings)`)
+  const render = (columns: string[], samples: string[], warn: string[]) =>
+    [
+      ...header,
+      'Columns:',
+      ...columns,
+      ...(samples.length > 0 ? ['Sample rows:', ...samples] : []),
+      ...(warn.length > 0 ? ['Warnings:', ...warn] : []),
+    ].join('\n')
+  for (const n of [5, 3, 0]) {
+    const samples = sampleLines(table.columns, table.sampleRows, n)
+    const fixed = render([], samples, warnings).length
+    const columns = columnBlock(table, budget - fixed)
+    const text = render(columns, samples, warnings)
+    if (text.length <= budget || n === 0) {
+      if (text.length <= budget) return text
+      // Still over: keep the warnings that fit.
+      const kept: string[] = []
+      let size = render(columns, samples, []).length + 'Warnings:\n'.length
+      for (const w of warnings) {
+        if (size + w.length + 1 > budget) break
+        kept.push(w)
+        size += w.length + 1
+      }
+      if (kept.length < warnings.length) kept.push(`- (${warnings.length - kept.length} more warnings)`)
+      return render(columns, samples, kept)
+    }
+  }
+  return render([], [], [])
+}
+
+function sheetTable(profile: DatasetProfile, sheet: SheetProfile): Table {
+  return {
+    title: `data/${profile.name} [sheet ${py(sheet.name)}] (Excel)`,
+    readCall: sheet.readCall,
+    rows: sheet.rows,
+    rowsEstimated: sheet.rowsEstimated,
+    columns: sheet.columns,
+    sampleRows: sheet.sampleRows,
+    warnings: sheet.warnings,
+  }
+}
+
+const FORMAT_NAMES: Record<string, string> = {
+  csv: 'CSV',
+  tsv: 'TSV',
+  json: 'JSON',
+  ndjson: 'NDJSON',
+  excel: 'Excel',
+  parquet: 'Parquet',
+  unknown: 'unknown format',
+}
+
+function fileSection(profile: DatasetProfile, budgetTokens: number): string {
+  if (profile.error) return `## data/${profile.name} — could not be profiled\n${profile.error}`
+  const kind = `${FORMAT_NAMES[profile.format] ?? profile.format}${profile.compression ? `, ${profile.compression}` : ''}${profile.encoding && profile.encoding !== 'UTF-8' ? `, ${profile.encoding}` : ''}`
+  if (profile.sheets && profile.sheets.length > 1) {
+    // The workbook's sheets share the budget: the first gets half, the others the rest.
+    const [first, ...others] = profile.sheets as [SheetProfile, ...SheetProfile[]]
+    const each = Math.max(60, Math.floor(budgetTokens / 2 / others.length))
+    const intro = `## data/${profile.name} (Excel workbook, ${profile.sheets.length} sheets; pd.read_excel(${py(`data/${profile.name}`)}, sheet_name=None) reads all as a dict)`
+    return [
+      intro,
+      section(sheetTable(profile, first), Math.floor(budgetTokens / 2)),
+      ...others.map((s) => section(sheetTable(profile, s), each)),
+    ].join('\n')
+  }
+  return section(
+    {
+      title: `data/${profile.name} (${kind})`,
+      readCall: profile.readCall,
+      rows: profile.rows,
+      rowsEstimated: profile.rowsEstimated,
+      columns: profile.columns,
+      sampleRows: profile.sampleRows,
+      warnings: profile.warnings,
+    },
+    budgetTokens,
+  )
+}
+
+/** Columns that appear, by name, in more than one file: candidates for joins. */
+export function joinHints(profiles: DatasetProfile[]): string[] {
+  const byName = new Map<string, { file: string; dtype: string }[]>()
+  for (const profile of profiles) {
+    if (profile.error) continue
+    const tables =
+      profile.sheets && profile.sheets.length > 0
+        ? profile.sheets.map((s) => ({ file: `${profile.name}[${s.name}]`, columns: s.columns }))
+        : [{ file: profile.name, columns: profile.columns }]
+    for (const table of tables) {
+      for (const column of table.columns) {
+        const key = column.name
+        const list = byName.get(key) ?? []
+        list.push({ file: table.file, dtype: column.dtype })
+        byName.set(key, list)
+      }
+    }
+  }
+  const hints: string[] = []
+  for (const [name, places] of byName) {
+    const files = new Set(places.map((p) => p.file))
+    if (files.size < 2) continue
+    const dtypes = new Set(places.map((p) => p.dtype))
+    const types =
+      dtypes.size === 1
+        ? `${[...dtypes][0]} in each`
+        : `dtypes differ: ${places.map((p) => `${p.dtype} in ${p.file}`).join(', ')}; convert before merging`
+    hints.push(`- ${py(name)} in ${[...files].join(', ')} (${types})`)
+  }
+  return hints
+}
+
+export function formatProfiles(profiles: DatasetProfile[], options: FormatOptions = {}): string {
+  const budget = options.tokensPerFile ?? DEFAULT_TOKENS_PER_FILE
+  const sections = profiles.map((profile) => fileSection(profile, budget))
+  const hints = joinHints(profiles)
+  if (hints.length > 0) {
+    const shown = hints.slice(0, 20)
+    if (hints.length > shown.length) shown.push(`- (${hints.length - shown.length} more shared columns)`)
+    sections.push(['## Columns shared between files (possible join keys)', ...shown].join('\n'))
+  }
+  return sections.join('\n\n')
+}

@@ -1,0 +1,26 @@
+/**
+ * The file the sandbox should receive for a profile: the file itself, or, where the sandbox's pandas
+ * has no reader for the format (Parquet without pyarrow), a converted copy that the profile's
+ * `readCall` reads (see parquet.ts).
+ * @module
+ */
+import { basename } from 'node:path'
+import { convertParquet } from './parquet.js'
+import type { DatasetProfile } from './types.js'
+
+export interface SandboxFile {
+  /** The file to hand to the sandbox (`Sandbox.create({ data })` or `sandbox.files.addData`). */
+  hostPath: string
+  /** Its name in the sandbox: the code reads `data/<name>`. */
+  name: string
+}
+
+export async function prepareForSandbox(
+  profile: DatasetProfile,
+  options: { signal?: AbortSignal } = {},
+): Promise<SandboxFile> {
+  if (profile.format === 'parquet' && !profile.error && profile.name !== basename(profile.path)) {
+    return { hostPath: await convertParquet(profile, options.signal), name: profile.name }
+  }
+  return { hostPath: profile.path, name: profile.name }
+}

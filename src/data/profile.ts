@@ -1,0 +1,417 @@
+/**
+ * `profileFiles`: one profile per path, never a throw for a bad file (its entry says why).
+ *
+ * CSV and TSV are profiled in Node (csv/): starting Python and importing pandas alone takes 0.5–0.8 s
+ * here, more than the whole budget for a 1 GB file, and a faithful tokenizer plus pandas' inference
+ * rules give the same names, dtypes and row counts (tested against pandas on every DABench table).
+ * JSON, NDJSON and Excel go to pandas itself (pandas.ts); Parquet is read in Node (parquet.ts).
+ * @module
+ */
+import { stat } from 'node:fs/promises'
+import { basename } from 'node:path'
+import { type CsvInput, profileCsv } from './csv/profile.js'
+import { detect, formatFromName, jsonKind } from './detect.js'
+import { detectEncoding, looksBinary } from './encoding.js'
+import { type PandasJob, profileWithPandas } from './pandas.js'
+import { profileParquet } from './parquet.js'
+import { call, py } from './python-literal.js'
+import { gunzipHead, gzipSizeHint, listZip, readHead, readPieces, zipMemberHead } from './source.js'
+import type { DataFormat, DatasetProfile, ProfileOptions } from './types.js'
+
+/** Files up to this size are read whole: every statistic is exact. */
+export const FULL_READ_BYTES = 16 * 1024 * 1024
+/** Bigger files: the head read, plus pieces spread through the rest. */
+export const HEAD_BYTES = 2 * 1024 * 1024
+const PIECES = 16
+const PIECE_BYTES = 64 * 1024
+/** Up to this size a file's records are counted exactly (a streaming pass); above, estimated. */
+export const EXACT_COUNT_BYTES = 256 * 1024 * 1024
+/** Workbooks bigger than this are profiled on their first rows. */
+const EXCEL_FULL_BYTES = 8 * 1024 * 1024
+const EXCEL_SAMPLE_ROWS = 5000
+
+function emptyProfile(path: string, name: string, format: DataFormat, bytes: number): DatasetProfile {
+  return { path, name, format, bytes, rows: 0, columns: [], sampleRows: [], warnings: [], readCall: '' }
+}
+
+function failed(profile: DatasetProfile, error: string): DatasetProfile {
+  return { ...profile, error, rows: 0, columns: [], sampleRows: [] }
+}
+
+function describe(error: unknown, path: string): string {
+  const code = (error as NodeJS.ErrnoException)?.code
+  if (code === 'ENOENT') return `No such file: ${path}. Check the path.`
+  if (code === 'EACCES' || code === 'EPERM')
+    return `Permission denied reading ${path}. Check the file's permissions.`
+  if (code === 'EISDIR') return `${path} is a folder, not a file. Give the data files inside it.`
+  if (code === 'Z_DATA_ERROR' || code === 'Z_BUF_ERROR')
+    return `${path} is not valid gzip data (corrupt or cut short).`
+  const message = error instanceof Error ? error.message : String(error)
+  return `Could not read ${path}: ${message}`
+}
+
+interface Pending {
+  index: number
+  job: PandasJob
+  profile: DatasetProfile
+}
+
+export async function profileFiles(paths: string[], options: ProfileOptions = {}): Promise<DatasetProfile[]> {
+  const results: DatasetProfile[] = []
+  const pending: Pending[] = []
+  for (const path of paths) {
+    options.signal?.throwIfAborted()
+    const index = results.length
+    try {
+      const outcome = await profileOne(path, options)
+      if ('job' in outcome) {
+        pending.push({ index, job: outcome.job, profile: outcome.profile })
+        results.push(outcome.profile)
+      } else results.push(outcome)
+    } catch (error) {
+      if (options.signal?.aborted) throw error
+      results.push(
+        failed(
+          emptyProfile(path, basename(path), formatFromName(path) as DataFormat, 0),
+          describe(error, path),
+        ),
+      )
+    }
+  }
+  if (pending.length > 0) {
+    const answers = await profileWithPandas(
+      pending.map((p) => p.job),
+      options.signal,
+    )
+    pending.forEach((p, i) => {
+      results[p.index] = mergePandas(
+        p.profile,
+        answers[i] ?? { error: 'pandas gave no answer for this file.' },
+      )
+    })
+  }
+  return results
+}
+
+function mergePandas(profile: DatasetProfile, answer: import('./pandas.js').PandasResult): DatasetProfile {
+  if (answer.error) return failed(profile, `pandas cannot read it: ${answer.error}`)
+  if (answer.sheets) {
+    const sheets = answer.sheets.map((sheet, i) => ({
+      ...sheet,
+      readCall: call('pd.read_excel', py(`data/${profile.name}`), [
+        ['sheet_name', i === 0 ? undefined : py(sheet.name)],
+      ]),
+    }))
+    const first = sheets[0]
+    if (!first) return failed(profile, 'The workbook has no sheets.')
+    const warnings = [...profile.warnings]
+    if (sheets.length > 1) {
+      warnings.push(
+        `${sheets.length} sheets (${sheets.map((s) => py(s.name)).join(', ')}): pd.read_excel(${py(`data/${profile.name}`)}, sheet_name=None) gives a dict of them all.`,
+      )
+    }
+    return {
+      ...profile,
+      rows: first.rows,
+      ...(first.rowsEstimated ? { rowsEstimated: true, sampled: true } : {}),
+      columns: first.columns,
+      sampleRows: first.sampleRows,
+      warnings: [...warnings, ...first.warnings],
+      readCall: first.readCall,
+      sheets,
+    }
+  }
+  return {
+    ...profile,
+    rows: profile.rowsEstimated || profile.sampled ? profile.rows : (answer.rows ?? 0),
+    columns: answer.columns ?? [],
+    sampleRows: answer.sampleRows ?? [],
+    warnings: [...profile.warnings, ...(answer.warnings ?? [])],
+  }
+}
+
+type Outcome = DatasetProfile | { job: PandasJob; profile: DatasetProfile }
+
+async function profileOne(path: string, options: ProfileOptions): Promise<Outcome> {
+  const info = await stat(path)
+  if (info.isDirectory()) throw Object.assign(new Error('is a folder'), { code: 'EISDIR' })
+  const name = basename(path)
+  const head = await readHead(path, info.size <= FULL_READ_BYTES ? FULL_READ_BYTES : HEAD_BYTES)
+  const detected = detect(name, head.bytes)
+  const base = emptyProfile(
+    path,
+    name,
+    detected.format === 'xls' || detected.format === 'binary' ? 'unknown' : detected.format,
+    info.size,
+  )
+  if (info.size === 0)
+    return failed(
+      base,
+      'The file is empty (0 bytes): there is nothing to read. Check that it is the right file.',
+    )
+  const outcome = await profileDetected(path, name, info.size, head, detected, base, options)
+  const after = await stat(path).catch(() => undefined)
+  if (!after || after.size !== info.size || after.mtimeMs !== info.mtimeMs) {
+    const profile = 'job' in outcome ? outcome.profile : outcome
+    profile.warnings.push(
+      'The file changed while it was being read: the profile may not match what pandas will see. Profile it again once it is written.',
+    )
+  }
+  return outcome
+}
+
+async function profileDetected(
+  path: string,
+  name: string,
+  size: number,
+  head: Awaited<ReturnType<typeof readHead>>,
+  detected: ReturnType<typeof detect>,
+  base: DatasetProfile,
+  options: ProfileOptions,
+): Promise<Outcome> {
+  const info = { size }
+
+  switch (detected.format) {
+    case 'xls':
+      return failed(
+        base,
+        'This is an old Excel .xls workbook: the sandbox reads .xlsx only (no xlrd). Save it as .xlsx (or CSV) and try again.',
+      )
+    case 'binary':
+      return failed(
+        base,
+        `The file is named like ${formatFromName(name)} but its content is not: it may be corrupt or mislabeled.`,
+      )
+    case 'parquet':
+      return profileParquet({ ...base, format: 'parquet' }, options)
+    case 'excel': {
+      const profile = { ...base, format: 'excel' as const }
+      return {
+        profile,
+        job: { kind: 'excel', path, nrows: info.size > EXCEL_FULL_BYTES ? EXCEL_SAMPLE_ROWS : undefined },
+      }
+    }
+    default:
+  }
+
+  if (detected.compression === 'zip') return profileZip(path, base)
+  if (detected.compression === 'gzip') return profileGzip(path, base, detected.format as DataFormat, options)
+
+  const format = detected.format as DataFormat
+  if (format === 'json' || format === 'ndjson') {
+    return jsonOutcome({ ...base, format }, head.bytes, head.complete, info.size, path)
+  }
+  return profileText({ ...base, format }, head.bytes, head.complete, {
+    contentBytes: info.size,
+    pieces: async () => {
+      const offsets: number[] = []
+      const span = info.size - HEAD_BYTES - PIECE_BYTES
+      for (let i = 1; i <= PIECES; i++) offsets.push(HEAD_BYTES + Math.floor((span * i) / PIECES))
+      return readPieces(path, offsets, PIECE_BYTES)
+    },
+    countRecords:
+      info.size <= EXACT_COUNT_BYTES
+        ? async (delimiter) => (await import('./csv/count.js')).countRecords(path, delimiter, options.signal)
+        : undefined,
+  })
+}
+
+interface TextExtras {
+  contentBytes?: number
+  pieces?: () => Promise<Buffer[]>
+  countRecords?: (delimiter: string) => Promise<number>
+  readArgs?: [string, string | undefined][]
+  readSource?: string
+}
+
+async function profileText(
+  base: DatasetProfile,
+  bytes: Buffer,
+  complete: boolean,
+  extras: TextExtras,
+): Promise<DatasetProfile> {
+  const encoding = detectEncoding(bytes, complete)
+  if (looksBinary(bytes, encoding)) {
+    return failed(
+      base,
+      `This is a binary file, not ${base.format === 'tsv' ? 'TSV' : 'CSV'} text (it holds NUL or control bytes). Check that it is the right file, or export the data as CSV.`,
+    )
+  }
+  const head = complete ? bytes : bytes.subarray(0, HEAD_BYTES)
+  const input: CsvInput = {
+    base,
+    encoding,
+    head,
+    complete,
+    contentBytes: extras.contentBytes,
+    readArgs: extras.readArgs,
+    readSource: extras.readSource,
+  }
+  if (!complete && extras.pieces && encoding.unit === 1) input.pieces = await extras.pieces()
+  // Exact counting reads one-byte text with \n line ends; UTF-16 or \r-only files are estimated.
+  const crOnly = /\r(?!\n)/.test(head.subarray(0, 65536).toString('latin1'))
+  if (!complete && extras.countRecords && encoding.unit === 1 && !crOnly)
+    input.countRecords = extras.countRecords
+  return profileCsv(input)
+}
+
+function jsonOutcome(
+  base: DatasetProfile,
+  bytes: Buffer,
+  complete: boolean,
+  contentBytes: number | undefined,
+  path: string,
+  compression?: 'gzip' | 'zip',
+): Outcome {
+  const format = base.format as 'json' | 'ndjson'
+  const lines = format === 'ndjson' ? ', lines=True' : ''
+  const comp = compression && !new RegExp(`\\.${compression === 'gzip' ? 'gz' : 'zip'}$`, 'i').test(base.name)
+  const profile: DatasetProfile = {
+    ...base,
+    readCall: `pd.read_json(${py(`data/${base.name}`)}${lines}${comp ? `, compression=${py(compression as string)}` : ''})`,
+  }
+  if (complete) return { profile, job: { kind: format, path, compression } }
+  // A sample: whole records from the head.
+  const text = bytes.subarray(0, HEAD_BYTES).toString('utf8')
+  const sample = format === 'ndjson' ? text.slice(0, text.lastIndexOf('\n') + 1) : jsonArrayHead(text)
+  if (sample === undefined || sample.trim() === '') {
+    return failed(
+      profile,
+      'The file is too big to profile as one JSON document that is not an array of records. Convert it to NDJSON (one record per line).',
+    )
+  }
+  const sampleRecords =
+    format === 'ndjson' ? sample.split('\n').filter((l) => l.trim() !== '').length : countTopLevel(sample)
+  const sampleBytes = Buffer.byteLength(sample, 'utf8')
+  profile.rows = Math.round((sampleRecords * (contentBytes ?? bytes.length)) / Math.max(1, sampleBytes))
+  profile.rowsEstimated = true
+  profile.sampled = true
+  profile.warnings.push(
+    `Statistics come from the first ${sampleRecords.toLocaleString('en-US')} records; the row count is an estimate.`,
+  )
+  return { profile, job: { kind: format, text: sample } }
+}
+
+/** The head of a JSON array cut after its last complete element, and closed: `[{…}, {…}]`. */
+export function jsonArrayHead(text: string): string | undefined {
+  const start = text.indexOf('[')
+  if (start === -1 || text.slice(0, start).trim() !== '') return undefined
+  let depth = 0
+  let inString = false
+  let lastEnd = -1
+  for (let i = start; i < text.length; i++) {
+    const c = text[i]
+    if (inString) {
+      if (c === '\\') i++
+      else if (c === '"') inString = false
+      continue
+    }
+    if (c === '"') inString = true
+    else if (c === '[' || c === '{') depth++
+    else if (c === ']' || c === '}') {
+      depth--
+      if (depth === 1) lastEnd = i
+      if (depth === 0) return text.slice(start, i + 1)
+    } else if (c === ',' && depth === 1) lastEnd = i - 1
+  }
+  return lastEnd === -1 ? undefined : `${text.slice(start, lastEnd + 1)}]`
+}
+
+function countTopLevel(arrayText: string): number {
+  let depth = 0
+  let inString = false
+  let count = 0
+  let sawValue = false
+  for (let i = 0; i < arrayText.length; i++) {
+    const c = arrayText[i]
+    if (inString) {
+      if (c === '\\') i++
+      else if (c === '"') inString = false
+      continue
+    }
+    if (c === '"') inString = true
+    if (c === '[' || c === '{') depth++
+    else if (c === ']' || c === '}') depth--
+    else if (c === ',' && depth === 1) count++
+    if (
+      depth >= 1 &&
+      c !== ' ' &&
+      c !== '\n' &&
+      c !== '\r' &&
+      c !== '\t' &&
+      !(depth === 1 && (c === '[' || c === ','))
+    ) {
+      sawValue = true
+    }
+  }
+  return sawValue ? count + 1 : 0
+}
+
+async function profileGzip(
+  path: string,
+  base: DatasetProfile,
+  format: DataFormat,
+  options: ProfileOptions,
+): Promise<Outcome> {
+  const head = await gunzipHead(path, FULL_READ_BYTES)
+  options.signal?.throwIfAborted()
+  const hint = head.complete ? head.bytes.length : await gzipSizeHint(path, base.bytes)
+  const contentBytes = hint !== undefined && hint >= head.bytes.length ? hint : undefined
+  const profile: DatasetProfile = { ...base, format, compression: 'gzip' }
+  const byExtension = /\.gz$/i.test(base.name)
+  if (format === 'json' || format === 'ndjson') {
+    const kind = jsonKind(head.bytes.subarray(0, 65536).toString('utf8'), format)
+    return jsonOutcome({ ...profile, format: kind }, head.bytes, head.complete, contentBytes, path, 'gzip')
+  }
+  if (format !== 'csv' && format !== 'tsv')
+    return failed(profile, `A gzip-compressed ${format} file is not supported: decompress it first.`)
+  return profileText(profile, head.bytes, head.complete, {
+    contentBytes,
+    readArgs: byExtension ? [] : [['compression', "'gzip'"]],
+  })
+}
+
+async function profileZip(path: string, base: DatasetProfile): Promise<Outcome> {
+  const members = (await listZip(path)).filter(
+    (m) => !m.name.startsWith('__MACOSX/') && !basename(m.name).startsWith('.'),
+  )
+  if (members.length === 0) return failed(base, 'The zip archive is empty.')
+  const tabular = members.filter((m) => {
+    const f = formatFromName(m.name)
+    return f === 'csv' || f === 'tsv' || f === 'json' || f === 'ndjson'
+  })
+  const member = tabular[0]
+  if (!member) {
+    return failed(
+      base,
+      `The zip archive holds no CSV, TSV or JSON file (${members
+        .slice(0, 5)
+        .map((m) => m.name)
+        .join(', ')}). Extract it and give the files inside.`,
+    )
+  }
+  const format = formatFromName(member.name) as DataFormat
+  const profile: DatasetProfile = { ...base, format, compression: 'zip' }
+  const head = await zipMemberHead(path, member.name, FULL_READ_BYTES)
+  const single = members.length === 1
+  if (!single) {
+    profile.warnings.push(
+      `The archive holds ${members.length} files; this profile is of ${py(member.name)}. Open another with zipfile.ZipFile(${py(`data/${base.name}`)}).open(NAME) (import zipfile).`,
+    )
+  }
+  if (format === 'json' || format === 'ndjson') {
+    if (!single)
+      return failed(
+        profile,
+        'JSON inside a zip archive with several files: extract it and give the JSON file itself.',
+      )
+    const kind = jsonKind(head.bytes.subarray(0, 65536).toString('utf8'), format)
+    return jsonOutcome({ ...profile, format: kind }, head.bytes, head.complete, member.size, path, 'zip')
+  }
+  const byExtension = /\.zip$/i.test(base.name)
+  return profileText(profile, head.bytes, head.complete, {
+    contentBytes: member.size,
+    readSource: single ? undefined : `zipfile.ZipFile(${py(`data/${base.name}`)}).open(${py(member.name)})`,
+    readArgs: single && !byExtension ? [['compression', "'zip'"]] : [],
+  })
+}
