@@ -58,6 +58,25 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       result = onCommand('doctor', { json: Boolean(options.json) })
     })
 
+  cli
+    .command('profile')
+    .description('profile data files as pandas will read them: columns, dtypes, nulls, ranges, samples, warnings')
+    .argument('<paths...>', 'data files: CSV, TSV, JSON, NDJSON, Excel .xlsx, Parquet, or gzip/zip of them')
+    .option('--json', 'one JSON array with one object per file')
+    .option('--tokens <n>', 'token budget per file for the text form (default 1500)', (value: string) => {
+      const n = Number(value)
+      if (!Number.isInteger(n) || n < 50) throw new InvalidArgumentError('give a whole number of tokens, 50 or more.')
+      return n
+    })
+    .addHelpText('after', '\nExamples:\n  analyst profile sales.csv\n  analyst profile data/*.csv --json')
+    .action((paths: string[], options: Record<string, unknown>) => {
+      result = onCommand('profile', {
+        paths,
+        json: Boolean(options.json),
+        tokensPerFile: options.tokens as number | undefined,
+      })
+    })
+
   return { cli, result: () => result }
 }
 
@@ -67,6 +86,8 @@ async function dispatch(name: string, options: unknown): Promise<number> {
       return (await import('./commands/run.js')).run(options as import('./commands/run.js').RunOptions)
     case 'doctor':
       return (await import('./commands/doctor.js')).doctor(options as import('./commands/doctor.js').DoctorOptions)
+    case 'profile':
+      return (await import('./commands/profile.js')).profile(options as import('./commands/profile.js').ProfileOptions)
     default:
       throw new UsageError(`Unknown command: ${name}`)
   }
