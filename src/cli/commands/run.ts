@@ -2,6 +2,7 @@ import { readFile, stat } from 'node:fs/promises'
 import { basename, join, resolve } from 'node:path'
 import { text as readStream } from 'node:stream/consumers'
 import pc from 'picocolors'
+import { checkCode, formatViolations, type Violation } from '../../guard/index.js'
 import { type Result, Sandbox } from '../../sandbox/index.js'
 import { LocalProvider } from '../../sandbox/local/index.js'
 import { UsageError } from '../errors.js'
@@ -15,6 +16,8 @@ export interface RunOptions {
   /** Default: ./analyst-output/<session id> */
   outputDir?: string
   isolation: 'sandbox' | 'none'
+  /** Check each cell with the static guard first; a cell with violations is not run and fails. */
+  guard?: boolean
   cwd: string
   stdin?: NodeJS.ReadableStream
   stdout?: NodeJS.WritableStream
@@ -82,6 +85,8 @@ export async function run(options: RunOptions): Promise<number> {
   const stderr = options.stderr ?? process.stderr
   const cells = await readCells(options)
   const data = await checkData(options.data, options.cwd)
+  const violations: Violation[][] = []
+  for (const cell of options.guard ? cells : []) violations.push(await checkCode(cell.code))
   // One command, one sandbox: a warm pool would only start a kernel nobody uses.
   const sandbox = await Sandbox.create({
     provider: new LocalProvider({ poolSize: 0 }),
@@ -96,6 +101,17 @@ export async function run(options: RunOptions): Promise<number> {
     for (const [index, cell] of cells.entries()) {
       const cellName = `cell-${index + 1}`
       if (!options.json && cells.length > 1) stdout.write(pc.dim(`── ${cell.file} ──\n`))
+      const found = violations[index] ?? []
+      if (found.length > 0) {
+        // Nothing of this cell runs: the guard's report stands in for its output.
+        if (options.json) stdout.write(`${JSON.stringify({ file: cell.file, violations: found })}\n`)
+        else
+          stderr.write(
+            pc.red(`${formatViolations({ file: cell.file, violations: found })}${cell.file}: not run\n`),
+          )
+        failed = true
+        continue
+      }
       const saving: Array<Promise<void>> = []
       let images = 0
       const imageName = () => `${cellName}-image-${++images}`
