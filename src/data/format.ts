@@ -29,10 +29,9 @@ function clip(text: string, max = CELL_CHARS): string {
 
 function number(value: number): string {
   if (!Number.isFinite(value)) return String(value)
-  if (Number.isInteger(value)) return Math.abs(value) >= 1e15 ? value.toExponential(3) : String(value)
-  return Math.abs(value) >= 1e6 || Math.abs(value) < 1e-3
-    ? value.toExponential(3)
-    : String(Number(value.toPrecision(6)))
+  const abs = Math.abs(value)
+  if (abs >= 1e15 || (abs > 0 && abs < 1e-4)) return value.toExponential(3)
+  return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(8)))
 }
 
 function cellText(value: Cell): string {

@@ -5,7 +5,6 @@
  * @module
  */
 import { basename } from 'node:path'
-import { convertParquet } from './parquet.js'
 import type { DatasetProfile } from './types.js'
 
 export interface SandboxFile {
@@ -20,6 +19,7 @@ export async function prepareForSandbox(
   options: { signal?: AbortSignal } = {},
 ): Promise<SandboxFile> {
   if (profile.format === 'parquet' && !profile.error && profile.name !== basename(profile.path)) {
+    const { convertParquet } = await import('./parquet.js')
     return { hostPath: await convertParquet(profile, options.signal), name: profile.name }
   }
   return { hostPath: profile.path, name: profile.name }

@@ -12,20 +12,19 @@ import { basename } from 'node:path'
 import { type CsvInput, profileCsv } from './csv/profile.js'
 import { detect, formatFromName, jsonKind } from './detect.js'
 import { detectEncoding, looksBinary } from './encoding.js'
-import { type PandasJob, profileWithPandas } from './pandas.js'
-import { profileParquet } from './parquet.js'
+import type { PandasJob, PandasResult } from './pandas.js'
 import { call, py } from './python-literal.js'
-import { gunzipHead, gzipSizeHint, listZip, readHead, readPieces, zipMemberHead } from './source.js'
+import { gunzipHead, gzipSizeHint, readHead, readPieces } from './source.js'
 import type { DataFormat, DatasetProfile, ProfileOptions } from './types.js'
 
 /** Files up to this size are read whole: every statistic is exact. */
 export const FULL_READ_BYTES = 16 * 1024 * 1024
 /** Bigger files: the head read, plus pieces spread through the rest. */
-export const HEAD_BYTES = 2 * 1024 * 1024
+export const HEAD_BYTES = 1024 * 1024
 const PIECES = 16
-const PIECE_BYTES = 64 * 1024
+const PIECE_BYTES = 32 * 1024
 /** Up to this size a file's records are counted exactly (a streaming pass); above, estimated. */
-export const EXACT_COUNT_BYTES = 256 * 1024 * 1024
+export const EXACT_COUNT_BYTES = 128 * 1024 * 1024
 /** Workbooks bigger than this are profiled on their first rows. */
 const EXCEL_FULL_BYTES = 8 * 1024 * 1024
 const EXCEL_SAMPLE_ROWS = 5000
@@ -79,6 +78,7 @@ export async function profileFiles(paths: string[], options: ProfileOptions = {}
     }
   }
   if (pending.length > 0) {
+    const { profileWithPandas } = await import('./pandas.js')
     const answers = await profileWithPandas(
       pending.map((p) => p.job),
       options.signal,
@@ -93,7 +93,7 @@ export async function profileFiles(paths: string[], options: ProfileOptions = {}
   return results
 }
 
-function mergePandas(profile: DatasetProfile, answer: import('./pandas.js').PandasResult): DatasetProfile {
+function mergePandas(profile: DatasetProfile, answer: PandasResult): DatasetProfile {
   if (answer.error) return failed(profile, `pandas cannot read it: ${answer.error}`)
   if (answer.sheets) {
     const sheets = answer.sheets.map((sheet, i) => ({
@@ -183,7 +183,7 @@ async function profileDetected(
         `The file is named like ${formatFromName(name)} but its content is not: it may be corrupt or mislabeled.`,
       )
     case 'parquet':
-      return profileParquet({ ...base, format: 'parquet' }, options)
+      return (await import('./parquet.js')).profileParquet({ ...base, format: 'parquet' }, options)
     case 'excel': {
       const profile = { ...base, format: 'excel' as const }
       return {
@@ -372,6 +372,7 @@ async function profileGzip(
 }
 
 async function profileZip(path: string, base: DatasetProfile): Promise<Outcome> {
+  const { listZip, zipMemberHead } = await import('./zip.js')
   const members = (await listZip(path)).filter(
     (m) => !m.name.startsWith('__MACOSX/') && !basename(m.name).startsWith('.'),
   )

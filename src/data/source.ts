@@ -1,12 +1,11 @@
 /**
  * Bytes from a file without holding the file: its head, pieces at given offsets, the head of a
- * gzip stream, the members of a zip archive and the head of one of them.
+ * gzip stream. (Zip archives: zip.ts.)
  * @module
  */
 import { createReadStream } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { createGunzip } from 'node:zlib'
-import yauzl from 'yauzl'
 
 export interface Head {
   bytes: Buffer
@@ -49,7 +48,10 @@ export async function readPieces(path: string, offsets: number[], length: number
   }
 }
 
-async function collect(stream: NodeJS.ReadableStream & { destroy(): void }, limit: number): Promise<Head> {
+export async function collect(
+  stream: NodeJS.ReadableStream & { destroy(): void },
+  limit: number,
+): Promise<Head> {
   const chunks: Buffer[] = []
   let total = 0
   let complete = true
@@ -91,63 +93,4 @@ export async function gzipSizeHint(path: string, compressedSize: number): Promis
   const [tail] = await readPieces(path, [compressedSize - 4], 4)
   if (!tail || tail.length < 4) return undefined
   return tail.readUInt32LE(0)
-}
-
-export interface ZipMember {
-  name: string
-  size: number
-  compressedSize: number
-}
-
-function openZip(path: string): Promise<yauzl.ZipFile> {
-  return new Promise((resolve, reject) => {
-    yauzl.open(path, { lazyEntries: true, autoClose: false }, (error, zip) => {
-      if (error || !zip) reject(error ?? new Error('cannot open the zip file'))
-      else resolve(zip)
-    })
-  })
-}
-
-function entries(zip: yauzl.ZipFile): Promise<yauzl.Entry[]> {
-  return new Promise((resolve, reject) => {
-    const found: yauzl.Entry[] = []
-    zip.on('entry', (entry: yauzl.Entry) => {
-      found.push(entry)
-      zip.readEntry()
-    })
-    zip.on('end', () => resolve(found))
-    zip.on('error', reject)
-    zip.readEntry()
-  })
-}
-
-/** The files (not folders) in a zip archive. */
-export async function listZip(path: string): Promise<ZipMember[]> {
-  const zip = await openZip(path)
-  try {
-    return (await entries(zip))
-      .filter((entry) => !entry.fileName.endsWith('/'))
-      .map((entry) => ({
-        name: entry.fileName,
-        size: entry.uncompressedSize,
-        compressedSize: entry.compressedSize,
-      }))
-  } finally {
-    zip.close()
-  }
-}
-
-/** The first `limit` bytes of one member of a zip archive. */
-export async function zipMemberHead(path: string, member: string, limit: number): Promise<Head> {
-  const zip = await openZip(path)
-  try {
-    const entry = (await entries(zip)).find((e) => e.fileName === member)
-    if (!entry) throw new Error(`no member ${member} in the zip file`)
-    const stream = await new Promise<NodeJS.ReadableStream & { destroy(): void }>((resolve, reject) => {
-      zip.openReadStream(entry, (error, s) => (error || !s ? reject(error) : resolve(s)))
-    })
-    return await collect(stream, limit)
-  } finally {
-    zip.close()
-  }
 }

@@ -150,10 +150,14 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
 
   // Pieces from the rest of the file, only when records are line-aligned (no quoted line breaks).
   let pieceRecords: string[][] = []
+  let pieceBytes = 0
+  let pieceCount = 0
   if (!input.complete && input.pieces && !head.quotedNewlines) {
     for (const piece of input.pieces) {
       const text = cut(piece, input.encoding, false, false)
-      const { records: found } = tokenize(text, { delimiter, final: false })
+      const { records: found, consumed } = tokenize(text, { delimiter, final: false })
+      pieceBytes += byteLength(text.slice(0, consumed), input.encoding)
+      pieceCount += found.length
       // A misaligned or odd record would mislead the types: keep only full-width ones.
       pieceRecords = pieceRecords.concat(found.filter((r) => r.length === width))
     }
@@ -228,9 +232,16 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
         : ''
       const headerBytes = byteLength(headerText, input.encoding)
       const dataBytes = byteLength(headText, input.encoding) - headerBytes
-      const perRow = records.length > 0 ? dataBytes / (records.length + badLines) : 1
       const total = input.contentBytes ?? input.head.length
-      profile.rows = Math.max(records.length, Math.round((total - headerBytes) / perRow))
+      const headRows = records.length + badLines
+      if (pieceCount > 0) {
+        // The head is counted; the rest is estimated from pieces spread evenly through it.
+        const rest = Math.max(0, total - headerBytes - dataBytes)
+        profile.rows = Math.round(headRows + rest / (pieceBytes / pieceCount))
+      } else {
+        const perRow = headRows > 0 ? dataBytes / headRows : 1
+        profile.rows = Math.max(headRows, Math.round((total - headerBytes) / perRow))
+      }
     }
     profile.sampled = true
     warnings.push(
