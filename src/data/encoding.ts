@@ -50,12 +50,23 @@ const LATIN1: TextEncoding = {
   unit: 1,
   decode: (bytes) => bytes.toString('latin1'),
 }
-const cp1252Decoder = new TextDecoder('windows-1252')
+// Windows-1252's characters for 0x80–0x9F (Latin-1 has control codes there); 0 where undefined.
+// Node's TextDecoder('windows-1252') decodes these bytes as Latin-1, so the table is spelled out.
+const CP1252_HIGH = [
+  0x20ac, 0, 0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021, 0x02c6, 0x2030, 0x0160, 0x2039, 0x0152, 0,
+  0x017d, 0, 0, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x02dc, 0x2122, 0x0161, 0x203a,
+  0x0153, 0, 0x017e, 0x0178,
+]
 const CP1252: TextEncoding = {
   python: 'cp1252',
   label: 'Windows-1252',
   unit: 1,
-  decode: (bytes) => cp1252Decoder.decode(bytes),
+  decode: (bytes) =>
+    bytes
+      .toString('latin1')
+      .replace(/[\x80-\x9f]/g, (c) =>
+        String.fromCharCode(CP1252_HIGH[c.charCodeAt(0) - 0x80] || c.charCodeAt(0)),
+      ),
 }
 // Bytes that Windows-1252 leaves undefined: Python's cp1252 codec fails on them.
 const CP1252_UNDEFINED = new Set([0x81, 0x8d, 0x8f, 0x90, 0x9d])

@@ -17,17 +17,35 @@ import { call, py } from './python-literal.js'
 import { gunzipHead, gzipSizeHint, readHead, readPieces } from './source.js'
 import type { DataFormat, DatasetProfile, ProfileOptions } from './types.js'
 
-/** Files up to this size are read whole: every statistic is exact. */
-export const FULL_READ_BYTES = 16 * 1024 * 1024
-/** Bigger files: the head read, plus pieces spread through the rest. */
-export const HEAD_BYTES = 1024 * 1024
-const PIECES = 16
-const PIECE_BYTES = 32 * 1024
-/** Up to this size a file's records are counted exactly (a streaming pass); above, estimated. */
-export const EXACT_COUNT_BYTES = 128 * 1024 * 1024
-/** Workbooks bigger than this are profiled on their first rows. */
-const EXCEL_FULL_BYTES = 8 * 1024 * 1024
-const EXCEL_SAMPLE_ROWS = 5000
+/** How much of a file is read; tests shrink these to reach the sampled paths with small files. */
+export interface ProfileLimits {
+  /** Files up to this size are read whole: every statistic is exact. */
+  fullReadBytes: number
+  /** Bigger files: the head is read, plus `pieces` pieces of `pieceBytes` spread through the rest. */
+  headBytes: number
+  pieces: number
+  pieceBytes: number
+  /** Up to this size a CSV's records are counted exactly (a streaming pass); above, estimated. */
+  exactCountBytes: number
+  /** Workbooks bigger than this are profiled on their first `excelSampleRows` rows. */
+  excelFullBytes: number
+  excelSampleRows: number
+}
+
+export const DEFAULT_LIMITS: ProfileLimits = {
+  fullReadBytes: 16 * 1024 * 1024,
+  headBytes: 1024 * 1024,
+  pieces: 16,
+  pieceBytes: 32 * 1024,
+  exactCountBytes: 128 * 1024 * 1024,
+  excelFullBytes: 8 * 1024 * 1024,
+  excelSampleRows: 5000,
+}
+
+interface Context {
+  signal?: AbortSignal
+  limits: ProfileLimits
+}
 
 function emptyProfile(path: string, name: string, format: DataFormat, bytes: number): DatasetProfile {
   return { path, name, format, bytes, rows: 0, columns: [], sampleRows: [], warnings: [], readCall: '' }
@@ -55,14 +73,18 @@ interface Pending {
   profile: DatasetProfile
 }
 
-export async function profileFiles(paths: string[], options: ProfileOptions = {}): Promise<DatasetProfile[]> {
+export async function profileFiles(
+  paths: string[],
+  options: ProfileOptions & { limits?: Partial<ProfileLimits> } = {},
+): Promise<DatasetProfile[]> {
+  const context: Context = { signal: options.signal, limits: { ...DEFAULT_LIMITS, ...options.limits } }
   const results: DatasetProfile[] = []
   const pending: Pending[] = []
   for (const path of paths) {
     options.signal?.throwIfAborted()
     const index = results.length
     try {
-      const outcome = await profileOne(path, options)
+      const outcome = await profileOne(path, context)
       if ('job' in outcome) {
         pending.push({ index, job: outcome.job, profile: outcome.profile })
         results.push(outcome.profile)
@@ -132,11 +154,12 @@ function mergePandas(profile: DatasetProfile, answer: PandasResult): DatasetProf
 
 type Outcome = DatasetProfile | { job: PandasJob; profile: DatasetProfile }
 
-async function profileOne(path: string, options: ProfileOptions): Promise<Outcome> {
+async function profileOne(path: string, options: Context): Promise<Outcome> {
+  const L = options.limits
   const info = await stat(path)
   if (info.isDirectory()) throw Object.assign(new Error('is a folder'), { code: 'EISDIR' })
   const name = basename(path)
-  const head = await readHead(path, info.size <= FULL_READ_BYTES ? FULL_READ_BYTES : HEAD_BYTES)
+  const head = await readHead(path, info.size <= L.fullReadBytes ? L.fullReadBytes : L.headBytes)
   const detected = detect(name, head.bytes)
   const base = emptyProfile(
     path,
@@ -167,9 +190,10 @@ async function profileDetected(
   head: Awaited<ReturnType<typeof readHead>>,
   detected: ReturnType<typeof detect>,
   base: DatasetProfile,
-  options: ProfileOptions,
+  options: Context,
 ): Promise<Outcome> {
   const info = { size }
+  const L = options.limits
 
   switch (detected.format) {
     case 'xls':
@@ -188,29 +212,29 @@ async function profileDetected(
       const profile = { ...base, format: 'excel' as const }
       return {
         profile,
-        job: { kind: 'excel', path, nrows: info.size > EXCEL_FULL_BYTES ? EXCEL_SAMPLE_ROWS : undefined },
+        job: { kind: 'excel', path, nrows: info.size > L.excelFullBytes ? L.excelSampleRows : undefined },
       }
     }
     default:
   }
 
-  if (detected.compression === 'zip') return profileZip(path, base)
+  if (detected.compression === 'zip') return profileZip(path, base, L)
   if (detected.compression === 'gzip') return profileGzip(path, base, detected.format as DataFormat, options)
 
   const format = detected.format as DataFormat
   if (format === 'json' || format === 'ndjson') {
-    return jsonOutcome({ ...base, format }, head.bytes, head.complete, info.size, path)
+    return jsonOutcome({ ...base, format }, head.bytes, head.complete, info.size, path, L)
   }
-  return profileText({ ...base, format }, head.bytes, head.complete, {
+  return profileText({ ...base, format }, head.bytes, head.complete, L, {
     contentBytes: info.size,
     pieces: async () => {
       const offsets: number[] = []
-      const span = info.size - HEAD_BYTES - PIECE_BYTES
-      for (let i = 1; i <= PIECES; i++) offsets.push(HEAD_BYTES + Math.floor((span * i) / PIECES))
-      return readPieces(path, offsets, PIECE_BYTES)
+      const span = info.size - L.headBytes - L.pieceBytes
+      for (let i = 1; i <= L.pieces; i++) offsets.push(L.headBytes + Math.floor((span * i) / L.pieces))
+      return readPieces(path, offsets, L.pieceBytes)
     },
     countRecords:
-      info.size <= EXACT_COUNT_BYTES
+      info.size <= L.exactCountBytes
         ? async (delimiter) => (await import('./csv/count.js')).countRecords(path, delimiter, options.signal)
         : undefined,
   })
@@ -228,6 +252,7 @@ async function profileText(
   base: DatasetProfile,
   bytes: Buffer,
   complete: boolean,
+  limits: ProfileLimits,
   extras: TextExtras,
 ): Promise<DatasetProfile> {
   const encoding = detectEncoding(bytes, complete)
@@ -237,7 +262,7 @@ async function profileText(
       `This is a binary file, not ${base.format === 'tsv' ? 'TSV' : 'CSV'} text (it holds NUL or control bytes). Check that it is the right file, or export the data as CSV.`,
     )
   }
-  const head = complete ? bytes : bytes.subarray(0, HEAD_BYTES)
+  const head = complete ? bytes : bytes.subarray(0, limits.headBytes)
   const input: CsvInput = {
     base,
     encoding,
@@ -261,6 +286,7 @@ function jsonOutcome(
   complete: boolean,
   contentBytes: number | undefined,
   path: string,
+  limits: ProfileLimits,
   compression?: 'gzip' | 'zip',
 ): Outcome {
   const format = base.format as 'json' | 'ndjson'
@@ -272,7 +298,7 @@ function jsonOutcome(
   }
   if (complete) return { profile, job: { kind: format, path, compression } }
   // A sample: whole records from the head.
-  const text = bytes.subarray(0, HEAD_BYTES).toString('utf8')
+  const text = bytes.subarray(0, limits.headBytes).toString('utf8')
   const sample = format === 'ndjson' ? text.slice(0, text.lastIndexOf('\n') + 1) : jsonArrayHead(text)
   if (sample === undefined || sample.trim() === '') {
     return failed(
@@ -351,9 +377,10 @@ async function profileGzip(
   path: string,
   base: DatasetProfile,
   format: DataFormat,
-  options: ProfileOptions,
+  options: Context,
 ): Promise<Outcome> {
-  const head = await gunzipHead(path, FULL_READ_BYTES)
+  const L = options.limits
+  const head = await gunzipHead(path, L.fullReadBytes)
   options.signal?.throwIfAborted()
   const hint = head.complete ? head.bytes.length : await gzipSizeHint(path, base.bytes)
   const contentBytes = hint !== undefined && hint >= head.bytes.length ? hint : undefined
@@ -361,17 +388,17 @@ async function profileGzip(
   const byExtension = /\.gz$/i.test(base.name)
   if (format === 'json' || format === 'ndjson') {
     const kind = jsonKind(head.bytes.subarray(0, 65536).toString('utf8'), format)
-    return jsonOutcome({ ...profile, format: kind }, head.bytes, head.complete, contentBytes, path, 'gzip')
+    return jsonOutcome({ ...profile, format: kind }, head.bytes, head.complete, contentBytes, path, L, 'gzip')
   }
   if (format !== 'csv' && format !== 'tsv')
     return failed(profile, `A gzip-compressed ${format} file is not supported: decompress it first.`)
-  return profileText(profile, head.bytes, head.complete, {
+  return profileText(profile, head.bytes, head.complete, L, {
     contentBytes,
     readArgs: byExtension ? [] : [['compression', "'gzip'"]],
   })
 }
 
-async function profileZip(path: string, base: DatasetProfile): Promise<Outcome> {
+async function profileZip(path: string, base: DatasetProfile, L: ProfileLimits): Promise<Outcome> {
   const { listZip, zipMemberHead } = await import('./zip.js')
   const members = (await listZip(path)).filter(
     (m) => !m.name.startsWith('__MACOSX/') && !basename(m.name).startsWith('.'),
@@ -393,7 +420,7 @@ async function profileZip(path: string, base: DatasetProfile): Promise<Outcome> 
   }
   const format = formatFromName(member.name) as DataFormat
   const profile: DatasetProfile = { ...base, format, compression: 'zip' }
-  const head = await zipMemberHead(path, member.name, FULL_READ_BYTES)
+  const head = await zipMemberHead(path, member.name, L.fullReadBytes)
   const single = members.length === 1
   if (!single) {
     profile.warnings.push(
@@ -407,10 +434,10 @@ async function profileZip(path: string, base: DatasetProfile): Promise<Outcome> 
         'JSON inside a zip archive with several files: extract it and give the JSON file itself.',
       )
     const kind = jsonKind(head.bytes.subarray(0, 65536).toString('utf8'), format)
-    return jsonOutcome({ ...profile, format: kind }, head.bytes, head.complete, member.size, path, 'zip')
+    return jsonOutcome({ ...profile, format: kind }, head.bytes, head.complete, member.size, path, L, 'zip')
   }
   const byExtension = /\.zip$/i.test(base.name)
-  return profileText(profile, head.bytes, head.complete, {
+  return profileText(profile, head.bytes, head.complete, L, {
     contentBytes: member.size,
     readSource: single ? undefined : `zipfile.ZipFile(${py(`data/${base.name}`)}).open(${py(member.name)})`,
     readArgs: single && !byExtension ? [['compression', "'zip'"]] : [],

@@ -1,12 +1,13 @@
 /**
- * pandas' own view of files (column names, dtypes, row count), computed by the real interpreter the
- * sandbox uses: the reference the profiles are checked against.
+ * pandas' own view of files (column names, dtypes, nulls, row count), computed by the real
+ * interpreter the sandbox uses: the reference the profiles are checked against.
  */
 import { execFileSync } from 'node:child_process'
 
 export interface PandasView {
   columns: string[]
   dtypes: string[]
+  nulls: number[]
   rows: number
   error?: string
 }
@@ -14,14 +15,20 @@ export interface PandasView {
 const SCRIPT = `
 import json, sys, warnings
 warnings.simplefilter('ignore')
+import zipfile
 import pandas as pd
 out = {}
 for item in json.load(sys.stdin):
     try:
-        df = eval(item['call'], {'pd': pd, '__builtins__': __builtins__})
-        out[item['key']] = {'columns': [str(c) for c in df.columns], 'dtypes': [str(d) for d in df.dtypes], 'rows': len(df)}
+        df = eval(item['call'], {'pd': pd, 'zipfile': zipfile})
+        out[item['key']] = {
+            'columns': [str(c) for c in df.columns],
+            'dtypes': [str(d) for d in df.dtypes],
+            'nulls': [int(df.iloc[:, i].isna().sum()) for i in range(df.shape[1])],
+            'rows': len(df),
+        }
     except Exception as e:
-        out[item['key']] = {'columns': [], 'dtypes': [], 'rows': -1, 'error': type(e).__name__ + ': ' + str(e)}
+        out[item['key']] = {'columns': [], 'dtypes': [], 'nulls': [], 'rows': -1, 'error': type(e).__name__ + ': ' + str(e)}
 print(json.dumps(out))
 `
 
@@ -36,7 +43,7 @@ export function pandasViews(calls: { key: string; call: string }[]): Record<stri
   return JSON.parse(stdout) as Record<string, PandasView>
 }
 
-/** A profile's readCall with the sandbox path replaced by the host folder. */
+/** A profile's readCall with the sandbox folder `data/` replaced by the host folder. */
 export function onHost(readCall: string, folder: string): string {
-  return readCall.replace(/(['"])data\//, `$1${folder}/`)
+  return readCall.replace(/(['"])data\//g, `$1${folder}/`)
 }

@@ -5,7 +5,10 @@
  * @module
  */
 
-/** read_csv's default na_values (pandas.io.parsers: STR_NA_VALUES). Matched exactly, not trimmed. */
+/**
+ * read_csv's default na_values (pandas/_libs/parsers.pyx STR_NA_VALUES) in pandas 1.5, the sandbox's
+ * (Debian 12); pandas 2.0 added 'None'. Matched exactly, not trimmed.
+ */
 export const NA_VALUES: ReadonlySet<string> = new Set([
   '',
   '#N/A',
@@ -22,7 +25,6 @@ export const NA_VALUES: ReadonlySet<string> = new Set([
   'NA',
   'NULL',
   'NaN',
-  'None',
   'n/a',
   'nan',
   'null',
