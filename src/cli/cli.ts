@@ -12,6 +12,12 @@ function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value]
 }
 
+function whole(value: string): number {
+  const number = Number(value)
+  if (!Number.isInteger(number) || number <= 0) throw new InvalidArgumentError('give a whole number, 1 or more.')
+  return number
+}
+
 function seconds(value: string): number {
   const number = Number(value)
   if (!Number.isFinite(number) || number <= 0) throw new InvalidArgumentError('give a positive number of seconds.')
@@ -76,6 +82,58 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       })
     })
 
+  /** Options shared by ask and chat. */
+  const analysisOptions = (command: Command) =>
+    command
+      .requiredOption('--data <path>', 'a data file the analysis may read (repeatable)', collect)
+      .option('--model <spec>', 'provider:model, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder (default ANALYST_MODEL)')
+      .option('--base-url <url>', 'chat completions server for openai-compatible models (default ANALYST_BASE_URL)')
+      .addOption(new Option('--mode <mode>', 'how code reaches the sandbox: a tool call, or fenced code in text').choices(['tools', 'text']))
+      .option('--max-steps <n>', 'code steps at most before stopping', whole, 8)
+      .option('--vision', 'show the charts to the model (for models that read images)')
+      .option('--json', 'one JSON object per answer on stdout, nothing else')
+      .option('--output-dir <dir>', 'where charts and files are saved (default ./analyst-output/<session id>)')
+      .option('--timeout <seconds>', 'time limit per code step', seconds, 60)
+      .option('--no-guard', 'do not check model code with the static guard before running it')
+      .option('--no-stream', 'wait for whole model replies instead of streaming them')
+      .addOption(new Option('--no-isolation', 'run without the jail (only for trusted models and data)'))
+      .addOption(new Option('--replay <file>', 'replay recorded model replies instead of calling a model').hideHelp())
+  const analysis = (options: Record<string, unknown>) => ({
+    data: (options.data as string[] | undefined) ?? [],
+    model: options.model as string | undefined,
+    baseUrl: options.baseUrl as string | undefined,
+    mode: options.mode as 'tools' | 'text' | undefined,
+    maxSteps: options.maxSteps as number,
+    vision: Boolean(options.vision),
+    json: Boolean(options.json),
+    outputDir: options.outputDir as string | undefined,
+    timeoutMs: (options.timeout as number) * 1000,
+    guard: options.guard !== false,
+    stream: options.stream !== false,
+    isolation: options.isolation === false ? 'none' : 'sandbox',
+    replay: options.replay as string | undefined,
+    cwd: process.cwd(),
+  })
+
+  analysisOptions(
+    cli
+      .command('ask')
+      .description('answer a question about data files: the model writes Python, the sandbox runs it, the answer cites the numbers')
+      .argument('<question>', 'the question, in quotes'),
+  )
+    .addHelpText('after', '\nExamples:\n  analyst ask "What is the average order value by customer segment?" --data orders.csv\n\nExit status: 0 answered, 1 stopped at --max-steps without an answer, 2 usage or set-up error.')
+    .action((question: string, options: Record<string, unknown>) => {
+      result = onCommand('ask', { question, ...analysis(options) })
+    })
+
+  analysisOptions(
+    cli.command('chat').description('ask follow-up questions in one session; each line of stdin is a question when it is not a terminal'),
+  )
+    .addHelpText('after', '\nExamples:\n  analyst chat --data orders.csv\n  printf "How many orders?\\nAnd by region?\\n" | analyst chat --data orders.csv --json')
+    .action((options: Record<string, unknown>) => {
+      result = onCommand('chat', analysis(options))
+    })
+
   cli
     .command('doctor')
     .description('check Python, pandas, matplotlib, bubblewrap and namespaces, and say how to fix what is wrong')
@@ -110,6 +168,10 @@ async function dispatch(name: string, options: unknown): Promise<number> {
   switch (name) {
     case 'run':
       return (await import('./commands/run.js')).run(options as import('./commands/run.js').RunOptions)
+    case 'ask':
+      return (await import('./commands/ask.js')).ask(options as import('./commands/ask.js').AskOptions)
+    case 'chat':
+      return (await import('./commands/chat.js')).chat(options as import('./commands/ask.js').AnalysisOptions)
     case 'doctor':
       return (await import('./commands/doctor.js')).doctor(options as import('./commands/doctor.js').DoctorOptions)
     case 'check':

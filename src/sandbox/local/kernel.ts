@@ -310,3 +310,17 @@ export class Kernel {
     )
   }
 }
+
+export function startHint(output: string): string | undefined {
+  if (/setting up uid map|No permissions to creat|Operation not permitted|unprivileged/i.test(output)) {
+    return (
+      'bubblewrap cannot create user namespaces here. Enable them (sudo sysctl -w kernel.unprivileged_userns_clone=1; ' +
+      'on Ubuntu 24.04 also sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), ' +
+      "or run without isolation: Sandbox.create({ isolation: 'none' }) / --no-isolation (unsafe for untrusted code)."
+    )
+  }
+  if (/No module named|ModuleNotFoundError/.test(output)) {
+    return 'The sandbox Python lacks a module: sudo apt-get install python3-pandas python3-matplotlib'
+  }
+  return undefined
+}

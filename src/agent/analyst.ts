@@ -1,0 +1,495 @@
+/**
+ * The analysis loop: model → code → guard → sandbox → observation → model, until a final answer
+ * or the step cap. One `AnalystSession` is one conversation with one sandbox; `ask()` yields
+ * typed events as it works and ends with `done`.
+ * @module
+ */
+import { randomUUID } from 'node:crypto'
+import {
+  generateText,
+  type LanguageModel,
+  type LanguageModelUsage,
+  type ModelMessage,
+  streamText,
+  type ToolResultPart,
+  tool,
+} from 'ai'
+import { z } from 'zod'
+import type { CodeMode } from '../models/index.js'
+import { AnalystError } from '../sandbox/errors.js'
+import type { Artifact, Execution, Sandbox } from '../sandbox/index.js'
+import type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
+import { extractCode } from './extract.js'
+import { Evidence, unsupportedNumbers } from './grounding.js'
+import { describeArtifacts, observe, truncateMiddle } from './observation.js'
+import { EMPTY_REPLY_NUDGE, systemPrompt } from './prompt.js'
+
+export const RUN_PYTHON = 'run_python'
+
+/** The static check applied to code before it runs; violations go back to the model. */
+export type CodeCheck = (code: string) => Promise<Violation[]>
+
+export interface AnalystOptions {
+  model: LanguageModel
+  /** How code reaches the sandbox. */
+  mode: CodeMode
+  sandbox: Sandbox
+  /** The prompt's description of the data files (their profiles). */
+  dataDescription: string
+  /** Name of the model, for the result. */
+  modelName?: string
+  /** @default 8 */
+  maxSteps?: number
+  /** Show images to the model (for models that read them). @default false */
+  vision?: boolean
+  /** Per cell. @default 60_000 */
+  cellTimeoutMs?: number
+  /** Per model request. @default 120_000 */
+  requestTimeoutMs?: number
+  /** Retries of a model request on 429, 5xx and network errors (with backoff, honouring Retry-After). @default 3 */
+  maxRetries?: number
+  /** Stream the model's reply (deltas reach the caller as they come). @default true */
+  stream?: boolean
+  /** The guard. @default none: everything runs */
+  check?: CodeCheck
+  /** Names images for the user (e.g. where the CLI saved them); the model is told the name. */
+  nameImage?: (step: number, index: number) => string
+  sessionId?: string
+}
+
+/** The model could not be reached or refused the request: not something the loop can repair. */
+export class ModelCallError extends AnalystError {
+  constructor(message: string, options: { cause?: unknown; hint?: string } = {}) {
+    super(message, options)
+    this.name = 'ModelCallError'
+  }
+}
+
+const runPythonTool = tool({
+  description:
+    'Run Python code in the stateful sandbox (a Jupyter-like kernel) and get back its output: stdout, the value of the last expression, errors with traceback, and the files it saved.',
+  inputSchema: z.object({ code: z.string().describe('The complete Python code to run') }),
+})
+
+function toUsage(usage: LanguageModelUsage | undefined): Usage {
+  const inputTokens = usage?.inputTokens ?? 0
+  const outputTokens = usage?.outputTokens ?? 0
+  return { inputTokens, outputTokens, totalTokens: usage?.totalTokens ?? inputTokens + outputTokens }
+}
+
+function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  }
+}
+
+/** A model reply, the same whether it was streamed or not. */
+interface Reply {
+  text: string
+  toolCalls: Array<{
+    toolCallId: string
+    toolName: string
+    input: unknown
+    invalid?: boolean
+    error?: unknown
+  }>
+  finishReason: string
+  usage: Usage
+  messages: ModelMessage[]
+}
+
+/** A queue of events that a step produces while it runs, drained by the async generator. */
+class EventQueue {
+  private items: AgentEvent[] = []
+  private wake: (() => void) | undefined
+  push(event: AgentEvent) {
+    this.items.push(event)
+    this.wake?.()
+  }
+  async *drain(until: Promise<unknown>): AsyncGenerator<AgentEvent> {
+    let settled = false
+    until.then(
+      () => {
+        settled = true
+        this.wake?.()
+      },
+      () => {
+        settled = true
+        this.wake?.()
+      },
+    )
+    for (;;) {
+      while (this.items.length > 0) yield this.items.shift() as AgentEvent
+      if (settled) return
+      await new Promise<void>((resolve) => {
+        this.wake = resolve
+      })
+      this.wake = undefined
+    }
+  }
+}
+
+export class AnalystSession {
+  readonly sessionId: string
+  /** The conversation so far, as the model sees it (system prompt aside). */
+  readonly messages: ModelMessage[] = []
+  usage: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 }
+  private readonly evidence = new Evidence()
+  private readonly options: Required<
+    Omit<AnalystOptions, 'check' | 'nameImage' | 'modelName' | 'sessionId'>
+  > &
+    Pick<AnalystOptions, 'check' | 'nameImage' | 'modelName'>
+  private busy = false
+
+  constructor(options: AnalystOptions) {
+    this.sessionId = options.sessionId ?? randomUUID()
+    this.options = {
+      maxSteps: 8,
+      vision: false,
+      cellTimeoutMs: 60_000,
+      requestTimeoutMs: 120_000,
+      maxRetries: 3,
+      stream: true,
+      ...options,
+    }
+    this.evidence.add(options.dataDescription)
+  }
+
+  private get system(): string {
+    return systemPrompt({ mode: this.options.mode, dataDescription: this.options.dataDescription })
+  }
+
+  /** Calls the model once; in text mode it is offered no tools. */
+  private async callModel(step: number, queue: EventQueue, signal?: AbortSignal): Promise<Reply> {
+    const tools = this.options.mode === 'tools' ? { [RUN_PYTHON]: runPythonTool } : undefined
+    const common = {
+      model: this.options.model,
+      system: this.system,
+      messages: this.messages,
+      tools,
+      maxRetries: this.options.maxRetries,
+      abortSignal: signal,
+      timeout: this.options.requestTimeoutMs,
+    }
+    try {
+      if (!this.options.stream) {
+        const result = await generateText(common)
+        return {
+          text: result.text,
+          toolCalls: result.toolCalls,
+          finishReason: result.finishReason,
+          usage: toUsage(result.usage),
+          messages: result.response.messages,
+        }
+      }
+      let failure: unknown
+      const result = streamText({
+        ...common,
+        onError: ({ error }) => {
+          failure = error
+        },
+      })
+      for await (const part of result.fullStream) {
+        if (part.type === 'text-delta' && part.text)
+          queue.push({ type: 'model-text-delta', step, delta: part.text })
+        if (part.type === 'error') failure = part.error
+      }
+      if (failure) throw failure
+      return {
+        text: await result.text,
+        toolCalls: await result.toolCalls,
+        finishReason: await result.finishReason,
+        usage: toUsage(await result.usage),
+        messages: (await result.response).messages,
+      }
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason ?? error
+      throw describeModelError(error)
+    }
+  }
+
+  /** Asks a question; yields what happens, ending with `done`. Questions in one session take turns. */
+  async *ask(
+    question: string,
+    options: { signal?: AbortSignal } = {},
+  ): AsyncGenerator<AgentEvent, AskResult> {
+    if (this.busy)
+      throw new AnalystError('This session is already answering a question', {
+        hint: 'Wait for it to finish.',
+      })
+    this.busy = true
+    try {
+      return yield* this.analyze(question, options.signal)
+    } finally {
+      this.busy = false
+    }
+  }
+
+  private async *analyze(question: string, signal?: AbortSignal): AsyncGenerator<AgentEvent, AskResult> {
+    const { maxSteps } = this.options
+    this.evidence.add(question)
+    this.messages.push({ role: 'user', content: question })
+    const steps: StepRecord[] = []
+    const artifacts: Artifact[] = []
+    let answer: string | undefined
+    let lastError: string | undefined
+    let lastCode: string | undefined
+    const ranBefore = new Set<string>()
+    for (let step = 1; step <= maxSteps && answer === undefined; step++) {
+      signal?.throwIfAborted()
+      yield { type: 'step-start', step, maxSteps }
+      const queue = new EventQueue()
+      const replying = this.callModel(step, queue, signal)
+      yield* queue.drain(replying)
+      const reply = await replying
+      this.usage = addUsage(this.usage, reply.usage)
+      yield { type: 'usage', step, usage: reply.usage, total: this.usage }
+      if (reply.text) yield { type: 'model-text', step, text: reply.text }
+      this.messages.push(...reply.messages)
+
+      // What to run: tool calls (tools mode), else fenced code in the text (either mode).
+      const calls = reply.toolCalls
+      const extracted = extractCode(reply.text)
+      const runs: Array<{ code?: string; toolCallId?: string; problem?: string }> = []
+      for (const call of calls) {
+        const input = call.input as { code?: unknown } | undefined
+        if (call.toolName !== RUN_PYTHON) {
+          runs.push({
+            toolCallId: call.toolCallId,
+            problem: `There is no tool named ${call.toolName}. Use ${RUN_PYTHON} with a "code" argument.`,
+          })
+        } else if (call.invalid || typeof input?.code !== 'string') {
+          runs.push({
+            toolCallId: call.toolCallId,
+            problem: `The ${RUN_PYTHON} call had invalid arguments; nothing ran. Call it with JSON {"code": "<python code>"}.`,
+          })
+        } else if (!input.code.trim()) {
+          runs.push({ toolCallId: call.toolCallId, problem: 'The code was empty; nothing ran.' })
+        } else {
+          runs.push({ toolCallId: call.toolCallId, code: input.code })
+        }
+      }
+      if (calls.length === 0) {
+        if (extracted.code && extracted.prose && ranBefore.has(extracted.code.trim())) {
+          // A final answer that shows code it already ran, for the reader: not a new step.
+          answer = reply.text.trim()
+          break
+        } else if (extracted.code) {
+          runs.push({ code: extracted.code })
+        } else if (extracted.unterminated || reply.finishReason === 'length') {
+          runs.push({
+            problem:
+              reply.finishReason === 'length'
+                ? 'Your reply was cut off (too long) before the code block was closed; nothing ran. Send shorter code: one step at a time.'
+                : 'Your code block was not closed with ```; nothing ran. Send the code again in a complete ```python block.',
+          })
+        } else if (extracted.otherLanguages.length > 0) {
+          runs.push({
+            problem: `Only Python runs here, not ${extracted.otherLanguages.join(', ')}. Rewrite the step in Python (pandas can do it).`,
+          })
+        } else if (reply.text.trim()) {
+          answer = reply.text.trim()
+          break
+        } else {
+          runs.push({ problem: EMPTY_REPLY_NUDGE })
+        }
+      }
+
+      const toolResults: ToolResultPart[] = []
+      const textObservations: string[] = []
+      const images: Array<{ data: string; mediaType: string }> = []
+      for (const run of runs) {
+        let observation: string
+        if (run.problem || run.code === undefined) {
+          observation = run.problem ?? EMPTY_REPLY_NUDGE
+        } else {
+          const code = run.code
+          yield { type: 'code', step, code, source: run.toolCallId ? 'tool' : 'text' }
+          const started = Date.now()
+          const violations = this.options.check ? await this.options.check(code) : []
+          if (violations.length > 0) {
+            yield { type: 'guard', step, violations }
+            observation = `Nothing ran: the code breaks the sandbox's rules.\n${violations
+              .map((v) => `- line ${v.line}, column ${v.column} [${v.rule}]: ${v.message}`)
+              .join('\n')}`
+            steps.push({ step, code, artifacts: [], violations, durationMs: Date.now() - started })
+          } else {
+            const running = this.runCell(step, code, queue, signal)
+            yield* queue.drain(running)
+            const { execution, imageNames } = await running
+            for (const artifact of execution.artifacts) {
+              artifacts.push(artifact)
+              yield { type: 'artifact', step, artifact }
+            }
+            const notes: string[] = []
+            const errorKey = execution.error ? `${execution.error.name}: ${execution.error.value}` : undefined
+            if (errorKey && errorKey === lastError) {
+              notes.push(
+                'This is the same error as in your previous step. Look at the cause again (inspect the data) and change your approach.',
+              )
+            }
+            if (code.trim() === lastCode) {
+              notes.push(
+                'You ran exactly the same code as in the previous step. Change the code, or give the final answer if you have it.',
+              )
+            }
+            lastError = errorKey
+            lastCode = code.trim()
+            if (!execution.error) ranBefore.add(lastCode)
+            observation = observe({ execution, imageNames, notes })
+            steps.push({
+              step,
+              code,
+              execution: execution.toJSON(),
+              artifacts: execution.artifacts,
+              durationMs: Date.now() - started,
+            })
+            if (this.options.vision) {
+              for (const result of execution.results) {
+                if (result.png) images.push({ data: result.png, mediaType: 'image/png' })
+                else if (result.jpeg) images.push({ data: result.jpeg, mediaType: 'image/jpeg' })
+              }
+            }
+          }
+        }
+        yield { type: 'observation', step, text: observation }
+        if (run.toolCallId) {
+          toolResults.push({
+            type: 'tool-result',
+            toolCallId: run.toolCallId,
+            toolName: RUN_PYTHON,
+            output: { type: 'text', value: observation },
+          })
+        } else {
+          textObservations.push(observation)
+        }
+      }
+      // Every tool call gets its result (real APIs reject a history without them).
+      if (toolResults.length > 0) this.messages.push({ role: 'tool', content: toolResults })
+      if (textObservations.length > 0) {
+        this.messages.push({
+          role: 'user',
+          content: `Output of your code:\n${textObservations.join('\n\n')}`,
+        })
+      }
+      if (images.length > 0) {
+        this.messages.push({
+          role: 'user',
+          content: [
+            { type: 'text', text: 'The charts from that step:' },
+            ...images.map((image) => ({
+              type: 'image' as const,
+              image: image.data,
+              mediaType: image.mediaType,
+            })),
+          ],
+        })
+      }
+    }
+
+    const incomplete = answer === undefined
+    const text = answer ?? this.findingsSoFar(steps, maxSteps)
+    if (!incomplete) this.messages.push({ role: 'assistant', content: text })
+    const unsupported = incomplete ? [] : unsupportedNumbers(text, this.evidence)
+    yield { type: 'answer', text, incomplete, unsupportedNumbers: unsupported }
+    const result: AskResult = {
+      answer: text,
+      incomplete,
+      steps,
+      artifacts,
+      unsupportedNumbers: unsupported,
+      usage: this.usage,
+      sessionId: this.sessionId,
+      model: this.options.modelName ?? modelName(this.options.model),
+    }
+    yield { type: 'done', result }
+    return result
+  }
+
+  private async runCell(
+    step: number,
+    code: string,
+    queue: EventQueue,
+    signal?: AbortSignal,
+  ): Promise<{ execution: Execution; imageNames: string[] }> {
+    const imageNames: string[] = []
+    const execution = await this.options.sandbox.runCode(code, {
+      timeoutMs: this.options.cellTimeoutMs,
+      signal,
+      onStdout: (message) => queue.push({ type: 'stdout', step, text: message.line }),
+      onStderr: (message) => queue.push({ type: 'stderr', step, text: message.line }),
+      onResult: (result) => {
+        if ((result.png || result.jpeg || result.svg) && this.options.nameImage) {
+          imageNames.push(this.options.nameImage(step, imageNames.length + 1))
+        }
+        queue.push({ type: 'result', step, result })
+      },
+      onError: (error) => queue.push({ type: 'error', step, error }),
+    })
+    for (const line of [...execution.logs.stdout, ...execution.logs.stderr]) this.evidence.add(line)
+    for (const result of execution.results) {
+      if (result.text) this.evidence.add(result.text)
+      if (result.data) for (const column of Object.values(result.data)) this.evidence.addValues(column)
+    }
+    return { execution, imageNames }
+  }
+
+  /** The answer when the step cap ends the analysis: what the last successful steps showed. */
+  private findingsSoFar(steps: StepRecord[], maxSteps: number): string {
+    const lines = [`The analysis stopped after ${maxSteps} steps without a final answer (incomplete).`]
+    const succeeded = steps.filter((s) => s.execution && !s.execution.error).slice(-2)
+    if (succeeded.length === 0) {
+      lines.push('No step ran without an error.')
+      const last = steps.at(-1)?.execution?.error
+      if (last) lines.push(`The last error was ${last.name}: ${last.value}`)
+    } else {
+      lines.push('What the code found so far:')
+      for (const s of succeeded) {
+        const out = [
+          s.execution?.logs.stdout.join('') ?? '',
+          ...(s.execution?.results.map((r) => String(r.text ?? '')) ?? []),
+        ]
+          .join('\n')
+          .trim()
+        lines.push(`Step ${s.step}:\n${truncateMiddle(out || '(no output)', 1500)}`)
+        if (s.artifacts.length > 0) lines.push(`Files: ${describeArtifacts(s.artifacts)}`)
+      }
+    }
+    return lines.join('\n')
+  }
+}
+
+function modelName(model: LanguageModel): string {
+  return typeof model === 'string' ? model : `${model.provider}:${model.modelId}`
+}
+
+/** A model error the loop cannot repair, with what the user can do about it. */
+function describeModelError(error: unknown): ModelCallError {
+  const e = error as {
+    name?: string
+    message?: string
+    statusCode?: number
+    lastError?: unknown
+    reason?: string
+    errors?: unknown[]
+  }
+  const last = (e.lastError ?? e) as { statusCode?: number; message?: string; url?: string }
+  const status = last.statusCode
+  const detail = (last.message ?? e.message ?? String(error)).split('\n')[0] ?? ''
+  let hint: string | undefined
+  if (status === 401 || status === 403) hint = 'Check the API key for this provider.'
+  else if (status === 404) hint = 'Check the model name (--model) and the base URL (--base-url).'
+  else if (status === 429) hint = 'The provider is rate limiting: wait a moment and try again.'
+  else if (status !== undefined && status >= 500)
+    hint = 'The model server failed repeatedly; try again later.'
+  else if (/timeout|timed out|aborted/i.test(String(e.name) + detail))
+    hint = 'The model did not answer in time; check the server or raise the request timeout.'
+  else if (/fetch failed|ECONNREFUSED|connect|ENOTFOUND/i.test(detail))
+    hint = 'The model server cannot be reached; check --base-url and that the server is running.'
+  return new ModelCallError(`The model request failed${status ? ` (HTTP ${status})` : ''}: ${detail}`, {
+    cause: error,
+    hint,
+  })
+}

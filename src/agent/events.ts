@@ -1,0 +1,61 @@
+/**
+ * What an analysis reports while it works, as a union on `type`, in the order it happens. The CLI
+ * and the server render these; `done` comes last and carries what `analyst ask --json` prints.
+ * @module
+ */
+import type { Artifact, Execution, ExecutionError, Result } from '../sandbox/index.js'
+
+export interface Usage {
+  inputTokens: number
+  outputTokens: number
+  totalTokens: number
+}
+
+export interface Violation {
+  rule: string
+  line: number
+  column: number
+  message: string
+}
+
+/** One step that ran code (or tried to). */
+export interface StepRecord {
+  step: number
+  code: string
+  /** The execution as JSON; absent when the guard stopped the code. */
+  execution?: ReturnType<Execution['toJSON']>
+  artifacts: Artifact[]
+  violations?: Violation[]
+  durationMs: number
+}
+
+/** The outcome of one question: the object `analyst ask --json` prints. */
+export interface AskResult {
+  answer: string
+  /** True when the step cap ended the analysis before a final answer. */
+  incomplete: boolean
+  steps: StepRecord[]
+  artifacts: Artifact[]
+  /** Numbers in the answer that no output of the session contains. */
+  unsupportedNumbers: string[]
+  usage: Usage
+  sessionId: string
+  model: string
+}
+
+export type AgentEvent =
+  | { type: 'step-start'; step: number; maxSteps: number }
+  | { type: 'model-text-delta'; step: number; delta: string }
+  | { type: 'model-text'; step: number; text: string }
+  | { type: 'code'; step: number; code: string; source: 'tool' | 'text' }
+  | { type: 'guard'; step: number; violations: Violation[] }
+  | { type: 'stdout'; step: number; text: string }
+  | { type: 'stderr'; step: number; text: string }
+  | { type: 'result'; step: number; result: Result }
+  | { type: 'error'; step: number; error: ExecutionError }
+  | { type: 'artifact'; step: number; artifact: Artifact }
+  /** What the model was told about the step: the observation, or why nothing ran. */
+  | { type: 'observation'; step: number; text: string }
+  | { type: 'usage'; step: number; usage: Usage; total: Usage }
+  | { type: 'answer'; text: string; incomplete: boolean; unsupportedNumbers: string[] }
+  | { type: 'done'; result: AskResult }

@@ -1,0 +1,69 @@
+/**
+ * Opening an analysis: profile the data files, hand them to a fresh sandbox in the form its
+ * pandas reads, wire the guard, and start a session. Shared by the CLI and the server.
+ * @module
+ */
+
+import type { DatasetProfile } from '../data/index.js'
+import { formatProfiles, prepareForSandbox, profileFiles } from '../data/index.js'
+import { checkCode } from '../guard/index.js'
+import type { CodeMode, ModelChoice } from '../models/index.js'
+import { InvalidArgumentError } from '../sandbox/errors.js'
+import { type CreateOpts, Sandbox } from '../sandbox/index.js'
+import { type AnalystOptions, AnalystSession } from './analyst.js'
+
+export interface OpenOptions
+  extends Omit<AnalystOptions, 'model' | 'mode' | 'sandbox' | 'dataDescription' | 'check'> {
+  model: ModelChoice
+  /** Overrides the model's default mode. */
+  mode?: CodeMode
+  /** Host paths of the data files. */
+  data: string[]
+  /** Apply the static guard to the model's code. @default true */
+  guard?: boolean
+  /** Options of the sandbox (provider, limits, isolation…). */
+  sandbox?: CreateOpts
+  signal?: AbortSignal
+}
+
+export interface OpenedAnalysis {
+  session: AnalystSession
+  sandbox: Sandbox
+  profiles: DatasetProfile[]
+  close(): Promise<void>
+}
+
+export async function openAnalysis(options: OpenOptions): Promise<OpenedAnalysis> {
+  const profiles = await profileFiles(options.data, { signal: options.signal })
+  const failed = profiles.filter((profile) => profile.error)
+  if (failed.length > 0) {
+    throw new InvalidArgumentError(failed.map((profile) => `${profile.path}: ${profile.error}`).join('\n'), {
+      hint: 'Fix or leave out the files that cannot be read.',
+    })
+  }
+  const names = profiles.map((profile) => profile.name)
+  const duplicate = names.find((name, index) => names.indexOf(name) !== index)
+  if (duplicate) {
+    throw new InvalidArgumentError(`Two data files would both be data/${duplicate} in the sandbox`, {
+      hint: 'Rename one of them.',
+    })
+  }
+  const files = await Promise.all(
+    profiles.map((profile) => prepareForSandbox(profile, { signal: options.signal })),
+  )
+  const sandbox = await Sandbox.create({
+    ...options.sandbox,
+    data: files.map((file) => ({ path: file.hostPath, name: file.name })),
+  })
+  const { model, mode, guard = true, data: _data, sandbox: _sandbox, signal: _signal, ...rest } = options
+  const session = new AnalystSession({
+    ...rest,
+    model: model.model,
+    modelName: model.spec,
+    mode: mode ?? model.mode,
+    sandbox,
+    dataDescription: formatProfiles(profiles),
+    check: guard ? (code) => checkCode(code) : undefined,
+  })
+  return { session, sandbox, profiles, close: () => sandbox.kill() }
+}

@@ -1,0 +1,159 @@
+/** `analyst ask` and `analyst chat` end to end: the built command, a fake model server, a real sandbox. */
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import {
+  type FakeOpenAI,
+  lastObservation,
+  type ScriptEntry,
+  startFakeOpenAI,
+} from '../support/fake-openai.js'
+
+const BIN = resolve('dist/cli/bin.js')
+const SALES = resolve('examples/sales.csv')
+let dir: string
+let server: FakeOpenAI | undefined
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'analyst-ask-'))
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+afterEach(async () => {
+  await server?.close()
+  server = undefined
+})
+
+/** Runs the CLI without blocking this process (the fake server answers from here). */
+function analyst(args: string[], options: { env?: Record<string, string>; input?: string } = {}) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+    const child = execFile(
+      process.execPath,
+      [BIN, ...args],
+      {
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? '', HOME: dir, NO_COLOR: '1', ...options.env },
+        timeout: 120_000,
+      },
+      (error, stdout, stderr) =>
+        done({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    )
+    child.stdin?.end(options.input ?? '')
+  })
+}
+
+async function withModel(script: ScriptEntry[]) {
+  server = await startFakeOpenAI(script)
+  return { ANALYST_MODEL: 'openai-compatible:fake', ANALYST_BASE_URL: server.url }
+}
+
+describe('analyst ask', () => {
+  it('exits 2 and says how to configure a model when none is', async () => {
+    const { code, stderr } = await analyst(['ask', 'How many orders?', '--data', SALES], {
+      env: { OLLAMA_HOST: '127.0.0.1:9' },
+    })
+    expect(code).toBe(2)
+    expect(stderr).toContain('No model is configured')
+    for (const name of ['--model', 'ANALYST_MODEL', 'OPENAI_API_KEY']) expect(stderr).toContain(name)
+    expect(stderr).not.toMatch(/\n\s+at /)
+  })
+
+  it('shows the steps and the answer, and saves the chart', async () => {
+    const env = await withModel([
+      {
+        prose: 'Plotting revenue by region.',
+        code: "import pandas as pd\ns = pd.read_csv('data/sales.csv')\nby_region = s.groupby('region').order_value.sum().round(2)\nprint(by_region)\nby_region.plot.bar(title='Revenue by region')",
+      },
+      (request) => ({ content: `Revenue by region:\n${lastObservation(request).split('[image]')[0]}` }),
+    ])
+    const { code, stdout } = await analyst(
+      ['ask', 'Revenue by region?', '--data', SALES, '--output-dir', 'out'],
+      { env },
+    )
+    expect(code).toBe(0)
+    expect(stdout).toContain("by_region = s.groupby('region')")
+    expect(stdout).toMatch(/── answer/)
+    const chart = stdout.match(/\[chart saved: (.+)\]/)?.[1]
+    expect(chart && readFileSync(chart).subarray(1, 4).toString()).toBe('PNG')
+    expect(stdout).not.toContain('Not found in any output')
+  })
+
+  it('with --json prints one object with the answer, steps, artifacts, numbers and usage', async () => {
+    const env = await withModel([
+      {
+        code: "import pandas as pd\nn = len(pd.read_csv('data/sales.csv'))\nprint(n)\nopen('count.txt', 'w').write(str(n))",
+      },
+      { content: 'There are 400 orders, or 401 with the header.' },
+    ])
+    const { code, stdout } = await analyst(
+      ['ask', 'How many orders?', '--data', SALES, '--json', '--output-dir', 'json'],
+      { env },
+    )
+    expect(code).toBe(0)
+    const result = JSON.parse(stdout)
+    expect(Object.keys(result).sort()).toEqual(
+      [
+        'answer',
+        'artifacts',
+        'incomplete',
+        'model',
+        'sessionId',
+        'steps',
+        'unsupportedNumbers',
+        'usage',
+      ].sort(),
+    )
+    expect(result.unsupportedNumbers).toEqual(['401'])
+    expect(result.steps[0].execution.logs.stdout).toEqual(['400\n'])
+    expect(result.artifacts[0]).toMatchObject({ name: 'count.txt' })
+    expect(readFileSync(result.artifacts[0].savedPath, 'utf8')).toBe('400')
+    expect(result.usage.totalTokens).toBeGreaterThan(0)
+  })
+
+  it('exits 1 at the step cap, with the JSON still printed', async () => {
+    const env = await withModel([{ code: 'x = 1' }, { code: 'x += 1' }])
+    const { code, stdout } = await analyst(['ask', 'Loop', '--data', SALES, '--json', '--max-steps', '2'], {
+      env,
+    })
+    expect(code).toBe(1)
+    expect(JSON.parse(stdout)).toMatchObject({ incomplete: true })
+  })
+
+  it('replays recorded replies and says so', async () => {
+    const { code, stdout, stderr } = await analyst([
+      'ask',
+      'Average order value by segment?',
+      '--data',
+      SALES,
+      '--replay',
+      resolve('examples/demo-replies.json'),
+    ])
+    expect(code).toBe(0)
+    expect(stderr).toContain('recorded replies')
+    expect(stdout).toContain('813.05')
+  })
+})
+
+describe('analyst chat', () => {
+  it('answers each line of stdin in one session, keeping variables', async () => {
+    const env = await withModel([
+      { code: "import pandas as pd\nsales = pd.read_csv('data/sales.csv')\nprint(len(sales))" },
+      { content: 'There are 400 orders.' },
+      { code: "print(sales['region'].nunique())" },
+      { content: 'They come from 4 regions.' },
+    ])
+    const { code, stdout } = await analyst(['chat', '--data', SALES, '--json'], {
+      env,
+      input: 'How many orders?\n\nFrom how many regions?\n',
+    })
+    expect(code).toBe(0)
+    const answers = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    expect(answers.map((a) => a.answer)).toEqual(['There are 400 orders.', 'They come from 4 regions.'])
+    expect(answers[1].steps[0].execution.error).toBeUndefined()
+    expect(answers[0].sessionId).toBe(answers[1].sessionId)
+  })
+})
