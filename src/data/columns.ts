@@ -25,7 +25,10 @@ export interface ColumnResult {
 }
 
 function quote(name: string): string {
-  return JSON.stringify(name).length === name.length + 2 ? `'${name}'` : JSON.stringify(name)
+  const short = name.length > 80 ? `${name.slice(0, 79)}…` : name
+  return JSON.stringify(short).length === short.length + 2 && !short.includes("'")
+    ? `'${short}'`
+    : JSON.stringify(short)
 }
 
 function round(value: number): number {

@@ -15,6 +15,8 @@ export interface FormatOptions {
 export const DEFAULT_TOKENS_PER_FILE = 1500
 const CHARS_PER_TOKEN = 4
 const CELL_CHARS = 24
+/** Longer column names are cut in the prompt (with …); the model can list them in full with df.columns. */
+const NAME_CHARS = 60
 const MAX_WARNINGS = 12
 
 /** A cheap token estimate: about four characters per token for English and code. */
@@ -78,12 +80,12 @@ export function columnLine(column: ColumnProfile, rows: number): string {
       : column.samples.length > 0
         ? `; e.g. ${column.samples.map(cellText).join(', ')}`
         : ''
-  const head = `- ${py(column.name)} ${column.dtype}${parts.length > 0 ? `, ${parts.join(', ')}` : ''}`
+  const head = `- ${py(clip(column.name, NAME_CHARS))} ${column.dtype}${parts.length > 0 ? `, ${parts.join(', ')}` : ''}`
   return `${head}${stats.length > 0 ? `: ${stats.join('; ')}` : ''}${samples}`
 }
 
 function shortColumn(column: ColumnProfile): string {
-  return `${py(column.name)} ${column.dtype}`
+  return `${py(clip(column.name, NAME_CHARS))} ${column.dtype}`
 }
 
 function sampleLines(columns: ColumnProfile[], rows: Record<string, Cell>[], n: number): string[] {
@@ -120,43 +122,45 @@ function columnBlock(table: Table, budget: number): string[] {
   const total = full.reduce((n, line) => n + line.length + 1, 0)
   if (total <= budget) return full
   // As many full lines as fit (keeping room for the rest in short form), then the rest in short form.
+  const short = table.columns.map(shortColumn)
+  const restShort = new Array<number>(short.length + 1).fill(0) // characters of short[i:] joined
+  for (let i = short.length - 1; i >= 0; i--)
+    restShort[i] = (restShort[i + 1] as number) + (short[i] as string).length + 2
   const lines: string[] = []
   let used = 0
   let i = 0
-  const restShort = (from: number) =>
-    table.columns.slice(from).reduce((n, c) => n + shortColumn(c).length + 2, 0)
   while (i < full.length) {
     const line = full[i] as string
-    if (used + line.length + 1 + Math.min(restShort(i + 1), budget / 2) > budget) break
+    if (used + line.length + 1 + Math.min(restShort[i + 1] as number, budget / 2) > budget) break
     lines.push(line)
     used += line.length + 1
     i++
   }
-  const rest = table.columns.slice(i)
-  if (rest.length === 0) return lines
-  const shortLine = `- more: ${rest.map(shortColumn).join(', ')}`
+  if (i === full.length) return lines
+  const rest = short.slice(i)
+  const shortLine = `- more: ${rest.join(', ')}`
   if (used + shortLine.length <= budget) {
     lines.push(shortLine)
     return lines
   }
   // Too many even by name: list what fits, then summarize the rest by dtype.
   const dtypes = new Map<string, number>()
-  for (const c of rest) dtypes.set(c.dtype, (dtypes.get(c.dtype) ?? 0) + 1)
+  for (const c of table.columns.slice(i)) dtypes.set(c.dtype, (dtypes.get(c.dtype) ?? 0) + 1)
   const summary = [...dtypes]
     .sort((a, b) => b[1] - a[1])
     .map(([d, n]) => `${n.toLocaleString('en-US')} ${d}`)
     .join(', ')
-  const last = rest[rest.length - 1] as ColumnProfile
-  const tail = ` … and ${(rest.length).toLocaleString('en-US')} columns in all from here (${summary}), the last ${py(clip(last.name, 30))}; list them with df.columns`
+  const last = table.columns[table.columns.length - 1] as ColumnProfile
   const names: string[] = []
-  let length = '- more: '.length + tail.length
-  for (const c of rest) {
-    const item = shortColumn(c)
+  const tail = (listed: number) =>
+    ` … ${(rest.length - listed).toLocaleString('en-US')} more up to ${py(clip(last.name, 30))}. Of the ${rest.length.toLocaleString('en-US')} columns here: ${summary}; list them with df.columns or df.dtypes.value_counts()`
+  let length = '- more: '.length + tail(0).length
+  for (const item of rest) {
     if (used + length + item.length + 2 > budget) break
     names.push(item)
     length += item.length + 2
   }
-  lines.push(`- more: ${names.join(', ')}${tail}`)
+  lines.push(`- more: ${names.join(', ')}${tail(names.length)}`)
   return lines
 }
 
@@ -169,10 +173,19 @@ function section(table: Table, budgetTokens: number): string {
   const warnings = table.warnings.slice(0, MAX_WARNINGS).map((w) => `- ${w}`)
   if (table.warnings.length > MAX_WARNINGS)
     warnings.push(`- (${table.warnings.length - MAX_WARNINGS} more warnings)`)
+  let columnsTitle = 'Columns:'
+  if (table.columns.length > 30) {
+    const dtypes = new Map<string, number>()
+    for (const c of table.columns) dtypes.set(c.dtype, (dtypes.get(c.dtype) ?? 0) + 1)
+    const counts = [...dtypes]
+      .sort((a, b) => b[1] - a[1])
+      .map(([d, n]) => `${n.toLocaleString('en-US')} ${d}`)
+    columnsTitle = `Columns (${counts.join(', ')}):`
+  }
   const render = (columns: string[], samples: string[], warn: string[]) =>
     [
       ...header,
-      'Columns:',
+      columnsTitle,
       ...columns,
       ...(samples.length > 0 ? ['Sample rows:', ...samples] : []),
       ...(warn.length > 0 ? ['Warnings:', ...warn] : []),
@@ -249,7 +262,10 @@ function fileSection(profile: DatasetProfile, budgetTokens: number): string {
   )
 }
 
-/** Columns that appear, by name, in more than one file: candidates for joins. */
+/**
+ * Columns that appear, by name, in more than one file: candidates for joins. One line per set of
+ * files, with each column's dtype (and a note where the dtypes differ, since merge needs them equal).
+ */
 export function joinHints(profiles: DatasetProfile[]): string[] {
   const byName = new Map<string, { file: string; dtype: string }[]>()
   for (const profile of profiles) {
@@ -260,25 +276,25 @@ export function joinHints(profiles: DatasetProfile[]): string[] {
         : [{ file: profile.name, columns: profile.columns }]
     for (const table of tables) {
       for (const column of table.columns) {
-        const key = column.name
-        const list = byName.get(key) ?? []
-        list.push({ file: table.file, dtype: column.dtype })
-        byName.set(key, list)
+        const list = byName.get(column.name) ?? []
+        if (!list.some((p) => p.file === table.file)) list.push({ file: table.file, dtype: column.dtype })
+        byName.set(column.name, list)
       }
     }
   }
-  const hints: string[] = []
+  const groups = new Map<string, string[]>()
   for (const [name, places] of byName) {
-    const files = new Set(places.map((p) => p.file))
-    if (files.size < 2) continue
-    const dtypes = new Set(places.map((p) => p.dtype))
-    const types =
-      dtypes.size === 1
-        ? `${[...dtypes][0]} in each`
-        : `dtypes differ: ${places.map((p) => `${p.dtype} in ${p.file}`).join(', ')}; convert before merging`
-    hints.push(`- ${py(name)} in ${[...files].join(', ')} (${types})`)
+    if (places.length < 2) continue
+    const key = places.map((p) => p.file).join(', ')
+    const dtypes = [...new Set(places.map((p) => p.dtype))]
+    const item = `${py(clip(name, NAME_CHARS))} ${dtypes.length === 1 ? dtypes[0] : `${places.map((p) => p.dtype).join('/')} (dtypes differ: convert before merging)`}`
+    groups.set(key, [...(groups.get(key) ?? []), item])
   }
-  return hints
+  return [...groups].map(([files, columns]) => {
+    const shown = columns.slice(0, 12)
+    const more = columns.length > shown.length ? `, … (${columns.length - shown.length} more)` : ''
+    return `- ${files}: ${shown.join(', ')}${more}`
+  })
 }
 
 export function formatProfiles(profiles: DatasetProfile[], options: FormatOptions = {}): string {

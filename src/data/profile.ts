@@ -158,6 +158,13 @@ async function profileOne(path: string, options: Context): Promise<Outcome> {
   const L = options.limits
   const info = await stat(path)
   if (info.isDirectory()) throw Object.assign(new Error('is a folder'), { code: 'EISDIR' })
+  if (!info.isFile()) {
+    // A pipe, socket or device: reading it could block forever.
+    return failed(
+      emptyProfile(path, basename(path), 'unknown', 0),
+      `${path} is not a regular file (a pipe or device). Give a data file.`,
+    )
+  }
   const name = basename(path)
   const head = await readHead(path, info.size <= L.fullReadBytes ? L.fullReadBytes : L.headBytes)
   const detected = detect(name, head.bytes)
