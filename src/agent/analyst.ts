@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import {
   generateText,
+  jsonSchema,
   type LanguageModel,
   type LanguageModelUsage,
   type ModelMessage,
@@ -14,7 +15,6 @@ import {
   type ToolResultPart,
   tool,
 } from 'ai'
-import { z } from 'zod'
 import type { CodeMode } from '../models/index.js'
 import { AnalystError } from '../sandbox/errors.js'
 import type { Artifact, Execution, Sandbox } from '../sandbox/index.js'
@@ -68,7 +68,13 @@ export class ModelCallError extends AnalystError {
 const runPythonTool = tool({
   description:
     'Run Python code in the stateful sandbox (a Jupyter-like kernel) and get back its output: stdout, the value of the last expression, errors with traceback, and the files it saved.',
-  inputSchema: z.object({ code: z.string().describe('The complete Python code to run') }),
+  // A plain JSON schema: converting a zod schema again on every model call costs milliseconds.
+  inputSchema: jsonSchema<{ code: string }>({
+    type: 'object',
+    properties: { code: { type: 'string', description: 'The complete Python code to run' } },
+    required: ['code'],
+    additionalProperties: false,
+  }),
 })
 
 function toUsage(usage: LanguageModelUsage | undefined): Usage {
@@ -185,25 +191,33 @@ export class AnalystSession {
         }
       }
       let failure: unknown
+      let finished: ((event: Reply) => void) | undefined
+      const whenFinished = new Promise<Reply>((resolve) => {
+        finished = resolve
+      })
+      // onFinish carries the whole reply: cheaper than awaiting each of the result's promises.
       const result = streamText({
         ...common,
         onError: ({ error }) => {
           failure = error
         },
+        onFinish: (event) =>
+          finished?.({
+            text: event.text,
+            toolCalls: event.toolCalls,
+            finishReason: event.finishReason,
+            usage: toUsage(event.usage),
+            messages: event.response.messages,
+          }),
       })
       for await (const part of result.fullStream) {
         if (part.type === 'text-delta' && part.text)
           queue.push({ type: 'model-text-delta', step, delta: part.text })
         if (part.type === 'error') failure = part.error
+        if (part.type === 'abort') failure = signal?.reason ?? new Error('the model request was aborted')
       }
       if (failure) throw failure
-      return {
-        text: await result.text,
-        toolCalls: await result.toolCalls,
-        finishReason: await result.finishReason,
-        usage: toUsage(await result.usage),
-        messages: (await result.response).messages,
-      }
+      return await whenFinished
     } catch (error) {
       if (signal?.aborted) throw signal.reason ?? error
       throw describeModelError(error)
@@ -300,71 +314,90 @@ export class AnalystSession {
       const toolResults: ToolResultPart[] = []
       const textObservations: string[] = []
       const images: Array<{ data: string; mediaType: string }> = []
-      for (const run of runs) {
-        let observation: string
-        if (run.problem || run.code === undefined) {
-          observation = run.problem ?? EMPTY_REPLY_NUDGE
-        } else {
-          const code = run.code
-          yield { type: 'code', step, code, source: run.toolCallId ? 'tool' : 'text' }
-          const started = Date.now()
-          const violations = this.options.check ? await this.options.check(code) : []
-          if (violations.length > 0) {
-            yield { type: 'guard', step, violations }
-            observation = `Nothing ran: the code breaks the sandbox's rules.\n${violations
-              .map((v) => `- line ${v.line}, column ${v.column} [${v.rule}]: ${v.message}`)
-              .join('\n')}`
-            steps.push({ step, code, artifacts: [], violations, durationMs: Date.now() - started })
+      try {
+        for (const run of runs) {
+          let observation: string
+          if (run.problem || run.code === undefined) {
+            observation = run.problem ?? EMPTY_REPLY_NUDGE
           } else {
-            const running = this.runCell(step, code, queue, signal)
-            yield* queue.drain(running)
-            const { execution, imageNames } = await running
-            for (const artifact of execution.artifacts) {
-              artifacts.push(artifact)
-              yield { type: 'artifact', step, artifact }
-            }
-            const notes: string[] = []
-            const errorKey = execution.error ? `${execution.error.name}: ${execution.error.value}` : undefined
-            if (errorKey && errorKey === lastError) {
-              notes.push(
-                'This is the same error as in your previous step. Look at the cause again (inspect the data) and change your approach.',
-              )
-            }
-            if (code.trim() === lastCode) {
-              notes.push(
-                'You ran exactly the same code as in the previous step. Change the code, or give the final answer if you have it.',
-              )
-            }
-            lastError = errorKey
-            lastCode = code.trim()
-            if (!execution.error) ranBefore.add(lastCode)
-            observation = observe({ execution, imageNames, notes })
-            steps.push({
-              step,
-              code,
-              execution: execution.toJSON(),
-              artifacts: execution.artifacts,
-              durationMs: Date.now() - started,
-            })
-            if (this.options.vision) {
-              for (const result of execution.results) {
-                if (result.png) images.push({ data: result.png, mediaType: 'image/png' })
-                else if (result.jpeg) images.push({ data: result.jpeg, mediaType: 'image/jpeg' })
+            const code = run.code
+            yield { type: 'code', step, code, source: run.toolCallId ? 'tool' : 'text' }
+            const started = Date.now()
+            const violations = this.options.check ? await this.options.check(code) : []
+            if (violations.length > 0) {
+              yield { type: 'guard', step, violations }
+              observation = `Nothing ran: the code breaks the sandbox's rules.\n${violations
+                .map((v) => `- line ${v.line}, column ${v.column} [${v.rule}]: ${v.message}`)
+                .join('\n')}`
+              steps.push({ step, code, artifacts: [], violations, durationMs: Date.now() - started })
+            } else {
+              const running = this.runCell(step, code, queue, signal)
+              yield* queue.drain(running)
+              const { execution, imageNames } = await running
+              for (const artifact of execution.artifacts) {
+                artifacts.push(artifact)
+                yield { type: 'artifact', step, artifact }
+              }
+              const notes: string[] = []
+              const errorKey = execution.error
+                ? `${execution.error.name}: ${execution.error.value}`
+                : undefined
+              if (errorKey && errorKey === lastError) {
+                notes.push(
+                  'This is the same error as in your previous step. Look at the cause again (inspect the data) and change your approach.',
+                )
+              }
+              if (code.trim() === lastCode) {
+                notes.push(
+                  'You ran exactly the same code as in the previous step. Change the code, or give the final answer if you have it.',
+                )
+              }
+              lastError = errorKey
+              lastCode = code.trim()
+              if (!execution.error) ranBefore.add(lastCode)
+              observation = observe({ execution, imageNames, notes })
+              steps.push({
+                step,
+                code,
+                execution: execution.toJSON(),
+                artifacts: execution.artifacts,
+                durationMs: Date.now() - started,
+              })
+              if (this.options.vision) {
+                for (const result of execution.results) {
+                  if (result.png) images.push({ data: result.png, mediaType: 'image/png' })
+                  else if (result.jpeg) images.push({ data: result.jpeg, mediaType: 'image/jpeg' })
+                }
               }
             }
           }
+          yield { type: 'observation', step, text: observation }
+          if (run.toolCallId) {
+            toolResults.push({
+              type: 'tool-result',
+              toolCallId: run.toolCallId,
+              toolName: RUN_PYTHON,
+              output: { type: 'text', value: observation },
+            })
+          } else {
+            textObservations.push(observation)
+          }
         }
-        yield { type: 'observation', step, text: observation }
-        if (run.toolCallId) {
-          toolResults.push({
-            type: 'tool-result',
-            toolCallId: run.toolCallId,
-            toolName: RUN_PYTHON,
-            output: { type: 'text', value: observation },
-          })
-        } else {
-          textObservations.push(observation)
+      } catch (error) {
+        // Cancelled or failed mid-step: answer every tool call, so the history stays valid for the next question.
+        const answered = new Set(toolResults.map((r) => r.toolCallId))
+        for (const run of runs) {
+          if (run.toolCallId && !answered.has(run.toolCallId)) {
+            toolResults.push({
+              type: 'tool-result',
+              toolCallId: run.toolCallId,
+              toolName: RUN_PYTHON,
+              output: { type: 'text', value: 'The run was cancelled before it finished.' },
+            })
+          }
         }
+        if (toolResults.length > 0) this.messages.push({ role: 'tool', content: toolResults })
+        throw error
       }
       // Every tool call gets its result (real APIs reject a history without them).
       if (toolResults.length > 0) this.messages.push({ role: 'tool', content: toolResults })

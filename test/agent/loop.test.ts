@@ -299,3 +299,30 @@ describe('the guard in the loop', () => {
     expect(result.steps[1]?.execution?.logs.stdout).toEqual(['400\n'])
   })
 })
+
+describe('cancellation', () => {
+  it('an aborted question stops its cell and rejects; the session keeps its variables', async () => {
+    const { model } = mockModel([
+      { code: "kept_value = 'still here'" },
+      { text: 'Stored.' },
+      { code: 'import time\ntime.sleep(30)' },
+      { code: 'kept_value' },
+      { text: 'It is still here.' },
+    ])
+    const session = new AnalystSession({ model, mode: 'tools', sandbox, dataDescription: '' })
+    for await (const _ of session.ask('Store a value.')) {
+      // consume
+    }
+    const controller = new AbortController()
+    const stopped = (async () => {
+      for await (const event of session.ask('Wait a long time.', { signal: controller.signal })) {
+        if (event.type === 'code') setTimeout(() => controller.abort(new Error('stopped by the user')), 200)
+      }
+    })()
+    await expect(stopped).rejects.toThrow('stopped by the user')
+    let result: AskResult | undefined
+    for await (const event of session.ask('Is the value still there?'))
+      if (event.type === 'done') result = event.result
+    expect(result?.steps[0]?.execution?.results[0]?.text).toBe("'still here'")
+  })
+})
