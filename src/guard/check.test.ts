@@ -24,6 +24,20 @@ describe('checkCode', () => {
     expect(violations.map((v) => [v.rule, v.line])).toEqual([['process', 1]])
   })
 
+  test('an alias is reported where it is made, each direct use where it is', async () => {
+    const aliased = await checkCode(
+      'import ctypes\nwindll = ctypes.windll\nwindll.user32.A()\nwindll.user32.B()',
+    )
+    expect(aliased.map((v) => [v.rule, v.line])).toEqual([['ffi', 1]])
+    const viaAlias = await checkCode('run = os.system\nrun("a")\nrun("b")')
+    expect(viaAlias.map((v) => [v.rule, v.line])).toEqual([['process', 1]])
+    const direct = await checkCode('os.system("a")\nos.system("b")')
+    expect(direct.map((v) => [v.rule, v.line])).toEqual([
+      ['process', 1],
+      ['process', 2],
+    ])
+  })
+
   test('a use is reported when the module came from an earlier cell', async () => {
     const violations = await checkCode('os.system("id")')
     expect(violations.map((v) => [v.rule, v.line, v.column])).toEqual([['process', 1, 1]])
@@ -50,6 +64,16 @@ describe('checkCode', () => {
   test('what parses around a syntax error is still checked', async () => {
     const violations = await checkCode('import subprocess\ndef f(:\n    pass')
     expect(violations.map((v) => v.rule)).toContain('process')
+  })
+
+  test('names of JavaScript object properties are ordinary Python names', async () => {
+    const code = [
+      'toString = constructor = valueOf = hasOwnProperty = 1',
+      'x.toString(); x.constructor; x.__proto__; valueOf(); __proto__.y',
+      'import constructor\nfrom toString import valueOf',
+      'open(x.constructor)',
+    ].join('\n')
+    expect(await checkCode(code)).toEqual([])
   })
 
   test('empty code passes', async () => {

@@ -14,18 +14,22 @@ import {
   ADVICE,
   CALL_ONLY,
   CODE_RUNNERS,
+  CODE_STRING_ARGUMENTS,
   CONVENTIONAL_ALIASES,
   FILE_FUNCTIONS,
   FILE_METHOD,
+  FORBIDDEN_ATTRIBUTE,
   INTERNAL_NAME_IN_TEXT,
   INTERNAL_NAMES,
   KNOWN_MODULES,
   MODULE_ATTRIBUTES,
   PATH_KEYWORDS,
+  PICKLE_CALL,
   PRIVATE_MODULE_ATTRIBUTES,
   type RuleId,
   ruleForName,
   SENSITIVE_MODULES,
+  YAML_PYTHON_TAG,
 } from './rules.js'
 
 /** Builtins the rules care about; an unbound use of these names is the builtin. */
@@ -45,6 +49,27 @@ const BUILTINS = new Set([
   'locals',
   'str',
   'breakpoint',
+])
+
+/** The node types the checker looks at; the rest (punctuation, operators, literals) are only walked through. */
+const INTERESTING = new Set([
+  'identifier',
+  'attribute',
+  'call',
+  'string',
+  'concatenated_string',
+  'import_statement',
+  'import_from_statement',
+  'assignment',
+  'named_expression',
+  'default_parameter',
+  'typed_default_parameter',
+  'for_statement',
+  'for_in_clause',
+  'function_definition',
+  'class_definition',
+  'as_pattern',
+  'match_statement',
 ])
 
 type Binding =
@@ -77,9 +102,21 @@ function keywordArguments(args: Node | null): Array<{ name: string; value: Node 
     if (child?.type !== 'keyword_argument') continue
     const name = child.childForFieldName('name')
     const value = child.childForFieldName('value')
-    if (name && value) found.push({ name: name.text, value })
+    if (name && value) found.push({ name: ident(name), value })
   }
   return found
+}
+
+/**
+ * The name an identifier or dotted name stands for. Python normalizes identifiers to NFKC, so
+ * `ｅｖａｌ` is `eval` and `ｏｓ.ｓｙｓｔｅｍ` is `os.system`; whitespace and line continuations inside
+ * a dotted name do not count.
+ */
+function ident(node: Node | null | undefined): string {
+  const text = node?.text ?? ''
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII test
+  const plain = /^[\x00-\x7f]*$/.test(text) ? text : text.normalize('NFKC')
+  return plain.replace(/\s+|\\/g, '')
 }
 
 function unwrap(node: Node): Node {
@@ -103,6 +140,18 @@ function isReference(node: Node): boolean {
   const parent = node.parent
   if (!parent) return false
   switch (parent.type) {
+    case 'assignment':
+    case 'for_statement':
+    case 'for_in_clause':
+      // An assignment target is not a use: `windll = ctypes.windll` reports ctypes.windll once.
+      return parent.childForFieldName('left')?.id !== node.id
+    case 'named_expression':
+      return parent.childForFieldName('name')?.id !== node.id
+    case 'pattern_list':
+    case 'tuple_pattern':
+    case 'list_pattern':
+    case 'as_pattern_target':
+      return false
     case 'attribute':
       return parent.childForFieldName('attribute')?.id !== node.id
     case 'keyword_argument':
@@ -135,6 +184,8 @@ class Checker {
   readonly bindings = new Map<string, Binding[]>()
   readonly violations: Violation[] = []
   readonly #seen = new Set<string>()
+  /** Rule entries (os.system, subprocess) reported at some reference of this cell. */
+  readonly #reportedEntries = new Set<string>()
   readonly #names = new Map<number, Set<string>>()
 
   constructor(
@@ -148,7 +199,7 @@ class Checker {
     const cursor = root.walk()
     // Pre-order walk with one cursor: far cheaper than asking every node for its children.
     for (;;) {
-      nodes.push(cursor.currentNode)
+      if (INTERESTING.has(cursor.nodeType)) nodes.push(cursor.currentNode)
       if (cursor.gotoFirstChild()) continue
       while (!cursor.gotoNextSibling()) {
         if (!cursor.gotoParent()) {
@@ -219,7 +270,7 @@ class Checker {
     const node = unwrap(target)
     switch (node.type) {
       case 'identifier':
-        this.#addBinding(node.text, value ? { kind: 'value', node: value } : { kind: 'local' })
+        this.#addBinding(ident(node), value ? { kind: 'value', node: value } : { kind: 'local' })
         return
       case 'pattern_list':
       case 'tuple_pattern':
@@ -275,14 +326,14 @@ class Checker {
         // `for f in (os.system, eval):` binds f to each element of a literal sequence.
         if (left.type === 'identifier' && items && ['list', 'tuple', 'set'].includes(items.type)) {
           for (const item of items.namedChildren)
-            if (item) this.#addBinding(left.text, { kind: 'value', node: item })
+            if (item) this.#addBinding(ident(left), { kind: 'value', node: item })
         } else this.#bindTarget(left, null)
         return
       }
       case 'function_definition':
       case 'class_definition': {
         const name = node.childForFieldName('name')
-        if (name) this.#addBinding(name.text, { kind: 'local' })
+        if (name) this.#addBinding(ident(name), { kind: 'local' })
         return
       }
       case 'as_pattern': {
@@ -297,7 +348,7 @@ class Checker {
         for (const pattern of node.descendantsOfType('case_pattern')) {
           for (const name of pattern?.descendantsOfType('identifier') ?? []) {
             if (name && name.parent?.type !== 'keyword_pattern')
-              this.#addBinding(name.text, { kind: 'value', node: subject })
+              this.#addBinding(ident(name), { kind: 'value', node: subject })
           }
         }
         return
@@ -306,24 +357,23 @@ class Checker {
         for (const name of node.childrenForFieldName('name')) {
           if (!name) continue
           if (name.type === 'aliased_import') {
-            const module = name.childForFieldName('name')?.text.replace(/\s+/g, '') ?? ''
+            const module = ident(name.childForFieldName('name'))
             const alias = name.childForFieldName('alias')
-            if (alias) this.#addBinding(alias.text, { kind: 'import', qname: module, flagged: new Set() })
+            if (alias) this.#addBinding(ident(alias), { kind: 'import', qname: module, flagged: new Set() })
           } else {
-            const root = name.text.replace(/\s+/g, '').split('.')[0] ?? ''
+            const root = ident(name).split('.')[0] ?? ''
             this.#addBinding(root, { kind: 'import', qname: root, flagged: new Set() })
           }
         }
         return
       case 'import_from_statement': {
         const module = node.childForFieldName('module_name')
-        const base = module?.type === 'dotted_name' ? module.text.replace(/\s+/g, '') : undefined
+        const base = module?.type === 'dotted_name' ? ident(module) : undefined
         for (const name of node.childrenForFieldName('name')) {
           if (!name) continue
-          const imported =
-            (name.type === 'aliased_import' ? name.childForFieldName('name') : name)?.text ?? ''
+          const imported = ident(name.type === 'aliased_import' ? name.childForFieldName('name') : name)
           const bound =
-            (name.type === 'aliased_import' ? name.childForFieldName('alias')?.text : imported) ?? ''
+            (name.type === 'aliased_import' ? ident(name.childForFieldName('alias')) : imported) ?? ''
           this.#addBinding(
             bound,
             base ? { kind: 'import', qname: `${base}.${imported}`, flagged: new Set() } : { kind: 'local' },
@@ -335,15 +385,20 @@ class Checker {
   }
 
   /** The import bindings of the name at the root of a reference: reported already, so not again. */
-  #flaggedAtImport(node: Node): Set<string> {
+  /**
+   * Rule entries not to report again at this reference: those its root name's import was reported
+   * for, and, when the root is an alias (`s = os.system`), those already reported elsewhere.
+   */
+  #reportedThrough(node: Node): Set<string> {
     let root = unwrap(node)
     while (root.type === 'attribute') root = unwrap(root.childForFieldName('object') ?? root)
-    const flagged = new Set<string>()
-    if (root.type !== 'identifier') return flagged
-    for (const binding of this.bindings.get(root.text) ?? []) {
-      if (binding.kind === 'import') for (const entry of binding.flagged) flagged.add(entry)
+    const skip = new Set<string>()
+    if (root.type !== 'identifier') return skip
+    for (const binding of this.bindings.get(ident(root)) ?? []) {
+      if (binding.kind === 'import') for (const entry of binding.flagged) skip.add(entry)
+      if (binding.kind === 'value') for (const entry of this.#reportedEntries) skip.add(entry)
     }
-    return flagged
+    return skip
   }
 
   // ── what an expression stands for ────────────────────────────────────────────────────────────
@@ -359,29 +414,55 @@ class Checker {
     return result
   }
 
+  /** What a name stands for: its bindings in the cell, else a builtin or a module from an earlier cell. */
+  #lookup(name: string, depth: number): Set<string> {
+    const result = new Set<string>()
+    const bindings = this.bindings.get(name)
+    if (!bindings) {
+      if (BUILTINS.has(name)) result.add(`builtins.${name}`)
+      else if (name === '__builtins__') result.add('builtins')
+      else if (CONVENTIONAL_ALIASES.has(name)) result.add(CONVENTIONAL_ALIASES.get(name) as string)
+      else if (KNOWN_MODULES.has(name)) result.add(name)
+      return result
+    }
+    for (const binding of bindings) {
+      if (binding.kind === 'import') result.add(binding.qname)
+      else if (binding.kind === 'value')
+        for (const name of this.names(binding.node, depth + 1)) result.add(name)
+    }
+    return result
+  }
+
+  /** `namespace[key]`: globals(), locals() or vars() give the name `key`; sys.modules gives the module. */
+  #namespaceLookup(namespace: Node, key: Node, depth: number): Set<string> {
+    const name = stringValue(unwrap(key))
+    if (!name?.complete) return new Set()
+    const inner = unwrap(namespace)
+    if (inner.type === 'call' && positional(inner.childForFieldName('arguments')).length === 0) {
+      const fn = inner.childForFieldName('function')
+      const callee = fn ? this.names(fn, depth + 1) : new Set<string>()
+      if (['builtins.globals', 'builtins.locals', 'builtins.vars'].some((scope) => callee.has(scope))) {
+        return this.#lookup(name.value, depth + 1)
+      }
+    }
+    if (this.names(inner, depth + 1).has('sys.modules')) return new Set([name.value])
+    return new Set()
+  }
+
   #computeNames(node: Node, depth: number): Set<string> {
     const result = new Set<string>()
     switch (node.type) {
-      case 'identifier': {
-        const name = node.text
-        const bindings = this.bindings.get(name)
-        if (!bindings) {
-          if (BUILTINS.has(name)) result.add(`builtins.${name}`)
-          else if (name === '__builtins__') result.add('builtins')
-          else if (CONVENTIONAL_ALIASES[name]) result.add(CONVENTIONAL_ALIASES[name])
-          else if (KNOWN_MODULES.has(name)) result.add(name)
-          return result
-        }
-        for (const binding of bindings) {
-          if (binding.kind === 'import') result.add(binding.qname)
-          else if (binding.kind === 'value')
-            for (const name of this.names(binding.node, depth + 1)) result.add(name)
-        }
-        return result
+      case 'identifier':
+        return this.#lookup(ident(node), depth)
+      case 'subscript': {
+        // globals()['os'], locals()['os'] and sys.modules['os'] stand for os.
+        const key = node.childForFieldName('subscript')
+        const value = node.childForFieldName('value')
+        return value && key ? this.#namespaceLookup(value, key, depth) : result
       }
       case 'attribute': {
         const object = node.childForFieldName('object')
-        const attribute = node.childForFieldName('attribute')?.text
+        const attribute = ident(node.childForFieldName('attribute'))
         if (!object || !attribute) return result
         for (const name of this.names(object, depth + 1)) result.add(`${name}.${attribute}`)
         return result
@@ -415,6 +496,11 @@ class Checker {
           const attribute = stringValue(second)?.value ?? ''
           for (const name of this.names(first, depth + 1)) result.add(`${name}.${attribute}`)
         }
+        // globals().get('os') and sys.modules.get('os') as for the subscripts.
+        if (fn.type === 'attribute' && ident(fn.childForFieldName('attribute')) === 'get' && first) {
+          const namespace = fn.childForFieldName('object')
+          if (namespace) for (const name of this.#namespaceLookup(namespace, first, depth)) result.add(name)
+        }
         if ((callee.has('builtins.__import__') || callee.has('importlib.import_module')) && first) {
           const module = stringValue(first)
           if (module?.complete) result.add(module.value)
@@ -444,7 +530,7 @@ class Checker {
       }
       case 'identifier': {
         const values: StringValue[] = []
-        for (const binding of this.bindings.get(node_.text) ?? []) {
+        for (const binding of this.bindings.get(ident(node_)) ?? []) {
           if (binding.kind === 'value') values.push(...this.paths(binding.node, depth + 1))
         }
         if (values.length === 0 && this.names(node_).has('os.sep')) return [literal('/')]
@@ -557,7 +643,7 @@ class Checker {
       return first ? joinAll(rest, this.paths(first, depth + 1)) : []
     }
     const isPathClass = has('pathlib.Path', 'pathlib.PurePath', 'pathlib.PosixPath', 'pathlib.PurePosixPath')
-    if (isPathClass || (fn.type === 'identifier' && fn.text === 'Path')) {
+    if (isPathClass || (fn.type === 'identifier' && ident(fn) === 'Path')) {
       const [first, ...rest] = args
       return first ? joinAll(rest, this.paths(first, depth + 1)) : [literal('.')]
     }
@@ -576,7 +662,7 @@ class Checker {
     }
     if (fn.type !== 'attribute') return []
     const object = fn.childForFieldName('object')
-    const method = fn.childForFieldName('attribute')?.text ?? ''
+    const method = ident(fn.childForFieldName('attribute'))
     if (!object) return []
     const receivers = this.paths(object, depth + 1)
     if (receivers.length === 0) return []
@@ -621,14 +707,14 @@ class Checker {
   // ── checks ───────────────────────────────────────────────────────────────────────────────────
 
   #identifier(node: Node): void {
-    const name = node.text
-    const internal = INTERNAL_NAMES[name]
+    const name = ident(node)
+    const internal = INTERNAL_NAMES.get(name)
     if (internal) this.#report(node, internal, name)
     if (isReference(node)) this.#reference(node)
   }
 
   #attribute(node: Node): void {
-    const attribute = node.childForFieldName('attribute')?.text ?? ''
+    const attribute = ident(node.childForFieldName('attribute'))
     const object = node.childForFieldName('object')
     if (object) {
       const objectNames = this.names(object)
@@ -652,11 +738,13 @@ class Checker {
     if (names.size === 0) return
     const parent = node.parent
     const called = parent?.type === 'call' && parent.childForFieldName('function')?.id === node.id
-    const flagged = this.#flaggedAtImport(node)
+    const skip = this.#reportedThrough(node)
     for (const name of names) {
       const match = ruleForName(name)
-      if (match && !flagged.has(match.entry)) this.#report(node, match.rule, name, [name])
-      const callOnly = CALL_ONLY[name]
+      if (match && !skip.has(match.entry) && this.#report(node, match.rule, name, [name])) {
+        this.#reportedEntries.add(match.entry)
+      }
+      const callOnly = CALL_ONLY.get(name)
       if (callOnly && called) this.#report(node, callOnly, `calling ${name}`, [name])
       if (CODE_RUNNERS.has(name)) this.#codeRunner(node, name, called ? parent : null)
     }
@@ -678,18 +766,23 @@ class Checker {
       this.#report(node, 'dynamic-code', `${short}() of a computed string`, [name])
       return
     }
+    this.#codeString(source, value.value, `${short}()`, name)
+  }
+
+  /** Checks the code in a string literal as a cell of its own, reporting at the literal. */
+  #codeString(literal: Node, code: string, label: string, name: string): void {
     if (this.codeDepth >= MAX_CODE_STRING_DEPTH) {
-      this.#report(node, 'dynamic-code', `${short}() of nested code strings`, [name])
+      this.#report(literal, 'dynamic-code', `${label} of nested code strings`, [name])
       return
     }
-    const tree = this.parser.parse(value.value)
+    const tree = this.parser.parse(code)
     if (!tree) return
     try {
       const inner = new Checker(this.policy, this.parser, this.codeDepth + 1)
       inner.check(tree.rootNode)
       for (const violation of inner.violations) {
-        const where = `in the code given to ${short}(), line ${violation.line}`
-        this.#report(source, violation.rule, `${where}: ${violation.message}`, [], true)
+        const where = `in the code given to ${label}, line ${violation.line}`
+        this.#report(literal, violation.rule, `${where}: ${violation.message}`, [], true)
       }
     } finally {
       tree.delete()
@@ -704,6 +797,23 @@ class Checker {
     const callee = this.names(fn)
     if (['builtins.getattr', 'builtins.setattr', 'builtins.delattr'].some((name) => callee.has(name))) {
       this.#getattr(node, args)
+    }
+    // object.__getattribute__(os, name) is getattr(os, name); os.__getattribute__ alone is an attribute.
+    const method = fn.type === 'attribute' ? ident(fn.childForFieldName('attribute')) : ''
+    if (method === '__getattribute__' && args.length >= 2) this.#getattr(node, args)
+    if (callee.has('operator.attrgetter') || callee.has('operator.methodcaller')) {
+      const value = args[0] ? stringValue(unwrap(args[0])) : undefined
+      const forbidden =
+        value?.complete && value.value.split('.').some((part) => FORBIDDEN_ATTRIBUTE.test(part))
+      if (forbidden) this.#report(node, 'dynamic-attribute', `${[...callee][0]}('${value?.value}')`)
+    }
+    for (const [name, keywords] of CODE_STRING_ARGUMENTS) {
+      if (!callee.has(name)) continue
+      const named = keywordArguments(argsNode).filter((arg) => keywords.includes(arg.name))
+      for (const source of [...args.slice(0, keywords.length), ...named.map((arg) => arg.value)]) {
+        const value = stringValue(unwrap(source))
+        if (value?.complete) this.#codeString(source, value.value, `${name}()`, name)
+      }
     }
     if (callee.has('builtins.vars') && args[0]) {
       const sensitive = [...this.names(args[0])].find((name) =>
@@ -725,6 +835,12 @@ class Checker {
         const match = ruleForName(full)
         if (match) this.#report(node, match.rule, `getattr(${name}, '${literalName.value}')`, [full])
         if (MODULE_ATTRIBUTES.has(literalName.value)) this.#report(node, 'module-escape', full, [full])
+        if (CODE_RUNNERS.has(full))
+          this.#report(node, 'dynamic-code', `getattr(${name}, '${literalName.value}')`, [full])
+      }
+      // getattr(something, 'system'): names that only ever mean running programs or importing.
+      if (objectNames.length === 0 && FORBIDDEN_ATTRIBUTE.test(literalName.value)) {
+        this.#report(node, 'dynamic-attribute', `getattr(…, '${literalName.value}')`)
       }
       return
     }
@@ -749,7 +865,7 @@ class Checker {
       if (dot > 0 && FILE_FUNCTIONS.has(name.slice(0, dot + 1))) return true
       if (FILE_METHOD.test(name.slice(dot + 1))) return true
     }
-    const last = fn.type === 'attribute' ? fn.childForFieldName('attribute')?.text : fn.text
+    const last = fn.type === 'attribute' ? ident(fn.childForFieldName('attribute')) : ident(fn)
     return last !== undefined && FILE_METHOD.test(last)
   }
 
@@ -811,9 +927,17 @@ class Checker {
   #string(node: Node): void {
     const value = stringValue(node)
     if (!value) return
+    const payload = PICKLE_CALL.exec(value.text) ?? YAML_PYTHON_TAG.exec(value.text)
+    if (payload) {
+      this.#report(
+        node,
+        'dynamic-code',
+        `a serialized payload that calls code (${JSON.stringify(payload[0].trim())})`,
+      )
+    }
     const match = INTERNAL_NAME_IN_TEXT.exec(value.text)
     if (match?.[1]) {
-      const rule = INTERNAL_NAMES[match[1]]
+      const rule = INTERNAL_NAMES.get(match[1])
       if (rule) this.#report(node, rule, `'${match[1]}' in a string`)
     }
   }
@@ -823,12 +947,12 @@ class Checker {
       for (const name of node.childrenForFieldName('name')) {
         if (!name) continue
         const moduleNode = name.type === 'aliased_import' ? name.childForFieldName('name') : name
-        const module = moduleNode?.text.replace(/\s+/g, '') ?? ''
+        const module = ident(moduleNode)
         const match = ruleForName(module)
         if (match && this.#report(name, match.rule, `import ${module}`, [module])) {
           const bound =
             name.type === 'aliased_import'
-              ? (name.childForFieldName('alias')?.text ?? '')
+              ? ident(name.childForFieldName('alias'))
               : (module.split('.')[0] ?? '')
           this.#markFlagged(bound, match.entry)
         }
@@ -837,7 +961,7 @@ class Checker {
     }
     const moduleNode = node.childForFieldName('module_name')
     if (moduleNode?.type !== 'dotted_name') return // relative imports: the package is the user's own
-    const module = moduleNode.text.replace(/\s+/g, '')
+    const module = ident(moduleNode)
     const names = node.childrenForFieldName('name').filter((name): name is Node => name !== null)
     const moduleMatch = ruleForName(module)
     if (moduleMatch && this.#report(moduleNode, moduleMatch.rule, `from ${module} import …`, [module])) {
@@ -845,7 +969,7 @@ class Checker {
       return
     }
     for (const name of names) {
-      const imported = (name.type === 'aliased_import' ? name.childForFieldName('name') : name)?.text ?? ''
+      const imported = ident(name.type === 'aliased_import' ? name.childForFieldName('name') : name)
       const full = `${module}.${imported}`
       const match = ruleForName(full)
       if (match && this.#report(name, match.rule, `from ${module} import ${imported}`, [full])) {
@@ -863,13 +987,14 @@ class Checker {
   }
 
   #markFlagged(bound: string, entry: string): void {
+    this.#reportedEntries.add(entry)
     for (const binding of this.bindings.get(bound) ?? [])
       if (binding.kind === 'import') binding.flagged.add(entry)
   }
 }
 
 function boundName(name: Node): string {
-  return (name.type === 'aliased_import' ? name.childForFieldName('alias')?.text : name.text) ?? ''
+  return name.type === 'aliased_import' ? ident(name.childForFieldName('alias')) : ident(name)
 }
 
 /** A forbidden name under a module (os → os.system), for star imports. */

@@ -196,6 +196,35 @@ const HOSTILE: readonly Case[] = [
   c('process', 'import os; os.system  ("id")'),
   c('process', 'os . system("id")'),
   c('process', 'os.\\\nsystem("id")'),
+  // Python normalizes identifiers (NFKC): fullwidth letters spell the same names.
+  c('process', 'import os\nos.ｓｙｓｔｅｍ("id")'),
+  c('dynamic-code', 'ｅｖａｌ(payload)'),
+  c('dynamic-import', '__ｉｍｐｏｒｔ__("os")'),
+  c('network', 'import ｓｏｃｋｅｔ'),
+  // Namespaces looked up by a literal key.
+  c('process', 'globals()["os"].system("id")'),
+  c('process', 'import os\nlocals().get("os").system("id")'),
+  c('process', 'import sys\nsys.modules.get("posix").system("id")'),
+  // Attribute look-ups by string on objects the guard cannot follow.
+  c('dynamic-attribute', 'import operator\noperator.attrgetter("system")(os)("id")'),
+  c('dynamic-attribute', 'from operator import methodcaller\nmethodcaller("popen", "id")(mod)'),
+  c('dynamic-attribute', 'getattr(get_module(), "system")("id")'),
+  c('dynamic-attribute', 'object.__getattribute__(os, "sys" + "tem")("id")'),
+  c('dynamic-code', 'import builtins\ngetattr(builtins, "eval")(payload)'),
+  // Code in strings run by other functions, and serialized payloads that call code when loaded.
+  c('process', 'import timeit\ntimeit.timeit("import os; os.system(\'id\')", number=1)'),
+  c('dynamic-code', 'import pickle\npickle.loads(b"cos\\nsystem\\n(S\'id\'\\ntR.")'),
+  c(
+    'dynamic-code',
+    'open("p.pkl", "wb").write(b"\\x80\\x04\\x95\\x1d\\x00\\x8c\\x05posix\\x94\\x8c\\x06system\\x94\\x93")',
+  ),
+  c('dynamic-code', 'import yaml\nyaml.unsafe_load("!!python/object/apply:os.system [id]")'),
+  c('dynamic-import', '__spec__.loader.load_module("os")'),
+  // Downloads instead of the given files.
+  c('network', 'from sklearn.datasets import fetch_openml\nfetch_openml("titanic")'),
+  c('network', 'import seaborn as sns\ntips = sns.load_dataset("tips")'),
+  c('network', 'sns.load_dataset("iris")'),
+  c('network', 'import statsmodels.api as sm\nsm.datasets.get_rdataset("mtcars")'),
 ]
 
 describe('hostile code', () => {

@@ -234,6 +234,16 @@ const stdlib = [
   `import string\nstring.ascii_lowercase.index('c')`,
   `from urllib.parse import urljoin\nurljoin('https://example.com/a/', 'b')`,
   `import base64\nbase64.b64encode(b'abc').decode()`,
+  `import pickle\nwith open('model.pkl', 'rb') as f:\n    model = pickle.load(f)\nclone = pickle.loads(pickle.dumps(model))`,
+  `import timeit\ntimeit.timeit('sum(range(100))', number=1000)\ntimeit.timeit(lambda: df['a'].sum(), number=10)`,
+  `import operator\nget_name = operator.attrgetter('name')\nsorted(people, key=operator.attrgetter('age'))`,
+  `from sklearn.datasets import load_iris, make_classification\nX, y = load_iris(return_X_y=True)`,
+  `total = globals().get('total', 0) + 1\nprint(locals().get('df') is not None)`,
+  `import os\nprint(os.name, os.sep, os.getpid())`,
+  `print(f'données: {len(df)} lignes, moyenne {df["prix"].mean():.2f} €')`,
+  `résumé = df.describe()\nrésumé.to_csv('résumé.csv')`,
+  `import sys\nprint(sys.platform, sys.executable is not None)`,
+  `import platform\nprint(platform.system(), platform.machine())`,
 ]
 
 const dunders = [

@@ -49,7 +49,7 @@ function named(name: string): string {
   const digits = ['ZERO', 'ONE', 'TWO', 'THREE', 'FOUR', 'FIVE', 'SIX', 'SEVEN', 'EIGHT', 'NINE']
   const digit = /^DIGIT ([A-Z]+)$/.exec(upper)
   if (digit?.[1] && digits.includes(digit[1])) return String(digits.indexOf(digit[1]))
-  return NAMED[upper] ?? '\uFFFD'
+  return Object.hasOwn(NAMED, upper) ? (NAMED[upper] as string) : '\uFFFD'
 }
 
 /** Decodes the backslash escapes of a non-raw literal's body. */

@@ -57,10 +57,10 @@ export const ADVICE: Record<RuleId, string> = {
  * Dotted names that a rule forbids, with everything under them: `subprocess` covers
  * `subprocess.run`. Matched against what an import brings in and against resolved references.
  */
-const NAMES: Record<string, RuleId> = {}
+const NAMES = new Map<string, RuleId>()
 
 function add(rule: RuleId, names: readonly string[]): void {
-  for (const name of names) NAMES[name] = rule
+  for (const name of names) NAMES.set(name, rule)
 }
 
 add('network', [
@@ -107,6 +107,29 @@ add('network', [
   'mechanize',
   'scapy',
   'pandas.io.common.urlopen',
+  // Data set downloaders: a model's habit when it forgets the files it was given.
+  ...[
+    'fetch_openml',
+    'fetch_california_housing',
+    'fetch_20newsgroups',
+    'fetch_20newsgroups_vectorized',
+    'fetch_covtype',
+    'fetch_kddcup99',
+    'fetch_lfw_people',
+    'fetch_lfw_pairs',
+    'fetch_olivetti_faces',
+    'fetch_rcv1',
+    'fetch_species_distributions',
+  ].map((name) => `sklearn.datasets.${name}`),
+  'seaborn.load_dataset',
+  'statsmodels.api.datasets.get_rdataset',
+  'statsmodels.datasets.get_rdataset',
+  'nltk.download',
+  'datasets.load_dataset',
+  'huggingface_hub',
+  'kagglehub',
+  'gdown',
+  'wget',
 ])
 
 const OS_PROCESS = [
@@ -202,7 +225,7 @@ export function ruleForName(name: string): { rule: RuleId; entry: string } | und
   let end = name.length
   for (;;) {
     const prefix = name.slice(0, end)
-    const rule = NAMES[prefix]
+    const rule = NAMES.get(prefix)
     if (rule) return { rule, entry: prefix }
     end = name.lastIndexOf('.', end - 1)
     if (end <= 0) return undefined
@@ -210,42 +233,72 @@ export function ruleForName(name: string): { rule: RuleId; entry: string } | und
 }
 
 /** Names forbidden only when called: checking `isinstance(f, types.FunctionType)` is fine. */
-export const CALL_ONLY: Record<string, RuleId> = {
-  'types.FunctionType': 'dynamic-code',
-  'types.CodeType': 'dynamic-code',
-  'types.LambdaType': 'dynamic-code',
-}
+export const CALL_ONLY: ReadonlyMap<string, RuleId> = new Map(
+  Object.entries({
+    'types.FunctionType': 'dynamic-code',
+    'types.CodeType': 'dynamic-code',
+    'types.LambdaType': 'dynamic-code',
+  }),
+)
+
+/** Functions that run code given as a string, and the names of the arguments that carry it, in order. */
+export const CODE_STRING_ARGUMENTS: ReadonlyMap<string, readonly string[]> = new Map([
+  ['timeit.timeit', ['stmt', 'setup']],
+  ['timeit.repeat', ['stmt', 'setup']],
+  ['timeit.Timer', ['stmt', 'setup']],
+])
+
+/**
+ * Attribute names that only ever mean running programs, importing or walking frames: looked up by
+ * string (operator.attrgetter('system'), getattr(m, 'popen')) they are reported whatever the object.
+ */
+export const FORBIDDEN_ATTRIBUTE =
+  /^(system|popen[234]?|fork|forkpty|posix_spawnp?|exec[lv]p?e?|spawn[lv]p?e?|__import__|import_module|_getframe|_current_frames|currentframe|urlopen|urlretrieve|create_subprocess_(exec|shell))$/
+
+/**
+ * A pickle that imports a forbidden function: protocol 0 writes `cos\nsystem\n`, later protocols
+ * the two names as short strings. Unpickling it calls the function.
+ */
+export const PICKLE_CALL =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: pickles are binary; the separators are control bytes
+  /(?:^|[^A-Za-z0-9_])c?(?:os|posix|nt|subprocess|builtins|__builtin__|socket|ctypes|importlib|sys|pty|runpy)[\n\x00-\x20\x80-\xff]{1,3}(?:system|popen|exec[lv]?p?e?|spawn[lv]p?e?|eval|exec|compile|__import__|getattr|Popen|run|call|check_output|check_call|getoutput|socket|create_connection|CDLL|import_module|_getframe|modules)(?![A-Za-z0-9_])/
+
+/** PyYAML tags that build Python objects or call functions (yaml.unsafe_load runs them). */
+export const YAML_PYTHON_TAG = /!!python\/(?:object|name|module)/
 
 /** Builtins that run a string as code: allowed only on a literal, whose code is checked too. */
 export const CODE_RUNNERS = new Set(['builtins.eval', 'builtins.exec', 'builtins.compile'])
 
 /** Attribute and variable names that walk the interpreter's internals, anywhere they appear. */
-export const INTERNAL_NAMES: Record<string, RuleId> = {
-  __import__: 'dynamic-import',
-  __builtins__: 'dunder',
-  __subclasses__: 'dunder',
-  __globals__: 'dunder',
-  __mro__: 'dunder',
-  __bases__: 'dunder',
-  __base__: 'dunder',
-  __code__: 'dunder',
-  __closure__: 'dunder',
-  __loader__: 'dynamic-import',
-  __self__: 'dunder',
-  func_globals: 'dunder',
-  tb_frame: 'frame',
-  f_globals: 'frame',
-  f_locals: 'frame',
-  f_builtins: 'frame',
-  f_back: 'frame',
-  gi_frame: 'frame',
-  cr_frame: 'frame',
-  ag_frame: 'frame',
-}
+export const INTERNAL_NAMES: ReadonlyMap<string, RuleId> = new Map(
+  Object.entries({
+    __import__: 'dynamic-import',
+    __builtins__: 'dunder',
+    __subclasses__: 'dunder',
+    __globals__: 'dunder',
+    __mro__: 'dunder',
+    __bases__: 'dunder',
+    __base__: 'dunder',
+    __code__: 'dunder',
+    __closure__: 'dunder',
+    __loader__: 'dynamic-import',
+    __spec__: 'dynamic-import',
+    __self__: 'dunder',
+    func_globals: 'dunder',
+    tb_frame: 'frame',
+    f_globals: 'frame',
+    f_locals: 'frame',
+    f_builtins: 'frame',
+    f_back: 'frame',
+    gi_frame: 'frame',
+    cr_frame: 'frame',
+    ag_frame: 'frame',
+  }),
+)
 
 /** The same names inside string literals ('{0.__globals__}'.format(f), getattr(f, '__globals__')). */
 export const INTERNAL_NAME_IN_TEXT = new RegExp(
-  `(?<![A-Za-z0-9_])(${Object.keys(INTERNAL_NAMES).join('|')})(?![A-Za-z0-9_])`,
+  `(?<![A-Za-z0-9_])(${[...INTERNAL_NAMES.keys()].join('|')})(?![A-Za-z0-9_])`,
 )
 
 /**
@@ -307,14 +360,16 @@ export const PRIVATE_MODULE_ATTRIBUTES = new Set([
  * Names a cell may use without importing them, because an earlier cell did: an unbound `os` in a
  * cell is the os module.
  */
-export const CONVENTIONAL_ALIASES: Record<string, string> = {
-  np: 'numpy',
-  pd: 'pandas',
-  plt: 'matplotlib.pyplot',
-  sns: 'seaborn',
-  sm: 'statsmodels.api',
-  smf: 'statsmodels.formula.api',
-}
+export const CONVENTIONAL_ALIASES: ReadonlyMap<string, string> = new Map(
+  Object.entries({
+    np: 'numpy',
+    pd: 'pandas',
+    plt: 'matplotlib.pyplot',
+    sns: 'seaborn',
+    sm: 'statsmodels.api',
+    smf: 'statsmodels.formula.api',
+  }),
+)
 
 /**
  * Modules an unbound name is taken to be, because an earlier cell imported them: an unbound `os` in
