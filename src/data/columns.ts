@@ -55,9 +55,13 @@ export class ColumnAccumulator {
   private exampleNumberText?: string
   private readonly dates = new DateTracker()
 
+  private bools = 0
+
+  /** `maxDistinct`: past this many distinct values, new ones are no longer counted. */
   constructor(
     readonly name: string,
     readonly dtype: string,
+    private readonly maxDistinct = MAX_DISTINCT,
   ) {}
 
   add(value: Cell) {
@@ -67,7 +71,7 @@ export class ColumnAccumulator {
     }
     const seen = this.counts.get(value)
     if (seen !== undefined) this.counts.set(value, seen + 1)
-    else if (this.counts.size < MAX_DISTINCT) {
+    else if (this.counts.size < this.maxDistinct) {
       this.counts.set(value, 1)
       if (this.samples.length < SAMPLES) this.samples.push(value)
     } else this.capped = true
@@ -77,7 +81,9 @@ export class ColumnAccumulator {
       if (value < this.min) this.min = value
       if (value > this.max) this.max = value
       this.sum += value
-    } else if (typeof value === 'string') {
+    } else if (typeof value === 'boolean') {
+      this.bools++
+    } else {
       this.texts++
       if (seen !== undefined) {
         // Repeated values count like the first time, without testing them again.
@@ -152,15 +158,16 @@ export class ColumnAccumulator {
   }
 
   private booleans(): number {
-    let n = 0
-    for (const [value, count] of this.counts) if (typeof value === 'boolean') n += count
-    return n
+    return this.bools
   }
 
   private top(): { value: string; count: number }[] {
     const entries = [...this.counts].filter(([value]) => typeof value !== 'number')
     entries.sort((a, b) => b[1] - a[1])
-    return entries.slice(0, TOP).map(([value, count]) => ({ value: String(value), count }))
+    // Booleans as Python prints them.
+    const text = (value: string | boolean) =>
+      typeof value === 'boolean' ? (value ? 'True' : 'False') : value
+    return entries.slice(0, TOP).map(([value, count]) => ({ value: text(value as string | boolean), count }))
   }
 
   private textWarnings(name: string, warnings: string[]) {

@@ -4,7 +4,7 @@
  * lines, then a summary of the columns that do not fit (a table with thousands of columns).
  * @module
  */
-import { py } from './python-literal.js'
+import { py, thousands } from './python-literal.js'
 import type { Cell, ColumnProfile, DatasetProfile, SheetProfile } from './types.js'
 
 export interface FormatOptions {
@@ -44,11 +44,11 @@ function cellText(value: Cell): string {
 }
 
 function count(n: number, estimated?: boolean): string {
-  return `${estimated ? '~' : ''}${n.toLocaleString('en-US')}`
+  return `${estimated ? '~' : ''}${thousands(n)}`
 }
 
 /** `'name' dtype, N nulls: stats; e.g. …` in one line. */
-export function columnLine(column: ColumnProfile, rows: number): string {
+export function columnLine(column: ColumnProfile, rows: number, sampled = false): string {
   const parts: string[] = []
   if (column.nulls > 0)
     parts.push(
@@ -62,9 +62,9 @@ export function columnLine(column: ColumnProfile, rows: number): string {
       `${number(column.min)} … ${number(column.max)}${column.mean !== undefined ? `, mean ${number(column.mean)}` : ''}`,
     )
   }
-  const distinct = `${column.distinctEstimated ? '≥' : ''}${count(column.distinct)} distinct`
+  const distinct = `${count(column.distinct)} distinct${sampled ? ' in the sample' : column.distinctEstimated ? ' or more' : ''}`
   if (column.top && !column.dates) {
-    const unique = column.distinct === rows - column.nulls && rows > 1
+    const unique = !sampled && column.distinct === rows - column.nulls && rows > 1
     if (unique) stats.push(`${distinct} (all different)`)
     else
       stats.push(
@@ -111,6 +111,7 @@ interface Table {
   readCall: string
   rows: number
   rowsEstimated?: boolean
+  sampled?: boolean
   columns: ColumnProfile[]
   sampleRows: Record<string, Cell>[]
   warnings: string[]
@@ -118,7 +119,7 @@ interface Table {
 
 /** The column block, as detailed as `budget` characters allow. */
 function columnBlock(table: Table, budget: number): string[] {
-  const full = table.columns.map((c) => columnLine(c, table.rows))
+  const full = table.columns.map((c) => columnLine(c, table.rows, table.sampled))
   const total = full.reduce((n, line) => n + line.length + 1, 0)
   if (total <= budget) return full
   // As many full lines as fit (keeping room for the rest in short form), then the rest in short form.
@@ -148,12 +149,12 @@ function columnBlock(table: Table, budget: number): string[] {
   for (const c of table.columns.slice(i)) dtypes.set(c.dtype, (dtypes.get(c.dtype) ?? 0) + 1)
   const summary = [...dtypes]
     .sort((a, b) => b[1] - a[1])
-    .map(([d, n]) => `${n.toLocaleString('en-US')} ${d}`)
+    .map(([d, n]) => `${thousands(n)} ${d}`)
     .join(', ')
   const last = table.columns[table.columns.length - 1] as ColumnProfile
   const names: string[] = []
   const tail = (listed: number) =>
-    ` … ${(rest.length - listed).toLocaleString('en-US')} more up to ${py(clip(last.name, 30))}. Of the ${rest.length.toLocaleString('en-US')} columns here: ${summary}; list them with df.columns or df.dtypes.value_counts()`
+    ` … ${thousands(rest.length - listed)} more up to ${py(clip(last.name, 30))}. Of the ${thousands(rest.length)} columns here: ${summary}; list them with df.columns or df.dtypes.value_counts()`
   let length = '- more: '.length + tail(0).length
   for (const item of rest) {
     if (used + length + item.length + 2 > budget) break
@@ -167,7 +168,7 @@ function columnBlock(table: Table, budget: number): string[] {
 function section(table: Table, budgetTokens: number): string {
   const budget = budgetTokens * CHARS_PER_TOKEN
   const header = [
-    `## ${table.title} — ${count(table.rows, table.rowsEstimated)} rows × ${table.columns.length.toLocaleString('en-US')} columns`,
+    `## ${table.title} — ${count(table.rows, table.rowsEstimated)} rows × ${thousands(table.columns.length)} columns`,
     `df = ${table.readCall}`,
   ]
   const warnings = table.warnings.slice(0, MAX_WARNINGS).map((w) => `- ${w}`)
@@ -177,9 +178,7 @@ function section(table: Table, budgetTokens: number): string {
   if (table.columns.length > 30) {
     const dtypes = new Map<string, number>()
     for (const c of table.columns) dtypes.set(c.dtype, (dtypes.get(c.dtype) ?? 0) + 1)
-    const counts = [...dtypes]
-      .sort((a, b) => b[1] - a[1])
-      .map(([d, n]) => `${n.toLocaleString('en-US')} ${d}`)
+    const counts = [...dtypes].sort((a, b) => b[1] - a[1]).map(([d, n]) => `${thousands(n)} ${d}`)
     columnsTitle = `Columns (${counts.join(', ')}):`
   }
   const render = (columns: string[], samples: string[], warn: string[]) =>
@@ -254,6 +253,7 @@ function fileSection(profile: DatasetProfile, budgetTokens: number): string {
       readCall: profile.readCall,
       rows: profile.rows,
       rowsEstimated: profile.rowsEstimated,
+      sampled: profile.sampled,
       columns: profile.columns,
       sampleRows: profile.sampleRows,
       warnings: profile.warnings,

@@ -26,7 +26,7 @@ import {
 import { compressors } from 'hyparquet-compressors'
 import { findPython } from '../sandbox/local/python.js'
 import { ColumnAccumulator } from './columns.js'
-import { py } from './python-literal.js'
+import { py, thousands } from './python-literal.js'
 import type { Cell, ColumnProfile, DatasetProfile, ProfileOptions } from './types.js'
 
 const SAMPLE_ROWS = 50_000
@@ -230,8 +230,7 @@ export async function profileParquet(base: DatasetProfile, options: ProfileOptio
       `The sandbox's pandas cannot read Parquet (no pyarrow), so it gets a pickled copy with the same dtypes: read it with pd.read_pickle(${py(`data/${name}`)}).`,
     )
   }
-  if (sampleEnd < rows)
-    warnings.push(`Statistics come from the first ${sampleEnd.toLocaleString('en-US')} of the rows.`)
+  if (sampleEnd < rows) warnings.push(`Statistics come from the first ${thousands(sampleEnd)} of the rows.`)
   return {
     ...base,
     name,

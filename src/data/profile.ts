@@ -13,7 +13,7 @@ import { type CsvInput, profileCsv } from './csv/profile.js'
 import { detect, formatFromName, jsonKind } from './detect.js'
 import { detectEncoding, looksBinary } from './encoding.js'
 import type { PandasJob, PandasResult } from './pandas.js'
-import { call, py } from './python-literal.js'
+import { call, py, thousands } from './python-literal.js'
 import { gunzipHead, gzipSizeHint, readHead, readPieces } from './source.js'
 import type { DataFormat, DatasetProfile, ProfileOptions } from './types.js'
 
@@ -34,9 +34,9 @@ export interface ProfileLimits {
 
 export const DEFAULT_LIMITS: ProfileLimits = {
   fullReadBytes: 16 * 1024 * 1024,
-  headBytes: 1024 * 1024,
-  pieces: 16,
-  pieceBytes: 32 * 1024,
+  headBytes: 512 * 1024,
+  pieces: 24,
+  pieceBytes: 16 * 1024,
   exactCountBytes: 128 * 1024 * 1024,
   excelFullBytes: 8 * 1024 * 1024,
   excelSampleRows: 5000,
@@ -320,7 +320,7 @@ function jsonOutcome(
   profile.rowsEstimated = true
   profile.sampled = true
   profile.warnings.push(
-    `Statistics come from the first ${sampleRecords.toLocaleString('en-US')} records; the row count is an estimate.`,
+    `Statistics come from the first ${thousands(sampleRecords)} records; the row count is an estimate.`,
   )
   return { profile, job: { kind: format, text: sample } }
 }

@@ -23,3 +23,10 @@ export function call(name: string, first: string, keywords: [string, string | un
   ]
   return `${name}(${args.join(', ')})`
 }
+
+/** 1234567 → '1,234,567'. (toLocaleString loads ICU's locale data: tens of milliseconds on first use.) */
+export function thousands(n: number): string {
+  const [whole, fraction] = String(n).split('.')
+  const grouped = (whole as string).replace(/\B(?=(\d{3})+(?!\d))/g, ',')
+  return fraction === undefined ? grouped : `${grouped}.${fraction}`
+}

@@ -7,13 +7,14 @@
  */
 import { ColumnAccumulator } from '../columns.js'
 import type { TextEncoding } from '../encoding.js'
-import { call, py } from '../python-literal.js'
+import { call, py, thousands } from '../python-literal.js'
 import type { Cell, ColumnProfile, DatasetProfile } from '../types.js'
 import { DtypeTracker, isFloatText, isNA, type NumberFormat, toNumber } from './infer.js'
 import { sniffDecimal, sniffDelimiter } from './sniff.js'
 import { tokenize } from './tokenize.js'
 
 const SAMPLE_ROWS = 5
+const SAMPLED_DISTINCT = 10_000
 
 export interface CsvInput {
   /** The base profile: path, name, format, bytes, compression, warnings so far. */
@@ -197,7 +198,12 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
   for (let c = 0; c < names.length; c++) {
     const field = c + indexColumns
     const dtype = dtypes[c] as string
-    const accumulator = new ColumnAccumulator(names[c] as string, dtype)
+    // A sample's distinct counts are floors anyway: a smaller cap saves time on huge files.
+    const accumulator = new ColumnAccumulator(
+      names[c] as string,
+      dtype,
+      sampled ? SAMPLED_DISTINCT : undefined,
+    )
     for (const record of all) accumulator.add(typed(record[field], dtype, format, na))
     const result = accumulator.finish({ distinctEstimated: sampled })
     columns.push(result.profile)
@@ -245,7 +251,7 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
     }
     profile.sampled = true
     warnings.push(
-      `Statistics come from a sample of ${all.length.toLocaleString('en-US')} rows${profile.rowsEstimated ? '; the row count is an estimate' : ''}: dtypes can still change further into the file.`,
+      `Statistics come from a sample of ${thousands(all.length)} rows${profile.rowsEstimated ? '; the row count is an estimate' : ''}: dtypes can still change further into the file.`,
     )
   }
 
