@@ -4,6 +4,7 @@
 // parser in Python). Run after `npm run build`: node bench/guard.mjs [--quick]
 // Prints a markdown section.
 import { spawnSync } from 'node:child_process'
+import { loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { machine, percentile, table } from './util.mjs'
 
@@ -110,6 +111,7 @@ process.stdout.write(`## Guard: checkCode (${machine()})
 First call, including loading the WASM runtime and the Python grammar: ${initMs.toFixed(1)} ms.
 The hostile cell yields ${violations.length} violations (${[...new Set(violations.map((v) => v.rule))].join(', ')}).
 Baselines in the same run: tree-sitter's parse alone, and CPython 3.11's ast.parse (timed inside Python).
+Load average at the end (shared machine; p95 is mostly other processes): ${loadavg().map((n) => n.toFixed(1)).join(', ')}.
 
 ${table(
   ['cell', 'check p50', 'check p95', 'tree-sitter parse p50', 'check / parse', 'CPython ast.parse p50', 'check / ast.parse'],

@@ -244,6 +244,7 @@ const stdlib = [
   `résumé = df.describe()\nrésumé.to_csv('résumé.csv')`,
   `import sys\nprint(sys.platform, sys.executable is not None)`,
   `import platform\nprint(platform.system(), platform.machine())`,
+  `df.loc[df['os'] == 'linux', 'os system'] = 'Linux os system'\nprint("sys call rate by os run:", df.groupby('os').size())`,
 ]
 
 const dunders = [

@@ -261,7 +261,7 @@ export const FORBIDDEN_ATTRIBUTE =
  */
 export const PICKLE_CALL =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: pickles are binary; the separators are control bytes
-  /(?:^|[^A-Za-z0-9_])c?(?:os|posix|nt|subprocess|builtins|__builtin__|socket|ctypes|importlib|sys|pty|runpy)[\n\x00-\x20\x80-\xff]{1,3}(?:system|popen|exec[lv]?p?e?|spawn[lv]p?e?|eval|exec|compile|__import__|getattr|Popen|run|call|check_output|check_call|getoutput|socket|create_connection|CDLL|import_module|_getframe|modules)(?![A-Za-z0-9_])/
+  /(?:^|[^A-Za-z0-9_])c?(?:os|posix|nt|subprocess|builtins|__builtin__|socket|ctypes|importlib|sys|pty|runpy)[\n\x00-\x1f\x80-\xff]{1,3}(?:system|popen|exec[lv]?p?e?|spawn[lv]p?e?|eval|exec|compile|__import__|getattr|Popen|run|call|check_output|check_call|getoutput|socket|create_connection|CDLL|import_module|_getframe|modules)(?![A-Za-z0-9_])/
 
 /** PyYAML tags that build Python objects or call functions (yaml.unsafe_load runs them). */
 export const YAML_PYTHON_TAG = /!!python\/(?:object|name|module)/
