@@ -1,25 +1,29 @@
-// Benchmark: `analyst profile` on a 1 GiB CSV (and a 100 MiB one) against the plain pattern's
-// get_data_schema (pandas nrows=5 for the columns, then a full read_csv to count the rows), in the
-// same run. Run after `npm run build`: node bench/profile.mjs [--keep] [--runs N]
-// Prints a markdown table; the files are generated under /tmp and removed afterwards unless --keep.
+// Benchmark: the whole `analyst profile` process (node dist/cli/bin.js, started directly) on a 1 GiB
+// CSV and a 100 MiB one, against the plain pattern's get_data_schema (pandas nrows=5 for the
+// columns, then a full read_csv to count the rows) on the same files in the same run.
+// Run after `npm run build`: node bench/profile.mjs [--quick] [--keep] [--runs N]
+// Prints a markdown section. The files are generated under /tmp, removed afterwards unless --keep.
+// --quick: a 256 MiB file instead of both, 3 runs.
 import { spawnSync } from 'node:child_process'
-import { createWriteStream, existsSync, mkdirSync, rmSync, statSync } from 'node:fs'
-import { cpus, totalmem } from 'node:os'
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { machine, table } from './util.mjs'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = join(ROOT, 'dist/cli/bin.js')
 const DIR = '/tmp/analyst-bench-profile'
 const PYTHON = '/usr/bin/python3'
 const args = process.argv.slice(2)
+const quick = args.includes('--quick')
 const keep = args.includes('--keep')
-const runs = Number(args[args.indexOf('--runs') + 1]) || 5
+const runs = Number(args[args.indexOf('--runs') + 1]) || (quick ? 3 : 7)
+const MiB = 1024 * 1024
 
-const CATEGORIES = ['North', 'South', 'East', 'West', 'Central']
+const REGIONS = ['North', 'South', 'East', 'West', 'Central']
 const NOTES = ['', 'ok', 'late delivery', '"damaged, returned"', 'gift', 'NA']
 
-/** A CSV of `bytes` bytes (about): ints, floats, dates and text, some quoted with commas, some missing. */
+/** A CSV of about `bytes` bytes: ints, floats, dates as text, booleans, text (some quoted, some missing). */
 async function generate(path, bytes) {
   if (existsSync(path) && statSync(path).size >= bytes) return
   mkdirSync(dirname(path), { recursive: true })
@@ -38,10 +42,11 @@ async function generate(path, bytes) {
     let chunk = ''
     for (let i = 0; i < 20_000; i++) {
       id++
-      const day = 1 + (id % 28)
-      const month = 1 + (id % 12)
+      const date = `2023-${String(1 + (id % 12)).padStart(2, '0')}-${String(1 + (id % 28)).padStart(2, '0')}`
       const discount = random() < 0.1 ? '' : (random() * 0.3).toFixed(3)
-      chunk += `${id},2023-${String(month).padStart(2, '0')}-${String(day).padStart(2, '0')},${CATEGORIES[id % 5]},${(random() * 1000).toFixed(2)},${1 + Math.floor(random() * 20)},${discount},${random() < 0.05 ? 'True' : 'False'},${NOTES[Math.floor(random() * NOTES.length)]}\n`
+      const returned = random() < 0.05 ? 'True' : 'False'
+      const note = NOTES[Math.floor(random() * NOTES.length)]
+      chunk += `${id},${date},${REGIONS[id % 5]},${(random() * 1000).toFixed(2)},${1 + Math.floor(random() * 20)},${discount},${returned},${note}\n`
     }
     written += chunk.length
     if (!out.write(chunk)) await new Promise((resolve) => out.once('drain', resolve))
@@ -49,16 +54,17 @@ async function generate(path, bytes) {
   await new Promise((resolve) => out.end(resolve))
 }
 
-function time(command, commandArgs) {
+/** Wall seconds, CPU seconds (user + system) and peak RSS of one process. */
+function measure(command, commandArgs) {
   const start = process.hrtime.bigint()
-  const result = spawnSync('/usr/bin/time', ['-f', '%M', command, ...commandArgs], {
+  const result = spawnSync('/usr/bin/time', ['-f', '%U %S %M', command, ...commandArgs], {
     encoding: 'utf8',
-    maxBuffer: 256 * 1024 * 1024,
+    maxBuffer: 64 * MiB,
   })
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9
-  if (result.status !== 0) throw new Error(`${command} failed: ${result.stderr}`)
-  const rssKb = Number(result.stderr.trim().split('\n').pop())
-  return { seconds, rssMb: rssKb / 1024, stdout: result.stdout }
+  const wall = Number(process.hrtime.bigint() - start) / 1e9
+  if (result.status !== 0) throw new Error(`${command} ${commandArgs.join(' ')} failed: ${result.stderr}`)
+  const [user, system, rssKb] = result.stderr.trim().split('\n').pop().split(' ').map(Number)
+  return { wall, cpu: user + system, rssMb: rssKb / 1024, stdout: result.stdout }
 }
 
 const BASELINE = `
@@ -69,70 +75,84 @@ rows = len(pd.read_csv(path))
 print(rows)
 `
 
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]
-}
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
+const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')
 
 export async function benchProfile() {
   if (!existsSync(BIN)) throw new Error('Build first: npm run build')
-  const cases = [
-    { name: '100 MiB CSV', path: join(DIR, 'medium.csv'), bytes: 100 * 1024 * 1024 },
-    { name: '1 GiB CSV', path: join(DIR, 'big.csv'), bytes: 1024 * 1024 * 1024 },
-  ]
-  const rows = []
+  const cases = quick
+    ? [{ name: 'CSV', path: join(DIR, 'quick.csv'), bytes: 256 * MiB }]
+    : [
+        { name: 'CSV', path: join(DIR, 'medium.csv'), bytes: 100 * MiB },
+        { name: 'CSV', path: join(DIR, 'big.csv'), bytes: 1024 * MiB },
+      ]
+  const results = []
   for (const c of cases) {
     await generate(c.path, c.bytes)
-    // Warm the page cache for both sides alike.
-    spawnSync('cat', [c.path], { stdio: 'ignore' })
+    spawnSync('cat', [c.path], { stdio: 'ignore' }) // the page cache, warm for both sides alike
     const profiles = []
-    let last
-    for (let i = 0; i < runs; i++) {
-      last = time(process.execPath, [BIN, 'profile', c.path, '--json'])
-      profiles.push(last)
-    }
-    const profile = JSON.parse(last.stdout)[0]
-    const base = time(PYTHON, ['-c', BASELINE, c.path])
-    const actualRows = Number(base.stdout.trim())
-    const seconds = median(profiles.map((p) => p.seconds))
-    rows.push({
-      name: c.name,
+    for (let i = 0; i < runs; i++)
+      profiles.push(measure(process.execPath, [BIN, 'profile', c.path, '--json']))
+    const profile = JSON.parse(profiles[profiles.length - 1].stdout)[0]
+    const base = measure(PYTHON, ['-c', BASELINE, c.path])
+    results.push({
+      ...c,
       size: statSync(c.path).size,
-      seconds,
+      wall: median(profiles.map((p) => p.wall)),
+      best: Math.min(...profiles.map((p) => p.wall)),
+      cpu: median(profiles.map((p) => p.cpu)),
       rss: Math.max(...profiles.map((p) => p.rssMb)),
-      baseline: base.seconds,
-      baselineRss: base.rssMb,
+      baseline: base,
       rows: profile.rows,
       estimated: Boolean(profile.rowsEstimated),
-      actualRows,
+      actualRows: Number(base.stdout.trim()),
     })
   }
   if (!keep) rmSync(DIR, { recursive: true, force: true })
-  return rows
+  return results
 }
 
-function table(rows) {
-  const lines = [
-    '| file | analyst profile (median of ' +
-      runs +
-      ') | peak RSS | get_data_schema (nrows=5 + full read_csv) | peak RSS | speed-up | rows reported | actual rows |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- |',
-  ]
-  for (const r of rows) {
-    const error = r.estimated
-      ? ` (estimate, ${(((r.rows - r.actualRows) / r.actualRows) * 100).toFixed(2)}% off)`
-      : ' (exact)'
-    lines.push(
-      `| ${r.name} (${(r.size / 2 ** 20).toFixed(0)} MiB) | ${r.seconds.toFixed(3)} s | ${r.rss.toFixed(0)} MB | ${r.baseline.toFixed(2)} s | ${r.baselineRss.toFixed(0)} MB | ${(r.baseline / r.seconds).toFixed(1)}× | ${r.rows.toLocaleString('en-US')}${error} | ${r.actualRows.toLocaleString('en-US')} |`,
-    )
-  }
-  return lines.join('\n')
+function report(results, loadBefore, loadAfter) {
+  const rows = results.map((r) => {
+    const accuracy = r.estimated
+      ? `${r.rows.toLocaleString('en-US')} (estimate, ${(((r.rows - r.actualRows) / r.actualRows) * 100).toFixed(2)}% off)`
+      : `${r.rows.toLocaleString('en-US')} (exact)`
+    return [
+      `${r.name} ${(r.size / MiB).toFixed(0)} MiB`,
+      `${r.wall.toFixed(3)} s (best ${r.best.toFixed(3)})`,
+      `${r.cpu.toFixed(2)} s`,
+      `${r.rss.toFixed(0)} MB`,
+      `${r.baseline.wall.toFixed(2)} s`,
+      `${r.baseline.rssMb.toFixed(0)} MB`,
+      `${(r.baseline.wall / r.wall).toFixed(1)}×`,
+      accuracy,
+      r.actualRows.toLocaleString('en-US'),
+    ]
+  })
+  return [
+    `## Profile: analyst profile vs get_data_schema (${machine()})`,
+    '',
+    `The whole \`node dist/cli/bin.js profile FILE --json\` process, median of ${runs} runs, page cache warm; the baseline (pandas \`nrows=5\`, then a full \`read_csv\` to count rows) once, same files, same run. Load average before/after: ${loadBefore} / ${loadAfter} (other work on this 2-core machine stretches wall times; CPU time is less affected).`,
+    '',
+    table(
+      [
+        'file',
+        'profile wall',
+        'profile CPU',
+        'profile peak RSS',
+        'baseline wall',
+        'baseline peak RSS',
+        'speed-up',
+        'rows reported',
+        'rows (pandas)',
+      ],
+      rows,
+    ),
+  ].join('\n')
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const cpu = cpus()[0]?.model ?? 'unknown CPU'
-  console.log(
-    `Machine: ${cpus().length} cores, ${cpu}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM; node ${process.version}; ${new Date().toISOString().slice(0, 10)}\n`,
-  )
-  console.log(table(await benchProfile()))
+  const before = loadavg()
+  const results = await benchProfile()
+  console.log(report(results, before, loadavg()))
 }

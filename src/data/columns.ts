@@ -13,6 +13,23 @@ const SAMPLES = 3
 const TOP = 5
 const SENTINELS = new Set([-9999999, -999999, -99999, -9999, -999, -99, 999, 9999, 99999, 999999, 9999999])
 
+// Spellings of "missing" that read_csv does not treat as NaN by default (pandas 1.5).
+const MISSING_TEXT = new Set([
+  'none',
+  '-',
+  '--',
+  '?',
+  'missing',
+  'unknown',
+  'n.a.',
+  'na.',
+  'not available',
+  '.',
+  'nil',
+  '#n/a!',
+  'undefined',
+  'empty',
+])
 const PLAIN_NUMBER = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/
 const THOUSANDS_COMMA = /^\s*[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?\s*$/
 const THOUSANDS_DOT = /^\s*[+-]?\d{1,3}(?:\.\d{3})+(?:,\d+)?\s*$/
@@ -172,6 +189,17 @@ export class ColumnAccumulator {
 
   private textWarnings(name: string, warnings: string[]) {
     const texts = this.texts
+    // Text that reads like a missing value but that pandas keeps as text.
+    const missing = [...this.counts].filter(
+      ([value]) => typeof value === 'string' && MISSING_TEXT.has(value.trim().toLowerCase()),
+    )
+    if (missing.length > 0) {
+      const list = missing.map(([value, n]) => `${JSON.stringify(value)} ×${n}`).join(', ')
+      const values = missing.map(([value]) => JSON.stringify(value)).join(', ')
+      warnings.push(
+        `${name} has text that looks like a missing value (${list}), which pandas keeps as text: read with na_values=[${values}] or replace it with NaN`,
+      )
+    }
     const share = (n: number) => `${Math.round((100 * n) / texts)}%`
     if (this.thousandsTexts > 0 && this.thousandsTexts + this.numericTexts >= texts * 0.9) {
       const sep = this.decimalCommaTexts > 0 || this.thousandsTexts === 0 ? "'.'" : "','"

@@ -10,6 +10,7 @@ const YEAR_FIRST = new RegExp(String.raw`^(\d{4})([-/.])(\d{1,2})\2(\d{1,2})${TI
 const YEAR_LAST = new RegExp(String.raw`^(\d{1,2})([-/.])(\d{1,2})\2(\d{4}|\d{2})${TIME}$`)
 const DAY_MONTH_NAME = /^(\d{1,2})[ -]([A-Za-z]{3,9})\.?,?[ -](\d{4})$/
 const MONTH_NAME_DAY = /^([A-Za-z]{3,9})\.? (\d{1,2}),? (\d{4})$/
+const YEAR_MONTH = /^(\d{4})-(\d{2})$/
 const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec']
 
 function pad(n: number, width = 2): string {
@@ -51,7 +52,7 @@ export class DateTracker {
 
   add(value: string): boolean {
     const text = value.trim()
-    if (text.length < 6 || text.length > 40) return false
+    if (text.length < 7 || text.length > 40) return false
     const c = text.charCodeAt(0)
     if (c >= 48 && c <= 57) {
       let m = YEAR_FIRST.exec(text)
@@ -75,6 +76,14 @@ export class DateTracker {
         if (mdy) keep(this.monthFirst, mdy)
         if (dmy) keep(this.dayFirst, dmy)
         this.yearLast++
+        this.matched++
+        return true
+      }
+      m = YEAR_MONTH.exec(text)
+      if (m) {
+        const k = key(Number(m[1]), Number(m[2]), 1)
+        if (!k) return false
+        keep(this.yearFirst, k.slice(0, 7))
         this.matched++
         return true
       }
