@@ -186,8 +186,15 @@ def main():
 main()
 `
 
+/** How long pandas may take over one batch of files before it is stopped (a huge workbook, say). */
+export const PANDAS_TIMEOUT_MS = 120_000
+
 /** Runs pandas over the jobs, in one process; one result per job, in order. */
-export async function profileWithPandas(jobs: PandasJob[], signal?: AbortSignal): Promise<PandasResult[]> {
+export async function profileWithPandas(
+  jobs: PandasJob[],
+  signal?: AbortSignal,
+  timeoutMs = PANDAS_TIMEOUT_MS,
+): Promise<PandasResult[]> {
   if (jobs.length === 0) return []
   let executable: string
   try {
@@ -201,6 +208,8 @@ export async function profileWithPandas(jobs: PandasJob[], signal?: AbortSignal)
       env: { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1', OPENBLAS_NUM_THREADS: '1' },
       stdio: ['pipe', 'pipe', 'pipe'],
       signal,
+      timeout: timeoutMs,
+      killSignal: 'SIGKILL',
     })
     const out: Buffer[] = []
     const err: Buffer[] = []
@@ -208,7 +217,12 @@ export async function profileWithPandas(jobs: PandasJob[], signal?: AbortSignal)
     child.stderr.on('data', (chunk: Buffer) => err.push(chunk))
     const fail = (message: string) => resolve(jobs.map(() => ({ error: message })))
     child.on('error', (error) => fail(`pandas could not be run: ${error.message}`))
-    child.on('close', (code) => {
+    child.on('close', (code, killed) => {
+      if (killed === 'SIGKILL' && !signal?.aborted) {
+        return fail(
+          `pandas took longer than ${timeoutMs < 1000 ? timeoutMs / 1000 : Math.round(timeoutMs / 1000)} s to read the file and was stopped. Try a smaller file, or CSV.`,
+        )
+      }
       if (code !== 0) {
         const detail = Buffer.concat(err).toString('utf8').trim().split('\n').pop() ?? ''
         return fail(`pandas failed while reading the file (${detail || `exit code ${code}`}).`)
