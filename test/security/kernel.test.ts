@@ -4,7 +4,9 @@
  * IPC, UTS and network namespaces; /sys and the host's devices are not there.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
 import { hostname } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Sandbox } from '../../src/index.js'
 import {
@@ -12,6 +14,8 @@ import {
   create,
   expectBlocked,
   hostileFamily,
+  hostView,
+  isRoot,
   lit,
   probe,
   py,
@@ -126,6 +130,7 @@ describe('hostile code: mounts, ptrace, kernel keyrings, device nodes (guard off
           touch /usr/${marker} 2>&1 || echo usr-readonly
           umount /home/user/data 2>&1 || echo data-locked
           echo data > /home/user/data/${marker} 2>&1 || echo data-readonly
+          mount -t tmpfs none /home/user && touch /home/user/${marker} && echo workspace-covered
           '''
           nested = sh("unshare -Urm sh -c '%s'" % script)
           report(nested=nested, seen=os.path.exists('/tmp/${marker}'), mounts=open('/proc/self/mountinfo').read())
@@ -141,6 +146,14 @@ describe('hostile code: mounts, ptrace, kernel keyrings, device nodes (guard off
       }
       expect(report.seen).toBe(false)
       expect(report.mounts).not.toContain(marker)
+      // Nothing propagates to the host: no new mount over the workspace, no file in it.
+      const work = hostView(sandbox).work
+      const hostMounts = readFileSync('/proc/self/mountinfo', 'utf8')
+        .split('\n')
+        .filter((line) => line.includes(work))
+      expect(hostMounts).toHaveLength(isRoot ? 1 : 0)
+      expect(existsSync(join(work, marker))).toBe(false)
+      expect(existsSync(join(hostView(sandbox).dir, 'data', marker))).toBe(false)
     })
 
     it("blocked: chroot, setns into the init's namespaces, and nsenter", async () => {

@@ -285,6 +285,21 @@ describe('hostile code: symlink and path tricks (guard off)', () => {
       await expectRefused(sandbox.files.read('mem'))
     })
 
+    it.fails('harmless: a file name that is not UTF-8 does not break files.list', async () => {
+      // FAILS: files.list('.') rejects with a bare ENOENT Error (not an AnalystError): the host reads
+      // names as UTF-8 (the bad bytes become U+FFFD) and then lstat()s the changed name. The host
+      // cannot remove the file either, and artifact collection silently skips it.
+      const odd = await create({ limits: SMALL })
+      try {
+        await run(odd, "open(b'bad\\xff\\xfe.csv', 'w').write('x')\nopen('good.csv', 'w').write('y')")
+        const listed = await odd.files.list('.').catch((error: unknown) => error)
+        expect(listed, String(listed)).toBeInstanceOf(Array)
+        expect((listed as Array<{ name: string }>).map((entry) => entry.name)).toContain('good.csv')
+      } finally {
+        await odd.kill()
+      }
+    })
+
     it.fails('bounded: a workspace nested thousands of folders deep does not break the next cell', async () => {
       // FAILS until the scan is iterative: the host's artifact scan recurses once per folder level and
       // holds one open descriptor per level; at depth 30000 it overflows the stack and runCode

@@ -83,6 +83,10 @@ const DAEMONS = {
         os._exit(0)
   `,
   'a nested PID namespace (unshare -Urpf)': "subprocess.Popen(['unshare', '-Urpf', 'sleep', '1000'])",
+  'a fork bomb still forking when kill() comes': py`
+    subprocess.Popen(['sh', '-c', 'b() { b | b & }; b'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                     start_new_session=True)
+  `,
 }
 
 describe('hostile code: signals and processes that try to outlive the session (guard off)', () => {
