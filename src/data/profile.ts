@@ -242,7 +242,8 @@ async function profileDetected(
     },
     countRecords:
       info.size <= L.exactCountBytes
-        ? async (delimiter) => (await import('./csv/count.js')).countRecords(path, delimiter, options.signal)
+        ? async (delimiter) =>
+            (await import('./csv/count-worker.js')).countRecordsInWorker(path, delimiter, options.signal)
         : undefined,
   })
 }

@@ -63,6 +63,28 @@ describe('analyst profile', () => {
     expect((JSON.parse(json.stdout) as { error: string }[])[0]?.error).toMatch(/No such file/)
   })
 
+  it('samples a file bigger than the full-read limit and counts its rows exactly (in a worker thread)', () => {
+    const rows = 600_000
+    const lines = ['id,label,value']
+    for (let i = 0; i < rows; i++)
+      lines.push(
+        i % 1000 === 0 ? `${i},"multi\nline, quoted",${i / 4}` : `${i},plain text number ${i % 97},${i / 4}`,
+      )
+    writeFileSync(join(dir, 'big.csv'), `${lines.join('\n')}\n`)
+    const { code, stdout } = analyst(['profile', 'big.csv', '--json'])
+    expect(code).toBe(0)
+    const [profile] = JSON.parse(stdout) as {
+      rows: number
+      rowsEstimated?: boolean
+      sampled?: boolean
+      bytes: number
+    }[]
+    expect(profile?.bytes).toBeGreaterThan(16 * 1024 * 1024)
+    expect(profile?.sampled).toBe(true)
+    expect(profile?.rowsEstimated).toBeUndefined()
+    expect(profile?.rows).toBe(rows)
+  })
+
   it('rejects a bad option with a usage message', () => {
     const { code, stderr } = analyst(['profile', 'sales.csv', '--tokens', 'many'])
     expect(code).toBe(2)

@@ -99,6 +99,9 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
   }
   const delimiter = sniffDelimiter(headText, input.base.format === 'tsv')
   profile.delimiter = delimiter
+  // The exact count (a pass over the whole file, in a worker) runs while the sample is profiled.
+  const counting = !input.complete && input.countRecords ? input.countRecords(delimiter) : undefined
+  counting?.catch(() => {}) // awaited below; a failure there means an estimate instead
   const head = tokenize(headText, { delimiter, final: input.complete })
   if (head.records.length === 0) {
     return {
@@ -229,7 +232,7 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
     profile.rows = records.length
   } else {
     let counted: number | undefined
-    if (input.countRecords && badLines === 0) counted = (await input.countRecords(delimiter)) - offset
+    if (counting && badLines === 0) counted = await counting.then((n) => n - offset).catch(() => undefined)
     if (counted !== undefined) profile.rows = counted
     else {
       profile.rowsEstimated = true
