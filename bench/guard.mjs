@@ -106,15 +106,18 @@ for (const [name, code] of [
 }
 
 const violations = await checkCode(HOSTILE)
+const rules = [...new Set(violations.map((v) => v.rule))].join(', ')
+const load = loadavg()
+  .map((n) => n.toFixed(1))
+  .join(', ')
+const header = ['cell', 'check p50', 'check p95', 'tree-sitter parse p50', 'check / parse']
+header.push('CPython ast.parse p50', 'check / ast.parse')
 process.stdout.write(`## Guard: checkCode (${machine()})
 
 First call, including loading the WASM runtime and the Python grammar: ${initMs.toFixed(1)} ms.
-The hostile cell yields ${violations.length} violations (${[...new Set(violations.map((v) => v.rule))].join(', ')}).
+The hostile cell yields ${violations.length} violations (${rules}).
 Baselines in the same run: tree-sitter's parse alone, and CPython 3.11's ast.parse (timed inside Python).
-Load average at the end (shared machine; p95 is mostly other processes): ${loadavg().map((n) => n.toFixed(1)).join(', ')}.
+Load average at the end (shared machine; p95 is mostly other processes): ${load}.
 
-${table(
-  ['cell', 'check p50', 'check p95', 'tree-sitter parse p50', 'check / parse', 'CPython ast.parse p50', 'check / ast.parse'],
-  rows,
-)}
+${table(header, rows)}
 `)

@@ -80,8 +80,8 @@ type Binding =
   /** Bound to something the checker does not follow (a function, a class, a loop variable). */
   | { kind: 'local' }
 
-/** How deep to follow aliases and code strings; deeper chains count as unknown. */
-const MAX_DEPTH = 6
+/** How deep to follow aliases (`a2 = a1; a3 = a2; …`) and attribute chains; deeper counts as unknown. */
+const MAX_DEPTH = 64
 const MAX_CANDIDATES = 16
 const MAX_CODE_STRING_DEPTH = 2
 
@@ -187,6 +187,8 @@ class Checker {
   /** Rule entries (os.system, subprocess) reported at some reference of this cell. */
   readonly #reportedEntries = new Set<string>()
   readonly #names = new Map<number, Set<string>>()
+  readonly #resolving = new Set<number>()
+  #cutShort = 0
 
   constructor(
     readonly policy: GuardPolicy,
@@ -407,11 +409,20 @@ class Checker {
   names(node: Node, depth = 0): Set<string> {
     const cached = this.#names.get(node.id)
     if (cached) return cached
-    if (depth > MAX_DEPTH) return new Set()
-    this.#names.set(node.id, new Set()) // breaks cycles such as `a = b; b = a`
-    const result = this.#computeNames(node, depth)
-    this.#names.set(node.id, result)
-    return result
+    if (depth > MAX_DEPTH || this.#resolving.has(node.id)) {
+      this.#cutShort += 1 // the depth limit, or a cycle such as `a = b; b = a`
+      return new Set()
+    }
+    this.#resolving.add(node.id)
+    const cuts = this.#cutShort
+    try {
+      const result = this.#computeNames(node, depth)
+      // Only complete answers are kept: one cut short could be completed from elsewhere.
+      if (this.#cutShort === cuts) this.#names.set(node.id, result)
+      return result
+    } finally {
+      this.#resolving.delete(node.id)
+    }
   }
 
   /** What a name stands for: its bindings in the cell, else a builtin or a module from an earlier cell. */
@@ -821,7 +832,7 @@ class Checker {
       )
       if (sensitive) this.#report(node, 'dynamic-attribute', `vars(${sensitive})`, [sensitive])
     }
-    if (this.#isFileCall(fn, callee)) this.#checkPaths(node, args, keywordArguments(argsNode), argsNode)
+    if (this.#isFileCall(fn, callee)) this.#checkPaths(args, keywordArguments(argsNode), argsNode)
   }
 
   #getattr(node: Node, args: Node[]): void {
@@ -869,12 +880,8 @@ class Checker {
     return last !== undefined && FILE_METHOD.test(last)
   }
 
-  #checkPaths(
-    node: Node,
-    args: Node[],
-    keywords: Array<{ name: string; value: Node }>,
-    argsNode: Node | null,
-  ): void {
+  /** The path arguments of a file function: positional ones, path keywords, and literal splats. */
+  #checkPaths(args: Node[], keywords: Array<{ name: string; value: Node }>, argsNode: Node | null): void {
     const candidates: Array<{ node: Node; first: boolean }> = []
     args.forEach((arg, index) => {
       if (arg.type === 'list_splat') {
@@ -908,7 +915,6 @@ class Checker {
         if (this.#reportPath(candidate.node, verdict, value)) break
       }
     }
-    void node
   }
 
   #reportPath(node: Node, verdict: PathVerdict, value: StringValue): boolean {
@@ -1022,6 +1028,11 @@ function cut(value: StringValue, marker: string): StringValue {
   const index = marker === '' ? 0 : value.value.indexOf(marker)
   if (index === -1) return value
   return { value: value.value.slice(0, index), complete: false, text: '' }
+}
+
+/** Loads the parser now rather than on the first check (about 30–50 ms, once per process). */
+export async function warmUp(): Promise<void> {
+  await pythonParser()
 }
 
 /**

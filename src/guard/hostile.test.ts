@@ -201,6 +201,18 @@ const HOSTILE: readonly Case[] = [
   c('dynamic-code', 'ｅｖａｌ(payload)'),
   c('dynamic-import', '__ｉｍｐｏｒｔ__("os")'),
   c('network', 'import ｓｏｃｋｅｔ'),
+  // Long alias chains.
+  c(
+    'process',
+    ['a0 = os', ...Array.from({ length: 40 }, (_, i) => `a${i + 1} = a${i}`), 'a40.system("id")'].join('\n'),
+  ),
+  c(
+    'path',
+    ['p0 = "/etc/passwd"', ...Array.from({ length: 40 }, (_, i) => `p${i + 1} = p${i}`), 'open(p40)'].join(
+      '\n',
+    ),
+  ),
+  c('process', 'a = b = c = d = e = f = g = h = i = j = k = os\nk.system("id")'),
   // Namespaces looked up by a literal key.
   c('process', 'globals()["os"].system("id")'),
   c('process', 'import os\nlocals().get("os").system("id")'),

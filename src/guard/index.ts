@@ -4,7 +4,7 @@
  * boundary.
  * @module
  */
-export { checkCode } from './check.js'
+export { checkCode, warmUp } from './check.js'
 export { type FileReport, formatViolations } from './format.js'
 export { DEFAULT_POLICY, type GuardPolicy, type Violation } from './policy.js'
 export { RULE_IDS, type RuleId } from './rules.js'

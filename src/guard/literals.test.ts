@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest'
 import { decodeEscapes, stringValue } from './literals.js'
 import { parsePython } from './parser.js'
 
-async function valueOf(literal: string) {
+async function literalValue(literal: string) {
   const tree = await parsePython(`x = ${literal}\n`)
   try {
     const right = tree.rootNode.namedChild(0)?.namedChild(0)?.childForFieldName('right')
@@ -44,10 +44,10 @@ describe('stringValue', () => {
     ["F'{a}{b}'", { value: '', complete: false }],
     ["rb'\\x41' B'\\x41'", { value: '\\x41A', complete: true }],
   ])('%s', async (literal, expected) => {
-    expect(await valueOf(literal)).toMatchObject(expected)
+    expect(await literalValue(literal)).toMatchObject(expected)
   })
 
   test('text keeps every literal part of an f-string', async () => {
-    expect((await valueOf("f'{a}.__glo{b}bals__'"))?.text).toBe('\0.__glo\0bals__')
+    expect((await literalValue("f'{a}.__glo{b}bals__'"))?.text).toBe('\0.__glo\0bals__')
   })
 })
