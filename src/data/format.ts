@@ -36,8 +36,14 @@ function number(value: number): string {
   return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(8)))
 }
 
-function cellText(value: Cell): string {
-  if (value === null) return 'NaN'
+/** '2024-01-05T00:00:00' → '2024-01-05'; '2024-01-05T10:30:00' → '2024-01-05 10:30:00'. */
+function when(text: string): string {
+  return text.replace(/T00:00:00(?:\.0+)?$/, '').replace(/^(\d{4}-\d{2}-\d{2})T/, '$1 ')
+}
+
+function cellText(value: Cell, dtype?: string): string {
+  if (value === null) return dtype?.startsWith('datetime') ? 'NaT' : 'NaN'
+  if (typeof value === 'string' && dtype?.startsWith('datetime')) return when(value)
   if (typeof value === 'number') return number(value)
   if (typeof value === 'boolean') return value ? 'True' : 'False'
   return py(clip(value))
@@ -56,7 +62,9 @@ export function columnLine(column: ColumnProfile, rows: number, sampled = false)
     )
   const stats: string[] = []
   if (column.dates) {
-    stats.push(`${column.dates.asText ? 'dates as text ' : ''}${column.dates.min} … ${column.dates.max}`)
+    stats.push(
+      `${column.dates.asText ? 'dates as text ' : ''}${when(column.dates.min)} … ${when(column.dates.max)}`,
+    )
   } else if (column.min !== undefined && column.max !== undefined) {
     stats.push(
       `${number(column.min)} … ${number(column.max)}${column.mean !== undefined ? `, mean ${number(column.mean)}` : ''}`,
@@ -74,12 +82,11 @@ export function columnLine(column: ColumnProfile, rows: number, sampled = false)
           .join(', ')}`,
       )
   } else if (column.min !== undefined && column.distinct <= 20) stats.push(distinct)
+  // Text shows its top values and dates their range; samples add nothing there.
   const samples =
-    column.top && !column.dates
+    (column.top && !column.dates) || (column.dates && !column.dates.asText) || column.samples.length === 0
       ? ''
-      : column.samples.length > 0
-        ? `; e.g. ${column.samples.map(cellText).join(', ')}`
-        : ''
+      : `; e.g. ${column.samples.map((v) => cellText(v, column.dtype)).join(', ')}`
   const head = `- ${py(clip(column.name, NAME_CHARS))} ${column.dtype}${parts.length > 0 ? `, ${parts.join(', ')}` : ''}`
   return `${head}${stats.length > 0 ? `: ${stats.join('; ')}` : ''}${samples}`
 }
@@ -98,7 +105,7 @@ function sampleLines(columns: ColumnProfile[], rows: Record<string, Cell>[], n: 
       shown
         .map((c) => {
           const v = row[c.name]
-          return v === undefined ? '' : cellText(v)
+          return v === undefined ? '' : cellText(v, c.dtype)
         })
         .join(' | '),
     )

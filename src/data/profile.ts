@@ -99,6 +99,15 @@ export async function profileFiles(
       )
     }
   }
+  const names = new Map<string, number>()
+  for (const profile of results) names.set(profile.name, (names.get(profile.name) ?? 0) + 1)
+  for (const profile of results) {
+    if ((names.get(profile.name) ?? 0) > 1) {
+      profile.warnings.push(
+        `Another file given is also named ${profile.name}: in the sandbox both would be data/${profile.name}. Rename one of them.`,
+      )
+    }
+  }
   if (pending.length > 0) {
     const { profileWithPandas } = await import('./pandas.js')
     const answers = await profileWithPandas(

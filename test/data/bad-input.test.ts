@@ -115,6 +115,14 @@ describe('odd files still get a profile, within the budget', () => {
     }
   })
 
+  it('warns when two files would have the same name in the sandbox', async () => {
+    mkdirSync(path('other'))
+    writeFileSync(path('same.csv'), 'a\n1\n')
+    writeFileSync(path('other/same.csv'), 'b\n2\n')
+    const profiles = await profileFiles([path('same.csv'), path('other/same.csv')])
+    for (const profile of profiles) expect(profile.warnings.join('\n')).toMatch(/also named same\.csv/)
+  })
+
   it('profiles the good files when others in the same call are bad', async () => {
     writeFileSync(path('good.csv'), 'a,b\n1,2\n')
     const profiles = await profileFiles([path('missing.csv'), path('good.csv')])
