@@ -1,0 +1,169 @@
+/**
+ * The HTTP API as the browser calls it: one request helper that adds the token, turns JSON errors
+ * into `ApiError`, and on a 401 asks the user for the token once and retries.
+ * @module
+ */
+import type { AgentEvent } from '../agent/events.js'
+import type {
+  ApiError as ApiErrorBody,
+  DatasetInfo,
+  SessionDetail,
+  SessionSummary,
+  StreamOnlyEvent,
+} from '../server/types.js'
+import { readSse } from './sse.js'
+
+export type StreamEvent = AgentEvent | StreamOnlyEvent
+
+const TOKEN_KEY = 'analyst.token'
+
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly hint?: string,
+  ) {
+    super(message)
+    this.name = 'ApiError'
+  }
+}
+
+/** The token the user entered, kept in localStorage. */
+export const token = {
+  get(): string | null {
+    try {
+      return localStorage.getItem(TOKEN_KEY)
+    } catch {
+      return null
+    }
+  },
+  set(value: string | null) {
+    try {
+      if (value) localStorage.setItem(TOKEN_KEY, value)
+      else localStorage.removeItem(TOKEN_KEY)
+    } catch {
+      // private mode without storage: the token lasts until the page reloads
+    }
+  },
+}
+
+/**
+ * Asks the user for a token (the UI sets this); resolves to the token, or null when they cancel.
+ * `rejected` is true when the stored token was refused.
+ */
+let askForToken: (rejected: boolean) => Promise<string | null> = async () => null
+
+export function onTokenNeeded(ask: (rejected: boolean) => Promise<string | null>) {
+  askForToken = ask
+}
+
+/** API paths are relative, so the UI works under any mount point. */
+function apiUrl(path: string): string {
+  return path.replace(/^\//, '')
+}
+
+/** A URL for `<img src>` and download links: GETs take the token as `?token=`. */
+export function withToken(url: string): string {
+  const value = token.get()
+  if (!value) return apiUrl(url)
+  return `${apiUrl(url)}${url.includes('?') ? '&' : '?'}token=${encodeURIComponent(value)}`
+}
+
+async function errorOf(response: Response): Promise<ApiError> {
+  let message = `${response.status} ${response.statusText}`.trim()
+  let hint: string | undefined
+  try {
+    const body = (await response.json()) as Partial<ApiErrorBody>
+    if (body.error?.message) {
+      message = body.error.message
+      hint = body.error.hint
+    }
+  } catch {
+    // not JSON: keep the status line
+  }
+  if (response.status === 413 && !hint) hint = 'The file is larger than the server accepts.'
+  return new ApiError(message, response.status, hint)
+}
+
+/** Fetches with the token; on 401 asks for a token and tries again until it works or the user cancels. */
+async function send(path: string, init: RequestInit = {}): Promise<Response> {
+  let rejected = false
+  for (;;) {
+    const headers = new Headers(init.headers)
+    const value = token.get()
+    if (value) headers.set('Authorization', `Bearer ${value}`)
+    const response = await fetch(apiUrl(path), { ...init, headers })
+    if (response.status !== 401) {
+      if (!response.ok) throw await errorOf(response)
+      return response
+    }
+    const refused = await errorOf(response)
+    const entered = await askForToken(rejected || Boolean(value))
+    if (!entered) throw refused
+    token.set(entered)
+    rejected = true
+  }
+}
+
+async function json<T>(path: string, init?: RequestInit): Promise<T> {
+  const response = await send(path, init)
+  return (await response.json()) as T
+}
+
+function sessionPath(id: string): string {
+  return `/api/sessions/${encodeURIComponent(id)}`
+}
+
+/** Where an artifact is served; each segment of the name is encoded, the slashes kept. */
+export function artifactUrl(sessionId: string, name: string): string {
+  return `${sessionPath(sessionId)}/artifacts/${name.split('/').map(encodeURIComponent).join('/')}`
+}
+
+export function exportUrl(sessionId: string, format: 'ipynb' | 'py' | 'html'): string {
+  return `${sessionPath(sessionId)}/export?format=${format}`
+}
+
+export const api = {
+  listSessions: () => json<SessionSummary[]>('/api/sessions'),
+  getSession: (id: string) => json<SessionDetail>(sessionPath(id)),
+  createSession: (title?: string) =>
+    json<{ id: string }>('/api/sessions', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(title ? { title } : {}),
+    }),
+  deleteSession: async (id: string) => {
+    await send(sessionPath(id), { method: 'DELETE' })
+  },
+  upload: (id: string, file: File) => {
+    const form = new FormData()
+    form.append('file', file, file.name)
+    return json<DatasetInfo>(`${sessionPath(id)}/files`, { method: 'POST', body: form })
+  },
+  /** Asks a question; calls `onEvent` for each event of the stream, resolves when it ends. */
+  ask: async (
+    id: string,
+    question: string,
+    onEvent: (event: StreamEvent) => void,
+    signal?: AbortSignal,
+  ): Promise<void> => {
+    const response = await send(`${sessionPath(id)}/ask`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      body: JSON.stringify({ question }),
+      signal,
+    })
+    if (!response.body) throw new ApiError('The server sent no stream', response.status)
+    await readSse(response.body, (message) => {
+      let data: unknown
+      try {
+        data = JSON.parse(message.data)
+      } catch {
+        return
+      }
+      if (data === null || typeof data !== 'object') return
+      // The type is the SSE event name; the data may or may not repeat it.
+      onEvent({ ...(data as object), type: message.event } as StreamEvent)
+    })
+  },
+}

@@ -1,0 +1,351 @@
+/**
+ * The page: sessions on the left; the open session's files, conversation and question box on
+ * the right. The open session is in the URL's hash (`#/s/<id>`), so reloading keeps it and the
+ * page needs no server-side routes.
+ */
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
+import type { SessionDetail, SessionSummary } from '../server/types.js'
+import { ApiError, api, exportUrl, onTokenNeeded, token, withToken } from './api.js'
+import { Composer } from './components/composer.js'
+import { Datasets } from './components/datasets.js'
+import { Run } from './components/run.js'
+import { Sidebar } from './components/sidebar.js'
+import { TokenDialog } from './components/token-dialog.js'
+import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun } from './run-state.js'
+
+interface Problem {
+  message: string
+  hint?: string
+}
+
+interface Live {
+  sessionId: string
+  run: UiRun
+  controller: AbortController
+}
+
+function sessionFromHash(): string | null {
+  const match = /^#\/s\/([^/?#]+)/.exec(location.hash)
+  return match?.[1] ? decodeURIComponent(match[1]) : null
+}
+
+function go(id: string | null) {
+  const hash = id ? `#/s/${encodeURIComponent(id)}` : '#/'
+  if (location.hash !== hash) location.hash = hash
+}
+
+function problemOf(error: unknown): Problem {
+  if (error instanceof ApiError) return { message: error.message, hint: error.hint }
+  if (error instanceof Error) {
+    if (error.name === 'AbortError') return { message: 'Stopped.' }
+    return { message: error.message, hint: error.name === 'TypeError' ? 'Is the server running?' : undefined }
+  }
+  return { message: String(error) }
+}
+
+export function App() {
+  const [sessions, setSessions] = useState<SessionSummary[]>([])
+  const [listLoading, setListLoading] = useState(true)
+  const [currentId, setCurrentId] = useState<string | null>(sessionFromHash())
+  const [detail, setDetail] = useState<SessionDetail | null>(null)
+  const [live, setLive] = useState<Live | null>(null)
+  const [uploading, setUploading] = useState<string[]>([])
+  const [problem, setProblem] = useState<Problem | null>(null)
+  const [dragging, setDragging] = useState(false)
+  const [tokenAsk, setTokenAsk] = useState<{ rejected: boolean; resolve: (t: string | null) => void } | null>(
+    null,
+  )
+  const [hasToken, setHasToken] = useState(Boolean(token.get()))
+  /** Finished live runs by id: the model's prose, which stored runs do not keep. */
+  const finished = useRef(new Map<string, UiRun>())
+  const currentRef = useRef(currentId)
+  currentRef.current = currentId
+  const bottom = useRef<HTMLDivElement>(null)
+
+  // One token prompt at a time, shared by every request that got a 401.
+  const pendingToken = useRef<Promise<string | null> | null>(null)
+  useEffect(() => {
+    onTokenNeeded((rejected) => {
+      if (!pendingToken.current) {
+        pendingToken.current = new Promise<string | null>((resolve) =>
+          setTokenAsk({
+            rejected,
+            resolve: (value) => {
+              pendingToken.current = null
+              setTokenAsk(null)
+              if (value) setHasToken(true)
+              resolve(value)
+            },
+          }),
+        )
+      }
+      return pendingToken.current
+    })
+  }, [])
+
+  const refreshList = useCallback(async () => {
+    try {
+      setSessions(await api.listSessions())
+    } catch (error) {
+      setProblem(problemOf(error))
+    } finally {
+      setListLoading(false)
+    }
+  }, [])
+
+  const refreshDetail = useCallback(async (id: string) => {
+    try {
+      const next = await api.getSession(id)
+      if (currentRef.current === id) setDetail(next)
+    } catch (error) {
+      if (currentRef.current !== id) return
+      if (error instanceof ApiError && error.status === 404) {
+        setProblem({ message: 'That analysis no longer exists.' })
+        go(null)
+      } else setProblem(problemOf(error))
+    }
+  }, [])
+
+  useEffect(() => {
+    void refreshList()
+    const onHash = () => setCurrentId(sessionFromHash())
+    window.addEventListener('hashchange', onHash)
+    return () => window.removeEventListener('hashchange', onHash)
+  }, [refreshList])
+
+  useEffect(() => {
+    setDetail(null)
+    if (currentId) void refreshDetail(currentId)
+  }, [currentId, refreshDetail])
+
+  // A run that another tab (or an earlier page) started: follow it until it ends.
+  const runningElsewhere =
+    detail?.runs.some((run) => run.status === 'running') && !(live && live.sessionId === detail.id)
+  useEffect(() => {
+    if (!runningElsewhere || !currentId) return
+    const timer = setInterval(() => void refreshDetail(currentId), 2000)
+    return () => clearInterval(timer)
+  }, [runningElsewhere, currentId, refreshDetail])
+
+  const liveHere = live && live.sessionId === currentId ? live : null
+  const liveStatus = liveHere?.run.status
+  const liveSteps = liveHere?.run.steps.length ?? 0
+  const liveAnswer = liveHere?.run.answer
+  // Follow the live run down the page as it grows.
+  useEffect(() => {
+    if (liveStatus) bottom.current?.scrollIntoView({ block: 'end', behavior: 'smooth' })
+  }, [liveStatus, liveSteps, liveAnswer])
+
+  const ensureSession = async (): Promise<string> => {
+    if (currentRef.current) return currentRef.current
+    const { id } = await api.createSession()
+    currentRef.current = id
+    go(id)
+    void refreshList()
+    return id
+  }
+
+  const upload = async (files: File[]) => {
+    setProblem(null)
+    let id: string
+    try {
+      id = await ensureSession()
+    } catch (error) {
+      setProblem(problemOf(error))
+      return
+    }
+    for (const file of files) {
+      setUploading((names) => [...names, file.name])
+      try {
+        await api.upload(id, file)
+      } catch (error) {
+        const { message, hint } = problemOf(error)
+        setProblem({ message: `${file.name}: ${message}`, hint })
+      } finally {
+        setUploading((names) => names.filter((name) => name !== file.name))
+      }
+      await refreshDetail(id)
+    }
+    void refreshList()
+  }
+
+  const ask = async (question: string) => {
+    setProblem(null)
+    let id: string
+    try {
+      id = await ensureSession()
+    } catch (error) {
+      setProblem(problemOf(error))
+      return
+    }
+    const controller = new AbortController()
+    let run = newRun(question)
+    setLive({ sessionId: id, run, controller })
+    const update = (next: UiRun) => {
+      run = next
+      setLive((current) => (current && current.controller === controller ? { ...current, run } : current))
+    }
+    try {
+      await api.ask(id, question, (event) => update(applyEvent(run, event, id)), controller.signal)
+      update(endRun(run, 'The connection closed before the analysis finished.'))
+    } catch (error) {
+      update(endRun(run, problemOf(error).message))
+      if (!(error instanceof Error && error.name === 'AbortError') && !run.steps.length)
+        setProblem(problemOf(error))
+    }
+    if (run.id) finished.current.set(run.id, run)
+    await Promise.all([refreshDetail(id), refreshList()])
+    // The stored run now shows it; keep the live one only if the server did not store it.
+    setLive((current) => {
+      if (!current || current.controller !== controller) return current
+      return null
+    })
+    if (!run.id || currentRef.current !== id) return
+    setDetail((current) => {
+      if (!current || current.id !== id) return current
+      if (current.runs.some((stored) => stored.id === run.id)) return current
+      // Not stored (e.g. failed before it started): show what was streamed.
+      orphans.current.set(id, [...(orphans.current.get(id) ?? []), run])
+      return { ...current }
+    })
+  }
+  /** Runs that streamed but are not in the stored session, by session. */
+  const orphans = useRef(new Map<string, UiRun[]>())
+
+  const remove = async (session: SessionSummary) => {
+    if (!confirm(`Delete “${session.title || 'Untitled analysis'}” and its files?`)) return
+    try {
+      await api.deleteSession(session.id)
+      if (currentRef.current === session.id) go(null)
+      await refreshList()
+    } catch (error) {
+      setProblem(problemOf(error))
+    }
+  }
+
+  const startNew = () => {
+    setProblem(null)
+    go(null)
+  }
+
+  const runs: { run: UiRun; live: boolean }[] = []
+  if (detail && detail.id === currentId) {
+    for (const stored of detail.runs) {
+      if (liveHere && stored.id === liveHere.run.id) continue
+      runs.push({ run: mergeLive(fromStored(stored), finished.current.get(stored.id)), live: false })
+    }
+    for (const orphan of orphans.current.get(detail.id) ?? []) runs.push({ run: orphan, live: false })
+  }
+  if (liveHere) runs.push({ run: liveHere.run, live: true })
+
+  const datasets = detail && detail.id === currentId ? detail.datasets : []
+  const running = Boolean(liveHere && liveHere.run.status === 'running')
+  const title = detail && detail.id === currentId ? detail.title || 'Untitled analysis' : 'New analysis'
+
+  return (
+    <div
+      class={`app${dragging ? ' dragging' : ''}`}
+      onDragOver={(event) => {
+        if (!event.dataTransfer?.types.includes('Files')) return
+        event.preventDefault()
+        setDragging(true)
+      }}
+      onDragLeave={(event) => {
+        if (event.relatedTarget === null) setDragging(false)
+      }}
+      onDrop={(event) => {
+        event.preventDefault()
+        setDragging(false)
+        const files = Array.from(event.dataTransfer?.files ?? [])
+        if (files.length > 0) void upload(files)
+      }}
+    >
+      <Sidebar
+        sessions={sessions}
+        currentId={currentId}
+        loading={listLoading}
+        hasToken={hasToken}
+        onNew={startNew}
+        onDelete={(session) => void remove(session)}
+        onForgetToken={() => {
+          token.set(null)
+          setHasToken(false)
+        }}
+      />
+      <main class="main">
+        <header class="topbar">
+          <h1 class="title">{title}</h1>
+          {detail && detail.id === currentId && detail.runs.length > 0 && (
+            <nav class="exports" aria-label="Export">
+              <span class="muted">Export</span>
+              <a class="button secondary small" href={withToken(exportUrl(detail.id, 'ipynb'))} download>
+                Notebook
+              </a>
+              <a class="button secondary small" href={withToken(exportUrl(detail.id, 'py'))} download>
+                Python
+              </a>
+              <a class="button secondary small" href={withToken(exportUrl(detail.id, 'html'))} download>
+                HTML report
+              </a>
+            </nav>
+          )}
+        </header>
+        <div class="scroll">
+          <div class="column">
+            {problem && (
+              <div class="alert" role="alert">
+                <strong>{problem.message}</strong>
+                {problem.hint && <p class="hint">{problem.hint}</p>}
+                <button type="button" class="close" aria-label="Dismiss" onClick={() => setProblem(null)}>
+                  ×
+                </button>
+              </div>
+            )}
+            {!currentId && datasets.length === 0 && uploading.length === 0 && (
+              <div class="welcome">
+                <h2>Ask your data a question</h2>
+                <p>
+                  Add a CSV, Excel, JSON or Parquet file. A model writes Python, Analyst runs it in a sandbox, and
+                  you get an answer backed by the numbers, tables and charts the code produced.
+                </p>
+              </div>
+            )}
+            <Datasets
+              datasets={datasets}
+              uploading={uploading}
+              expand={runs.length === 0}
+              onChoose={(files) => void upload(files)}
+            />
+            <div class="conversation">
+              {runs.map(({ run, live: isLive }, index) => (
+                <Run key={run.id ?? `live-${index}`} run={run} live={isLive} />
+              ))}
+            </div>
+            <div ref={bottom} />
+          </div>
+        </div>
+        <div class="composer-wrap">
+          <Composer
+            running={running}
+            hasData={datasets.length > 0}
+            followUp={runs.length > 0}
+            onAsk={(question) => void ask(question)}
+            onStop={() => liveHere?.controller.abort()}
+          />
+        </div>
+      </main>
+      {dragging && (
+        <div class="drop-hint" aria-hidden="true">
+          Drop files to add them to this analysis
+        </div>
+      )}
+      {tokenAsk && (
+        <TokenDialog
+          rejected={tokenAsk.rejected}
+          onSubmit={(value) => tokenAsk.resolve(value)}
+          onCancel={() => tokenAsk.resolve(null)}
+        />
+      )}
+    </div>
+  )
+}
