@@ -55,6 +55,10 @@ export interface AnalystOptions {
   /** Names images for the user (e.g. where the CLI saved them); the model is told the name. */
   nameImage?: (step: number, index: number) => string
   sessionId?: string
+  /** The conversation so far, when continuing a stored session. */
+  history?: ModelMessage[]
+  /** Earlier outputs (of a stored session) that numbers in answers may cite. */
+  evidence?: string[]
 }
 
 /** The model could not be reached or refused the request: not something the loop can repair. */
@@ -137,16 +141,15 @@ class EventQueue {
   }
 }
 
+type Defaulted = 'maxSteps' | 'vision' | 'cellTimeoutMs' | 'requestTimeoutMs' | 'maxRetries' | 'stream'
+
 export class AnalystSession {
   readonly sessionId: string
   /** The conversation so far, as the model sees it (system prompt aside). */
   readonly messages: ModelMessage[] = []
   usage: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 }
   private readonly evidence = new Evidence()
-  private readonly options: Required<
-    Omit<AnalystOptions, 'check' | 'nameImage' | 'modelName' | 'sessionId'>
-  > &
-    Pick<AnalystOptions, 'check' | 'nameImage' | 'modelName'>
+  private readonly options: AnalystOptions & Required<Pick<AnalystOptions, Defaulted>>
   private busy = false
 
   constructor(options: AnalystOptions) {
@@ -161,6 +164,8 @@ export class AnalystSession {
       ...options,
     }
     this.evidence.add(options.dataDescription)
+    for (const text of options.evidence ?? []) this.evidence.add(text)
+    this.messages.push(...(options.history ?? []))
   }
 
   private get system(): string {
@@ -243,6 +248,7 @@ export class AnalystSession {
 
   private async *analyze(question: string, signal?: AbortSignal): AsyncGenerator<AgentEvent, AskResult> {
     const { maxSteps } = this.options
+    const usageBefore = this.usage
     this.evidence.add(question)
     this.messages.push({ role: 'user', content: question })
     const steps: StepRecord[] = []
@@ -329,7 +335,15 @@ export class AnalystSession {
               observation = `Nothing ran: the code breaks the sandbox's rules.\n${violations
                 .map((v) => `- line ${v.line}, column ${v.column} [${v.rule}]: ${v.message}`)
                 .join('\n')}`
-              steps.push({ step, code, artifacts: [], violations, durationMs: Date.now() - started })
+              steps.push({
+                step,
+                code,
+                artifacts: [],
+                violations,
+                durationMs: Date.now() - started,
+                usage: reply.usage,
+              })
+              yield { type: 'step-end', step, record: steps.at(-1) as StepRecord }
             } else {
               const running = this.runCell(step, code, queue, signal)
               yield* queue.drain(running)
@@ -372,6 +386,9 @@ export class AnalystSession {
             }
           }
           yield { type: 'observation', step, text: observation }
+          if (run.code !== undefined && steps.at(-1)?.step === step && !steps.at(-1)?.violations) {
+            yield { type: 'step-end', step, record: steps.at(-1) as StepRecord }
+          }
           if (run.toolCallId) {
             toolResults.push({
               type: 'tool-result',
@@ -433,7 +450,11 @@ export class AnalystSession {
       steps,
       artifacts,
       unsupportedNumbers: unsupported,
-      usage: this.usage,
+      usage: {
+        inputTokens: this.usage.inputTokens - usageBefore.inputTokens,
+        outputTokens: this.usage.outputTokens - usageBefore.outputTokens,
+        totalTokens: this.usage.totalTokens - usageBefore.totalTokens,
+      },
       sessionId: this.sessionId,
       model: this.options.modelName ?? modelName(this.options.model),
     }

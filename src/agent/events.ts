@@ -27,6 +27,10 @@ export interface StepRecord {
   artifacts: Artifact[]
   violations?: Violation[]
   durationMs: number
+  /** Names the step's images were given (for the user), in the order of its image results. */
+  images?: string[]
+  /** Tokens of the model call that wrote this step's code. */
+  usage?: Usage
 }
 
 /** The outcome of one question: the object `analyst ask --json` prints. */
@@ -38,6 +42,7 @@ export interface AskResult {
   artifacts: Artifact[]
   /** Numbers in the answer that no output of the session contains. */
   unsupportedNumbers: string[]
+  /** Tokens this question used. */
   usage: Usage
   sessionId: string
   model: string
@@ -57,5 +62,7 @@ export type AgentEvent =
   /** What the model was told about the step: the observation, or why nothing ran. */
   | { type: 'observation'; step: number; text: string }
   | { type: 'usage'; step: number; usage: Usage; total: Usage }
+  /** A step that had code is over (ran, failed, or was stopped by the guard); committed to history here. */
+  | { type: 'step-end'; step: number; record: StepRecord }
   | { type: 'answer'; text: string; incomplete: boolean; unsupportedNumbers: string[] }
   | { type: 'done'; result: AskResult }

@@ -17,8 +17,10 @@ export interface OpenOptions
   model: ModelChoice
   /** Overrides the model's default mode. */
   mode?: CodeMode
-  /** Host paths of the data files. */
-  data: string[]
+  /** Host paths of the data files, or path and name. */
+  data: Array<string | { path: string; name: string }>
+  /** Cells to run first, in order, to rebuild a stored session's state (their errors are ignored). */
+  replay?: string[]
   /** Apply the static guard to the model's code. @default true */
   guard?: boolean
   /** Options of the sandbox (provider, limits, isolation…). */
@@ -30,11 +32,17 @@ export interface OpenedAnalysis {
   session: AnalystSession
   sandbox: Sandbox
   profiles: DatasetProfile[]
+  /** Cells re-run to rebuild a stored session, and how many of them failed this time. */
+  replayed: { ran: number; failed: number }
   close(): Promise<void>
 }
 
 export async function openAnalysis(options: OpenOptions): Promise<OpenedAnalysis> {
-  const profiles = await profileFiles(options.data, { signal: options.signal })
+  const paths = options.data.map((item) => (typeof item === 'string' ? item : item.path))
+  const given = options.data.map((item) => (typeof item === 'string' ? undefined : item.name))
+  const profiles = (await profileFiles(paths, { signal: options.signal })).map((profile, i) =>
+    given[i] ? { ...profile, name: given[i] as string } : profile,
+  )
   const failed = profiles.filter((profile) => profile.error)
   if (failed.length > 0) {
     throw new InvalidArgumentError(failed.map((profile) => `${profile.path}: ${profile.error}`).join('\n'), {
@@ -55,7 +63,27 @@ export async function openAnalysis(options: OpenOptions): Promise<OpenedAnalysis
     ...options.sandbox,
     data: files.map((file) => ({ path: file.hostPath, name: file.name })),
   })
-  const { model, mode, guard = true, data: _data, sandbox: _sandbox, signal: _signal, ...rest } = options
+  const replayed = { ran: 0, failed: 0 }
+  try {
+    for (const cell of options.replay ?? []) {
+      const execution = await sandbox.runCode(cell, { timeoutMs: 300_000, signal: options.signal })
+      replayed.ran++
+      if (execution.error) replayed.failed++
+    }
+  } catch (error) {
+    await sandbox.kill()
+    throw error
+  }
+  const {
+    model,
+    mode,
+    guard = true,
+    data: _data,
+    sandbox: _sandbox,
+    signal: _signal,
+    replay: _replay,
+    ...rest
+  } = options
   const session = new AnalystSession({
     ...rest,
     model: model.model,
@@ -65,5 +93,5 @@ export async function openAnalysis(options: OpenOptions): Promise<OpenedAnalysis
     dataDescription: formatProfiles(profiles),
     check: guard ? (code) => checkCode(code) : undefined,
   })
-  return { session, sandbox, profiles, close: () => sandbox.kill() }
+  return { session, sandbox, profiles, replayed, close: () => sandbox.kill() }
 }

@@ -14,13 +14,15 @@ function collect(value: string, previous: string[] = []): string[] {
 
 function whole(value: string): number {
   const number = Number(value)
-  if (!Number.isInteger(number) || number <= 0) throw new InvalidArgumentError('give a whole number, 1 or more.')
+  if (!Number.isInteger(number) || number <= 0)
+    throw new InvalidArgumentError('give a whole number, 1 or more.')
   return number
 }
 
 function seconds(value: string): number {
   const number = Number(value)
-  if (!Number.isFinite(number) || number <= 0) throw new InvalidArgumentError('give a positive number of seconds.')
+  if (!Number.isFinite(number) || number <= 0)
+    throw new InvalidArgumentError('give a positive number of seconds.')
   return number
 }
 
@@ -42,9 +44,17 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .option('--timeout <seconds>', 'time limit per cell', seconds, 60)
     .option('--json', 'one JSON object per cell on stdout, nothing else')
     .option('--output-dir <dir>', 'where images and files are saved (default ./analyst-output/<session id>)')
-    .addOption(new Option('--no-isolation', 'run without the jail (only trusted code, on machines without namespaces)'))
+    .addOption(
+      new Option(
+        '--no-isolation',
+        'run without the jail (only trusted code, on machines without namespaces)',
+      ),
+    )
     .option('--guard', 'check each file with the static guard first; a file with violations is not run')
-    .addHelpText('after', '\nExamples:\n  analyst run analysis.py --data sales.csv\n  echo "print(1 + 1)" | analyst run -')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  analyst run analysis.py --data sales.csv\n  echo "print(1 + 1)" | analyst run -',
+    )
     .action((files: string[], options: Record<string, unknown>) => {
       result = onCommand('run', {
         files,
@@ -63,7 +73,11 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .description('check Python files with the static guard alone: network, processes, escapes, paths')
     .argument('<files...>', 'Python files; - reads code from stdin')
     .option('--json', 'one JSON array, one object per file: { file, violations: [...] }')
-    .option('--allow-module <name>', 'allow a module or dotted name that a rule forbids (repeatable)', collect)
+    .option(
+      '--allow-module <name>',
+      'allow a module or dotted name that a rule forbids (repeatable)',
+      collect,
+    )
     .option('--allow-network', 'the sandbox has network: allow network modules and URLs')
     .addHelpText(
       'after',
@@ -85,19 +99,36 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
   /** Options shared by ask and chat. */
   const analysisOptions = (command: Command) =>
     command
-      .requiredOption('--data <path>', 'a data file the analysis may read (repeatable)', collect)
-      .option('--model <spec>', 'provider:model, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder (default ANALYST_MODEL)')
-      .option('--base-url <url>', 'chat completions server for openai-compatible models (default ANALYST_BASE_URL)')
-      .addOption(new Option('--mode <mode>', 'how code reaches the sandbox: a tool call, or fenced code in text').choices(['tools', 'text']))
+      .option('--data <path>', 'a data file the analysis may read (repeatable)', collect)
+      .option('--session <id>', 'continue a stored session (see analyst history); its data comes along')
+      .option(
+        '--model <spec>',
+        'provider:model, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen2.5-coder (default ANALYST_MODEL)',
+      )
+      .option(
+        '--base-url <url>',
+        'chat completions server for openai-compatible models (default ANALYST_BASE_URL)',
+      )
+      .addOption(
+        new Option(
+          '--mode <mode>',
+          'how code reaches the sandbox: a tool call, or fenced code in text',
+        ).choices(['tools', 'text']),
+      )
       .option('--max-steps <n>', 'code steps at most before stopping', whole, 8)
       .option('--vision', 'show the charts to the model (for models that read images)')
       .option('--json', 'one JSON object per answer on stdout, nothing else')
-      .option('--output-dir <dir>', 'where charts and files are saved (default ./analyst-output/<session id>)')
+      .option(
+        '--output-dir <dir>',
+        'where charts and files are saved (default ./analyst-output/<session id>)',
+      )
       .option('--timeout <seconds>', 'time limit per code step', seconds, 60)
       .option('--no-guard', 'do not check model code with the static guard before running it')
       .option('--no-stream', 'wait for whole model replies instead of streaming them')
       .addOption(new Option('--no-isolation', 'run without the jail (only for trusted models and data)'))
-      .addOption(new Option('--replay <file>', 'replay recorded model replies instead of calling a model').hideHelp())
+      .addOption(
+        new Option('--replay <file>', 'replay recorded model replies instead of calling a model').hideHelp(),
+      )
   const analysis = (options: Record<string, unknown>) => ({
     data: (options.data as string[] | undefined) ?? [],
     model: options.model as string | undefined,
@@ -112,31 +143,75 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     stream: options.stream !== false,
     isolation: options.isolation === false ? 'none' : 'sandbox',
     replay: options.replay as string | undefined,
+    session: options.session as string | undefined,
     cwd: process.cwd(),
   })
 
   analysisOptions(
     cli
       .command('ask')
-      .description('answer a question about data files: the model writes Python, the sandbox runs it, the answer cites the numbers')
+      .description(
+        'answer a question about data files: the model writes Python, the sandbox runs it, the answer cites the numbers',
+      )
       .argument('<question>', 'the question, in quotes'),
   )
-    .addHelpText('after', '\nExamples:\n  analyst ask "What is the average order value by customer segment?" --data orders.csv\n\nExit status: 0 answered, 1 stopped at --max-steps without an answer, 2 usage or set-up error.')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  analyst ask "What is the average order value by customer segment?" --data orders.csv\n\nExit status: 0 answered, 1 stopped at --max-steps without an answer, 2 usage or set-up error.',
+    )
     .action((question: string, options: Record<string, unknown>) => {
       result = onCommand('ask', { question, ...analysis(options) })
     })
 
   analysisOptions(
-    cli.command('chat').description('ask follow-up questions in one session; each line of stdin is a question when it is not a terminal'),
+    cli
+      .command('chat')
+      .description(
+        'ask follow-up questions in one session; each line of stdin is a question when it is not a terminal',
+      ),
   )
-    .addHelpText('after', '\nExamples:\n  analyst chat --data orders.csv\n  printf "How many orders?\\nAnd by region?\\n" | analyst chat --data orders.csv --json')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  analyst chat --data orders.csv\n  printf "How many orders?\\nAnd by region?\\n" | analyst chat --data orders.csv --json',
+    )
     .action((options: Record<string, unknown>) => {
       result = onCommand('chat', analysis(options))
     })
 
   cli
+    .command('history')
+    .description('list stored sessions, newest first')
+    .option('--json', "as JSON, with each session's summary")
+    .action((options: Record<string, unknown>) => {
+      result = onCommand('history', { json: Boolean(options.json) })
+    })
+
+  cli
+    .command('show')
+    .description('a stored session: questions, steps, answers, and a summary')
+    .argument('<session>', 'session id (or a unique prefix)')
+    .option('--json', 'as JSON')
+    .action((session: string, options: Record<string, unknown>) => {
+      result = onCommand('show', { session, json: Boolean(options.json) })
+    })
+
+  cli
+    .command('export')
+    .description('export a stored session as a Jupyter notebook, a Python script or an HTML report')
+    .argument('<session>', 'session id (or a unique prefix)')
+    .addOption(
+      new Option('--format <format>', 'what to write').choices(['ipynb', 'py', 'html']).makeOptionMandatory(),
+    )
+    .option('--out <file>', 'write here instead of stdout')
+    .action((session: string, options: Record<string, unknown>) => {
+      result = onCommand('export', { session, format: options.format, out: options.out, cwd: process.cwd() })
+    })
+
+  cli
     .command('doctor')
-    .description('check Python, pandas, matplotlib, bubblewrap and namespaces, and say how to fix what is wrong')
+    .description(
+      'check Python, pandas, matplotlib, bubblewrap and namespaces, and say how to fix what is wrong',
+    )
     .option('--json', 'the checks as JSON')
     .action((options: Record<string, unknown>) => {
       result = onCommand('doctor', { json: Boolean(options.json) })
@@ -144,12 +219,15 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
 
   cli
     .command('profile')
-    .description('profile data files as pandas will read them: columns, dtypes, nulls, ranges, samples, warnings')
+    .description(
+      'profile data files as pandas will read them: columns, dtypes, nulls, ranges, samples, warnings',
+    )
     .argument('<paths...>', 'data files: CSV, TSV, JSON, NDJSON, Excel .xlsx, Parquet, or gzip/zip of them')
     .option('--json', 'one JSON array with one object per file')
     .option('--tokens <n>', 'token budget per file for the text form (default 1500)', (value: string) => {
       const n = Number(value)
-      if (!Number.isInteger(n) || n < 50) throw new InvalidArgumentError('give a whole number of tokens, 50 or more.')
+      if (!Number.isInteger(n) || n < 50)
+        throw new InvalidArgumentError('give a whole number of tokens, 50 or more.')
       return n
     })
     .addHelpText('after', '\nExamples:\n  analyst profile sales.csv\n  analyst profile data/*.csv --json')
@@ -172,12 +250,30 @@ async function dispatch(name: string, options: unknown): Promise<number> {
       return (await import('./commands/ask.js')).ask(options as import('./commands/ask.js').AskOptions)
     case 'chat':
       return (await import('./commands/chat.js')).chat(options as import('./commands/ask.js').AnalysisOptions)
+    case 'history':
+      return (await import('./commands/history.js')).history(
+        options as import('./commands/history.js').HistoryOptions,
+      )
+    case 'show':
+      return (await import('./commands/history.js')).show(
+        options as import('./commands/history.js').ShowOptions,
+      )
+    case 'export':
+      return (await import('./commands/history.js')).exportCommand(
+        options as import('./commands/history.js').ExportOptions,
+      )
     case 'doctor':
-      return (await import('./commands/doctor.js')).doctor(options as import('./commands/doctor.js').DoctorOptions)
+      return (await import('./commands/doctor.js')).doctor(
+        options as import('./commands/doctor.js').DoctorOptions,
+      )
     case 'check':
-      return (await import('./commands/check.js')).check(options as import('./commands/check.js').CheckOptions)
+      return (await import('./commands/check.js')).check(
+        options as import('./commands/check.js').CheckOptions,
+      )
     case 'profile':
-      return (await import('./commands/profile.js')).profile(options as import('./commands/profile.js').ProfileOptions)
+      return (await import('./commands/profile.js')).profile(
+        options as import('./commands/profile.js').ProfileOptions,
+      )
     default:
       throw new UsageError(`Unknown command: ${name}`)
   }
@@ -195,7 +291,10 @@ export async function main(argv: string[], onCommand = dispatch): Promise<number
   } catch (error) {
     if (error instanceof CommanderError) {
       if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(error.code)) return 0
-      throw new UsageError(error.message.replace(/^error: /, ''), 'Run analyst --help for the commands and their options.')
+      throw new UsageError(
+        error.message.replace(/^error: /, ''),
+        'Run analyst --help for the commands and their options.',
+      )
     }
     throw error
   }

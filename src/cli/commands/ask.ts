@@ -6,6 +6,9 @@ import type { OpenedAnalysis } from '../../agent/open.js'
 import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
 import { LocalProvider } from '../../sandbox/local/index.js'
+import { Recorder } from '../../store/recorder.js'
+import { loadHistory, type StoredHistory } from '../../store/resume.js'
+import { analystHome, Store } from '../../store/store.js'
 import { UsageError } from '../errors.js'
 import { OutputFolder } from '../outputs.js'
 import { AnalysisRenderer, imageName } from '../render.js'
@@ -28,6 +31,8 @@ export interface AnalysisOptions {
   isolation: 'sandbox' | 'none'
   /** Recorded replies to replay instead of a model (the demo). */
   replay?: string
+  /** Continue this stored session (its id or a unique prefix). */
+  session?: string
   cwd: string
   env?: NodeJS.ProcessEnv
   stdin?: NodeJS.ReadableStream
@@ -74,63 +79,135 @@ export interface Analysis {
   close(): Promise<void>
 }
 
-/** Model, data, sandbox and terminal view, ready for questions. */
+/** Model, data, sandbox, history and terminal view, ready for questions. */
 export async function startAnalysis(options: AnalysisOptions): Promise<Analysis> {
   const stdout = options.stdout ?? process.stdout
   const stderr = options.stderr ?? process.stderr
   const interactive = options.interactive ?? Boolean((stderr as NodeJS.WriteStream).isTTY)
-  const model = await chooseModel(options)
-  const data = options.data.map((path) => resolve(options.cwd, path))
-  if (!options.json) {
-    const replaying = options.replay ? pc.yellow(' (recorded replies, replayed: no model is called)') : ''
-    stderr.write(
-      pc.dim(`Analyst · model ${model.spec}${replaying} · preparing ${data.length} data file(s)…\n`),
-    )
-  }
-  const opened = await openAnalysis({
-    model,
-    mode: options.mode,
-    data,
-    guard: options.guard,
-    maxSteps: options.maxSteps,
-    vision: options.vision,
-    cellTimeoutMs: options.timeoutMs,
-    stream: options.stream,
-    nameImage: imageName,
-    sandbox: { provider: new LocalProvider({ poolSize: 0 }), isolation: options.isolation },
-  })
-  const session = opened.session
-  const folder = new OutputFolder(
-    resolve(options.cwd, options.outputDir ?? join('analyst-output', session.sessionId)),
-  )
-  const ask = async (question: string): Promise<AskResult> => {
-    const renderer = new AnalysisRenderer({
-      stdout,
-      stderr,
-      folder,
-      sandbox: opened.sandbox,
-      interactive,
-      print: !options.json,
-    })
-    let result: AskResult | undefined
-    try {
-      for await (const event of session.ask(question)) {
-        await renderer.handle(event)
-        if (event.type === 'done') result = event.result
+  const store = Store.open(analystHome(options.env))
+  try {
+    let history: StoredHistory | undefined
+    let sessionId: string | undefined
+    if (options.session) {
+      sessionId = store.resolveId(options.session)
+      if (!sessionId) {
+        throw new UsageError(
+          `No session ${options.session} in the history`,
+          'List sessions with: analyst history',
+        )
       }
-    } finally {
-      renderer.close()
+      try {
+        history = loadHistory(store, sessionId)
+      } catch (error) {
+        throw new UsageError(
+          (error as Error).message,
+          'Pass the file again with --data, or start a new session.',
+        )
+      }
     }
-    if (!result) throw new Error('the analysis ended without a result')
-    const artifacts = result.artifacts.map((artifact) => ({
-      ...artifact,
-      savedPath: renderer.saved.get(artifact.name),
-    }))
-    const withPaths = { ...result, artifacts }
-    if (options.json) stdout.write(`${JSON.stringify(withPaths)}\n`)
-    return withPaths
+    if (!history && options.data.length === 0) {
+      throw new UsageError(
+        'Give at least one data file with --data',
+        'Example: --data orders.csv (repeat --data for more files)',
+      )
+    }
+    const model = await chooseModel({ ...options, model: options.model ?? history?.model })
+    const data = [...(history?.data ?? []), ...options.data.map((path) => resolve(options.cwd, path))]
+    if (!options.json) {
+      const replaying = options.replay ? pc.yellow(' (recorded replies, replayed: no model is called)') : ''
+      const continuing = history
+        ? ` · continuing session ${sessionId} (re-running ${history.cells.length} cells)`
+        : ''
+      stderr.write(
+        pc.dim(
+          `Analyst · model ${model.spec}${replaying}${continuing} · preparing ${data.length} data file(s)…\n`,
+        ),
+      )
+    }
+    const opened = await openAnalysis({
+      model,
+      mode: options.mode,
+      data,
+      guard: options.guard,
+      maxSteps: options.maxSteps,
+      vision: options.vision,
+      cellTimeoutMs: options.timeoutMs,
+      stream: options.stream,
+      nameImage: imageName,
+      sessionId,
+      history: history?.messages,
+      evidence: history?.evidence,
+      replay: history?.cells,
+      sandbox: { provider: new LocalProvider({ poolSize: 0 }), isolation: options.isolation },
+    })
+    const session = opened.session
+    if (!history) store.createSession({ id: session.sessionId, title: 'New session', model: model.spec })
+    const known = new Set(store.datasets(session.sessionId).map((dataset) => dataset.name))
+    opened.profiles.forEach((profile) => {
+      if (!known.has(profile.name)) {
+        store.addDataset(session.sessionId, {
+          name: profile.name,
+          sourcePath: profile.path,
+          bytes: profile.bytes,
+          profile,
+        })
+      }
+    })
+    if (history && opened.replayed.failed > 0 && !options.json) {
+      stderr.write(
+        pc.yellow(
+          `${opened.replayed.failed} of ${opened.replayed.ran} earlier cells failed when re-run; some variables may be missing.\n`,
+        ),
+      )
+    }
+    const recorder = new Recorder(store, session, opened.sandbox)
+    const folder = new OutputFolder(
+      resolve(options.cwd, options.outputDir ?? join('analyst-output', session.sessionId)),
+    )
+    const ask = async (question: string): Promise<AskResult> => {
+      const renderer = new AnalysisRenderer({
+        stdout,
+        stderr,
+        folder,
+        sandbox: opened.sandbox,
+        interactive,
+        print: !options.json,
+      })
+      if (store.summary(session.sessionId)?.title === 'New session') {
+        store.updateSession(session.sessionId, { title: question.slice(0, 120) })
+      }
+      recorder.start(question)
+      let result: AskResult | undefined
+      try {
+        for await (const event of session.ask(question)) {
+          await recorder.handle(event)
+          await renderer.handle(event)
+          if (event.type === 'done') result = event.result
+        }
+      } catch (error) {
+        recorder.fail(error)
+        throw error
+      } finally {
+        renderer.close()
+      }
+      if (!result) throw new Error('the analysis ended without a result')
+      const artifacts = result.artifacts.map((artifact) => ({
+        ...artifact,
+        savedPath: renderer.saved.get(artifact.name),
+      }))
+      const withPaths = { ...result, artifacts }
+      if (options.json) stdout.write(`${JSON.stringify(withPaths)}\n`)
+      return withPaths
+    }
+    const close = async () => {
+      await opened.close()
+      store.close()
+    }
+    return { opened, session, model, folder, ask, close }
+  } catch (error) {
+    store.close()
+    throw error
   }
-  return { opened, session, model, folder, ask, close: () => opened.close() }
 }
 
 /** `analyst ask`: exit 0 with an answer, 1 when the step cap ended it without one. */

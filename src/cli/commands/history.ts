@@ -1,0 +1,134 @@
+import { writeFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import pc from 'picocolors'
+import { EXPORT_FORMATS, type ExportFormat, exportSession } from '../../store/export/index.js'
+import { analystHome, Store } from '../../store/store.js'
+import { UsageError } from '../errors.js'
+
+interface Common {
+  env?: NodeJS.ProcessEnv
+  stdout?: NodeJS.WritableStream
+}
+
+function open(options: Common): Store {
+  return Store.open(analystHome(options.env))
+}
+
+function find(store: Store, id: string): string {
+  const found = store.resolveId(id)
+  if (!found)
+    throw new UsageError(
+      `No session ${id} in the history (or the prefix fits several)`,
+      'List sessions with: analyst history',
+    )
+  return found
+}
+
+export interface HistoryOptions extends Common {
+  json: boolean
+  limit?: number
+}
+
+/** `analyst history`: stored sessions, newest first. */
+export async function history(options: HistoryOptions): Promise<number> {
+  const stdout = options.stdout ?? process.stdout
+  const store = open(options)
+  try {
+    const sessions = store.listSessions({ limit: options.limit })
+    if (options.json) {
+      stdout.write(`${JSON.stringify(sessions.map((s) => ({ ...s, ...store.stats(s.id) })))}\n`)
+      return 0
+    }
+    if (sessions.length === 0) {
+      stdout.write('No sessions yet. Ask something: analyst ask "…" --data file.csv\n')
+      return 0
+    }
+    for (const session of sessions) {
+      const when = session.updatedAt.slice(0, 16).replace('T', ' ')
+      const status = session.status === 'idle' ? '' : pc.yellow(` [${session.status}]`)
+      stdout.write(
+        `${pc.bold(session.id.slice(0, 8))}  ${pc.dim(when)}  ${session.questions} question(s)${status}  ${session.title}\n`,
+      )
+    }
+    return 0
+  } finally {
+    store.close()
+  }
+}
+
+export interface ShowOptions extends Common {
+  session: string
+  json: boolean
+}
+
+/** `analyst show SESSION`: its questions, steps and answers, with a summary. */
+export async function show(options: ShowOptions): Promise<number> {
+  const stdout = options.stdout ?? process.stdout
+  const store = open(options)
+  try {
+    const id = find(store, options.session)
+    const detail = store.detail(id, (name) => `artifact:${name}`)
+    const stats = store.stats(id)
+    if (!detail) throw new UsageError(`No session ${options.session}`)
+    if (options.json) {
+      stdout.write(`${JSON.stringify({ ...detail, summary: stats })}\n`)
+      return 0
+    }
+    stdout.write(
+      `${pc.bold(detail.title)}\n${pc.dim(`session ${detail.id} · ${detail.model ?? 'model unknown'} · ${detail.status}`)}\n`,
+    )
+    stdout.write(pc.dim(`data: ${detail.datasets.map((d) => `data/${d.name}`).join(', ') || 'none'}\n`))
+    for (const run of detail.runs) {
+      stdout.write(`\n${pc.bold(`Q: ${run.question}`)}\n`)
+      for (const step of run.steps) {
+        const mark = step.violations?.length
+          ? pc.yellow('blocked')
+          : step.error
+            ? pc.red(step.error.name)
+            : pc.green('ok')
+        stdout.write(pc.dim(`  step ${step.step} · ${mark}${pc.dim(` · ${step.durationMs} ms`)}\n`))
+      }
+      if (run.answer) stdout.write(`A${run.incomplete ? ' (incomplete)' : ''}: ${run.answer}\n`)
+      else stdout.write(pc.yellow(`(${run.status}${run.error ? `: ${run.error}` : ''})\n`))
+    }
+    const rate = stats.successRate === null ? 'n/a' : `${Math.round(stats.successRate * 100)}%`
+    stdout.write(
+      pc.dim(
+        `\n${stats.questions} question(s) · ${stats.executions} executions: ${stats.successful} successful, ${stats.failed} failed (${rate}) · ` +
+          `${(stats.totalDurationMs / 1000).toFixed(1)} s running code (mean ${Math.round(stats.meanDurationMs ?? 0)} ms) · ${stats.usage.totalTokens} tokens\n`,
+      ),
+    )
+    return 0
+  } finally {
+    store.close()
+  }
+}
+
+export interface ExportOptions extends Common {
+  session: string
+  format: string
+  out?: string
+  cwd: string
+}
+
+/** `analyst export SESSION --format ipynb|py|html [--out FILE]`; without --out, to stdout. */
+export async function exportCommand(options: ExportOptions): Promise<number> {
+  if (!EXPORT_FORMATS.includes(options.format as ExportFormat)) {
+    throw new UsageError(`Unknown format ${options.format}`, `Use one of: ${EXPORT_FORMATS.join(', ')}`)
+  }
+  const store = open(options)
+  try {
+    const id = find(store, options.session)
+    const text = exportSession(store, id, options.format as ExportFormat) as string
+    if (options.out) {
+      const path = resolve(options.cwd, options.out)
+      await writeFile(path, text)
+      process.stderr.write(`Saved ${path}\n`)
+    } else {
+      ;(options.stdout ?? process.stdout).write(text)
+    }
+    return 0
+  } finally {
+    store.close()
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * A session as a Jupyter notebook (nbformat 4.5): each question as markdown, each step as a code
+ * cell with its outputs (streams, results, charts, errors), each answer as markdown. The code reads
+ * data/<name>: put the data files in a data/ folder next to the notebook.
+ * @module
+ */
+import { readFileSync } from 'node:fs'
+import type { SessionDetail } from '../../server/types.js'
+
+type Source = string[]
+
+/** nbformat keeps multi-line strings as lists of lines, each with its newline. */
+function lines(text: string): Source {
+  return text.match(/[^\n]*\n|[^\n]+$/g) ?? []
+}
+
+export function toNotebook(detail: SessionDetail, readBlob: (url: string) => Buffer | undefined): object {
+  const cells: object[] = []
+  let counter = 0
+  const id = () => `cell-${++counter}`
+  const markdown = (text: string) => ({ cell_type: 'markdown', id: id(), metadata: {}, source: lines(text) })
+  const files = detail.datasets.map((d) => `- \`data/${d.name}\``).join('\n')
+  cells.push(
+    markdown(
+      `# ${detail.title}\n\nAnalyst session \`${detail.id}\`. Data files (put them in a \`data/\` folder next to this notebook):\n\n${files || '- (none)'}\n`,
+    ),
+  )
+  let executionCount = 0
+  for (const run of detail.runs) {
+    cells.push(markdown(`## ${run.question}\n`))
+    for (const step of run.steps) {
+      if (step.violations?.length) {
+        const reasons = step.violations.map((v) => `- line ${v.line}: ${v.message}`).join('\n')
+        cells.push(
+          markdown(
+            `*Step ${step.step} was not run: the guard stopped it.*\n\n${reasons}\n\n\`\`\`python\n${step.code}\n\`\`\`\n`,
+          ),
+        )
+        continue
+      }
+      executionCount++
+      const outputs: object[] = []
+      if (step.stdout) outputs.push({ output_type: 'stream', name: 'stdout', text: lines(step.stdout) })
+      if (step.stderr) outputs.push({ output_type: 'stream', name: 'stderr', text: lines(step.stderr) })
+      for (const result of step.results) {
+        const data: Record<string, unknown> = {}
+        if (result.text !== undefined) data['text/plain'] = lines(result.text)
+        const image = result.image ? readBlob(result.image.url) : undefined
+        if (image) data['image/png'] = image.toString('base64')
+        if (Object.keys(data).length === 0) continue
+        outputs.push(
+          result.isMainResult && !image
+            ? { output_type: 'execute_result', execution_count: executionCount, data, metadata: {} }
+            : { output_type: 'display_data', data, metadata: {} },
+        )
+      }
+      if (step.error) {
+        outputs.push({
+          output_type: 'error',
+          ename: step.error.name,
+          evalue: step.error.value,
+          traceback: step.error.traceback.split('\n'),
+        })
+      }
+      cells.push({
+        cell_type: 'code',
+        id: id(),
+        metadata: {},
+        execution_count: executionCount,
+        source: lines(step.code),
+        outputs,
+      })
+    }
+    if (run.answer) {
+      const warning = run.unsupportedNumbers.length
+        ? `\n\n> Not found in any output of the code: ${run.unsupportedNumbers.join(', ')}\n`
+        : ''
+      cells.push(markdown(`**Answer${run.incomplete ? ' (incomplete)' : ''}:**\n\n${run.answer}${warning}\n`))
+    } else if (run.error) {
+      cells.push(markdown(`*No answer: ${run.error}*\n`))
+    }
+  }
+  return {
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {
+      kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' },
+      language_info: { name: 'python' },
+      analyst: { session: detail.id, model: detail.model ?? null },
+    },
+    cells,
+  }
+}
+
+/** Reads a blob by path; used with the store's blob paths. */
+export function fileReader(pathFor: (url: string) => string | undefined) {
+  return (url: string) => {
+    const path = pathFor(url)
+    try {
+      return path ? readFileSync(path) : undefined
+    } catch {
+      return undefined
+    }
+  }
+}

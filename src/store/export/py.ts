@@ -1,0 +1,39 @@
+/**
+ * A session as a Python script that re-runs the analysis: the cells that ran without error, in
+ * order, with each question and answer as comments. It reads data/<name> like the sandbox did.
+ * @module
+ */
+import type { SessionDetail } from '../../server/types.js'
+
+const comment = (text: string) =>
+  text
+    .split('\n')
+    .map((line) => (line ? `# ${line}` : '#'))
+    .join('\n')
+
+export function toScript(detail: SessionDetail): string {
+  const parts = [
+    '#!/usr/bin/env python3',
+    comment(
+      `${detail.title}\nAnalyst session ${detail.id}. Re-runs the analysis: run it from a folder with the data in data/:`,
+    ),
+    comment(detail.datasets.map((d) => `  data/${d.name}`).join('\n') || '  (no data files)'),
+    '',
+    'import matplotlib',
+    "matplotlib.use('Agg')  # charts are saved by the code, not shown",
+    'try:',
+    '    display  # noqa: B018  (defined in notebooks and in the sandbox)',
+    'except NameError:',
+    '    display = print',
+    '',
+  ]
+  for (const run of detail.runs) {
+    parts.push(comment(`Question: ${run.question}`), '')
+    for (const step of run.steps) {
+      if (step.error || step.violations?.length) continue
+      parts.push(`# --- step ${step.step} ---`, step.code.replace(/\s+$/, ''), '')
+    }
+    if (run.answer) parts.push(comment(`Answer: ${run.answer}`), '')
+  }
+  return `${parts.join('\n')}\n`
+}
