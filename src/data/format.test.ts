@@ -77,6 +77,21 @@ describe('formatProfiles', () => {
     expect(text).toMatch(/more warnings\)/)
   })
 
+  it('names one variable per table when there are several, valid in Python and distinct', () => {
+    const text = formatProfiles([
+      profile('Sales 2024.csv', [column('a')]),
+      profile('sales_2024.tsv', [column('b')]),
+      profile('2023.csv', [column('c')]),
+      profile('import.json', [column('d')]),
+    ])
+    expect(text.match(/^\w+ = pd\.\w+/gm)).toEqual([
+      'sales_2024 = pd.read_csv',
+      'sales_2024_2 = pd.read_csv',
+      'df_2023 = pd.read_csv',
+      'df_import = pd.read_csv',
+    ])
+  })
+
   it('says why a file could not be profiled', () => {
     const text = formatProfiles([
       profile('gone.csv', [], { error: 'No such file: /tmp/gone.csv. Check the path.' }),
@@ -115,7 +130,7 @@ describe('formatProfiles', () => {
     ])
     expect(text).toContain('(Excel workbook, 2 sheets')
     expect(text).toContain(
-      "## data/b.xlsx [sheet 'Two'] (Excel) — 3 rows × 1 columns\ndf = pd.read_excel('data/b.xlsx', sheet_name='Two')",
+      "## data/b.xlsx [sheet 'Two'] (Excel) — 3 rows × 1 columns\nb_two = pd.read_excel('data/b.xlsx', sheet_name='Two')",
     )
   })
 })

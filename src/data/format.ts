@@ -115,6 +115,8 @@ function sampleLines(columns: ColumnProfile[], rows: Record<string, Cell>[], n: 
 
 interface Table {
   title: string
+  /** The Python variable the section's read call assigns. */
+  variable: string
   readCall: string
   rows: number
   rowsEstimated?: boolean
@@ -176,7 +178,7 @@ function section(table: Table, budgetTokens: number): string {
   const budget = budgetTokens * CHARS_PER_TOKEN
   const header = [
     `## ${table.title} — ${count(table.rows, table.rowsEstimated)} rows × ${thousands(table.columns.length)} columns`,
-    `df = ${table.readCall}`,
+    `${table.variable} = ${table.readCall}`,
   ]
   const warnings = table.warnings.slice(0, MAX_WARNINGS).map((w) => `- ${w}`)
   if (table.warnings.length > MAX_WARNINGS)
@@ -218,9 +220,10 @@ function section(table: Table, budgetTokens: number): string {
   return render([], [], [])
 }
 
-function sheetTable(profile: DatasetProfile, sheet: SheetProfile): Table {
+function sheetTable(profile: DatasetProfile, sheet: SheetProfile, variable: string): Table {
   return {
     title: `data/${profile.name} [sheet ${py(sheet.name)}] (Excel)`,
+    variable,
     readCall: sheet.readCall,
     rows: sheet.rows,
     rowsEstimated: sheet.rowsEstimated,
@@ -240,7 +243,7 @@ const FORMAT_NAMES: Record<string, string> = {
   unknown: 'unknown format',
 }
 
-function fileSection(profile: DatasetProfile, budgetTokens: number): string {
+function fileSection(profile: DatasetProfile, budgetTokens: number, variables: Variables): string {
   if (profile.error) return `## data/${profile.name} — could not be profiled\n${profile.error}`
   const kind = `${FORMAT_NAMES[profile.format] ?? profile.format}${profile.compression ? `, ${profile.compression}` : ''}${profile.encoding && profile.encoding !== 'UTF-8' ? `, ${profile.encoding}` : ''}`
   if (profile.sheets && profile.sheets.length > 1) {
@@ -250,13 +253,19 @@ function fileSection(profile: DatasetProfile, budgetTokens: number): string {
     const intro = `## data/${profile.name} (Excel workbook, ${profile.sheets.length} sheets; pd.read_excel(${py(`data/${profile.name}`)}, sheet_name=None) reads all as a dict)`
     return [
       intro,
-      section(sheetTable(profile, first), Math.floor(budgetTokens / 2)),
-      ...others.map((s) => section(sheetTable(profile, s), each)),
+      section(
+        sheetTable(profile, first, variables.take(`${profile.name}_${first.name}`)),
+        Math.floor(budgetTokens / 2),
+      ),
+      ...others.map((s) =>
+        section(sheetTable(profile, s, variables.take(`${profile.name}_${s.name}`)), each),
+      ),
     ].join('\n')
   }
   return section(
     {
       title: `data/${profile.name} (${kind})`,
+      variable: variables.take(profile.name),
       readCall: profile.readCall,
       rows: profile.rows,
       rowsEstimated: profile.rowsEstimated,
@@ -304,9 +313,38 @@ export function joinHints(profiles: DatasetProfile[]): string[] {
   })
 }
 
+const PYTHON_KEYWORDS = new Set(
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield pd np plt'.split(
+    ' ',
+  ),
+)
+
+/** Python variable names for the tables: `df` for a lone table, else one from each file's name. */
+class Variables {
+  private readonly used = new Set<string>()
+  constructor(private readonly single: boolean) {}
+
+  take(name: string): string {
+    if (this.single) return 'df'
+    let base = name
+      .replace(/\.(csv|tsv|txt|dat|tab|jsonl?|ndjson|xlsx|xlsm|parquet|pq|gz|zip|pkl)/gi, '')
+      .toLowerCase()
+      .replace(/[^a-z0-9_]+/g, '_')
+      .replace(/^_+|_+$/g, '')
+      .slice(0, 30)
+    if (base === '' || /^\d/.test(base) || PYTHON_KEYWORDS.has(base)) base = `df_${base}`.replace(/_$/, '')
+    let variable = base
+    for (let n = 2; this.used.has(variable); n++) variable = `${base}_${n}`
+    this.used.add(variable)
+    return variable
+  }
+}
+
 export function formatProfiles(profiles: DatasetProfile[], options: FormatOptions = {}): string {
   const budget = options.tokensPerFile ?? DEFAULT_TOKENS_PER_FILE
-  const sections = profiles.map((profile) => fileSection(profile, budget))
+  const tables = profiles.reduce((n, p) => n + (p.error ? 0 : Math.max(1, p.sheets?.length ?? 1)), 0)
+  const variables = new Variables(tables <= 1)
+  const sections = profiles.map((profile) => fileSection(profile, budget, variables))
   const hints = joinHints(profiles)
   if (hints.length > 0) {
     const shown = hints.slice(0, 20)

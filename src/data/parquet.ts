@@ -243,7 +243,7 @@ export async function profileParquet(base: DatasetProfile, options: ProfileOptio
   }
 }
 
-const CONVERT = String.raw`
+const CONVERT = `
 import datetime, json, sys
 import numpy as np
 import pandas as pd

@@ -30,7 +30,7 @@ describe('analyst profile', () => {
     const { code, stdout, stderr } = analyst(['profile', 'sales.csv', 'regions.csv'])
     expect(stderr).toBe('')
     expect(code).toBe(0)
-    expect(stdout).toContain("df = pd.read_csv('data/sales.csv', sep=';', decimal=',')")
+    expect(stdout).toContain("sales = pd.read_csv('data/sales.csv', sep=';', decimal=',')")
     expect(stdout).toContain("- 'amount' float64: 1.5 … 2.25")
     expect(stdout).toContain("- sales.csv, regions.csv: 'region' object")
   })
