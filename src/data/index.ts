@@ -10,7 +10,7 @@ export {
   joinHints,
 } from './format.js'
 export { prepareForSandbox, type SandboxFile } from './prepare.js'
-export { profileFiles } from './profile.js'
+export { type DataFile, profileFiles } from './profile.js'
 export { type ReaderCheck, readerChecks } from './readers.js'
 export type {
   Cell,

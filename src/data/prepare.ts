@@ -4,7 +4,6 @@
  * `readCall` reads (see parquet.ts).
  * @module
  */
-import { basename } from 'node:path'
 import type { DatasetProfile } from './types.js'
 
 export interface SandboxFile {
@@ -18,7 +17,8 @@ export async function prepareForSandbox(
   profile: DatasetProfile,
   options: { signal?: AbortSignal } = {},
 ): Promise<SandboxFile> {
-  if (profile.format === 'parquet' && !profile.error && profile.name !== basename(profile.path)) {
+  // The profile's read call says which file the sandbox needs: the pickled copy, or the file itself.
+  if (profile.format === 'parquet' && !profile.error && profile.readCall.startsWith('pd.read_pickle(')) {
     const { convertParquet } = await import('./parquet.js')
     return { hostPath: await convertParquet(profile, options.signal), name: profile.name }
   }

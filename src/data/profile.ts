@@ -73,18 +73,28 @@ interface Pending {
   profile: DatasetProfile
 }
 
+/** A data file: its host path, and optionally the name it gets in the sandbox (default: its base name). */
+export type DataFile = string | { path: string; name: string }
+
+/**
+ * One profile per file, in order. Never throws for a bad file: its entry carries an `error`. A file
+ * given with a name is profiled under that name (`data/<name>` in every read call), and its format
+ * is told by that name's extension and the file's content.
+ */
 export async function profileFiles(
-  paths: string[],
+  files: DataFile[],
   options: ProfileOptions & { limits?: Partial<ProfileLimits> } = {},
 ): Promise<DatasetProfile[]> {
   const context: Context = { signal: options.signal, limits: { ...DEFAULT_LIMITS, ...options.limits } }
   const results: DatasetProfile[] = []
   const pending: Pending[] = []
-  for (const path of paths) {
+  for (const file of files) {
     options.signal?.throwIfAborted()
+    const path = typeof file === 'string' ? file : file.path
+    const name = typeof file === 'string' ? basename(path) : file.name
     const index = results.length
     try {
-      const outcome = await profileOne(path, context)
+      const outcome = await profileOne(path, name, context)
       if ('job' in outcome) {
         pending.push({ index, job: outcome.job, profile: outcome.profile })
         results.push(outcome.profile)
@@ -93,7 +103,7 @@ export async function profileFiles(
       if (options.signal?.aborted) throw error
       results.push(
         failed(
-          emptyProfile(path, basename(path), formatFromName(path) as DataFormat, 0),
+          emptyProfile(path, name, (formatFromName(name) ?? 'unknown') as DataFormat, 0),
           describe(error, path),
         ),
       )
@@ -163,18 +173,17 @@ function mergePandas(profile: DatasetProfile, answer: PandasResult): DatasetProf
 
 type Outcome = DatasetProfile | { job: PandasJob; profile: DatasetProfile }
 
-async function profileOne(path: string, options: Context): Promise<Outcome> {
+async function profileOne(path: string, name: string, options: Context): Promise<Outcome> {
   const L = options.limits
   const info = await stat(path)
   if (info.isDirectory()) throw Object.assign(new Error('is a folder'), { code: 'EISDIR' })
   if (!info.isFile()) {
     // A pipe, socket or device: reading it could block forever.
     return failed(
-      emptyProfile(path, basename(path), 'unknown', 0),
+      emptyProfile(path, name, 'unknown', 0),
       `${path} is not a regular file (a pipe or device). Give a data file.`,
     )
   }
-  const name = basename(path)
   const head = await readHead(path, info.size <= L.fullReadBytes ? L.fullReadBytes : L.headBytes)
   const detected = detect(name, head.bytes)
   const base = emptyProfile(

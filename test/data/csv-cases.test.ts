@@ -175,6 +175,17 @@ describe('what the profile says about the file', () => {
   })
 })
 
+describe('files given a name for the sandbox', () => {
+  it('profiles them under that name, telling the format by it', async () => {
+    const hostPath = join(dir, 'upload-7f3a')
+    writeFileSync(hostPath, 'a;b\n1;2\n')
+    const [profile] = await profileFiles([{ path: hostPath, name: 'prices.csv' }])
+    expect(profile?.path).toBe(hostPath)
+    expect(profile?.name).toBe('prices.csv')
+    expect(profile?.readCall).toBe("pd.read_csv('data/prices.csv', sep=';')")
+  })
+})
+
 describe('files bigger than the full-read limit', () => {
   it('samples them, counts rows exactly when cheap and estimates them otherwise', async () => {
     const path = join(dir, 'large.csv')

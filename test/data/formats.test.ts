@@ -249,6 +249,18 @@ describe('Parquet', () => {
     expect((await prepareForSandbox(profile)).hostPath).toBe(parquetFile.hostPath)
   })
 
+  it('keeps the read call and the converted copy in step when the file is given a name', async () => {
+    const [renamed] = await profileFiles([{ path: join(dir, 'sales.parquet'), name: 'q1 sales.parquet' }])
+    const file = await prepareForSandbox(renamed as DatasetProfile)
+    expect(renamed?.readCall).toBe(
+      file.name === 'q1 sales.parquet'
+        ? "pd.read_parquet('data/q1 sales.parquet')"
+        : `pd.read_pickle('data/${file.name}')`,
+    )
+    expect(file.name).toBe(renamed?.name)
+    if (file.name !== 'q1 sales.parquet') expect(file.name).toBe('q1 sales.parquet.pkl')
+  })
+
   it('says a broken Parquet file is broken', () => {
     expect(get('broken.parquet').error).toMatch(/Parquet/)
   })
