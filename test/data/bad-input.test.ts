@@ -123,6 +123,13 @@ describe('odd files still get a profile, within the budget', () => {
     for (const profile of profiles) expect(profile.warnings.join('\n')).toMatch(/also named same\.csv/)
   })
 
+  it('stops when the caller aborts, with the abort reason', async () => {
+    writeFileSync(path('fine.csv'), 'a\n1\n')
+    const controller = new AbortController()
+    controller.abort(new Error('user cancelled'))
+    await expect(profileFiles([path('fine.csv')], { signal: controller.signal })).rejects.toThrow('user cancelled')
+  })
+
   it('profiles the good files when others in the same call are bad', async () => {
     writeFileSync(path('good.csv'), 'a,b\n1,2\n')
     const profiles = await profileFiles([path('missing.csv'), path('good.csv')])
