@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { checkCode, DEFAULT_POLICY, RULE_IDS } from './index.js'
+import { checkCode, DEFAULT_POLICY, RULE_IDS, warmUp } from './index.js'
 
 describe('checkCode', () => {
   test('reports rule, 1-based line and column, and what to do instead', async () => {
@@ -74,6 +74,12 @@ describe('checkCode', () => {
       'open(x.constructor)',
     ].join('\n')
     expect(await checkCode(code)).toEqual([])
+  })
+
+  test('warmUp loads the parser and leaves no state behind', async () => {
+    await warmUp()
+    expect(await checkCode('import socket')).toHaveLength(1)
+    expect(await checkCode('x = 1')).toEqual([])
   })
 
   test('empty code passes', async () => {
