@@ -127,7 +127,9 @@ describe('odd files still get a profile, within the budget', () => {
     writeFileSync(path('fine.csv'), 'a\n1\n')
     const controller = new AbortController()
     controller.abort(new Error('user cancelled'))
-    await expect(profileFiles([path('fine.csv')], { signal: controller.signal })).rejects.toThrow('user cancelled')
+    await expect(profileFiles([path('fine.csv')], { signal: controller.signal })).rejects.toThrow(
+      'user cancelled',
+    )
   })
 
   it('profiles the good files when others in the same call are bad', async () => {

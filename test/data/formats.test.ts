@@ -222,6 +222,16 @@ describe('Excel', () => {
     for (const sheet of profile.sheets ?? []) expectPandasView(sheet, `book.xlsx[${sheet.name}]`)
   })
 
+  it('profiles a big workbook on its first rows and takes the row count from the sheet', async () => {
+    const [profile] = await profileFiles([join(dir, 'book.xlsx')], {
+      limits: { excelFullBytes: 1, excelSampleRows: 2 },
+    })
+    const sales = profile?.sheets?.[0]
+    expect(sales?.rowsEstimated).toBe(true)
+    expect(sales?.rows).toBe(views['book.xlsx[Sales]']?.rows)
+    expect(profile?.sampled).toBe(true)
+  })
+
   it('refuses an old .xls workbook with what to do', () => {
     expect(get('old.xls').error).toMatch(/Save it as \.xlsx/)
   })
