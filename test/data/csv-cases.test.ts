@@ -207,4 +207,19 @@ describe('files bigger than the full-read limit', () => {
     expect(Math.abs((estimated?.rows ?? 0) - view.rows) / view.rows).toBeLessThan(0.05)
     expect(counted?.columns[0]?.distinctEstimated).toBe(true)
   })
+
+  it('samples files whose lines end with a lone \\r', async () => {
+    const path = join(dir, 'mac.csv')
+    let text = 'year,pop,country\r'
+    for (let i = 0; i < 20_000; i++) text += `${1950 + (i % 60)},${i * 1000},c${i % 50}\r`
+    writeFileSync(path, text)
+    const [profile] = await profileFiles([path], {
+      limits: { fullReadBytes: 64 * 1024, headBytes: 16 * 1024, pieceBytes: 2048 },
+    })
+    const view = pandasViews([{ key: 'mac', call: `pd.read_csv(${JSON.stringify(path)})` }]).mac as PandasView
+    expect(profile?.error).toBeUndefined()
+    expect(profile?.columns.map((c) => c.dtype)).toEqual(view.dtypes)
+    expect(profile?.rowsEstimated).toBe(true)
+    expect(Math.abs((profile?.rows ?? 0) - view.rows) / view.rows).toBeLessThan(0.05)
+  })
 })

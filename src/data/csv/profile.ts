@@ -57,13 +57,14 @@ export function pandasNames(header: string[]): string[] {
 
 function cut(bytes: Buffer, encoding: TextEncoding, complete: boolean, fromStart: boolean): string {
   let text = encoding.decode(bytes)
+  // Lines end with \n, \r\n or a lone \r (old Mac files): pandas takes all three.
   if (!fromStart) {
     // A piece starts mid-line: drop up to the first line end.
-    const first = text.indexOf('\n')
+    const first = text.search(/[\r\n]/)
     text = first === -1 ? '' : text.slice(first + 1)
   }
   if (!complete) {
-    const last = text.lastIndexOf('\n')
+    const last = Math.max(text.lastIndexOf('\n'), text.lastIndexOf('\r'))
     text = last === -1 ? '' : text.slice(0, last + 1)
   }
   return text
