@@ -129,7 +129,7 @@ export class ColumnAccumulator {
   private repeat(value: string) {
     const cls = this.classes.get(value)
     if (cls === undefined) return this.classify(value)
-    if (cls & 16) this.dates.add(value)
+    if (cls & 16) this.dates.matched++ // a repeat cannot move the range
     this.count(cls, value)
   }
 
