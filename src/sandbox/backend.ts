@@ -72,8 +72,10 @@ export interface SandboxLimits {
   cpuSeconds: number
   /** Open files per process. @default 1024 */
   openFiles: number
-  /** stdout + stderr kept per cell; more is dropped with a marker. @default 10 MB */
+  /** stdout + stderr kept per cell; more is dropped with a marker. @default 10 MiB */
   outputBytes: number
+  /** Results (displays, tables, charts) kept per cell; more are dropped with a marker. @default 8 × outputBytes */
+  resultBytes: number
 }
 
 export interface SandboxCreateOptions {

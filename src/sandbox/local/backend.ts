@@ -148,6 +148,9 @@ class LocalSandbox implements SandboxBackend {
     const cap = this.config.limits.outputBytes
     let outputBytes = 0
     let truncated = false
+    // The kernel caps results too, but it is not trusted: the host counts again.
+    let resultBytes = 0
+    let resultsDropped = false
     let sawError = false
     let stopped: 'timeout' | 'abort' | undefined
     let killedByUs = false
@@ -198,8 +201,20 @@ class LocalSandbox implements SandboxBackend {
               return output(message.type, message.text)
             case 'truncated':
               return truncate()
-            case 'result':
+            case 'result': {
+              resultBytes += JSON.stringify(message.bundle).length
+              if (resultBytes > this.config.limits.resultBytes) {
+                if (!resultsDropped) {
+                  resultsDropped = true
+                  onEvent({
+                    type: 'stderr',
+                    text: `\n[results truncated: the cell displayed more than ${formatBytes(this.config.limits.resultBytes)}; the rest was dropped (limits.resultBytes)]\n`,
+                  })
+                }
+                return
+              }
               return onEvent({ type: 'result', bundle: message.bundle, isMainResult: message.main })
+            }
             case 'error':
               sawError = true
               if (stopped === 'timeout' && message.name === 'KeyboardInterrupt') {

@@ -32,6 +32,7 @@ import {
   onExit,
   releaseSandboxDir,
 } from './runtime.js'
+import { seccompFilter } from './seccomp.js'
 import { Workspace } from './workspace.js'
 
 export interface HomeConfig {
@@ -57,6 +58,22 @@ const KERNEL_SOURCE = join(dirname(fileURLToPath(import.meta.url)), 'python')
 const MODULES_TO_PRELOAD = ['numpy', 'pandas', 'matplotlib']
 
 let kernelDir: string | undefined
+let jailFeatures: { seccompFile?: string; disableUserns: boolean } | undefined
+
+/** What this bubblewrap can do, and the seccomp filter file: found once per process. */
+function features(): { seccompFile?: string; disableUserns: boolean } {
+  if (jailFeatures) return jailFeatures
+  const help = spawnSync('bwrap', ['--help'], { encoding: 'utf8' })
+  const text = `${help.stdout ?? ''}${help.stderr ?? ''}`
+  const filter = text.includes('--seccomp') ? seccompFilter() : undefined
+  let seccompFile: string | undefined
+  if (filter) {
+    seccompFile = join(getRuntime().own, 'seccomp.bpf')
+    writeFileSync(seccompFile, filter, { mode: 0o644 })
+  }
+  jailFeatures = { seccompFile, disableUserns: text.includes('--disable-userns') }
+  return jailFeatures
+}
 
 /** The kernel's Python files, copied where sandbox uids can read them (the project folder may not be). */
 function installKernel(): string {
@@ -100,6 +117,8 @@ export function prepareHome(config: HomeConfig): Home {
   const release = () => {
     if (released) return
     released = true
+    // Processes, mount and folder first: the uid is given back only when nothing of it runs.
+    releaseSandboxDir(dir)
     for (const cleanup of cleanups.reverse()) {
       try {
         cleanup()
@@ -107,7 +126,6 @@ export function prepareHome(config: HomeConfig): Home {
         // best effort: the runtime sweep retries what is left
       }
     }
-    releaseSandboxDir(dir)
   }
   const unregister = onExit(release)
   cleanups.push(unregister)
@@ -164,6 +182,7 @@ export function prepareHome(config: HomeConfig): Home {
     const kernelConfig = JSON.stringify({
       limits: kernelLimits,
       outputCap: config.limits.outputBytes,
+      resultCap: config.limits.resultBytes,
       preload: MODULES_TO_PRELOAD.filter((name) => config.python.modules[name]).concat(
         config.python.modules.matplotlib ? ['matplotlib.pyplot'] : [],
       ),
@@ -171,6 +190,7 @@ export function prepareHome(config: HomeConfig): Home {
     const source = installKernel()
     let spec: KernelSpawnSpec
     if (sandboxed) {
+      const jail = features()
       const command = [
         config.python.executable,
         '-s',
@@ -189,6 +209,8 @@ export function prepareHome(config: HomeConfig): Home {
             fontCache: fontCache(config.python),
             network: config.network,
             tmpBytes: config.limits.workspaceBytes,
+            seccomp: jail.seccompFile !== undefined,
+            disableUserns: jail.disableUserns,
           },
           command,
         ),
@@ -197,6 +219,7 @@ export function prepareHome(config: HomeConfig): Home {
         gid: owner?.gid,
         cgroupProcs: cgroup?.procsFiles,
         infoFd: true,
+        seccompFile: jail.seccompFile,
         maxMessageBytes: 64 * 1024 * 1024,
       }
     } else {

@@ -19,6 +19,8 @@ const spec = {
   etc: '/run/etc',
   network: false,
   tmpBytes: 1024,
+  seccomp: true,
+  disableUserns: true,
 }
 
 function pairs(args: string[], flag: string): string[][] {
@@ -38,6 +40,11 @@ describe('bwrapArgs', () => {
       expect.arrayContaining(['--unshare-user', '--unshare-pid', '--die-with-parent', '--new-session']),
     )
     expect(args[args.indexOf('--cap-drop') + 1]).toBe('ALL')
+    expect(args[args.indexOf('--seccomp') + 1]).toBe('6')
+    expect(args).toContain('--disable-userns')
+    expect(bwrapArgs({ ...spec, seccomp: false, disableUserns: false }, ['python3'])).not.toContain(
+      '--seccomp',
+    )
   })
 
   it('binds the workspace read-write, data and the kernel read-only, and nothing else of the host writable', () => {

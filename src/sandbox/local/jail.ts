@@ -12,6 +12,8 @@ export const SANDBOX_DATA = `${SANDBOX_HOME}/data`
 export const SANDBOX_KERNEL_DIR = '/opt/analyst'
 /** bubblewrap writes `{"child-pid": N}` here. fds 3 and 4 are the kernel's message pipes. */
 export const INFO_FD = 5
+/** bubblewrap reads the seccomp filter from here. */
+export const SECCOMP_FD = 6
 const MPL_CONFIG_DIR = '/tmp/.matplotlib'
 
 /** What of the host's /etc the Python stack needs; everything else of /etc stays out. */
@@ -51,6 +53,10 @@ export interface JailSpec {
   network: boolean
   /** Size of the sandbox's private /tmp. */
   tmpBytes: number
+  /** A seccomp filter is passed on SECCOMP_FD. */
+  seccomp: boolean
+  /** bubblewrap can forbid user namespaces inside the jail (0.8.0 and later). */
+  disableUserns: boolean
 }
 
 /** Top-level links such as /lib -> usr/lib (merged /usr), copied from the host as they are. */
@@ -87,6 +93,9 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     String(INFO_FD),
     '--cap-drop',
     'ALL',
+    ...(spec.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
+    // No nested user namespaces: they would hand code capabilities (in a namespace of its own).
+    ...(spec.disableUserns ? ['--disable-userns'] : []),
     '--ro-bind',
     '/usr',
     '/usr',

@@ -5,6 +5,7 @@
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process'
+import { closeSync, openSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import type { Readable, Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -26,6 +27,8 @@ export interface KernelSpawnSpec {
   processGroup?: boolean
   /** bubblewrap reports its init's PID on fd 5 (--info-fd 5). */
   infoFd?: boolean
+  /** A file bubblewrap reads the seccomp filter from, on fd 6 (--seccomp 6). */
+  seccompFile?: string
   /** Largest message line accepted from the kernel. */
   maxMessageBytes: number
 }
@@ -119,14 +122,28 @@ export class Kernel {
           ],
         ]
       : [spec.command, spec.args]
-    const child = spawn(command, args, {
-      env: spec.env,
-      cwd: spec.cwd,
-      uid: spec.uid,
-      gid: spec.gid,
-      detached: spec.processGroup ?? false,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...(spec.infoFd ? (['pipe'] as const) : [])],
-    })
+    const seccomp = spec.seccompFile ? openSync(spec.seccompFile, 'r') : undefined
+    let child: ChildProcess
+    try {
+      child = spawn(command, args, {
+        env: spec.env,
+        cwd: spec.cwd,
+        uid: spec.uid,
+        gid: spec.gid,
+        detached: spec.processGroup ?? false,
+        stdio: [
+          'ignore',
+          'pipe',
+          'pipe',
+          'pipe',
+          'pipe',
+          spec.infoFd ? 'pipe' : 'ignore',
+          seccomp ?? 'ignore',
+        ],
+      })
+    } finally {
+      if (seccomp !== undefined) closeSync(seccomp)
+    }
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve)
       child.once('error', reject)

@@ -12,6 +12,7 @@ export const DEFAULT_LIMITS: Readonly<SandboxLimits> = {
   cpuSeconds: 600,
   openFiles: 1024,
   outputBytes: 10 * MiB,
+  resultBytes: 80 * MiB,
 }
 
 /** Defaults plus overrides, each checked to be a positive whole number. */
@@ -29,5 +30,8 @@ export function resolveLimits(overrides: Partial<SandboxLimits> = {}): SandboxLi
     }
     limits[key as keyof SandboxLimits] = value
   }
+  // Results scale with the output cap unless set on their own.
+  if (overrides.resultBytes === undefined && overrides.outputBytes !== undefined)
+    limits.resultBytes = 8 * limits.outputBytes
   return limits
 }

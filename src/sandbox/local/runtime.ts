@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import { SandboxUnavailableError } from '../errors.js'
 import type { PythonInfo } from './python.js'
 
@@ -121,9 +121,74 @@ function sweepStale(root: string) {
   }
 }
 
-/** Undoes a sandbox folder's mount and cgroups, then deletes it. Synchronous: also used at exit. */
+/** Host processes whose real uid is `uid`. */
+function processesOf(uid: number): number[] {
+  const pids: number[] = []
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      if (readFileSync(`/proc/${pid}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)?.[1] === String(uid))
+        pids.push(Number(pid))
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return pids
+}
+
+/** Whether a live process other than the sandbox folder's owner holds the uid's lock. */
+function uidHeldByOther(uid: number, dir: string): boolean {
+  try {
+    const holder = readFileSync(join(dirname(dirname(dir)), 'uids', String(uid)), 'utf8')
+    return holder !== basename(dirname(dir)) && ownerAlive(holder)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Kills whatever a sandbox left running: the processes in its cgroups and, as root, every process
+ * of its own uid. Normally nothing is left (the jail's init takes its PID namespace with it); this
+ * catches a jail whose init outlived its host.
+ */
+function killLeftovers(dir: string, cgroupPaths: string[]) {
+  const pids = new Set<number>()
+  for (const path of cgroupPaths) {
+    try {
+      for (const pid of readFileSync(join(path, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean))
+        pids.add(Number(pid))
+    } catch {
+      // gone already
+    }
+  }
+  if (isRoot) {
+    try {
+      const uid = lstatSync(join(dir, 'work')).uid
+      // Only while no live process holds the uid again: then its processes are this sandbox's.
+      if (uid >= UID_BASE && uid < UID_BASE + UID_COUNT && !uidHeldByOther(uid, dir)) {
+        for (const pid of processesOf(uid)) pids.add(pid)
+      }
+    } catch {
+      // no workspace left
+    }
+  }
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL')
+    } catch {
+      // exited meanwhile
+    }
+  }
+}
+
+/** Ends a sandbox's leftover processes, undoes its mount and cgroups, then deletes its folder. Synchronous: also used at exit. */
 export function releaseSandboxDir(dir: string) {
   const work = join(dir, 'work')
+  const cgroupsFile = join(dir, CGROUPS_MARK)
+  killLeftovers(
+    dir,
+    existsSync(cgroupsFile) ? readFileSync(cgroupsFile, 'utf8').split('\n').filter(Boolean) : [],
+  )
   if (existsSync(join(dir, MOUNT_MARK))) unmount(work)
   const cgroups = join(dir, CGROUPS_MARK)
   if (existsSync(cgroups)) {

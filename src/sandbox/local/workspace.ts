@@ -34,14 +34,37 @@ import { SANDBOX_HOME } from './jail.js'
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants
 const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-/** The most entries one artifact scan looks at; more are not reported. */
+/** The most entries one artifact scan looks at, and how deep it goes; beyond, files are not reported. */
 const SCAN_LIMIT = 20_000
+const SCAN_DEPTH = 32
+
+/**
+ * The entries of an open folder whose names are valid UTF-8 (others cannot be named through the
+ * files API; code can still use them). Read as bytes so such a name cannot break the listing.
+ */
+function entriesOf(dirFd: number): Array<{ name: string; isFile: boolean; isDirectory: boolean }> {
+  const entries: Array<{ name: string; isFile: boolean; isDirectory: boolean }> = []
+  for (const entry of readdirSync(`/proc/self/fd/${dirFd}`, { withFileTypes: true, encoding: 'buffer' })) {
+    const raw = entry.name as unknown as Buffer
+    const name = raw.toString('utf8')
+    if (!Buffer.from(name, 'utf8').equals(raw)) continue
+    entries.push({ name, isFile: entry.isFile(), isDirectory: entry.isDirectory() })
+  }
+  return entries
+}
 
 export function mimeType(name: string): string {
   return mime.lookup(name) || 'application/octet-stream'
 }
 
-const at = (dirFd: number, name: string) => `/proc/self/fd/${dirFd}/${name}`
+/** The path of `name` inside an open folder; a Buffer name keeps bytes that are not UTF-8. */
+function at(dirFd: number, name: string): string
+function at(dirFd: number, name: string | Buffer): string | Buffer
+function at(dirFd: number, name: string | Buffer): string | Buffer {
+  return typeof name === 'string'
+    ? `/proc/self/fd/${dirFd}/${name}`
+    : Buffer.concat([Buffer.from(`/proc/self/fd/${dirFd}/`), name])
+}
 
 function escapes(path: string): InvalidArgumentError {
   return new InvalidArgumentError(`${path} is outside the sandbox's workspace`, {
@@ -205,12 +228,17 @@ export class Workspace {
     const prefix = [SANDBOX_HOME, ...(area === 'data' ? ['data'] : []), ...parts].join('/')
     try {
       const entries: EntryInfo[] = []
-      for (const entry of readdirSync(`/proc/self/fd/${dir}`, { withFileTypes: true })) {
-        if (!entry.isFile() && !entry.isDirectory()) continue
-        const size = entry.isFile() ? lstatSync(at(dir, entry.name)).size : 0
+      for (const entry of entriesOf(dir)) {
+        if (!entry.isFile && !entry.isDirectory) continue
+        let size = 0
+        try {
+          size = entry.isFile ? lstatSync(at(dir, entry.name)).size : 0
+        } catch {
+          continue // removed while we looked
+        }
         entries.push({
           name: entry.name,
-          type: entry.isFile() ? 'file' : 'dir',
+          type: entry.isFile ? 'file' : 'dir',
           path: `${prefix}/${entry.name}`,
           size,
         })
@@ -326,12 +354,13 @@ export class Workspace {
     const seen = new Map<string, string>()
     const sizes = new Map<string, number>()
     let budget = SCAN_LIMIT
-    const walk = (fd: number, prefix: string) => {
-      for (const entry of readdirSync(`/proc/self/fd/${fd}`, { withFileTypes: true })) {
+    const walk = (fd: number, prefix: string, depth: number) => {
+      for (const entry of entriesOf(fd)) {
         if (--budget < 0) return
         const relative = prefix ? `${prefix}/${entry.name}` : entry.name
-        if (entry.isDirectory()) {
+        if (entry.isDirectory) {
           if (!prefix && entry.name === 'data') continue // the read-only input mount
+          if (depth >= SCAN_DEPTH) continue
           let child: number
           try {
             child = openSync(at(fd, entry.name), DIR_FLAGS)
@@ -339,11 +368,11 @@ export class Workspace {
             continue
           }
           try {
-            walk(child, relative)
+            walk(child, relative, depth + 1)
           } finally {
             closeSync(child)
           }
-        } else if (entry.isFile()) {
+        } else if (entry.isFile) {
           try {
             const stat = lstatSync(at(fd, entry.name), { bigint: true })
             if (!stat.isFile()) continue
@@ -357,7 +386,7 @@ export class Workspace {
     }
     const root = openSync(this.work, DIR_FLAGS)
     try {
-      walk(root, '')
+      walk(root, '', 0)
     } finally {
       closeSync(root)
     }
@@ -377,7 +406,7 @@ export class Workspace {
 }
 
 /** Removes `name` in the open folder `dir`, recursing without ever following a link. */
-function removeAt(dir: number, name: string) {
+function removeAt(dir: number, name: string | Buffer) {
   let child: number
   try {
     child = openSync(at(dir, name), DIR_FLAGS)
@@ -388,7 +417,7 @@ function removeAt(dir: number, name: string) {
     return
   }
   try {
-    for (const entry of readdirSync(`/proc/self/fd/${child}`)) removeAt(child, entry)
+    for (const entry of readdirSync(`/proc/self/fd/${child}`, { encoding: 'buffer' })) removeAt(child, entry)
   } finally {
     closeSync(child)
   }

@@ -375,7 +375,26 @@ figures_shown = set()
 
 def publish(obj, main=False):
     pipes.drain()
-    send({'type': 'result', 'id': Cells.current, 'main': main, 'bundle': mime_bundle(obj)})
+    send_result({'type': 'result', 'id': Cells.current, 'main': main, 'bundle': mime_bundle(obj)})
+
+
+class ResultBudget:
+    """Results of one cell are capped like its output: past resultCap they are dropped, once noted."""
+    sent = 0
+    noted = False
+
+
+def send_result(message):
+    line = json.dumps(message, default=str)
+    cap = CONFIG.get('resultCap', 80 * 1024 * 1024)
+    if ResultBudget.sent + len(line) > cap:
+        if not ResultBudget.noted:
+            ResultBudget.noted = True
+            pipes.write('stderr', '\n[results truncated: the cell displayed more than %d MiB; the rest was dropped]\n'
+                        % (cap // (1024 * 1024)))
+        return
+    ResultBudget.sent += len(line)
+    send(message)
 
 
 def display(*objs, **kwargs):
@@ -397,7 +416,7 @@ def flush_figures():
                 continue
             pipes.drain()
             bundle = {'image/png': figure_png(figure), 'text/plain': repr(figure)}
-            send({'type': 'result', 'id': Cells.current, 'main': False, 'bundle': bundle})
+            send_result({'type': 'result', 'id': Cells.current, 'main': False, 'bundle': bundle})
     finally:
         figures_shown.clear()
         pyplot.close('all')
@@ -478,6 +497,7 @@ def execute(request):
     context = contexts.get(request.get('context') or 'default')
     cell_id = request['id']
     Cells.current = cell_id
+    ResultBudget.sent, ResultBudget.noted = 0, False
     pipes.start_cell(cell_id)
     error = None
     if context is None:
