@@ -223,6 +223,36 @@ export function App() {
     }
   }
 
+  // Files dropped anywhere on the page are added to the open analysis (or a new one).
+  const uploadRef = useRef(upload)
+  uploadRef.current = upload
+  useEffect(() => {
+    const hasFiles = (event: DragEvent) => Boolean(event.dataTransfer?.types.includes('Files'))
+    const over = (event: DragEvent) => {
+      if (!hasFiles(event)) return
+      event.preventDefault()
+      setDragging(true)
+    }
+    const leave = (event: DragEvent) => {
+      if (event.relatedTarget === null) setDragging(false)
+    }
+    const drop = (event: DragEvent) => {
+      if (!hasFiles(event)) return
+      event.preventDefault()
+      setDragging(false)
+      const files = Array.from(event.dataTransfer?.files ?? [])
+      if (files.length > 0) void uploadRef.current(files)
+    }
+    window.addEventListener('dragover', over)
+    window.addEventListener('dragleave', leave)
+    window.addEventListener('drop', drop)
+    return () => {
+      window.removeEventListener('dragover', over)
+      window.removeEventListener('dragleave', leave)
+      window.removeEventListener('drop', drop)
+    }
+  }, [])
+
   const startNew = () => {
     setProblem(null)
     go(null)
@@ -243,23 +273,7 @@ export function App() {
   const title = detail && detail.id === currentId ? detail.title || 'Untitled analysis' : 'New analysis'
 
   return (
-    <div
-      class={`app${dragging ? ' dragging' : ''}`}
-      onDragOver={(event) => {
-        if (!event.dataTransfer?.types.includes('Files')) return
-        event.preventDefault()
-        setDragging(true)
-      }}
-      onDragLeave={(event) => {
-        if (event.relatedTarget === null) setDragging(false)
-      }}
-      onDrop={(event) => {
-        event.preventDefault()
-        setDragging(false)
-        const files = Array.from(event.dataTransfer?.files ?? [])
-        if (files.length > 0) void upload(files)
-      }}
-    >
+    <div class={`app${dragging ? ' dragging' : ''}`}>
       <Sidebar
         sessions={sessions}
         currentId={currentId}
@@ -305,8 +319,8 @@ export function App() {
               <div class="welcome">
                 <h2>Ask your data a question</h2>
                 <p>
-                  Add a CSV, Excel, JSON or Parquet file. A model writes Python, Analyst runs it in a sandbox, and
-                  you get an answer backed by the numbers, tables and charts the code produced.
+                  Add a CSV, Excel, JSON or Parquet file. A model writes Python, Analyst runs it in a sandbox,
+                  and you get an answer backed by the numbers, tables and charts the code produced.
                 </p>
               </div>
             )}

@@ -117,7 +117,8 @@ export function proseOf(text: string): string {
 
 function streamedImage(result: Record<string, unknown>, alt: string): UiImage | undefined {
   if (typeof result.png === 'string') return { src: `data:image/png;base64,${result.png}`, api: false, alt }
-  if (typeof result.jpeg === 'string') return { src: `data:image/jpeg;base64,${result.jpeg}`, api: false, alt }
+  if (typeof result.jpeg === 'string')
+    return { src: `data:image/jpeg;base64,${result.jpeg}`, api: false, alt }
   // An SVG in <img> runs no script: it is shown as an image, never inlined into the page.
   if (typeof result.svg === 'string')
     return { src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(result.svg)}`, api: false, alt }
@@ -163,7 +164,11 @@ export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): U
       return { ...run, draft: '', steps: [...run.steps.filter((s) => s.step !== event.step), step] }
     }
     case 'guard':
-      return updateStep(run, event.step, (step) => ({ ...step, violations: event.violations, running: false }))
+      return updateStep(run, event.step, (step) => ({
+        ...step,
+        violations: event.violations,
+        running: false,
+      }))
     case 'stdout':
       return updateStep(run, event.step, (step) => ({ ...step, stdout: step.stdout + event.text }))
     case 'stderr':
@@ -215,7 +220,14 @@ export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): U
         unsupportedNumbers: event.unsupportedNumbers,
       }
     case 'failed':
-      return { ...run, status: 'failed', draft: '', error: event.message, hint: event.hint, steps: stopped(run) }
+      return {
+        ...run,
+        status: 'failed',
+        draft: '',
+        error: event.message,
+        hint: event.hint,
+        steps: stopped(run),
+      }
     case 'done': {
       const { result } = event
       const durations = new Map(result.steps.map((step) => [step.step, step.durationMs]))
@@ -253,5 +265,8 @@ export function endRun(run: UiRun, reason?: string): UiRun {
 export function mergeLive(stored: UiRun, live: UiRun | undefined): UiRun {
   if (!live || live.id !== stored.id) return stored
   const prose = new Map(live.steps.map((step) => [step.step, step.prose]))
-  return { ...stored, steps: stored.steps.map((step) => ({ ...step, prose: step.prose ?? prose.get(step.step) })) }
+  return {
+    ...stored,
+    steps: stored.steps.map((step) => ({ ...step, prose: step.prose ?? prose.get(step.step) })),
+  }
 }

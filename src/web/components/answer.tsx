@@ -78,7 +78,8 @@ export function Markdown({ text, numbers = [] }: { text: string; numbers?: strin
     if (line.trim().startsWith('```')) {
       const body: string[] = []
       i++
-      while (i < lines.length && !(lines[i] as string).trim().startsWith('```')) body.push(lines[i++] as string)
+      while (i < lines.length && !(lines[i] as string).trim().startsWith('```'))
+        body.push(lines[i++] as string)
       i++
       blocks.push(
         <pre key={key} class="plain">
@@ -109,17 +110,14 @@ export function Markdown({ text, numbers = [] }: { text: string; numbers?: strin
             <thead>
               <tr>
                 {head.map((cell, c) => (
-                  // biome-ignore lint/suspicious/noArrayIndexKey: cells have no identity
                   <th key={c}>{inline(cell, numbers, `${key}h${c}`)}</th>
                 ))}
               </tr>
             </thead>
             <tbody>
               {rows.map((row, r) => (
-                // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity
                 <tr key={r}>
                   {row.map((cell, c) => (
-                    // biome-ignore lint/suspicious/noArrayIndexKey: cells have no identity
                     <td key={c}>{inline(cell, numbers, `${key}r${r}c${c}`)}</td>
                   ))}
                 </tr>
@@ -139,10 +137,7 @@ export function Markdown({ text, numbers = [] }: { text: string; numbers?: strin
         else items[items.length - 1] += ` ${current.trim()}`
         i++
       }
-      const children = items.map((item, n) => (
-        // biome-ignore lint/suspicious/noArrayIndexKey: items have no identity
-        <li key={n}>{inline(item, numbers, `${key}l${n}`)}</li>
-      ))
+      const children = items.map((item, n) => <li key={n}>{inline(item, numbers, `${key}l${n}`)}</li>)
       blocks.push(ordered ? <ol key={key}>{children}</ol> : <ul key={key}>{children}</ul>)
       continue
     }

@@ -17,7 +17,6 @@ function render(nodes: ElementContent[]): ComponentChild[] {
     const element = node as Element
     const className = element.properties.className
     return (
-      // biome-ignore lint/suspicious/noArrayIndexKey: the tree is rebuilt whole for each code change
       <span key={index} class={Array.isArray(className) ? className.join(' ') : undefined}>
         {render(element.children)}
       </span>

@@ -51,8 +51,12 @@ function Profile({ profile }: { profile: DatasetProfile }) {
                   {count(column.distinct)}
                   {column.distinctEstimated ? '+' : ''}
                 </td>
-                <td class="summary">{summary(column)}</td>
-                <td class="samples">{column.samples.map(sample).join(', ')}</td>
+                <td class="summary" title={summary(column)}>
+                  {summary(column)}
+                </td>
+                <td class="samples" title={column.samples.map(sample).join(', ')}>
+                  {column.samples.map(sample).join(', ')}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -80,7 +84,12 @@ function Dataset({ dataset, open }: { dataset: DatasetInfo; open: boolean }) {
       <summary>
         <span class="dataset-name">{dataset.name}</span>
         <span class="muted">
-          {[rows, profile.columns.length ? `${profile.columns.length} columns` : '', bytes(dataset.bytes), profile.format]
+          {[
+            rows,
+            profile.columns.length ? `${profile.columns.length} columns` : '',
+            bytes(dataset.bytes),
+            profile.format,
+          ]
             .filter(Boolean)
             .join(' · ')}
         </span>

@@ -56,16 +56,12 @@ function summaryOf(step: UiStep): string {
 
 function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
   const [open, setOpen] = useState(initiallyOpen)
+  // Tables and charts are what a step is for: they show with the step closed too.
+  const tables = step.results.flatMap((result) => (result.data && !result.image ? [result.data] : []))
   const images = step.results.filter((result) => result.image)
   // Charts saved to files show inline when the code displayed none itself.
   const imageFiles = images.length === 0 ? step.artifacts.filter(isImage) : []
-  const status = step.running
-    ? 'running'
-    : step.violations?.length
-      ? 'blocked'
-      : step.error
-        ? 'error'
-        : 'ok'
+  const status = step.running ? 'running' : step.violations?.length ? 'blocked' : step.error ? 'error' : 'ok'
   return (
     <section class={`step step-${status}`} aria-label={`Step ${step.step}`}>
       <button type="button" class="step-head" aria-expanded={open} onClick={() => setOpen(!open)}>
@@ -75,7 +71,7 @@ function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
         <span class="step-number">Step {step.step}</span>
         <span class="step-summary">{summaryOf(step)}</span>
         <span class="step-status">
-          {status === 'running' && <span class="spinner" aria-label="running" />}
+          {status === 'running' && <span class="spinner" title="running" />}
           {status === 'blocked' && <span class="badge warn">blocked</span>}
           {status === 'error' && <span class="badge error">{step.error?.name ?? 'error'}</span>}
           {step.durationMs !== undefined && !step.running && (
@@ -85,7 +81,7 @@ function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
       </button>
       {open && (
         <div class="step-body">
-          {step.prose && step.prose.includes('\n') && <p class="prose">{step.prose}</p>}
+          {step.prose?.includes('\n') && <p class="prose">{step.prose}</p>}
           <Code code={step.code} />
           {step.violations && step.violations.length > 0 && (
             <ul class="violations">
@@ -99,11 +95,7 @@ function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
           {step.stdout && <pre class="output stdout">{step.stdout}</pre>}
           {step.stderr && <pre class="output stderr">{step.stderr}</pre>}
           {step.results.map((result, index) =>
-            result.image ? null : result.data ? (
-              // biome-ignore lint/suspicious/noArrayIndexKey: results keep their order
-              <DataTable key={index} data={result.data} />
-            ) : result.text !== undefined ? (
-              // biome-ignore lint/suspicious/noArrayIndexKey: results keep their order
+            result.image || result.data ? null : result.text !== undefined ? (
               <pre key={index} class="output result">
                 {result.isMainResult && <span class="out-label">Out </span>}
                 {result.text}
@@ -111,12 +103,20 @@ function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
             ) : null,
           )}
           {step.error && (
-            <pre class="output error">{step.error.traceback || `${step.error.name}: ${step.error.value}`}</pre>
+            <pre class="output error">
+              {step.error.traceback || `${step.error.name}: ${step.error.value}`}
+            </pre>
           )}
         </div>
       )}
+      {tables.length > 0 && (
+        <div class="outputs">
+          {tables.map((data, index) => (
+            <DataTable key={index} data={data} />
+          ))}
+        </div>
+      )}
       {images.map((result, index) => (
-        // biome-ignore lint/suspicious/noArrayIndexKey: results keep their order
         <Chart key={index} src={imageSrc(result.image as UiImage)} alt={(result.image as UiImage).alt} />
       ))}
       {imageFiles.map((artifact) => (
@@ -156,7 +156,7 @@ export function Run({ run, live }: { run: UiRun; live: boolean }) {
         </div>
       )}
       {run.answer !== undefined && run.answer !== '' && (
-        <div class="answer" aria-label="Answer">
+        <section class="answer" aria-label="Answer">
           <Markdown text={run.answer} numbers={run.unsupportedNumbers} />
           {run.unsupportedNumbers.length > 0 && (
             <p class="note warn">
@@ -167,14 +167,17 @@ export function Run({ run, live }: { run: UiRun; live: boolean }) {
             </p>
           )}
           {run.incomplete && (
-            <p class="note">The analysis reached its step limit before a final answer; ask a follow-up to go on.</p>
+            <p class="note">
+              The analysis reached its step limit before a final answer; ask a follow-up to go on.
+            </p>
           )}
           {run.totalTokens !== undefined && run.status !== 'running' && (
             <p class="meta">
-              {run.steps.length} code step{run.steps.length === 1 ? '' : 's'} · {count(run.totalTokens)} tokens
+              {run.steps.length} code step{run.steps.length === 1 ? '' : 's'} · {count(run.totalTokens)}{' '}
+              tokens
             </p>
           )}
-        </div>
+        </section>
       )}
       {(run.status === 'failed' || run.status === 'interrupted') && (
         <div class="alert" role="alert">

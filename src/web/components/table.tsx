@@ -17,6 +17,9 @@ export function DataTable({ data }: { data: Record<string, unknown[]> }) {
   const columns = Object.keys(data)
   const rows = Math.max(0, ...columns.map((name) => data[name]?.length ?? 0))
   const shown = Math.min(rows, all ? MAX_ROWS : FIRST_ROWS)
+  const numeric = new Set(
+    columns.filter((name) => (data[name] ?? []).every((v) => v === null || typeof v === 'number')),
+  )
   return (
     <div class="table-block">
       <div class="table-wrap">
@@ -24,13 +27,14 @@ export function DataTable({ data }: { data: Record<string, unknown[]> }) {
           <thead>
             <tr>
               {columns.map((name) => (
-                <th key={name}>{name}</th>
+                <th key={name} class={numeric.has(name) ? 'num' : undefined}>
+                  {name}
+                </th>
               ))}
             </tr>
           </thead>
           <tbody>
             {Array.from({ length: shown }, (_, r) => (
-              // biome-ignore lint/suspicious/noArrayIndexKey: rows have no identity
               <tr key={r}>
                 {columns.map((name) => {
                   const { text, kind } = cell(data[name]?.[r])

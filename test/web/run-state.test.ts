@@ -1,0 +1,187 @@
+/** The web UI's view of a run: built event by event from the ask stream, or from a stored run. */
+import { describe, expect, it } from 'vitest'
+import type { RunView } from '../../src/server/types.js'
+import type { StreamEvent } from '../../src/web/api.js'
+import {
+  applyEvent,
+  endRun,
+  fromStored,
+  mergeLive,
+  newRun,
+  proseOf,
+  type UiRun,
+} from '../../src/web/run-state.js'
+
+const usage = { inputTokens: 1, outputTokens: 2, totalTokens: 3 }
+
+function play(events: unknown[]): UiRun {
+  return events.reduce<UiRun>((run, event) => applyEvent(run, event as StreamEvent, 's 1'), newRun('Why?'))
+}
+
+describe('applyEvent', () => {
+  it('turns the stream into steps with prose, output, tables, images and files, then the answer', () => {
+    const run = play([
+      { type: 'run-start', runId: 'r1', queued: false },
+      { type: 'step-start', step: 1, maxSteps: 8 },
+      { type: 'model-text-delta', step: 1, delta: 'Plotting ' },
+      { type: 'model-text-delta', step: 1, delta: 'it.\n\n```python\nx = 1\n```' },
+      { type: 'code', step: 1, code: 'x = 1', source: 'text' },
+      { type: 'stdout', step: 1, text: 'a\n' },
+      { type: 'stdout', step: 1, text: 'b\n' },
+      { type: 'result', step: 1, result: { isMainResult: false, png: 'iVBOR', text: '<Figure>' } },
+      {
+        type: 'result',
+        step: 1,
+        result: { isMainResult: true, text: 'df', html: '<script>x</script>', data: { a: [1, 2] } },
+      },
+      { type: 'result', step: 1, result: { isMainResult: true, html: '<b>only html</b>' } },
+      {
+        type: 'artifact',
+        step: 1,
+        artifact: { name: 'out/my chart.png', path: '/x', size: 5, mimeType: 'image/png' },
+      },
+      { type: 'observation', step: 1, text: 'ok' },
+      { type: 'step-start', step: 2, maxSteps: 8 },
+      { type: 'model-text-delta', step: 2, delta: 'It is 42.' },
+      { type: 'answer', text: 'It is 42.', incomplete: false, unsupportedNumbers: ['42'] },
+      {
+        type: 'done',
+        result: {
+          answer: 'It is 42.',
+          incomplete: false,
+          steps: [{ step: 1, code: 'x = 1', artifacts: [], durationMs: 1234 }],
+          artifacts: [],
+          unsupportedNumbers: ['42'],
+          usage,
+          sessionId: 's 1',
+          model: 'm',
+        },
+      },
+    ])
+    expect(run.id).toBe('r1')
+    expect(run.status).toBe('done')
+    expect(run.answer).toBe('It is 42.')
+    expect(run.unsupportedNumbers).toEqual(['42'])
+    expect(run.draft).toBe('')
+    expect(run.totalTokens).toBe(3)
+    const [step] = run.steps
+    expect(step).toMatchObject({
+      step: 1,
+      prose: 'Plotting it.',
+      stdout: 'a\nb\n',
+      running: false,
+      durationMs: 1234,
+    })
+    expect(step?.results[0]?.image).toEqual({
+      src: 'data:image/png;base64,iVBOR',
+      api: false,
+      alt: 'Chart from step 1',
+    })
+    expect(step?.results[1]).toEqual({
+      isMainResult: true,
+      text: 'df',
+      data: { a: [1, 2] },
+      image: undefined,
+    })
+    // HTML from the sandbox is never kept.
+    expect(JSON.stringify(run)).not.toContain('<script>')
+    expect(JSON.stringify(run)).not.toContain('only html')
+    expect(step?.artifacts[0]?.url).toBe('/api/sessions/s%201/artifacts/out/my%20chart.png')
+  })
+
+  it('marks a blocked step, an error, and a failed run', () => {
+    const run = play([
+      { type: 'step-start', step: 1, maxSteps: 8 },
+      { type: 'code', step: 1, code: 'import os', source: 'tool' },
+      { type: 'guard', step: 1, violations: [{ rule: 'os', line: 1, column: 1, message: 'no' }] },
+      { type: 'step-start', step: 2, maxSteps: 8 },
+      { type: 'code', step: 2, code: '1/0', source: 'tool' },
+      {
+        type: 'error',
+        step: 2,
+        error: { name: 'ZeroDivisionError', value: 'division by zero', traceback: 'tb' },
+      },
+      { type: 'failed', message: 'The model went away', hint: 'Try again.' },
+    ])
+    expect(run.steps[0]?.violations).toHaveLength(1)
+    expect(run.steps[1]?.error?.name).toBe('ZeroDivisionError')
+    expect(run.steps.every((step) => !step.running)).toBe(true)
+    expect(run).toMatchObject({ status: 'failed', error: 'The model went away', hint: 'Try again.' })
+  })
+
+  it('keeps an SVG as an image, never inline', () => {
+    const run = play([
+      { type: 'code', step: 1, code: 'x', source: 'tool' },
+      { type: 'result', step: 1, result: { isMainResult: false, svg: '<svg onload="x()"/>' } },
+    ])
+    expect(run.steps[0]?.results[0]?.image?.src).toMatch(/^data:image\/svg\+xml;charset=utf-8,%3Csvg/)
+  })
+
+  it('ends an unfinished run as interrupted', () => {
+    const run = endRun(play([{ type: 'code', step: 1, code: 'x', source: 'tool' }]), 'closed')
+    expect(run).toMatchObject({ status: 'interrupted', error: 'closed' })
+    expect(run.steps[0]?.running).toBe(false)
+  })
+})
+
+describe('stored runs', () => {
+  const stored: RunView = {
+    id: 'r1',
+    question: 'Why?',
+    answer: 'Because.',
+    incomplete: false,
+    unsupportedNumbers: [],
+    status: 'done',
+    startedAt: '2024-01-01T00:00:00Z',
+    usage,
+    steps: [
+      {
+        step: 1,
+        code: 'x',
+        stdout: '',
+        stderr: '',
+        results: [
+          {
+            isMainResult: false,
+            image: {
+              name: 'step-1-chart-1.png',
+              size: 9,
+              mimeType: 'image/png',
+              url: '/api/sessions/s/artifacts/c.png',
+            },
+          },
+          { isMainResult: true, data: 'not a table' as unknown as Record<string, unknown[]> },
+        ],
+        artifacts: [],
+        durationMs: 5,
+      },
+    ],
+  }
+
+  it('shows stored images through the API and drops data that is not a table', () => {
+    const run = fromStored(stored)
+    expect(run.steps[0]?.results[0]?.image).toEqual({
+      src: '/api/sessions/s/artifacts/c.png',
+      api: true,
+      alt: 'step-1-chart-1.png',
+    })
+    expect(run.steps[0]?.results[1]?.data).toBeUndefined()
+  })
+
+  it('keeps the prose the live run saw', () => {
+    const live = {
+      ...newRun('Why?'),
+      id: 'r1',
+      steps: [{ ...fromStored(stored).steps[0], prose: 'Hm.' }],
+    } as UiRun
+    expect(mergeLive(fromStored(stored), live).steps[0]?.prose).toBe('Hm.')
+    expect(mergeLive(fromStored(stored), { ...live, id: 'other' }).steps[0]?.prose).toBeUndefined()
+  })
+})
+
+describe('proseOf', () => {
+  it('takes fenced code out of a text-mode reply', () => {
+    expect(proseOf('First.\n\n```python\nx = 1\n```\n\nThen.')).toBe('First.\n\nThen.')
+    expect(proseOf('Still streaming ```python\nx =')).toBe('Still streaming')
+  })
+})

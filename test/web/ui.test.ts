@@ -1,0 +1,190 @@
+/**
+ * The web UI end to end: the real server (a scripted model, the real sandbox) and Debian's
+ * Chromium driven by playwright-core. Upload a file, see its profile, ask, watch the code and a
+ * chart arrive, read the answer, ask a follow-up, reload, find the session and open it again.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ModelChoice } from '../../src/models/index.js'
+import { ScriptedModel } from '../../src/models/scripted.js'
+
+const CHROMIUM = '/usr/bin/chromium'
+const SALES = resolve('examples/sales.csv')
+const WEB = resolve('dist/web/index.html')
+const TOKEN = 'web-test-token'
+
+interface Server {
+  url: string
+  close(): Promise<void>
+}
+type StartServer = (options: {
+  host: string
+  port: number
+  home: string
+  model: ModelChoice
+  tokens?: string[]
+}) => Promise<Server>
+
+/** The real server once src/server/index.ts exists; the stand-in beside this file until then. */
+async function loadStartServer(): Promise<StartServer> {
+  const real = resolve('src/server/index.ts')
+  const module = existsSync(real)
+    ? ((await import('../../src/server/index.js' as string)) as { startServer: StartServer })
+    : await import('./stand-in-server.js')
+  return module.startServer as StartServer
+}
+
+const CHART_CODE = [
+  'import pandas as pd',
+  "sales = pd.read_csv('data/sales.csv')",
+  'print(len(sales), "orders")',
+  "by_region = sales.groupby('region')['order_value'].sum().round(2)",
+  'print(by_region)',
+  "by_region.plot.bar(title='Revenue by region')",
+].join('\n')
+
+function scriptedModel(): ModelChoice {
+  const model = new ScriptedModel([
+    { text: 'Summing revenue by region and plotting it.', code: CHART_CODE },
+    {
+      text: 'There are **400 orders**. Revenue by region is in the chart above; the West grew 12.5% (a number no output shows).',
+    },
+    { text: 'The regions as a table:', code: 'by_region.sort_values(ascending=False).reset_index()' },
+    { text: 'The table above lists the regions from the most revenue to the least.' },
+  ])
+  return { model, spec: 'scripted:script', provider: 'custom', modelId: 'script', mode: 'tools' }
+}
+
+const found = existsSync(CHROMIUM)
+
+describe.skipIf(!found)('web UI in Chromium', () => {
+  let home: string
+  let profileDir: string
+  let server: Server | undefined
+  let context: BrowserContext | undefined
+  let page: Page
+
+  beforeAll(async () => {
+    if (!existsSync(WEB)) throw new Error('dist/web is missing: run `npm run build` first')
+    home = mkdtempSync(join(tmpdir(), 'analyst-web-home-'))
+    profileDir = mkdtempSync(join(tmpdir(), 'analyst-web-chromium-'))
+    const startServer = await loadStartServer()
+    server = await startServer({ host: '127.0.0.1', port: 0, home, model: scriptedModel(), tokens: [TOKEN] })
+    context = await chromium.launchPersistentContext(profileDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+      viewport: { width: 1280, height: 900 },
+    })
+    page = context.pages()[0] ?? (await context.newPage())
+    page.setDefaultTimeout(45_000)
+  }, 120_000)
+
+  afterAll(async () => {
+    await context?.close()
+    await server?.close()
+    rmSync(home, { recursive: true, force: true })
+    rmSync(profileDir, { recursive: true, force: true })
+  })
+
+  it('uploads, asks, shows the chart and answer, and finds the session after a reload', async ({
+    onTestFailed,
+  }) => {
+    const errors: string[] = []
+    page.on('pageerror', (error) => errors.push(error.message))
+    page.on('console', (message) => {
+      // The first request's 401 (before the token is entered) is expected.
+      if (message.type() === 'error' && !message.text().includes('401')) errors.push(message.text())
+    })
+    onTestFailed(async () => {
+      const shot = join(tmpdir(), 'analyst-web-ui-failed.png')
+      await page.screenshot({ path: shot }).catch(() => undefined)
+      process.stderr.write(`[web test] failed; screenshot: ${shot}; page errors: ${JSON.stringify(errors)}\n`)
+    })
+    const url = server?.url as string
+    await page.goto(url)
+
+    // The server needs a token: the page asks for it once.
+    await page.getByRole('textbox', { name: 'Access token' }).waitFor()
+    await page.screenshot({ path: join(tmpdir(), 'analyst-web-ui-token.png') })
+    await page.getByRole('textbox', { name: 'Access token' }).fill(TOKEN)
+    await page.getByRole('button', { name: 'Continue' }).click()
+    await page.getByRole('heading', { name: 'Ask your data a question' }).waitFor()
+
+    // Upload, then the profile: the file's columns and their types.
+    await page.setInputFiles('input[type=file]', SALES)
+    await page.locator('.dataset-name', { hasText: 'sales.csv' }).waitFor()
+    const profile = page.locator('table.columns')
+    await profile.waitFor()
+    for (const column of ['order_id', 'customer_segment', 'order_value']) {
+      await profile.locator('td.column-name', { hasText: column }).first().waitFor()
+    }
+    expect(await profile.textContent()).toContain('float64')
+    await page.screenshot({ path: join(tmpdir(), 'analyst-web-ui-profile.png') })
+
+    const box = page.getByRole('textbox', { name: 'Question', exact: true })
+    // Ask; the step streams in with its code, then the chart, then the answer.
+    const question = 'Which region brings the most revenue?'
+    await box.fill(question)
+    await box.press('Enter')
+    await page.locator('pre.code', { hasText: "groupby('region')" }).waitFor()
+    expect(await page.locator('pre.code .hljs-string').count()).toBeGreaterThan(0)
+    const chart = page.locator('img.chart-image').first()
+    await chart.waitFor()
+    await expect.poll(() => chart.evaluate((img: HTMLImageElement) => img.naturalWidth)).toBeGreaterThan(100)
+    const answer = page.locator('.answer').first()
+    await answer.locator('strong', { hasText: '400 orders' }).waitFor()
+    await expect.poll(() => answer.locator('mark.unsupported').first().textContent()).toBe('12.5%')
+    await expect.poll(() => page.locator('pre.output.stdout').first().textContent()).toContain('400 orders')
+
+    await page.screenshot({ path: join(tmpdir(), 'analyst-web-ui-answer.png') })
+
+    // A follow-up in the same session: the kernel still has by_region; its table is rendered.
+    await box.fill('And as a table?')
+    await box.press('Enter')
+    const table = page.locator('.run').nth(1).locator('table.data')
+    await table.waitFor()
+    await expect.poll(() => table.locator('th').allTextContents()).toContain('order_value')
+    await page.locator('.answer', { hasText: 'from the most revenue to the least' }).waitFor()
+    await page.getByRole('link', { name: 'Notebook' }).waitFor()
+
+    // Reload at the start page: the session is in the side list; open it again.
+    await page.goto(url)
+    await page.reload()
+    const link = page.locator('.session-link', { hasText: question })
+    await link.waitFor()
+    await link.click()
+    await page.locator('.run').nth(1).waitFor()
+    await page.locator('.dataset-name', { hasText: 'sales.csv' }).waitFor()
+    const firstRun = page.locator('.run').first()
+    await expect.poll(() => firstRun.locator('.question').textContent()).toBe(question)
+    await page.screenshot({ path: join(tmpdir(), 'analyst-web-ui-reopened.png') })
+    const stepHead = firstRun.getByRole('button', { name: /Step 1/ })
+    await stepHead.click()
+    await firstRun.locator('pre.code', { hasText: "groupby('region')" }).waitFor()
+    const storedChart = firstRun.locator('img.chart-image').first()
+    await storedChart.waitFor()
+    await expect
+      .poll(() => storedChart.evaluate((img: HTMLImageElement) => img.naturalWidth))
+      .toBeGreaterThan(100)
+    await firstRun.locator('mark.unsupported', { hasText: '12.5%' }).waitFor()
+
+    await firstRun.locator('.answer').scrollIntoViewIfNeeded()
+    const shot = join(tmpdir(), 'analyst-web-ui.png')
+    await page.screenshot({ path: shot, fullPage: false })
+    process.stderr.write(`[web test] screenshot: ${shot}\n`)
+    expect(errors).toEqual([])
+  }, 240_000)
+})
