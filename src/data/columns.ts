@@ -66,6 +66,8 @@ export class ColumnAccumulator {
   private texts = 0
   private numericTexts = 0
   private thousandsTexts = 0
+  private thousandsDots = 0
+  private numberish = 0 // plain, with thousands separators, or with a decimal comma
   private decimalCommaTexts = 0
   private decoratedTexts = 0
   private exampleText?: string
@@ -117,7 +119,8 @@ export class ColumnAccumulator {
     let cls = 0
     if (PLAIN_NUMBER.test(value)) cls |= 1
     else {
-      if (THOUSANDS_COMMA.test(value) || THOUSANDS_DOT.test(value)) cls |= 2
+      if (THOUSANDS_COMMA.test(value)) cls |= 2
+      else if (THOUSANDS_DOT.test(value)) cls |= 2 | 32
       if (DECIMAL_COMMA.test(value)) cls |= 4
       if (DECORATED_NUMBER.test(value)) cls |= 8
       if (this.dates.add(value)) cls |= 16
@@ -139,6 +142,8 @@ export class ColumnAccumulator {
       this.exampleNumberText ??= value
     } else this.exampleText ??= value
     if (cls & 2) this.thousandsTexts++
+    if (cls & 32) this.thousandsDots++
+    if (cls & 7) this.numberish++
     if (cls & 4) this.decimalCommaTexts++
     if (cls & 8) this.decoratedTexts++
   }
@@ -201,12 +206,15 @@ export class ColumnAccumulator {
       )
     }
     const share = (n: number) => `${Math.round((100 * n) / texts)}%`
-    if (this.thousandsTexts > 0 && this.thousandsTexts + this.numericTexts >= texts * 0.9) {
-      const sep = this.decimalCommaTexts > 0 || this.thousandsTexts === 0 ? "'.'" : "','"
+    if (this.thousandsTexts > 0 && this.numberish >= texts * 0.9) {
+      // 1.234,5 (dots group thousands) or 1,234.5 (commas do).
+      const dots = this.thousandsDots * 2 > this.thousandsTexts
       warnings.push(
-        `${name} holds numbers with thousands separators as text: read with thousands=${sep} or convert with pd.to_numeric(df[${name}].str.replace(${sep}, ''))`,
+        dots
+          ? `${name} holds numbers with thousands separators as text (1.234,5): read with thousands='.', decimal=',' or convert with pd.to_numeric(df[${name}].str.replace('.', '', regex=False).str.replace(',', '.', regex=False))`
+          : `${name} holds numbers with thousands separators as text (1,234.5): read with thousands=',' or convert with pd.to_numeric(df[${name}].str.replace(',', '', regex=False))`,
       )
-    } else if (this.decimalCommaTexts > 0 && this.decimalCommaTexts + this.numericTexts >= texts * 0.9) {
+    } else if (this.decimalCommaTexts > 0 && this.numberish >= texts * 0.9) {
       warnings.push(`${name} holds numbers with a decimal comma as text ('1,5'): read with decimal=','`)
     } else if (this.decoratedTexts > 0 && this.decoratedTexts + this.numericTexts >= texts * 0.9) {
       warnings.push(

@@ -50,6 +50,7 @@ const CASES: Record<string, string | Buffer> = {
   'all-missing.csv': 'a,b\n1,\n2,\n',
   'na-strings.csv': 'a,b,c\nNA,N/A,null\n1,x,None\n#N/A,y,nan\n',
   'thousands.csv': 'item,amount\na,"1,234"\nb,"12,345,678"\nc,"999"\n',
+  'thousands-dot.csv': 'item;amount;rate\na;1.234,5;1,5\nb;12.345.678,25;2,25\nc;999,5;3\n',
   'dates.csv': 'when,day,value\n2024-01-05,05/01/2024,1\n2024-02-29,29/02/2024,2\n2023-12-31,31/12/2023,3\n',
   'sentinel.csv': 'station,temp\na,12.5\nb,-999\nc,14.1\nd,-999\ne,13\n',
   'mixed.csv': 'code\n1\n2\n3\n4\nunknown\n6\n7\n8\n9\n10\n',
@@ -144,6 +145,10 @@ describe('what the profile says about the file', () => {
   })
 
   it('warns about traps: thousands separators, dates as text, sentinels, mixed types, symbols', () => {
+    expect(get('thousands-dot.csv').readCall).toContain("decimal=','")
+    expect(get('thousands-dot.csv').warnings.join('\n')).toMatch(
+      /'amount' holds numbers with thousands separators as text \(1\.234,5\): read with thousands='\.', decimal=','/,
+    )
     expect(get('thousands.csv').warnings.join('\n')).toMatch(
       /'amount' holds numbers with thousands separators/,
     )
