@@ -1,10 +1,17 @@
 /**
- * `profileFiles`: one profile per path, never a throw for a bad file (its entry says why).
+ * `profileFiles`: one profile per file, never a throw for a bad file (its entry says why).
  *
  * CSV and TSV are profiled in Node (csv/): starting Python and importing pandas alone takes 0.5–0.8 s
  * here, more than the whole budget for a 1 GB file, and a faithful tokenizer plus pandas' inference
  * rules give the same names, dtypes and row counts (tested against pandas on every DABench table).
- * JSON, NDJSON and Excel go to pandas itself (pandas.ts); Parquet is read in Node (parquet.ts).
+ * JSON, NDJSON and Excel go to pandas itself (pandas.ts), all files in one Python process; Parquet is
+ * read in Node (parquet.ts).
+ *
+ * How much is read (DEFAULT_LIMITS): files up to 16 MiB whole, so every number is exact. Bigger ones
+ * are sampled: the first 512 KiB and 24 pieces of 16 KiB spread through the rest; their rows are
+ * counted exactly by a streaming pass in a worker thread up to 128 MiB (beside the sampling), and
+ * estimated above that from the pieces' bytes per row (`rowsEstimated`). Memory stays bounded by
+ * those reads whatever the file's size.
  * @module
  */
 import { stat } from 'node:fs/promises'
