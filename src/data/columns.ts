@@ -83,39 +83,41 @@ export class ColumnAccumulator {
     private readonly maxDistinct = MAX_DISTINCT,
   ) {}
 
-  add(value: Cell) {
+  /** Adds `weight` occurrences of one value (weights let a caller feed counted distinct values). */
+  add(value: Cell, weight = 1) {
     if (value === null || (typeof value === 'number' && Number.isNaN(value))) {
-      this.nulls++
+      this.nulls += weight
       return
     }
     const seen = this.counts.get(value)
-    if (seen !== undefined) this.counts.set(value, seen + 1)
+    if (seen !== undefined) this.counts.set(value, seen + weight)
     else if (this.counts.size < this.maxDistinct) {
-      this.counts.set(value, 1)
+      this.counts.set(value, weight)
       if (this.samples.length < SAMPLES) this.samples.push(value)
     } else this.capped = true
 
     if (typeof value === 'number') {
-      this.numbers++
+      this.numbers += weight
       if (value < this.min) this.min = value
       if (value > this.max) this.max = value
-      this.sum += value
+      this.sum += value * weight
     } else if (typeof value === 'boolean') {
-      this.bools++
+      this.bools += weight
     } else {
-      this.texts++
-      if (seen !== undefined) {
-        // Repeated values count like the first time, without testing them again.
-        this.repeat(value)
-        return
+      this.texts += weight
+      // A value seen before counts like the first time, without testing it again.
+      const cls = seen === undefined ? undefined : this.classes.get(value)
+      if (cls === undefined) this.classify(value, weight)
+      else {
+        if (cls & 16) this.dates.matched += weight // a repeat cannot move the range
+        this.count(cls, value, weight)
       }
-      this.classify(value)
     }
   }
 
   private readonly classes = new Map<string, number>()
 
-  private classify(value: string) {
+  private classify(value: string, weight: number) {
     let cls = 0
     if (PLAIN_NUMBER.test(value)) cls |= 1
     else {
@@ -123,32 +125,43 @@ export class ColumnAccumulator {
       else if (THOUSANDS_DOT.test(value)) cls |= 2 | 32
       if (DECIMAL_COMMA.test(value)) cls |= 4
       if (DECORATED_NUMBER.test(value)) cls |= 8
-      if (this.dates.add(value)) cls |= 16
+      if (this.dates.add(value)) {
+        cls |= 16
+        this.dates.matched += weight - 1
+      }
     }
     if (this.classes.size < MAX_DISTINCT) this.classes.set(value, cls)
-    this.count(cls, value)
+    this.count(cls, value, weight)
   }
 
-  private repeat(value: string) {
-    const cls = this.classes.get(value)
-    if (cls === undefined) return this.classify(value)
-    if (cls & 16) this.dates.matched++ // a repeat cannot move the range
-    this.count(cls, value)
-  }
-
-  private count(cls: number, value: string) {
+  private count(cls: number, value: string, weight: number) {
     if (cls & 1) {
-      this.numericTexts++
+      this.numericTexts += weight
       this.exampleNumberText ??= value
     } else this.exampleText ??= value
-    if (cls & 2) this.thousandsTexts++
-    if (cls & 32) this.thousandsDots++
-    if (cls & 7) this.numberish++
-    if (cls & 4) this.decimalCommaTexts++
-    if (cls & 8) this.decoratedTexts++
+    if (cls & 2) this.thousandsTexts += weight
+    if (cls & 32) this.thousandsDots += weight
+    if (cls & 7) this.numberish += weight
+    if (cls & 4) this.decimalCommaTexts += weight
+    if (cls & 8) this.decoratedTexts += weight
   }
 
-  finish(options: { distinctEstimated?: boolean } = {}): ColumnResult {
+  /**
+   * The column's profile and warnings. `numbers` gives exact extremes and sum when the caller kept
+   * them beside a capped set of distinct values.
+   */
+  finish(
+    options: {
+      distinctEstimated?: boolean
+      numbers?: { min: number; max: number; sum: number; count: number }
+    } = {},
+  ): ColumnResult {
+    if (options.numbers && options.numbers.count > 0) {
+      this.min = options.numbers.min
+      this.max = options.numbers.max
+      this.sum = options.numbers.sum
+      this.numbers = options.numbers.count
+    }
     const warnings: string[] = []
     const name = quote(this.name)
     const profile: ColumnProfile = {

@@ -5,7 +5,7 @@
  * (the head, pieces spread through the file and its tail) and their rows counted or estimated.
  * @module
  */
-import { ColumnAccumulator } from '../columns.js'
+import { ColumnAccumulator, type ColumnResult, MAX_DISTINCT } from '../columns.js'
 import type { TextEncoding } from '../encoding.js'
 import { call, py, thousands } from '../python-literal.js'
 import type { Cell, ColumnProfile, DatasetProfile } from '../types.js'
@@ -70,16 +70,63 @@ function cut(bytes: Buffer, encoding: TextEncoding, complete: boolean, fromStart
   return text
 }
 
-function typed(
-  value: string | undefined,
-  dtype: string,
-  format: NumberFormat,
-  na: (v: string) => boolean,
-): Cell {
-  if (value === undefined || na(value)) return null
+function typed(value: string, dtype: string, format: NumberFormat): Cell {
   if (dtype === 'int64' || dtype === 'uint64' || dtype === 'float64') return toNumber(value, format)
   if (dtype === 'bool') return value.trim().toLowerCase() === 'true'
   return value
+}
+
+/**
+ * One column in the single pass over the records: pandas' dtype rules, the distinct raw fields with
+ * their counts, and exact numeric extremes in case the fields turn out to be numbers. Records are
+ * dropped as soon as they are counted, so a big sample leaves little for the garbage collector.
+ */
+class CsvColumn {
+  readonly tracker: DtypeTracker
+  private readonly counts = new Map<string, number>()
+  private capped = false
+  private numeric = true
+  private min = Number.POSITIVE_INFINITY
+  private max = Number.NEGATIVE_INFINITY
+  private sum = 0
+  private n = 0
+
+  constructor(
+    private readonly format: NumberFormat,
+    private readonly cap: number,
+  ) {
+    this.tracker = new DtypeTracker(format)
+  }
+
+  add(field: string) {
+    if (this.tracker.add(field)) return // missing
+    const seen = this.counts.get(field)
+    if (seen !== undefined) this.counts.set(field, seen + 1)
+    else if (this.counts.size < this.cap) this.counts.set(field, 1)
+    else this.capped = true
+    if (this.numeric) {
+      const value = toNumber(field, this.format)
+      if (Number.isNaN(value)) this.numeric = false
+      else {
+        if (value < this.min) this.min = value
+        if (value > this.max) this.max = value
+        this.sum += value
+        this.n++
+      }
+    }
+  }
+
+  finish(name: string, distinctEstimated: boolean): ColumnResult {
+    const dtype = this.tracker.dtype
+    const accumulator = new ColumnAccumulator(name, dtype, this.cap)
+    if (this.tracker.nulls > 0) accumulator.add(null, this.tracker.nulls)
+    for (const [field, count] of this.counts) accumulator.add(typed(field, dtype, this.format), count)
+    const isNumber = dtype === 'int64' || dtype === 'uint64' || dtype === 'float64'
+    return accumulator.finish({
+      distinctEstimated: distinctEstimated || this.capped,
+      numbers: isNumber ? { min: this.min, max: this.max, sum: this.sum, count: this.n } : undefined,
+    })
+  }
 }
 
 export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
@@ -103,23 +150,18 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
   // The exact count (a pass over the whole file, in a worker) runs while the sample is profiled.
   const counting = !input.complete && input.countRecords ? input.countRecords(delimiter) : undefined
   counting?.catch(() => {}) // awaited below; a failure there means an estimate instead
-  const head = tokenize(headText, { delimiter, final: input.complete })
-  if (head.records.length === 0) {
+  const start = tokenize(headText, { delimiter, final: input.complete, maxRecords: 200 })
+  if (start.records.length === 0) {
     return {
       ...profile,
       error: 'No records found: the file holds only blank lines. pandas raises EmptyDataError.',
     }
   }
-  if (head.unterminatedQuoteAt !== undefined) {
-    warnings.push(
-      `A quoted field opened on record ${head.unterminatedQuoteAt} never closes: pandas raises "EOF inside string". Fix the quote, or read with engine='python', quoting=3 (csv.QUOTE_NONE).`,
-    )
-  }
-  const decimal = sniffDecimal(head.records.slice(0, 200), delimiter)
+  const decimal = sniffDecimal(start.records, delimiter)
   const format: NumberFormat = { decimal }
 
   // The header, or none when the first line is plainly data.
-  const first = head.records[0] as string[]
+  const first = start.records[0] as string[]
   const hasHeader = !first.every((field) => field.trim() !== '' && isFloatText(field, format))
   if (!hasHeader) {
     warnings.push(
@@ -127,10 +169,10 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
     )
   }
   const header = hasHeader ? first : []
-  let records = hasHeader ? head.records.slice(1) : head.records
+  const offset = hasHeader ? 1 : 0
 
   // pandas takes the first data line's extra leading fields as the index.
-  const firstData = records[0]
+  const firstData = start.records[offset]
   const indexColumns =
     hasHeader && firstData && firstData.length > header.length ? firstData.length - header.length : 0
   const width = hasHeader ? Math.max(header.length, firstData?.length ?? 0) : first.length
@@ -153,97 +195,106 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
     }
   }
 
-  // Pieces from the rest of the file, only when records are line-aligned (no quoted line breaks).
-  let pieceRecords: string[][] = []
-  let pieceBytes = 0
-  let pieceCount = 0
-  if (!input.complete && input.pieces && !head.quotedNewlines) {
-    for (const piece of input.pieces) {
-      const text = cut(piece, input.encoding, false, false)
-      const { records: found, consumed } = tokenize(text, { delimiter, final: false })
-      pieceBytes += byteLength(text.slice(0, consumed), input.encoding)
-      pieceCount += found.length
-      // A misaligned or odd record would mislead the types: keep only full-width ones.
-      pieceRecords = pieceRecords.concat(found.filter((r) => r.length === width))
-    }
+  // One pass over the records: every column at once, each record dropped once counted.
+  const sampled = !input.complete
+  // A sample's distinct counts are floors anyway: a smaller cap saves time on huge files.
+  const cap = sampled ? SAMPLED_DISTINCT : MAX_DISTINCT
+  const columns = names.map(() => new CsvColumn(format, cap))
+  const add = (record: string[]) => {
+    for (let c = 0; c < columns.length; c++) (columns[c] as CsvColumn).add(record[c + indexColumns] ?? '')
   }
-
+  const sampleRecords: string[][] = []
+  let rows = 0
+  let seen = 0
   // Lines with more fields than expected: pandas raises unless told to skip them.
   let badLines = 0
   let firstBad: { line: number; fields: number } | undefined
-  const kept: string[][] = []
-  const offset = hasHeader ? 1 : 0
-  for (let r = 0; r < records.length; r++) {
-    const record = records[r] as string[]
-    if (record.length > width) {
-      badLines++
-      firstBad ??= { line: head.lines[r + offset] as number, fields: record.length }
-    } else kept.push(record)
+  const head = tokenize(headText, {
+    delimiter,
+    final: input.complete,
+    onRecord: (record, line) => {
+      if (seen++ < offset) return
+      if (record.length > width) {
+        badLines++
+        firstBad ??= { line, fields: record.length }
+        return
+      }
+      rows++
+      if (sampleRecords.length < SAMPLE_ROWS) sampleRecords.push(record)
+      add(record)
+    },
+  })
+  if (head.unterminatedQuoteAt !== undefined) {
+    warnings.push(
+      `A quoted field opened on record ${head.unterminatedQuoteAt} never closes: pandas raises "EOF inside string". Fix the quote, or read with engine='python', quoting=3 (csv.QUOTE_NONE).`,
+    )
   }
-  records = kept
   if (firstBad) {
     warnings.push(
       `${badLines} line${badLines > 1 ? 's have' : ' has'} more fields than the ${width} expected (first: line ${firstBad.line}, ${firstBad.fields} fields): pandas raises "Error tokenizing data" unless told on_bad_lines='skip', which drops ${badLines > 1 ? 'them' : 'it'}.`,
     )
   }
-  const all = pieceRecords.length > 0 ? records.concat(pieceRecords) : records
 
-  // Types, then statistics with values typed as pandas types them.
-  const columns: ColumnProfile[] = []
-  const sampled = !input.complete
+  // Pieces from the rest of the file, only when records are line-aligned (no quoted line breaks).
+  let pieceBytes = 0
+  let pieceCount = 0
+  let pieceRows = 0
+  if (sampled && input.pieces && !head.quotedNewlines) {
+    for (const piece of input.pieces) {
+      const text = cut(piece, input.encoding, false, false)
+      const { consumed } = tokenize(text, {
+        delimiter,
+        final: false,
+        onRecord: (record) => {
+          pieceCount++
+          // A misaligned or odd record would mislead the types: keep only full-width ones.
+          if (record.length !== width) return
+          pieceRows++
+          add(record)
+        },
+      })
+      pieceBytes += byteLength(text.slice(0, consumed), input.encoding)
+    }
+  }
+
+  const profiles: ColumnProfile[] = []
   const dtypes: string[] = []
-  for (let c = 0; c < names.length; c++) {
-    const field = c + indexColumns
-    const tracker = new DtypeTracker(format)
-    for (const record of all) tracker.add(record[field] ?? '')
-    dtypes.push(all.length === 0 ? 'object' : tracker.dtype)
-  }
-  const na = isNA
-  for (let c = 0; c < names.length; c++) {
-    const field = c + indexColumns
-    const dtype = dtypes[c] as string
-    // A sample's distinct counts are floors anyway: a smaller cap saves time on huge files.
-    const accumulator = new ColumnAccumulator(
-      names[c] as string,
-      dtype,
-      sampled ? SAMPLED_DISTINCT : undefined,
-    )
-    for (const record of all) accumulator.add(typed(record[field], dtype, format, na))
-    const result = accumulator.finish({ distinctEstimated: sampled })
-    columns.push(result.profile)
+  columns.forEach((column, c) => {
+    const result = column.finish(names[c] as string, sampled)
+    dtypes.push(result.profile.dtype)
+    profiles.push(result.profile)
     warnings.push(...result.warnings)
-  }
+  })
   if (names[0] === 'Unnamed: 0' && indexColumns === 0 && (dtypes[0] === 'int64' || dtypes[0] === 'object')) {
     warnings.push(
       "'Unnamed: 0' is an unnamed first column, most likely an index saved by to_csv: read with index_col=0 to use it as the index.",
     )
   }
 
-  profile.columns = columns
-  profile.sampleRows = records.slice(0, SAMPLE_ROWS).map((record) => {
+  profile.columns = profiles
+  profile.sampleRows = sampleRecords.map((record) => {
     const row: Record<string, Cell> = {}
     names.forEach((name, c) => {
-      row[name] = typed(record[c + indexColumns], dtypes[c] as string, format, na)
+      const field = record[c + indexColumns] ?? ''
+      row[name] = isNA(field) ? null : typed(field, dtypes[c] as string, format)
     })
     return row
   })
 
-  // Rows: exact when the whole file was read or counting is cheap, else estimated from the head.
+  // Rows: exact when the whole file was read or counting is cheap, else estimated from the samples.
   if (input.complete) {
-    profile.rows = records.length
+    profile.rows = rows
   } else {
     let counted: number | undefined
     if (counting && badLines === 0) counted = await counting.then((n) => n - offset).catch(() => undefined)
     if (counted !== undefined) profile.rows = counted
     else {
       profile.rowsEstimated = true
-      const headerText = hasHeader
-        ? headText.slice(0, head.lines[1] === undefined ? 0 : lineStart(headText, head))
-        : ''
-      const headerBytes = byteLength(headerText, input.encoding)
+      const headerEnd = hasHeader ? tokenize(headText, { delimiter, maxRecords: 1 }).consumed : 0
+      const headerBytes = byteLength(headText.slice(0, headerEnd), input.encoding)
       const dataBytes = byteLength(headText, input.encoding) - headerBytes
       const total = input.contentBytes ?? input.head.length
-      const headRows = records.length + badLines
+      const headRows = rows + badLines
       if (pieceCount > 0) {
         // The head is counted; the rest is estimated from pieces spread evenly through it.
         const rest = Math.max(0, total - headerBytes - dataBytes)
@@ -255,7 +306,7 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
     }
     profile.sampled = true
     warnings.push(
-      `Statistics come from a sample of ${thousands(all.length)} rows${profile.rowsEstimated ? '; the row count is an estimate' : ''}: dtypes can still change further into the file.`,
+      `Statistics come from a sample of ${thousands(rows + pieceRows)} rows${profile.rowsEstimated ? '; the row count is an estimate' : ''}: dtypes can still change further into the file.`,
     )
   }
 
@@ -269,20 +320,6 @@ export async function profileCsv(input: CsvInput): Promise<DatasetProfile> {
     ...(input.readArgs ?? []),
   ])
   return profile
-}
-
-/** Where the second record starts in the text (the header's length in characters). */
-function lineStart(text: string, head: { lines: number[] }): number {
-  // Records start on known lines; count line ends up to the second record's line.
-  const target = (head.lines[1] as number) - 1
-  let seen = 0
-  let i = 0
-  while (seen < target && i < text.length) {
-    const c = text.charCodeAt(i)
-    if (c === 10 || (c === 13 && text.charCodeAt(i + 1) !== 10)) seen++
-    i++
-  }
-  return i
 }
 
 function byteLength(text: string, encoding: TextEncoding): number {

@@ -19,10 +19,18 @@ export interface TokenizeOptions {
    * by the end of the text is dropped instead of kept.
    */
   final?: boolean
+  /**
+   * Called with each record (and the line it starts on) instead of collecting them: the records can
+   * then be dropped as they are used, which keeps the garbage collector's work small on big samples.
+   */
+  onRecord?: (record: string[], line: number) => void
 }
 
 export interface Tokenized {
+  /** The records (empty when `onRecord` took them). */
   records: string[][]
+  /** How many records were found. */
+  count: number
   /** The 1-based line of the file on which each record starts (blank lines included, as pandas counts). */
   lines: number[]
   /** The text ended inside a quoted field: pandas raises "EOF inside string starting at row N". */
@@ -50,6 +58,8 @@ enum State {
 export function tokenize(text: string, options: TokenizeOptions): Tokenized {
   const delimiter = options.delimiter.charCodeAt(0)
   const maxRecords = options.maxRecords ?? Number.POSITIVE_INFINITY
+  const onRecord = options.onRecord
+  let count = 0
   const final = options.final ?? true
   const records: string[][] = []
   const lines: number[] = []
@@ -65,8 +75,12 @@ export function tokenize(text: string, options: TokenizeOptions): Tokenized {
   let i = 0
 
   const endRecord = (end: number) => {
-    records.push(record)
-    lines.push(recordLine)
+    if (onRecord) onRecord(record, recordLine)
+    else {
+      records.push(record)
+      lines.push(recordLine)
+    }
+    count++
     record = []
     consumed = end
     state = State.StartRecord
@@ -76,7 +90,7 @@ export function tokenize(text: string, options: TokenizeOptions): Tokenized {
     const c = text.charCodeAt(i)
     switch (state) {
       case State.StartRecord: {
-        if (records.length >= maxRecords) return { records, lines, consumed, quotedNewlines }
+        if (count >= maxRecords) return { records, count, lines, consumed, quotedNewlines }
         if (c === LF) {
           line++
           i++
@@ -207,14 +221,14 @@ export function tokenize(text: string, options: TokenizeOptions): Tokenized {
 
   // End of text.
   if (state === State.StartRecord)
-    return { records, lines, consumed: final ? length : consumed, quotedNewlines }
-  if (!final) return { records, lines, consumed, quotedNewlines }
+    return { records, count, lines, consumed: final ? length : consumed, quotedNewlines }
+  if (!final) return { records, count, lines, consumed, quotedNewlines }
   if (state === State.InQuoted) {
-    return { records, lines, consumed, quotedNewlines, unterminatedQuoteAt: records.length + 1 }
+    return { records, count, lines, consumed, quotedNewlines, unterminatedQuoteAt: count + 1 }
   }
   if (state === State.InField) record.push(field + text.slice(runStart, length))
   else if (state === State.QuoteInQuoted) record.push(field)
   else if (state === State.StartField && record.length > 0) record.push('')
   if (record.length > 0) endRecord(length)
-  return { records, lines, consumed: length, quotedNewlines }
+  return { records, count, lines, consumed: length, quotedNewlines }
 }
