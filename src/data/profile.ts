@@ -199,11 +199,12 @@ async function profileOne(path: string, name: string, options: Context): Promise
     detected.format === 'xls' || detected.format === 'binary' ? 'unknown' : detected.format,
     info.size,
   )
-  if (info.size === 0)
+  if (info.size === 0) {
     return failed(
       base,
       'The file is empty (0 bytes): there is nothing to read. Check that it is the right file.',
     )
+  }
   const outcome = await profileDetected(path, name, info.size, head, detected, base, options)
   const after = await stat(path).catch(() => undefined)
   if (!after || after.size !== info.size || after.mtimeMs !== info.mtimeMs) {
@@ -224,7 +225,6 @@ async function profileDetected(
   base: DatasetProfile,
   options: Context,
 ): Promise<Outcome> {
-  const info = { size }
   const L = options.limits
 
   switch (detected.format) {
@@ -244,7 +244,7 @@ async function profileDetected(
       const profile = { ...base, format: 'excel' as const }
       return {
         profile,
-        job: { kind: 'excel', path, nrows: info.size > L.excelFullBytes ? L.excelSampleRows : undefined },
+        job: { kind: 'excel', path, nrows: size > L.excelFullBytes ? L.excelSampleRows : undefined },
       }
     }
     default:
@@ -255,18 +255,18 @@ async function profileDetected(
 
   const format = detected.format as DataFormat
   if (format === 'json' || format === 'ndjson') {
-    return jsonOutcome({ ...base, format }, head.bytes, head.complete, info.size, path, L)
+    return jsonOutcome({ ...base, format }, head.bytes, head.complete, size, path, L)
   }
   return profileText({ ...base, format }, head.bytes, head.complete, L, {
-    contentBytes: info.size,
+    contentBytes: size,
     pieces: async () => {
       const offsets: number[] = []
-      const span = info.size - L.headBytes - L.pieceBytes
+      const span = size - L.headBytes - L.pieceBytes
       for (let i = 1; i <= L.pieces; i++) offsets.push(L.headBytes + Math.floor((span * i) / L.pieces))
       return readPieces(path, offsets, L.pieceBytes)
     },
     countRecords:
-      info.size <= L.exactCountBytes
+      size <= L.exactCountBytes
         ? async (delimiter) =>
             (await import('./csv/count-worker.js')).countRecordsInWorker(path, delimiter, options.signal)
         : undefined,
