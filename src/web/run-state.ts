@@ -55,6 +55,8 @@ export interface UiRun {
   step?: number
   maxSteps?: number
   totalTokens?: number
+  /** Waiting for an earlier question of the session to finish. */
+  queued?: boolean
 }
 
 export function newRun(question: string): UiRun {
@@ -137,10 +139,11 @@ function updateStep(run: UiRun, number: number, change: (step: UiStep) => UiStep
 export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): UiRun {
   switch (event.type) {
     case 'run-start':
-      return { ...run, id: event.runId }
+      return { ...run, id: event.runId, queued: event.queued }
     case 'step-start':
       return {
         ...run,
+        queued: false,
         step: event.step,
         maxSteps: event.maxSteps,
         draft: '',

@@ -10,32 +10,13 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ModelChoice } from '../../src/models/index.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
+import { LocalProvider } from '../../src/sandbox/local/index.js'
+import { type RunningServer, startServer } from '../../src/server/index.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 const SALES = resolve('examples/sales.csv')
 const WEB = resolve('dist/web/index.html')
 const TOKEN = 'web-test-token'
-
-interface Server {
-  url: string
-  close(): Promise<void>
-}
-type StartServer = (options: {
-  host: string
-  port: number
-  home: string
-  model: ModelChoice
-  tokens?: string[]
-}) => Promise<Server>
-
-/** The real server once src/server/index.ts exists; the stand-in beside this file until then. */
-async function loadStartServer(): Promise<StartServer> {
-  const real = resolve('src/server/index.ts')
-  const module = existsSync(real)
-    ? ((await import('../../src/server/index.js' as string)) as { startServer: StartServer })
-    : await import('./stand-in-server.js')
-  return module.startServer as StartServer
-}
 
 const CHART_CODE = [
   'import pandas as pd',
@@ -63,7 +44,7 @@ const found = existsSync(CHROMIUM)
 describe.skipIf(!found)('web UI in Chromium', () => {
   let home: string
   let profileDir: string
-  let server: Server | undefined
+  let server: RunningServer | undefined
   let context: BrowserContext | undefined
   let page: Page
 
@@ -71,8 +52,15 @@ describe.skipIf(!found)('web UI in Chromium', () => {
     if (!existsSync(WEB)) throw new Error('dist/web is missing: run `npm run build` first')
     home = mkdtempSync(join(tmpdir(), 'analyst-web-home-'))
     profileDir = mkdtempSync(join(tmpdir(), 'analyst-web-chromium-'))
-    const startServer = await loadStartServer()
-    server = await startServer({ host: '127.0.0.1', port: 0, home, model: scriptedModel(), tokens: [TOKEN] })
+    const model = scriptedModel()
+    server = await startServer({
+      host: '127.0.0.1',
+      port: 0,
+      home,
+      model: async () => model,
+      tokens: [TOKEN],
+      sandbox: { provider: new LocalProvider({ poolSize: 0 }) },
+    })
     context = await chromium.launchPersistentContext(profileDir, {
       executablePath: CHROMIUM,
       headless: true,
@@ -158,7 +146,18 @@ describe.skipIf(!found)('web UI in Chromium', () => {
     await table.waitFor()
     await expect.poll(() => table.locator('th').allTextContents()).toContain('order_value')
     await page.locator('.answer', { hasText: 'from the most revenue to the least' }).waitFor()
-    await page.getByRole('link', { name: 'Notebook' }).waitFor()
+    // Exports download with the token in the link.
+    for (const [name, check] of [
+      ['Notebook', '"cells"'],
+      ['Python', "groupby('region')"],
+      ['HTML report', '<html'],
+    ]) {
+      const href = (await page.getByRole('link', { name }).getAttribute('href')) as string
+      expect(href).toContain(`token=${TOKEN}`)
+      const response = await page.request.get(new URL(href, url).href)
+      expect(response.status()).toBe(200)
+      expect(await response.text()).toContain(check)
+    }
 
     // Reload at the start page: the session is in the side list; open it again.
     await page.goto(url)

@@ -128,6 +128,7 @@ function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
 }
 
 function phaseOf(run: UiRun): string {
+  if (run.queued) return 'Waiting for the question before it to finish'
   const last = run.steps[run.steps.length - 1]
   const where = run.step ? `Step ${run.step}${run.maxSteps ? ` of ${run.maxSteps}` : ''} · ` : ''
   if (last?.running) return `${where}running the code`
