@@ -154,6 +154,9 @@ export class AnalystSession {
 
   constructor(options: AnalystOptions) {
     this.sessionId = options.sessionId ?? randomUUID()
+    const given = Object.fromEntries(
+      Object.entries(options).filter(([, value]) => value !== undefined),
+    ) as AnalystOptions
     this.options = {
       maxSteps: 8,
       vision: false,
@@ -161,7 +164,7 @@ export class AnalystSession {
       requestTimeoutMs: 120_000,
       maxRetries: 3,
       stream: true,
-      ...options,
+      ...given,
     }
     this.evidence.add(options.dataDescription)
     for (const text of options.evidence ?? []) this.evidence.add(text)
@@ -170,6 +173,12 @@ export class AnalystSession {
 
   private get system(): string {
     return systemPrompt({ mode: this.options.mode, dataDescription: this.options.dataDescription })
+  }
+
+  /** New data files reached the sandbox: the next question's prompt describes them all. */
+  setDataDescription(description: string) {
+    this.options.dataDescription = description
+    this.evidence.add(description)
   }
 
   /** Calls the model once; in text mode it is offered no tools. */

@@ -38,11 +38,7 @@ export interface OpenedAnalysis {
 }
 
 export async function openAnalysis(options: OpenOptions): Promise<OpenedAnalysis> {
-  const paths = options.data.map((item) => (typeof item === 'string' ? item : item.path))
-  const given = options.data.map((item) => (typeof item === 'string' ? undefined : item.name))
-  const profiles = (await profileFiles(paths, { signal: options.signal })).map((profile, i) =>
-    given[i] ? { ...profile, name: given[i] as string } : profile,
-  )
+  const profiles = await profileFiles(options.data, { signal: options.signal })
   const failed = profiles.filter((profile) => profile.error)
   if (failed.length > 0) {
     throw new InvalidArgumentError(failed.map((profile) => `${profile.path}: ${profile.error}`).join('\n'), {

@@ -19,6 +19,13 @@ function whole(value: string): number {
   return number
 }
 
+function port(value: string): number {
+  const number = Number(value)
+  if (!Number.isInteger(number) || number < 0 || number > 65535)
+    throw new InvalidArgumentError('give a port number from 0 to 65535.')
+  return number
+}
+
 function seconds(value: string): number {
   const number = Number(value)
   if (!Number.isFinite(number) || number <= 0)
@@ -208,6 +215,15 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     })
 
   cli
+    .command('serve')
+    .description('the HTTP API (with streaming) and the web UI; tokens from ANALYST_TOKEN')
+    .option('--host <host>', 'address to listen on (anything but loopback needs ANALYST_TOKEN)', '127.0.0.1')
+    .option('--port <port>', 'port (0 picks a free one)', port, 8787)
+    .action((options: Record<string, unknown>) => {
+      result = onCommand('serve', { host: options.host, port: options.port })
+    })
+
+  cli
     .command('doctor')
     .description(
       'check Python, pandas, matplotlib, bubblewrap and namespaces, and say how to fix what is wrong',
@@ -261,6 +277,10 @@ async function dispatch(name: string, options: unknown): Promise<number> {
     case 'export':
       return (await import('./commands/history.js')).exportCommand(
         options as import('./commands/history.js').ExportOptions,
+      )
+    case 'serve':
+      return (await import('./commands/serve.js')).serve(
+        options as import('./commands/serve.js').ServeOptions,
       )
     case 'doctor':
       return (await import('./commands/doctor.js')).doctor(

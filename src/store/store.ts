@@ -422,7 +422,9 @@ export class Store {
           .get(sessionId) as { n: number }
       ).n
       const insert = this.db.prepare('INSERT INTO messages (session_id, seq, message) VALUES (?, ?, ?)')
-      messages.forEach((message, index) => insert.run(sessionId, start + index + 1, JSON.stringify(message)))
+      messages.forEach((message, index) => {
+        insert.run(sessionId, start + index + 1, JSON.stringify(message))
+      })
     })()
   }
 

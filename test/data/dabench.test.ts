@@ -4,11 +4,12 @@ import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { profileFiles } from '../../src/data/index.js'
+import { DABENCH, DABENCH_MISSING } from '../support/dabench.js'
 import { onHost, pandasViews } from './pandas-truth.js'
 
-const TABLES = join(import.meta.dirname, '../../../shared/datasets/dabench/tables')
+const TABLES = join(DABENCH ?? '', 'tables')
 
-describe('DABench tables', () => {
+describe.skipIf(!DABENCH)(`DABench tables${DABENCH ? '' : ` (${DABENCH_MISSING})`}`, () => {
   it('profiles every table exactly as pandas reads it', async () => {
     const files = readdirSync(TABLES)
       .filter((f) => f.endsWith('.csv'))

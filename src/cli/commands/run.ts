@@ -67,7 +67,7 @@ async function checkData(paths: string[], cwd: string): Promise<string[]> {
   if (duplicate)
     throw new UsageError(
       `Two data files are both named ${duplicate}`,
-      'Inside the sandbox both would be data/' + duplicate + '; rename one.',
+      `Inside the sandbox both would be data/${duplicate}; rename one.`,
     )
   return resolved
 }

@@ -1,0 +1,32 @@
+import pc from 'picocolors'
+import { startServer, tokensFromEnv } from '../../server/index.js'
+
+export interface ServeOptions {
+  host: string
+  port: number
+  /** How long a stop waits for questions being answered. @default 20 s */
+  graceMs?: number
+}
+
+/** `analyst serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
+export async function serve(options: ServeOptions): Promise<number> {
+  const tokens = tokensFromEnv()
+  const server = await startServer({ host: options.host, port: options.port, tokens })
+  process.stderr.write(
+    `${pc.bold('Analyst')} serving on ${pc.cyan(server.url)}  ${pc.dim(tokens.length ? `(${tokens.length} token(s) required)` : '(no tokens: loopback only)')}\n`,
+  )
+  await new Promise<void>((resolve) => {
+    const stop = async (signal: string) => {
+      process.stderr.write(
+        pc.dim(`\n${signal}: finishing ${server.sessions.busy} question(s) in progress, then stopping…\n`),
+      )
+      const deadline = Date.now() + (options.graceMs ?? 20_000)
+      while (server.sessions.busy > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+      await server.close()
+      resolve()
+    }
+    process.once('SIGTERM', () => void stop('SIGTERM'))
+    process.once('SIGINT', () => void stop('SIGINT'))
+  })
+  return 0
+}

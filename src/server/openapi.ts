@@ -1,0 +1,131 @@
+/** The OpenAPI 3 description of the HTTP API, served at /openapi.json. */
+
+const error = { $ref: '#/components/responses/Error' }
+const sessionId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
+
+export const openApiDocument = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Analyst',
+    version: '0.1.0',
+    description:
+      'Ask questions about data files: a model writes Python, a sandbox runs it, the answer cites the numbers. ' +
+      'When the server has tokens (ANALYST_TOKEN), every /api request needs `Authorization: Bearer <token>`; downloads also take `?token=`.',
+  },
+  components: {
+    securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+    responses: {
+      Error: {
+        description: 'An error, with what to do about it',
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              properties: {
+                error: {
+                  type: 'object',
+                  properties: { message: { type: 'string' }, hint: { type: 'string' } },
+                  required: ['message'],
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+  security: [{ bearer: [] }],
+  paths: {
+    '/healthz': {
+      get: { summary: 'Liveness', security: [], responses: { 200: { description: '{ "ok": true }' } } },
+    },
+    '/api/sessions': {
+      get: {
+        summary: 'Sessions of this token, newest first',
+        responses: { 200: { description: 'SessionSummary[]' }, 401: error },
+      },
+      post: {
+        summary: 'Create a session',
+        requestBody: {
+          content: {
+            'application/json': { schema: { type: 'object', properties: { title: { type: 'string' } } } },
+          },
+        },
+        responses: { 201: { description: '{ "id": string }' }, 400: error, 401: error },
+      },
+    },
+    '/api/sessions/{id}': {
+      parameters: [sessionId],
+      get: {
+        summary: 'A session: datasets, questions, steps, answers, status',
+        responses: { 200: { description: 'SessionDetail' }, 404: error },
+      },
+      delete: {
+        summary: 'Delete a session and its sandbox',
+        responses: { 204: { description: 'Deleted' }, 404: error },
+      },
+    },
+    '/api/sessions/{id}/files': {
+      parameters: [sessionId],
+      post: {
+        summary: 'Upload a data file (multipart, field "file"); returns its profile',
+        requestBody: {
+          content: {
+            'multipart/form-data': {
+              schema: { type: 'object', properties: { file: { type: 'string', format: 'binary' } } },
+            },
+          },
+        },
+        responses: { 201: { description: 'DatasetInfo' }, 400: error, 404: error, 413: error, 415: error },
+      },
+    },
+    '/api/sessions/{id}/ask': {
+      parameters: [sessionId],
+      post: {
+        summary: 'Ask a question; the answer streams as server-sent events, ending with `done`',
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                properties: { question: { type: 'string', minLength: 1 } },
+                required: ['question'],
+              },
+            },
+          },
+        },
+        responses: {
+          200: {
+            description:
+              'text/event-stream: run-start, step-start, model-text-delta, model-text, code, guard, stdout, stderr, result, error, artifact, observation, usage, step-end, answer, then done (the AskResult) or failed',
+          },
+          400: error,
+          404: error,
+        },
+      },
+    },
+    '/api/sessions/{id}/artifacts/{name}': {
+      parameters: [sessionId, { name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+      get: {
+        summary: 'A file or chart the session produced',
+        responses: { 200: { description: 'The file' }, 404: error },
+      },
+    },
+    '/api/sessions/{id}/export': {
+      parameters: [
+        sessionId,
+        {
+          name: 'format',
+          in: 'query',
+          required: true,
+          schema: { type: 'string', enum: ['ipynb', 'py', 'html'] },
+        },
+      ],
+      get: {
+        summary: 'The session as a notebook, a script or an HTML report',
+        responses: { 200: { description: 'The export' }, 400: error, 404: error },
+      },
+    },
+  },
+} as const
