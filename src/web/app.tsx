@@ -93,16 +93,18 @@ export function App() {
     }
   }, [])
 
-  const refreshDetail = useCallback(async (id: string) => {
+  const refreshDetail = useCallback(async (id: string): Promise<SessionDetail | undefined> => {
     try {
       const next = await api.getSession(id)
       if (currentRef.current === id) setDetail(next)
+      return next
     } catch (error) {
-      if (currentRef.current !== id) return
+      if (currentRef.current !== id) return undefined
       if (error instanceof ApiError && error.status === 404) {
         setProblem({ message: 'That analysis no longer exists.' })
         go(null)
       } else setProblem(problemOf(error))
+      return undefined
     }
   }, [])
 
@@ -194,20 +196,13 @@ export function App() {
         setProblem(problemOf(error))
     }
     if (run.id) finished.current.set(run.id, run)
-    await Promise.all([refreshDetail(id), refreshList()])
-    // The stored run now shows it; keep the live one only if the server did not store it.
-    setLive((current) => {
-      if (!current || current.controller !== controller) return current
-      return null
-    })
-    if (!run.id || currentRef.current !== id) return
-    setDetail((current) => {
-      if (!current || current.id !== id) return current
-      if (current.runs.some((stored) => stored.id === run.id)) return current
-      // Not stored (e.g. failed before it started): show what was streamed.
+    const [stored] = await Promise.all([refreshDetail(id), refreshList()])
+    // The stored run shows it from now on. One the server did not store (it failed before it
+    // started, e.g. no model is configured) stays as it streamed, with its error.
+    if (!stored?.runs.some((storedRun) => storedRun.id === run.id)) {
       orphans.current.set(id, [...(orphans.current.get(id) ?? []), run])
-      return { ...current }
-    })
+    }
+    setLive((current) => (current && current.controller === controller ? null : current))
   }
   /** Runs that streamed but are not in the stored session, by session. */
   const orphans = useRef(new Map<string, UiRun[]>())

@@ -10,6 +10,7 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ModelChoice } from '../../src/models/index.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
+import { AnalystError } from '../../src/sandbox/errors.js'
 import { LocalProvider } from '../../src/sandbox/local/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 
@@ -186,4 +187,30 @@ describe.skipIf(!found)('web UI in Chromium', () => {
     process.stderr.write(`[web test] screenshot: ${shot}\n`)
     expect(errors).toEqual([])
   }, 240_000)
+
+  it('shows why a question failed before it started, with the hint', async () => {
+    const unconfigured = await startServer({
+      host: '127.0.0.1',
+      port: 0,
+      home: mkdtempSync(join(home, 'unconfigured-')),
+      model: async () => {
+        throw new AnalystError('No model is configured', { hint: 'Set ANALYST_MODEL.' })
+      },
+    })
+    try {
+      await page.goto(unconfigured.url)
+      const box = page.getByRole('textbox', { name: 'Question', exact: true })
+      await box.fill('How many orders?')
+      await box.press('Enter')
+      // Once the stream ends the page reloads the session: the unstored run stays, with its error.
+      await page.locator('.session-link', { hasText: 'How many orders?' }).waitFor()
+      const alert = page.locator('.run .alert')
+      await alert.waitFor()
+      expect(await alert.textContent()).toContain('No model is configured')
+      expect(await alert.textContent()).toContain('Set ANALYST_MODEL.')
+      await expect.poll(() => page.locator('.question').textContent()).toBe('How many orders?')
+    } finally {
+      await unconfigured.close()
+    }
+  }, 60_000)
 })
