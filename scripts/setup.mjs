@@ -7,7 +7,8 @@ import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
-const extra = new Set(process.argv.slice(2)) // e.g. --browser for the web UI tests
+// --test: also what only the tests need (a browser for the web UI, nbformat to validate notebooks).
+const extra = new Set(process.argv.slice(2))
 
 function say(message) {
   process.stderr.write(`[setup] ${message}\n`)
@@ -54,7 +55,11 @@ function missingPackages() {
     }
   }
   missing.push(...modules.map((name) => MODULE_PACKAGES[name]))
-  if (extra.has('--browser') && !existsSync('/usr/bin/chromium')) missing.push('chromium')
+  if (extra.has('--test')) {
+    if (!existsSync('/usr/bin/chromium')) missing.push('chromium')
+    const nbformat = spawnSync(PYTHON, ['-c', 'import nbformat'], { stdio: 'ignore' })
+    if (nbformat.status !== 0) missing.push('python3-nbformat')
+  }
   return missing
 }
 

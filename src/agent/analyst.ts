@@ -326,6 +326,8 @@ export class AnalystSession {
         }
       }
 
+      // The model's words around its code, for the record.
+      const prose = (calls.length > 0 ? reply.text : extracted.prose).trim() || undefined
       const toolResults: ToolResultPart[] = []
       const textObservations: string[] = []
       const images: Array<{ data: string; mediaType: string }> = []

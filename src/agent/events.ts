@@ -22,6 +22,8 @@ export interface Violation {
 export interface StepRecord {
   step: number
   code: string
+  /** What the model wrote around the code. */
+  text?: string
   /** The execution as JSON; absent when the guard stopped the code. */
   execution?: ReturnType<Execution['toJSON']>
   artifacts: Artifact[]

@@ -6,7 +6,7 @@
 
 import type { DatasetProfile } from '../data/index.js'
 import { formatProfiles, prepareForSandbox, profileFiles } from '../data/index.js'
-import { checkCode } from '../guard/index.js'
+import { checkCode, warmUp } from '../guard/index.js'
 import type { CodeMode, ModelChoice } from '../models/index.js'
 import { InvalidArgumentError } from '../sandbox/errors.js'
 import { type CreateOpts, Sandbox } from '../sandbox/index.js'
@@ -38,6 +38,8 @@ export interface OpenedAnalysis {
 }
 
 export async function openAnalysis(options: OpenOptions): Promise<OpenedAnalysis> {
+  // The parser loads while the files are profiled, not during the first step.
+  const guardReady = options.guard === false ? undefined : warmUp().catch(() => {})
   const profiles = await profileFiles(options.data, { signal: options.signal })
   const failed = profiles.filter((profile) => profile.error)
   if (failed.length > 0) {
@@ -87,7 +89,9 @@ export async function openAnalysis(options: OpenOptions): Promise<OpenedAnalysis
     mode: mode ?? model.mode,
     sandbox,
     dataDescription: formatProfiles(profiles),
-    check: guard ? (code) => checkCode(code) : undefined,
+    // A sandbox with network may use it: the guard is told so.
+    check: guard ? (code) => checkCode(code, { allowNetwork: options.sandbox?.network === true }) : undefined,
   })
+  await guardReady
   return { session, sandbox, profiles, replayed, close: () => sandbox.kill() }
 }

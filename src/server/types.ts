@@ -46,6 +46,8 @@ export interface ResultView {
 export interface StepView {
   step: number
   code: string
+  /** What the model wrote around the code (its reasoning for the step), if anything. */
+  text?: string
   stdout: string
   stderr: string
   error?: { name: string; value: string; traceback: string }
@@ -72,9 +74,22 @@ export interface RunView {
   steps: StepView[]
 }
 
+/** Something the guard or the sandbox stopped: recorded for operators. */
+export interface BlockedAttempt {
+  /** Which step of which question (1-based), when known. */
+  question?: number
+  step?: number
+  source: 'guard' | 'sandbox'
+  /** The guard's rule, or the kind of sandbox limit (network, filesystem, memory, time, process…). */
+  rule: string
+  message: string
+  at: string
+}
+
 export interface SessionDetail extends SessionSummary {
   datasets: DatasetInfo[]
   runs: RunView[]
+  blocked: BlockedAttempt[]
 }
 
 /**

@@ -89,6 +89,20 @@ const MIGRATIONS: string[] = [
     PRIMARY KEY (session_id, seq)
   );
   `,
+  // 2: attempts the guard or the sandbox stopped, for operators to review.
+  `
+  CREATE TABLE blocked (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    step_id INTEGER REFERENCES steps (id) ON DELETE CASCADE,
+    source TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    message TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX blocked_session ON blocked (session_id, id);
+  ALTER TABLE steps ADD COLUMN prose TEXT;
+  `,
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length

@@ -5,6 +5,7 @@
  */
 import type { AgentEvent, AnalystSession, StepRecord } from '../agent/index.js'
 import type { Sandbox } from '../sandbox/index.js'
+import { sandboxBlocks } from './blocked.js'
 import type { StepInput, Store } from './store.js'
 
 /** The stored form of a step's results: text and table data; images become artifacts. */
@@ -67,6 +68,7 @@ export class Recorder {
     const stepId = this.store.addStep(runId, this.sessionId, {
       step: record.step,
       code: record.code,
+      text: record.text,
       stdout: execution?.logs.stdout.join('') ?? '',
       stderr: execution?.logs.stderr.join('') ?? '',
       error: execution?.error,
@@ -75,6 +77,16 @@ export class Recorder {
       durationMs: record.durationMs,
       usage: record.usage,
     })
+    for (const violation of record.violations ?? []) {
+      this.store.addBlocked(this.sessionId, stepId, {
+        source: 'guard',
+        rule: violation.rule,
+        message: violation.message,
+      })
+    }
+    for (const block of sandboxBlocks(execution?.error, execution?.logs.stderr.join('') ?? '')) {
+      this.store.addBlocked(this.sessionId, stepId, { source: 'sandbox', ...block })
+    }
     for (const image of images) {
       this.store.addArtifact(this.sessionId, stepId, {
         name: image.name,

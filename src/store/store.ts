@@ -12,6 +12,7 @@ import type { Usage, Violation } from '../agent/events.js'
 import type { DatasetProfile } from '../data/index.js'
 import type {
   ArtifactView,
+  BlockedAttempt,
   DatasetInfo,
   ResultView,
   RunStatus,
@@ -41,6 +42,8 @@ function preview(text: string): string {
 export interface StepInput {
   step: number
   code: string
+  /** What the model wrote around the code. */
+  text?: string
   stdout: string
   stderr: string
   error?: { name: string; value: string; traceback: string }
@@ -294,8 +297,8 @@ export class Store {
   addStep(runId: string, sessionId: string, step: StepInput): number {
     const info = this.db
       .prepare(
-        'INSERT INTO steps (run_id, session_id, step, code, stdout, stderr, error, results, violations, success, duration_ms, input_tokens, output_tokens, created_at) ' +
-          'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO steps (run_id, session_id, step, code, stdout, stderr, error, results, violations, success, duration_ms, input_tokens, output_tokens, created_at, prose) ' +
+          'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       )
       .run(
         runId,
@@ -312,6 +315,7 @@ export class Store {
         step.usage?.inputTokens ?? 0,
         step.usage?.outputTokens ?? 0,
         now(),
+        step.text ?? null,
       )
     this.touch(sessionId)
     return Number(info.lastInsertRowid)
@@ -326,6 +330,7 @@ export class Store {
       runId: row.run_id as string,
       step: row.step as number,
       code: row.code as string,
+      text: (row.prose as string | null) ?? undefined,
       stdout: row.stdout as string,
       stderr: row.stderr as string,
       error: row.error ? JSON.parse(row.error as string) : undefined,
@@ -412,6 +417,44 @@ export class Store {
     return found ? { ...found, path: this.blobPath(found.sha256) } : undefined
   }
 
+  // ------------------------------------------------------------------ blocked attempts
+
+  addBlocked(
+    sessionId: string,
+    stepId: number | null,
+    attempt: { source: 'guard' | 'sandbox'; rule: string; message: string },
+  ) {
+    this.db
+      .prepare(
+        'INSERT INTO blocked (session_id, step_id, source, rule, message, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run(sessionId, stepId, attempt.source, attempt.rule, attempt.message, now())
+  }
+
+  blocked(sessionId: string): BlockedAttempt[] {
+    const rows = this.db
+      .prepare(
+        'SELECT b.source, b.rule, b.message, b.created_at, s.step, r.seq FROM blocked b ' +
+          'LEFT JOIN steps s ON s.id = b.step_id LEFT JOIN runs r ON r.id = s.run_id WHERE b.session_id = ? ORDER BY b.id',
+      )
+      .all(sessionId) as Array<{
+      source: 'guard' | 'sandbox'
+      rule: string
+      message: string
+      created_at: string
+      step: number | null
+      seq: number | null
+    }>
+    return rows.map((row) => ({
+      question: row.seq ?? undefined,
+      step: row.step ?? undefined,
+      source: row.source,
+      rule: row.rule,
+      message: row.message,
+      at: row.created_at,
+    }))
+  }
+
   // ------------------------------------------------------------------ the model's conversation
 
   appendMessages(sessionId: string, messages: unknown[]) {
@@ -477,6 +520,7 @@ export class Store {
           (step): StepView => ({
             step: step.step,
             code: step.code,
+            text: step.text,
             stdout: step.stdout,
             stderr: step.stderr,
             error: step.error,
@@ -496,6 +540,7 @@ export class Store {
       ...summary,
       datasets: this.datasets(id).map(({ sourcePath: _, ...dataset }) => dataset),
       runs: runViews,
+      blocked: this.blocked(id),
     }
   }
 

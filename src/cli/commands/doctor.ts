@@ -1,4 +1,5 @@
 import pc from 'picocolors'
+import { readerChecks } from '../../data/index.js'
 import { runChecks } from '../../sandbox/local/checks.js'
 
 export interface DoctorOptions {
@@ -10,6 +11,10 @@ export interface DoctorOptions {
 export async function doctor(options: DoctorOptions): Promise<number> {
   const stdout = options.stdout ?? process.stdout
   const checks = await runChecks()
+  // Which data formats the sandbox's pandas reads itself (Parquet without pyarrow is converted first).
+  for (const reader of await readerChecks()) {
+    checks.push({ name: `reader ${reader.format}`, ok: reader.ok, detail: reader.detail, essential: false })
+  }
   const healthy = checks.every((check) => check.ok || !check.essential)
   if (options.json) {
     stdout.write(`${JSON.stringify({ ok: healthy, checks }, null, 2)}\n`)

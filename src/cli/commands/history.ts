@@ -91,6 +91,13 @@ export async function show(options: ShowOptions): Promise<number> {
       if (run.answer) stdout.write(`A${run.incomplete ? ' (incomplete)' : ''}: ${run.answer}\n`)
       else stdout.write(pc.yellow(`(${run.status}${run.error ? `: ${run.error}` : ''})\n`))
     }
+    if (detail.blocked.length > 0) {
+      stdout.write(pc.yellow(`\nBlocked attempts (${detail.blocked.length}):\n`))
+      for (const b of detail.blocked) {
+        const where = b.question ? `question ${b.question}, step ${b.step}` : 'session'
+        stdout.write(pc.yellow(`  ${where} · ${b.source} · ${b.rule}: ${b.message}\n`))
+      }
+    }
     const rate = stats.successRate === null ? 'n/a' : `${Math.round(stats.successRate * 100)}%`
     stdout.write(
       pc.dim(

@@ -134,6 +134,9 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     '--ro-bind',
     spec.kernelDir,
     SANDBOX_KERNEL_DIR,
+    // The jail's own root (a tmpfs made by bubblewrap) read-only: only the workspace and /tmp take writes.
+    '--remount-ro',
+    '/',
     '--chdir',
     SANDBOX_HOME,
     '--',
