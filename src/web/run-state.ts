@@ -26,7 +26,7 @@ export interface UiResult {
 
 export interface UiStep {
   step: number
-  /** What the model said before the code (live runs only; the stored run does not keep it). */
+  /** What the model said around the code. */
   prose?: string
   code: string
   stdout: string
@@ -71,6 +71,7 @@ function imageOfStored(result: ResultView): UiImage | undefined {
 function fromStoredStep(step: StepView): UiStep {
   return {
     step: step.step,
+    prose: step.text,
     code: step.code,
     stdout: step.stdout,
     stderr: step.stderr,

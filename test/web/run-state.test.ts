@@ -138,6 +138,7 @@ describe('stored runs', () => {
       {
         step: 1,
         code: 'x',
+        text: 'Plotting the totals.',
         stdout: '',
         stderr: '',
         results: [
@@ -166,6 +167,7 @@ describe('stored runs', () => {
       alt: 'step-1-chart-1.png',
     })
     expect(run.steps[0]?.results[1]?.data).toBeUndefined()
+    expect(run.steps[0]?.prose).toBe('Plotting the totals.')
   })
 
   it('keeps the prose the live run saw', () => {
