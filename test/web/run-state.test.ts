@@ -170,14 +170,16 @@ describe('stored runs', () => {
     expect(run.steps[0]?.prose).toBe('Plotting the totals.')
   })
 
-  it('keeps the prose the live run saw', () => {
+  it('keeps the prose the live run saw when the stored step has none (older records)', () => {
+    const older = { ...stored, steps: stored.steps.map(({ text: _, ...step }) => step) }
     const live = {
       ...newRun('Why?'),
       id: 'r1',
-      steps: [{ ...fromStored(stored).steps[0], prose: 'Hm.' }],
+      steps: [{ ...fromStored(older).steps[0], prose: 'Hm.' }],
     } as UiRun
-    expect(mergeLive(fromStored(stored), live).steps[0]?.prose).toBe('Hm.')
-    expect(mergeLive(fromStored(stored), { ...live, id: 'other' }).steps[0]?.prose).toBeUndefined()
+    expect(mergeLive(fromStored(older), live).steps[0]?.prose).toBe('Hm.')
+    expect(mergeLive(fromStored(older), { ...live, id: 'other' }).steps[0]?.prose).toBeUndefined()
+    expect(mergeLive(fromStored(stored), live).steps[0]?.prose).toBe('Plotting the totals.')
   })
 })
 
