@@ -189,6 +189,11 @@ export function createApp(options: AppOptions): Hono<Env> {
         await sessions
           .ask(id, question, (event) => (event.type === 'done' ? undefined : send(event)), {
             signal: controller.signal,
+            onPreparing: () =>
+              void send({
+                type: 'preparing',
+                message: 'Starting the sandbox for this session…',
+              } satisfies StreamOnlyEvent),
             onStart: (runId, queued) =>
               void send({ type: 'run-start', runId, queued } satisfies StreamOnlyEvent),
           })

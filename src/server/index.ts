@@ -73,6 +73,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
     )
   let model: Promise<ModelChoice> | undefined
+  const sandbox = options.sandbox ?? {
+    provider: new LocalProvider({ poolSize: Number(process.env.ANALYST_POOL_SIZE ?? 2) }),
+  }
+  // Start the warm pool now, so the first session does not wait for a kernel.
+  if (sandbox.provider instanceof LocalProvider) void sandbox.provider.warm()
   const sessions = new SessionManager({
     store,
     model:
@@ -115,6 +120,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
         await sessions.shutdown()
+        if (sandbox.provider instanceof LocalProvider && !options.sandbox) await sandbox.provider.close()
         store.close()
       })()),
   }

@@ -98,11 +98,17 @@ export class SessionManager {
     sessionId: string,
     question: string,
     onEvent: (event: AgentEvent) => void | Promise<void>,
-    options: { signal?: AbortSignal; onStart?: (runId: string, queued: boolean) => void } = {},
+    options: {
+      signal?: AbortSignal
+      /** Called at once when the session's sandbox has to be started (or rebuilt) first. */
+      onPreparing?: () => void
+      onStart?: (runId: string, queued: boolean) => void
+    } = {},
   ): Promise<AskResult> {
     if (this.closed) throw new Error('The server is shutting down')
     this.running++
     try {
+      if (!this.live.has(sessionId)) options.onPreparing?.()
       const live = await this.get(sessionId)
       clearTimeout(live.idleTimer)
       const queued = live.pending > 0

@@ -97,6 +97,8 @@ export interface SessionDetail extends SessionSummary {
  * events (see AgentEvent) plus these; `done` carries what `analyst ask --json` prints.
  */
 export type StreamOnlyEvent =
+  /** Sent first when the session's sandbox must be started (or rebuilt from history) before the question. */
+  | { type: 'preparing'; message: string }
   | { type: 'run-start'; runId: string; queued: boolean }
   | { type: 'failed'; message: string; hint?: string }
   | { type: 'done'; result: AskResult }
