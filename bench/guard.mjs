@@ -112,7 +112,7 @@ const load = loadavg()
   .join(', ')
 const header = ['cell', 'check p50', 'check p95', 'tree-sitter parse p50', 'check / parse']
 header.push('CPython ast.parse p50', 'check / ast.parse')
-process.stdout.write(`## Guard: checkCode (${machine()})
+process.stdout.write(`### Guard: checkCode (${machine()})
 
 First call, including loading the WASM runtime and the Python grammar: ${initMs.toFixed(1)} ms.
 The hostile cell yields ${violations.length} violations (${rules}).

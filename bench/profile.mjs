@@ -130,7 +130,7 @@ function report(results, loadBefore, loadAfter) {
     ]
   })
   return [
-    `## Profile: analyst profile vs get_data_schema (${machine()})`,
+    `### Profile: analyst profile vs get_data_schema (${machine()})`,
     '',
     `The whole \`node dist/cli/bin.js profile FILE --json\` process, median of ${runs} runs, page cache warm; the baseline (pandas \`nrows=5\`, then a full \`read_csv\` to count rows) once, same files, same run. Load average before/after: ${loadBefore} / ${loadAfter} (other work on this 2-core machine stretches wall times; CPU time is less affected).`,
     '',

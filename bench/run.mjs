@@ -29,10 +29,8 @@ for (const name of benches) {
   sections.push(result.stdout.trim())
 }
 const results = new URL('RESULTS.md', import.meta.url).pathname
-if (!existsSync(results))
-  appendFileSync(
-    results,
-    '# Benchmark results\n\nNewest first within each run; each section names its machine and date.\n',
-  )
-if (sections.length > 0 && !args.includes('--no-record'))
-  appendFileSync(results, `\n${sections.join('\n\n')}\n`)
+if (!existsSync(results)) appendFileSync(results, '# Benchmark results\n')
+if (sections.length > 0 && !args.includes('--no-record')) {
+  const when = `${new Date().toISOString().slice(0, 16).replace('T', ', ')} UTC`
+  appendFileSync(results, `\n## Run of ${when}\n\n${sections.join('\n\n')}\n`)
+}

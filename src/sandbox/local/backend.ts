@@ -37,7 +37,7 @@ interface Started {
 }
 
 async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
-  const home = prepareHome(config)
+  const home = await prepareHome(config)
   try {
     return { home, kernel: await Kernel.start(home.spec, { keepAlive }) }
   } catch (error) {
@@ -329,7 +329,7 @@ class LocalSandbox implements SandboxBackend {
     await this.restarting?.catch(() => {})
     await this.kernel.kill()
     await waitUntilEmpty(this.home.cgroup?.procsFiles ?? [])
-    this.home.release()
+    await this.home.releaseAsync()
   }
 }
 

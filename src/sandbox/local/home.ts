@@ -4,19 +4,22 @@
  * hold ready homes with running kernels.
  * @module
  */
-import { spawnSync } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import {
   chownSync,
   copyFileSync,
+  existsSync,
   mkdirSync,
   readdirSync,
+  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import type { SandboxLimits } from '../backend.js'
 import { type Cgroup, createCgroup } from './cgroup.js'
 import { bwrapArgs, kernelEnv, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
@@ -50,13 +53,16 @@ export interface Home {
   workspace: Workspace
   cgroup?: Cgroup
   spec: KernelSpawnSpec
-  /** Removes everything on the host: mount, cgroup, folders, uid. Synchronous, idempotent. */
+  /** Removes everything on the host: mount, cgroup, folders, uid. Synchronous (for the exit hook), idempotent. */
   release(): void
+  /** The same, unmounting without blocking the event loop. */
+  releaseAsync(): Promise<void>
 }
 
 const KERNEL_SOURCE = join(dirname(fileURLToPath(import.meta.url)), 'python')
 const MODULES_TO_PRELOAD = ['numpy', 'pandas', 'matplotlib']
 
+const run = promisify(execFile)
 let kernelDir: string | undefined
 let jailFeatures: { seccompFile?: string; disableUserns: boolean } | undefined
 
@@ -102,7 +108,7 @@ function processesOfThisUser(): number {
   return count
 }
 
-export function prepareHome(config: HomeConfig): Home {
+export async function prepareHome(config: HomeConfig): Promise<Home> {
   const runtime = getRuntime()
   const id = randomBytes(6).toString('hex')
   const dir = join(runtime.own, `sb-${id}`)
@@ -136,17 +142,17 @@ export function prepareHome(config: HomeConfig): Home {
       const { uid, release: releaseUid } = allocateUid()
       cleanups.push(releaseUid)
       owner = { uid, gid: uid }
-      const mounted = spawnSync(
-        'mount',
-        [
-          '-t',
-          'tmpfs',
-          '-o',
-          `size=${config.limits.workspaceBytes},uid=${uid},gid=${uid},mode=0700,nosuid,nodev`,
-          'tmpfs',
-          work,
-        ],
-        { stdio: 'ignore' },
+      // Asynchronously: under load a mount can take a while, and the event loop serves others meanwhile.
+      const mounted = await run('mount', [
+        '-t',
+        'tmpfs',
+        '-o',
+        `size=${config.limits.workspaceBytes},uid=${uid},gid=${uid},mode=0700,nosuid,nodev`,
+        'tmpfs',
+        work,
+      ]).then(
+        () => ({ status: 0 }),
+        () => ({ status: 1 }),
       )
       if (mounted.status === 0) writeFileSync(join(dir, MOUNT_MARK), '')
       else chownSync(work, uid, uid)
@@ -242,7 +248,15 @@ export function prepareHome(config: HomeConfig): Home {
         maxMessageBytes: 64 * 1024 * 1024,
       }
     }
-    return { id, dir, workspace, cgroup, spec, release }
+    const releaseAsync = async () => {
+      if (released) return
+      if (existsSync(join(dir, MOUNT_MARK))) {
+        await run('umount', ['-l', work]).catch(() => {})
+        rmSync(join(dir, MOUNT_MARK), { force: true })
+      }
+      release()
+    }
+    return { id, dir, workspace, cgroup, spec, release, releaseAsync }
   } catch (error) {
     release()
     throw error

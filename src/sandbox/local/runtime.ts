@@ -5,7 +5,16 @@
  */
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { SandboxUnavailableError } from '../errors.js'
@@ -194,11 +203,10 @@ export function releaseSandboxDir(dir: string) {
   if (existsSync(cgroups)) {
     for (const path of readFileSync(cgroups, 'utf8').split('\n').filter(Boolean)) {
       try {
-        rmSync(path, { recursive: false, force: true })
+        rmdirSync(path)
       } catch {
-        // still has processes for a moment; the next sweep gets it
+        // gone already, or still has processes for a moment: the next sweep gets it
       }
-      spawnSync('rmdir', [path], { stdio: 'ignore' })
     }
   }
   rmSync(dir, { recursive: true, force: true })
