@@ -1,6 +1,6 @@
 /** `analyst ask` and `analyst chat` end to end: the built command, a fake model server, a real sandbox. */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -155,5 +155,72 @@ describe('analyst chat', () => {
     expect(answers.map((a) => a.answer)).toEqual(['There are 400 orders.', 'They come from 4 regions.'])
     expect(answers[1].steps[0].execution.error).toBeUndefined()
     expect(answers[0].sessionId).toBe(answers[1].sessionId)
+  })
+})
+
+describe('history from the command line', () => {
+  it('lists, shows, exports and continues a stored session', async () => {
+    const env = { ANALYST_HOME: join(dir, 'history-home') }
+    const first = await analyst(
+      [
+        'ask',
+        'Average order value by segment?',
+        '--data',
+        SALES,
+        '--replay',
+        resolve('examples/demo-replies.json'),
+        '--json',
+      ],
+      { env },
+    )
+    expect(first.code).toBe(0)
+    const { sessionId } = JSON.parse(first.stdout)
+
+    const listed = await analyst(['history', '--json'], { env })
+    const sessions = JSON.parse(listed.stdout)
+    expect(
+      sessions.map((s: { id: string; questions: number; successRate: number }) => [
+        s.id,
+        s.questions,
+        s.successRate,
+      ]),
+    ).toEqual([[sessionId, 1, 1]])
+    const shown = await analyst(['show', sessionId.slice(0, 8)], { env })
+    expect(shown.stdout).toContain('Q: Average order value by segment?')
+    expect(shown.stdout).toMatch(/3 executions: 3 successful, 0 failed \(100%\)/)
+
+    const exported = await analyst(['export', sessionId, '--format', 'py', '--out', 'session.py'], { env })
+    expect(exported.code).toBe(0)
+    expect(readFileSync(join(dir, 'session.py'), 'utf8')).toContain("orders = pd.read_csv('data/sales.csv'")
+
+    // A follow-up in the stored session: its cells re-run, so `by_segment` exists again.
+    writeFileSync(
+      join(dir, 'follow.json'),
+      JSON.stringify([
+        { code: "print(by_segment.loc['Corporate', 'revenue'])" },
+        { text: 'Corporate revenue is 61863.3.' },
+      ]),
+    )
+    const followed = await analyst(
+      [
+        'ask',
+        'Corporate revenue?',
+        '--session',
+        sessionId.slice(0, 8),
+        '--replay',
+        join(dir, 'follow.json'),
+        '--json',
+      ],
+      { env },
+    )
+    expect(followed.code).toBe(0)
+    const result = JSON.parse(followed.stdout)
+    expect(result.sessionId).toBe(sessionId)
+    expect(result.steps[0].execution.logs.stdout).toEqual(['61863.3\n'])
+    expect(result.unsupportedNumbers).toEqual([])
+
+    const missing = await analyst(['show', 'nope'], { env })
+    expect(missing.code).toBe(2)
+    expect(missing.stderr).toContain('No session nope')
   })
 })

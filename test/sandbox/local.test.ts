@@ -332,3 +332,43 @@ describe('local sandbox: many at once and the warm pool', () => {
     }
   }, 60_000)
 })
+
+describe('local sandbox: set-up problems', () => {
+  it('without isolation it warns at every creation, and still gives data/ and a clean environment', async () => {
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => warnings.push(warning.message)
+    process.on('warning', onWarning)
+    const dir = mkdtempSync(join(tmpdir(), 'analyst-none-'))
+    writeFileSync(join(dir, 'in.csv'), 'a\n1\n')
+    process.env.ANALYST_TEST_NONE_SECRET = 'visible?'
+    try {
+      const sandbox = await create({ isolation: 'none', data: [join(dir, 'in.csv')] })
+      try {
+        const execution = await sandbox.runCode(
+          "import os, pandas as pd\nprint(len(pd.read_csv('data/in.csv')), 'ANALYST_TEST_NONE_SECRET' in os.environ)",
+        )
+        expect(execution.logs.stdout).toEqual(['1 False\n'])
+      } finally {
+        await sandbox.kill()
+      }
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings.some((message) => message.includes("isolation: 'none'"))).toBe(true)
+    } finally {
+      process.off('warning', onWarning)
+      delete process.env.ANALYST_TEST_NONE_SECRET
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('says how to install bubblewrap when it is missing', async () => {
+    const { Kernel } = await import('../../src/sandbox/local/kernel.js')
+    const error = await Kernel.start({
+      command: '/nonexistent/bwrap',
+      args: [],
+      env: {},
+      maxMessageBytes: 1024,
+    }).catch((e: unknown) => e)
+    expect((error as Error).name).toBe('SandboxUnavailableError')
+    expect((error as { hint?: string }).hint).toMatch(/apt-get install bubblewrap/)
+  })
+})
