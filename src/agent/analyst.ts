@@ -349,6 +349,7 @@ export class AnalystSession {
               steps.push({
                 step,
                 code,
+                text: prose,
                 artifacts: [],
                 violations,
                 durationMs: Date.now() - started,
@@ -384,9 +385,12 @@ export class AnalystSession {
               steps.push({
                 step,
                 code,
+                text: prose,
                 execution: execution.toJSON(),
                 artifacts: execution.artifacts,
                 durationMs: Date.now() - started,
+                images: imageNames,
+                usage: reply.usage,
               })
               if (this.options.vision) {
                 for (const result of execution.results) {

@@ -94,6 +94,7 @@ describe.each([
     expect(result.answer).toContain('813.05')
     expect(result.unsupportedNumbers).toEqual([])
     expect(result.steps.map((s) => s.execution?.error?.name ?? 'ok')).toEqual(['KeyError', 'ok'])
+    expect(result.steps.map((s) => s.usage?.totalTokens)).toEqual([20, 20])
     expect(result.usage.totalTokens).toBe(60)
     expect(events.filter((e) => e.type === 'code')).toHaveLength(2)
     expect(lastPrompt(scripted)).toContain('813.05')
@@ -180,6 +181,7 @@ describe('bad model output', () => {
       { mode: 'text' },
     )
     expect(result.steps[0]?.execution?.logs.stdout).toEqual(['[1, 2]\n'])
+    expect(result.steps[0]?.text).toBe('First:\nthen\nand')
   })
 
   it('a model that repeats itself is told so, and the step cap ends it as incomplete with the findings', async () => {
@@ -256,6 +258,7 @@ describe('sessions', () => {
       { nameImage: (step, index) => `step-${step}-chart-${index}.png` },
     )
     expect(result.artifacts.map((a) => [a.name, a.mimeType])).toEqual([['regions.png', 'image/png']])
+    expect(result.steps[0]?.images).toEqual(['step-1-chart-1.png'])
     expect(observations(events)[0]).toContain('shown to the user as step-1-chart-1.png')
     expect(observations(events)[0]).toContain('regions.png')
     expect((await sandbox.files.read('regions.png', { format: 'bytes' })).subarray(1, 4)).toEqual(

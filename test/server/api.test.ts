@@ -76,6 +76,7 @@ describe('analyst serve', () => {
   it('serves health, OpenAPI, sessions, uploads with profiles, answers as events, artifacts and exports', async () => {
     const { url } = await start([
       {
+        text: 'Summing revenue by region.',
         code: "import pandas as pd, matplotlib.pyplot as plt\nsales = pd.read_csv('data/sales.csv')\nby_region = sales.groupby('region').order_value.sum().round(2)\nprint(by_region.to_string())\nby_region.plot.bar(title='Revenue by region')\nby_region.to_csv('by_region.csv')",
       },
       { text: 'Revenue is highest in one region; see the chart.' },
@@ -120,6 +121,7 @@ describe('analyst serve', () => {
     expect(detail.runs.map((r) => r.status)).toEqual(['done', 'done'])
     const step = detail.runs[0]?.steps[0]
     expect(step?.stdout).toContain('North')
+    expect(step?.text).toBe('Summing revenue by region.')
     const chart = step?.results.find((r) => r.image)?.image
     expect(chart?.name).toBe('step-1-chart-1.png')
     const image = await fetch(`${url}${chart?.url}`)
