@@ -113,17 +113,14 @@ function sampleLines(columns: ColumnProfile[], rows: Record<string, Cell>[], n: 
   return lines
 }
 
-interface Table {
+/** A file, or one sheet of a workbook, as the prompt shows it. */
+type Table = Pick<
+  DatasetProfile,
+  'readCall' | 'rows' | 'rowsEstimated' | 'sampled' | 'columns' | 'sampleRows' | 'warnings'
+> & {
   title: string
   /** The Python variable the section's read call assigns. */
   variable: string
-  readCall: string
-  rows: number
-  rowsEstimated?: boolean
-  sampled?: boolean
-  columns: ColumnProfile[]
-  sampleRows: Record<string, Cell>[]
-  warnings: string[]
 }
 
 /** The column block, as detailed as `budget` characters allow. */

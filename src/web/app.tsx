@@ -147,15 +147,20 @@ export function App() {
     return id
   }
 
-  const upload = async (files: File[]) => {
+  /** The open session (made when there is none yet), or undefined after showing why it could not be. */
+  const sessionOrProblem = async (): Promise<string | undefined> => {
     setProblem(null)
-    let id: string
     try {
-      id = await ensureSession()
+      return await ensureSession()
     } catch (error) {
       setProblem(problemOf(error))
-      return
+      return undefined
     }
+  }
+
+  const upload = async (files: File[]) => {
+    const id = await sessionOrProblem()
+    if (!id) return
     for (const file of files) {
       setUploading((names) => [...names, file.name])
       try {
@@ -172,14 +177,8 @@ export function App() {
   }
 
   const ask = async (question: string) => {
-    setProblem(null)
-    let id: string
-    try {
-      id = await ensureSession()
-    } catch (error) {
-      setProblem(problemOf(error))
-      return
-    }
+    const id = await sessionOrProblem()
+    if (!id) return
     const controller = new AbortController()
     let run = newRun(question)
     setLive({ sessionId: id, run, controller })
