@@ -39,22 +39,14 @@ function preview(text: string): string {
     : text
 }
 
-export interface StepInput {
-  step: number
-  code: string
-  /** What the model wrote around the code. */
-  text?: string
-  stdout: string
-  stderr: string
-  error?: { name: string; value: string; traceback: string }
+/** A step as it is stored: the API's view, with results naming their image instead of linking it. */
+export type StepInput = Omit<StepView, 'results' | 'artifacts'> & {
   /** Results without their images (those are artifacts; `image` names them). */
   results: Array<Omit<ResultView, 'image'> & { image?: string }>
-  violations?: Violation[]
-  durationMs: number
   usage?: Usage
 }
 
-export interface StoredStep extends StepInput {
+export type StoredStep = StepInput & {
   id: number
   runId: string
   success: boolean

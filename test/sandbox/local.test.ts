@@ -225,8 +225,8 @@ describe('local sandbox: limits', () => {
     expect(['OSError', 'KernelDied']).toContain(execution.error?.name)
   })
 
-  it('bounds the workspace as a whole', async () => {
-    if (process.getuid?.() !== 0) return // the quota needs root's tmpfs mount
+  // The quota is a size-limited tmpfs that only root can mount.
+  it.skipIf(process.getuid?.() !== 0)('bounds the workspace as a whole', async () => {
     const execution = await sandbox.runCode(
       "import os\ntry:\n    for i in range(10):\n        with open(f'part{i}.bin', 'wb') as f:\n            f.write(b'x' * (6 * 1024 * 1024))\nexcept OSError as e:\n    print('full', e.errno)",
     )

@@ -34,6 +34,7 @@ import {
   MOUNT_MARK,
   onExit,
   releaseSandboxDir,
+  unmountAsync,
 } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
 import { Workspace } from './workspace.js'
@@ -251,7 +252,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     const releaseAsync = async () => {
       if (released) return
       if (existsSync(join(dir, MOUNT_MARK))) {
-        await run('umount', ['-l', work]).catch(() => {})
+        await unmountAsync(work)
         rmSync(join(dir, MOUNT_MARK), { force: true })
       }
       release()

@@ -3,7 +3,7 @@
  * the sweep of folders left by processes that died, and the cleanup that runs when this one exits.
  * @module
  */
-import { spawnSync } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import {
   existsSync,
@@ -74,6 +74,11 @@ export function onExit(cleanup: () => void): () => void {
 
 export function unmount(path: string) {
   spawnSync('umount', ['-l', path], { stdio: 'ignore' })
+}
+
+/** The same without blocking the event loop (a busy host can take a while). */
+export function unmountAsync(path: string): Promise<void> {
+  return new Promise((resolve) => execFile('umount', ['-l', path], () => resolve()))
 }
 
 export interface Runtime {
