@@ -15,8 +15,8 @@ import {
   type ToolResultPart,
   tool,
 } from 'ai'
+import { ConflictError, ModelCallError } from '../errors.js'
 import type { CodeMode } from '../models/index.js'
-import { AnalystError } from '../sandbox/errors.js'
 import type { Artifact, Execution, Sandbox } from '../sandbox/index.js'
 import type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
 import { extractCode } from './extract.js'
@@ -61,13 +61,7 @@ export interface AnalystOptions {
   evidence?: string[]
 }
 
-/** The model could not be reached or refused the request: not something the loop can repair. */
-export class ModelCallError extends AnalystError {
-  constructor(message: string, options: { cause?: unknown; hint?: string } = {}) {
-    super(message, options)
-    this.name = 'ModelCallError'
-  }
-}
+export { ModelCallError }
 
 const runPythonTool = tool({
   description:
@@ -244,7 +238,7 @@ export class AnalystSession {
     options: { signal?: AbortSignal } = {},
   ): AsyncGenerator<AgentEvent, AskResult> {
     if (this.busy)
-      throw new AnalystError('This session is already answering a question', {
+      throw new ConflictError('This session is already answering a question', {
         hint: 'Wait for it to finish.',
       })
     this.busy = true

@@ -6,9 +6,9 @@
 
 import type { DatasetProfile } from '../data/index.js'
 import { formatProfiles, prepareForSandbox, profileFiles } from '../data/index.js'
+import { InvalidArgumentError } from '../errors.js'
 import { checkCode, warmUp } from '../guard/index.js'
 import type { CodeMode, ModelChoice } from '../models/index.js'
-import { InvalidArgumentError } from '../sandbox/errors.js'
 import { type CreateOpts, Sandbox } from '../sandbox/index.js'
 import { type AnalystOptions, AnalystSession } from './analyst.js'
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The `analyst` command. The only place that calls process.exit.
-import { AnalystError } from '../sandbox/errors.js'
+import { AnalystError } from '../errors.js'
 import { main } from './cli.js'
 import { ExitError } from './errors.js'
 

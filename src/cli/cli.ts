@@ -4,6 +4,7 @@
  * @module
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
+import { ENGINE_NAMES } from '../providers.js'
 import { UsageError } from './errors.js'
 
 const VERSION = '0.1.0'
@@ -33,6 +34,13 @@ function seconds(value: string): number {
   return number
 }
 
+/** --sandbox: the engine that runs code; the names come from the provider registry. */
+function engineOption(): Option {
+  return new Option('--sandbox <engine>', 'where code runs (default ANALYST_SANDBOX, else local)').choices(
+    ENGINE_NAMES,
+  )
+}
+
 /** The program, with `onCommand` receiving each command's normalized options (tests replace it). */
 export function program(onCommand: (name: string, options: unknown) => Promise<number>) {
   const cli = new Command('analyst')
@@ -58,6 +66,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       ),
     )
     .option('--guard', 'check each file with the static guard first; a file with violations is not run')
+    .addOption(engineOption())
     .addHelpText(
       'after',
       '\nExamples:\n  analyst run analysis.py --data sales.csv\n  echo "print(1 + 1)" | analyst run -',
@@ -71,6 +80,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         outputDir: options.outputDir as string | undefined,
         isolation: options.isolation === false ? 'none' : 'sandbox',
         guard: Boolean(options.guard),
+        sandbox: options.sandbox as string | undefined,
         cwd: process.cwd(),
       })
     })
@@ -133,6 +143,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       .option('--no-guard', 'do not check model code with the static guard before running it')
       .option('--no-stream', 'wait for whole model replies instead of streaming them')
       .addOption(new Option('--no-isolation', 'run without the jail (only for trusted models and data)'))
+      .addOption(engineOption())
       .addOption(
         new Option('--replay <file>', 'replay recorded model replies instead of calling a model').hideHelp(),
       )
@@ -149,6 +160,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     guard: options.guard !== false,
     stream: options.stream !== false,
     isolation: options.isolation === false ? 'none' : 'sandbox',
+    sandbox: options.sandbox as string | undefined,
     replay: options.replay as string | undefined,
     session: options.session as string | undefined,
     cwd: process.cwd(),
@@ -219,8 +231,9 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .description('the HTTP API (with streaming) and the web UI; tokens from ANALYST_TOKEN')
     .option('--host <host>', 'address to listen on (anything but loopback needs ANALYST_TOKEN)', '127.0.0.1')
     .option('--port <port>', 'port (0 picks a free one)', port, 8787)
+    .addOption(engineOption())
     .action((options: Record<string, unknown>) => {
-      result = onCommand('serve', { host: options.host, port: options.port })
+      result = onCommand('serve', { host: options.host, port: options.port, sandbox: options.sandbox })
     })
 
   cli

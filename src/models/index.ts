@@ -7,7 +7,7 @@ import { createAnthropic } from '@ai-sdk/anthropic'
 import { createOpenAI } from '@ai-sdk/openai'
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import type { LanguageModel } from 'ai'
-import { AnalystError } from '../sandbox/errors.js'
+import { ModelConfigError } from '../errors.js'
 
 export type ModelProvider = 'openai' | 'anthropic' | 'openai-compatible' | 'ollama'
 /** How code reaches the sandbox: a `run_python` tool call, or a fenced block in plain text. */
@@ -34,12 +34,9 @@ export interface ResolveOptions {
 }
 
 /** No model is configured, or the configuration is wrong: exit 2 with what to do. */
-export class ModelConfigError extends AnalystError {
-  constructor(message: string, hint?: string) {
-    super(message, { hint })
-    this.name = 'ModelConfigError'
-  }
-}
+export { ModelConfigError }
+
+const configError = (message: string, hint: string) => new ModelConfigError(message, { hint })
 
 export const DEFAULT_MODELS = { openai: 'gpt-4.1-mini', anthropic: 'claude-sonnet-4-5' } as const
 const HOW_TO_CONFIGURE =
@@ -69,13 +66,10 @@ export function parseSpec(spec: string): { provider: ModelProvider; modelId: str
   const provider = spec.slice(0, colon)
   const modelId = spec.slice(colon + 1)
   if (colon <= 0 || !modelId) {
-    throw new ModelConfigError(
-      `"${spec}" is not a model spec`,
-      `Write it as provider:model. ${HOW_TO_CONFIGURE}`,
-    )
+    throw configError(`"${spec}" is not a model spec`, `Write it as provider:model. ${HOW_TO_CONFIGURE}`)
   }
   if (!['openai', 'anthropic', 'openai-compatible', 'ollama'].includes(provider)) {
-    throw new ModelConfigError(
+    throw configError(
       `Unknown model provider "${provider}"`,
       `Known providers: openai, anthropic, openai-compatible, ollama. ${HOW_TO_CONFIGURE}`,
     )
@@ -96,16 +90,13 @@ export async function resolveModel(options: ResolveOptions = {}): Promise<ModelC
       if (local) spec = `ollama:${local}`
     }
   }
-  if (!spec) throw new ModelConfigError('No model is configured', HOW_TO_CONFIGURE)
+  if (!spec) throw configError('No model is configured', HOW_TO_CONFIGURE)
   const { provider, modelId } = parseSpec(spec)
   const common = { fetch: options.fetch }
   switch (provider) {
     case 'openai': {
       if (!env.OPENAI_API_KEY)
-        throw new ModelConfigError(
-          `${spec} needs OPENAI_API_KEY`,
-          'Set OPENAI_API_KEY, or choose another --model.',
-        )
+        throw configError(`${spec} needs OPENAI_API_KEY`, 'Set OPENAI_API_KEY, or choose another --model.')
       const openai = createOpenAI({
         apiKey: env.OPENAI_API_KEY,
         baseURL: options.baseUrl || env.OPENAI_BASE_URL,
@@ -115,7 +106,7 @@ export async function resolveModel(options: ResolveOptions = {}): Promise<ModelC
     }
     case 'anthropic': {
       if (!env.ANTHROPIC_API_KEY) {
-        throw new ModelConfigError(
+        throw configError(
           `${spec} needs ANTHROPIC_API_KEY`,
           'Set ANTHROPIC_API_KEY, or choose another --model.',
         )
@@ -130,7 +121,7 @@ export async function resolveModel(options: ResolveOptions = {}): Promise<ModelC
           ? `${ollamaHost(env)}/v1`
           : (options.baseUrl || env.ANALYST_BASE_URL)?.replace(/\/+$/, '')
       if (!baseURL) {
-        throw new ModelConfigError(
+        throw configError(
           `${spec} needs the server's address`,
           'Pass --base-url http://host:port/v1 or set ANALYST_BASE_URL.',
         )

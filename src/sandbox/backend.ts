@@ -100,4 +100,8 @@ export interface SandboxProvider {
   readonly specificationVersion: 'v1'
   readonly name: string
   doCreate(options: SandboxCreateOptions): Promise<SandboxBackend>
+  /** Starts what makes `doCreate` fast (a warm pool), if the engine has such a thing. */
+  warm?(): Promise<void>
+  /** Stops what it keeps ready (a warm pool). Sandboxes already made are their owners' to kill. */
+  close?(): Promise<void>
 }

@@ -5,11 +5,11 @@
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
+import { AnalystError } from '../errors.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
-import { AnalystError } from '../sandbox/errors.js'
+import { createProvider } from '../providers.js'
 import type { CreateOpts } from '../sandbox/index.js'
-import { LocalProvider } from '../sandbox/local/index.js'
 import { analystHome, Store } from '../store/store.js'
 import { createApp } from './app.js'
 import { SessionManager } from './sessions.js'
@@ -32,7 +32,10 @@ export interface ServerOptions {
   tokens?: string[]
   /** The model for every session; default: the CLI's configuration (ANALYST_MODEL, provider keys). */
   model?: () => Promise<ModelChoice>
+  /** Sandbox options; a `provider` given here is the caller's to close. */
   sandbox?: CreateOpts
+  /** The engine, when no provider is given (--sandbox). @default ANALYST_SANDBOX or local */
+  engine?: string
   webDir?: string
   maxUploadBytes?: number
   idleMs?: number
@@ -73,11 +76,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
     )
   let model: Promise<ModelChoice> | undefined
-  const sandbox = options.sandbox ?? {
-    provider: new LocalProvider({ poolSize: Number(process.env.ANALYST_POOL_SIZE ?? 2) }),
-  }
+  // Exactly one provider: the one the sessions use is the one warmed now and closed at the end.
+  const ownsProvider = !options.sandbox?.provider
+  const provider =
+    options.sandbox?.provider ??
+    (await createProvider(options.engine, { poolSize: Number(process.env.ANALYST_POOL_SIZE ?? 2) }))
+  const sandbox: CreateOpts = { ...options.sandbox, provider }
   // Start the warm pool now, so the first session does not wait for a kernel.
-  if (sandbox.provider instanceof LocalProvider) void sandbox.provider.warm()
+  if (ownsProvider) void provider.warm?.()
   const sessions = new SessionManager({
     store,
     model:
@@ -87,10 +93,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           model = undefined
           throw error
         }))),
-    // Sessions start from a warm pool of kernels: a new session's first question does not wait for one.
-    sandbox: options.sandbox ?? {
-      provider: new LocalProvider({ poolSize: Number(process.env.ANALYST_POOL_SIZE ?? 2) }),
-    },
+    sandbox,
     idleMs: options.idleMs,
   })
   const app = createApp({
@@ -120,7 +123,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
         await sessions.shutdown()
-        if (sandbox.provider instanceof LocalProvider && !options.sandbox) await sandbox.provider.close()
+        if (ownsProvider) await provider.close?.()
         store.close()
       })()),
   }

@@ -3,6 +3,8 @@
  * For tests and benchmarks of code that uses a Sandbox, without Python.
  * @module
  */
+
+import { NotFoundError } from '../errors.js'
 import type {
   Context,
   DoExecuteOptions,
@@ -12,7 +14,6 @@ import type {
   SandboxCreateOptions,
   SandboxProvider,
 } from '../sandbox/backend.js'
-import { NotFoundError } from '../sandbox/errors.js'
 
 /** What a mock cell produces: events in order (`finish` is added). */
 export type MockCell = (code: string) => ExecutionEvent[]

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
+import { describeConformance } from '../../src/sandbox/conformance.case.js'
 import { getRuntime } from '../../src/sandbox/local/runtime.js'
-import { describeConformance } from './conformance.js'
 
 const provider = new LocalProvider({ poolSize: 0, interruptGraceMs: 1000 })
 const create = (options: Parameters<typeof Sandbox.create>[0] = {}) =>

@@ -5,7 +5,7 @@ import { type AnalystSession, type AskResult, openAnalysis } from '../../agent/i
 import type { OpenedAnalysis } from '../../agent/open.js'
 import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
-import { LocalProvider } from '../../sandbox/local/index.js'
+import { createProvider } from '../../providers.js'
 import { Recorder } from '../../store/recorder.js'
 import { loadHistory, type StoredHistory } from '../../store/resume.js'
 import { analystHome, Store } from '../../store/store.js'
@@ -29,6 +29,8 @@ export interface AnalysisOptions {
   guard: boolean
   stream: boolean
   isolation: 'sandbox' | 'none'
+  /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
+  sandbox?: string
   /** Recorded replies to replay instead of a model (the demo). */
   replay?: string
   /** Continue this stored session (its id or a unique prefix). */
@@ -138,7 +140,10 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
       history: history?.messages,
       evidence: history?.evidence,
       replay: history?.cells,
-      sandbox: { provider: new LocalProvider({ poolSize: 0 }), isolation: options.isolation },
+      sandbox: {
+        provider: await createProvider(options.sandbox, { env: options.env, poolSize: 0 }),
+        isolation: options.isolation,
+      },
     })
     const session = opened.session
     if (!history) store.createSession({ id: session.sessionId, title: 'New session', model: model.spec })

@@ -3,8 +3,8 @@ import { basename, join, resolve } from 'node:path'
 import { text as readStream } from 'node:stream/consumers'
 import pc from 'picocolors'
 import { checkCode, formatViolations, type Violation } from '../../guard/index.js'
+import { createProvider } from '../../providers.js'
 import { type Result, Sandbox } from '../../sandbox/index.js'
-import { LocalProvider } from '../../sandbox/local/index.js'
 import { UsageError } from '../errors.js'
 import { OutputFolder } from '../outputs.js'
 
@@ -16,6 +16,9 @@ export interface RunOptions {
   /** Default: ./analyst-output/<session id> */
   outputDir?: string
   isolation: 'sandbox' | 'none'
+  /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
+  sandbox?: string
+  env?: NodeJS.ProcessEnv
   /** Check each cell with the static guard first; a cell with violations is not run and fails. */
   guard?: boolean
   cwd: string
@@ -89,7 +92,7 @@ export async function run(options: RunOptions): Promise<number> {
   for (const cell of options.guard ? cells : []) violations.push(await checkCode(cell.code))
   // One command, one sandbox: a warm pool would only start a kernel nobody uses.
   const sandbox = await Sandbox.create({
-    provider: new LocalProvider({ poolSize: 0 }),
+    provider: await createProvider(options.sandbox, { env: options.env, poolSize: 0 }),
     data,
     isolation: options.isolation,
   })

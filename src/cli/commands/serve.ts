@@ -4,6 +4,8 @@ import { startServer, tokensFromEnv } from '../../server/index.js'
 export interface ServeOptions {
   host: string
   port: number
+  /** The sandbox engine. @default ANALYST_SANDBOX or local */
+  sandbox?: string
   /** How long a stop waits for questions being answered. @default 20 s */
   graceMs?: number
 }
@@ -11,7 +13,12 @@ export interface ServeOptions {
 /** `analyst serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
 export async function serve(options: ServeOptions): Promise<number> {
   const tokens = tokensFromEnv()
-  const server = await startServer({ host: options.host, port: options.port, tokens })
+  const server = await startServer({
+    host: options.host,
+    port: options.port,
+    tokens,
+    engine: options.sandbox,
+  })
   process.stderr.write(
     `${pc.bold('Analyst')} serving on ${pc.cyan(server.url)}  ${pc.dim(tokens.length ? `(${tokens.length} token(s) required)` : '(no tokens: loopback only)')}\n`,
   )

@@ -3,7 +3,7 @@
  * common.case.test.ts): `describeConformance({ name, create, skip })`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { CreateOpts, Execution, OutputMessage, Result, Sandbox } from '../../src/index.js'
+import type { CreateOpts, Execution, OutputMessage, Result, Sandbox } from './index.js'
 
 export interface ConformanceOptions {
   name: string

@@ -1,0 +1,53 @@
+/**
+ * Sandbox engines by name: what `--sandbox NAME` and ANALYST_SANDBOX choose, for every door. The
+ * one module that knows every provider; each is imported only when chosen, so an engine's SDK loads
+ * only for those who use it (the sandbox core never imports a backend).
+ * @module
+ */
+import { InvalidArgumentError } from './errors.js'
+import type { SandboxProvider } from './sandbox/index.js'
+
+export interface EngineOptions {
+  /** Where the engine reads its settings (API keys, URLs). @default process.env */
+  env?: NodeJS.ProcessEnv
+  /** Sandboxes kept started and ready, where the engine has a pool. */
+  poolSize?: number
+}
+
+/** One engine: how to make its provider from settings. */
+export interface Engine {
+  name: string
+  /** One line for help texts and `doctor`. */
+  description: string
+  create(options: EngineOptions): Promise<SandboxProvider>
+}
+
+const ENGINES: Record<string, Engine> = {
+  local: {
+    name: 'local',
+    description: 'Python kernels in bubblewrap jails on this machine',
+    async create(options) {
+      const { LocalProvider } = await import('./sandbox/local/index.js')
+      return new LocalProvider({ poolSize: options.poolSize })
+    },
+  },
+}
+
+export const ENGINE_NAMES = Object.keys(ENGINES)
+
+/** The engine a name (or ANALYST_SANDBOX, else `local`) chooses; a clear error for unknown names. */
+export function engine(name?: string, env: NodeJS.ProcessEnv = process.env): Engine {
+  const chosen = (name ?? env.ANALYST_SANDBOX ?? 'local').trim().toLowerCase() || 'local'
+  const found = ENGINES[chosen]
+  if (!found) {
+    throw new InvalidArgumentError(`Unknown sandbox engine "${chosen}"`, {
+      hint: `Choose one of: ${ENGINE_NAMES.join(', ')} (--sandbox or ANALYST_SANDBOX).`,
+    })
+  }
+  return found
+}
+
+/** The provider of the named engine, ready to create sandboxes. */
+export function createProvider(name?: string, options: EngineOptions = {}): Promise<SandboxProvider> {
+  return engine(name, options.env).create(options)
+}
