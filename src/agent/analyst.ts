@@ -270,7 +270,6 @@ export class AnalystSession {
       this.usage = addUsage(this.usage, reply.usage)
       yield { type: 'usage', step, usage: reply.usage, total: this.usage }
       if (reply.text) yield { type: 'model-text', step, text: reply.text }
-      this.messages.push(...reply.messages)
 
       // What to run: tool calls (tools mode), else fenced code in the text (either mode).
       const calls = reply.toolCalls
@@ -320,6 +319,11 @@ export class AnalystSession {
         }
       }
 
+      // The loop answers every tool call itself. The AI SDK has already answered an invalid one
+      // (a tool-error): drop that, so each call gets exactly one result, as strict providers require.
+      const answered = new Set(runs.flatMap((run) => (run.toolCallId ? [run.toolCallId] : [])))
+      this.messages.push(...withoutToolResults(reply.messages, answered))
+
       // The model's words around its code, for the record.
       const prose = (calls.length > 0 ? reply.text : extracted.prose).trim() || undefined
       const toolResults: ToolResultPart[] = []
@@ -328,6 +332,7 @@ export class AnalystSession {
       try {
         for (const run of runs) {
           let observation: string
+          let ran = false
           if (run.problem || run.code === undefined) {
             observation = run.problem ?? EMPTY_REPLY_NUDGE
           } else {
@@ -354,6 +359,7 @@ export class AnalystSession {
               const running = this.runCell(step, code, queue, signal)
               yield* queue.drain(running)
               const { execution, imageNames } = await running
+              ran = true
               for (const artifact of execution.artifacts) {
                 artifacts.push(artifact)
                 yield { type: 'artifact', step, artifact }
@@ -406,14 +412,15 @@ export class AnalystSession {
               output: { type: 'text', value: observation },
             })
           } else {
-            textObservations.push(observation)
+            // Label what the model is told for what it is: output only where code ran.
+            textObservations.push(ran ? `Output of your code:\n${observation}` : observation)
           }
         }
       } catch (error) {
         // Cancelled or failed mid-step: answer every tool call, so the history stays valid for the next question.
-        const answered = new Set(toolResults.map((r) => r.toolCallId))
+        const resulted = new Set(toolResults.map((r) => r.toolCallId))
         for (const run of runs) {
-          if (run.toolCallId && !answered.has(run.toolCallId)) {
+          if (run.toolCallId && !resulted.has(run.toolCallId)) {
             toolResults.push({
               type: 'tool-result',
               toolCallId: run.toolCallId,
@@ -430,7 +437,7 @@ export class AnalystSession {
       if (textObservations.length > 0) {
         this.messages.push({
           role: 'user',
-          content: `Output of your code:\n${textObservations.join('\n\n')}`,
+          content: textObservations.join('\n\n'),
         })
       }
       if (images.length > 0) {
@@ -522,6 +529,16 @@ export class AnalystSession {
     }
     return lines.join('\n')
   }
+}
+
+/** The messages without the tool results of these calls (messages left empty are dropped). */
+function withoutToolResults(messages: ModelMessage[], callIds: Set<string>): ModelMessage[] {
+  if (callIds.size === 0) return messages
+  return messages.flatMap((message): ModelMessage[] => {
+    if (message.role !== 'tool') return [message]
+    const content = message.content.filter((part) => !('toolCallId' in part) || !callIds.has(part.toolCallId))
+    return content.length > 0 ? [{ ...message, content }] : []
+  })
 }
 
 function modelName(model: LanguageModel): string {

@@ -106,6 +106,80 @@ describe.each([
   )
 })
 
+describe('a history every provider accepts', () => {
+  it.each([true, false])(
+    'answers a tool call cut off by the length limit exactly once, saying what to do (stream: %s)',
+    async (stream) => {
+      const { result } = await ask(
+        [
+          {
+            toolCalls: [{ name: 'run_python', arguments: '{"code": "import pandas as pd\\nprint(pd.read_' }],
+            finishReason: 'length',
+          },
+          (request) => {
+            // The fake rejects a history with no result or two results for a call, so reaching here
+            // means exactly one; it must tell the model what to do.
+            const results = request.messages.filter((m) => m.role === 'tool')
+            expect(results).toHaveLength(1)
+            expect(lastObservation(request)).toMatch(/invalid arguments; nothing ran.*\{"code"/s)
+            return { code: 'print(6 * 7)' }
+          },
+          { content: 'It is 42.' },
+        ],
+        'What is 6 times 7?',
+        { mode: 'tools', stream },
+      )
+      expect(result.answer).toBe('It is 42.')
+      expect(server?.requests).toHaveLength(3)
+      expect(server?.requests.at(-1)?.messages.filter((m) => m.role === 'tool')).toHaveLength(2)
+    },
+  )
+
+  it('labels a nudge after an empty reply as a nudge, not as output of code', async () => {
+    const { result } = await ask(
+      [
+        { content: '' },
+        (request) => {
+          const told = lastObservation(request)
+          expect(told).toMatch(/reply was empty/)
+          expect(told).not.toMatch(/Output of your code/)
+          return { code: 'print(6 * 7)' }
+        },
+        (request) => {
+          expect(lastObservation(request)).toMatch(/^Output of your code:\n[\s\S]*42/)
+          return { content: 'It is 42.' }
+        },
+      ],
+      'What is 6 times 7?',
+      { mode: 'text' },
+    )
+    expect(result.answer).toBe('It is 42.')
+  })
+
+  it('the stricter fake refuses a tool call answered twice (so the checks above can fail)', async () => {
+    server = await startFakeOpenAI([{ content: 'unused' }])
+    const response = await fetch(`${server.url}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'x',
+        messages: [
+          { role: 'user', content: 'q' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'run_python', arguments: '{' } }],
+          },
+          { role: 'tool', tool_call_id: 'c1', content: 'first' },
+          { role: 'tool', tool_call_id: 'c1', content: 'second' },
+        ],
+      }),
+    })
+    expect(response.status).toBe(400)
+    expect(await response.text()).toMatch(/exactly one result/)
+  })
+})
+
 describe('model failures', () => {
   it('retries a 429 after its Retry-After, then goes on', async () => {
     const { result } = await ask(

@@ -2,7 +2,8 @@
  * A fake OpenAI-compatible chat completions server on 127.0.0.1, for the real HTTP path. It speaks
  * the wire protocol (JSON or SSE streaming, tool calls, usage, error bodies, Retry-After) and
  * replies from a script, the way real models do: prose around code, odd fences, rate limits.
- * Like real servers, it rejects a history where an assistant tool call has no tool result.
+ * Like real servers, it rejects (HTTP 400) a history where an assistant tool call has no tool result,
+ * more than one, or a tool result answers no call.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -27,7 +28,12 @@ export type FakeReply =
   /** Code: a run_python tool call when the request offers tools, else a fenced block in the text. */
   | { code: string; prose?: string; fence?: string; closeFence?: boolean }
   | { content: string; finishReason?: 'stop' | 'length' }
-  | { toolCalls: Array<{ name: string; arguments: string }>; content?: string }
+  /** Tool calls as sent; `finishReason: 'length'` with arguments cut off, as when the reply hit its token limit. */
+  | {
+      toolCalls: Array<{ name: string; arguments: string }>
+      content?: string
+      finishReason?: 'tool_calls' | 'length'
+    }
   /** An HTTP error as the provider sends it. */
   | { status: number; message?: string; headers?: Record<string, string> }
   /** Answer only after this long (for request timeouts); then the reply. */
@@ -53,14 +59,23 @@ export function lastObservation(request: ChatRequest): string {
 function historyProblem(messages: ChatMessage[]): string | undefined {
   for (let i = 0; i < messages.length; i++) {
     const message = messages[i] as ChatMessage
+    if (message.role === 'tool' && messages[i - 1]?.role !== 'tool' && !messages[i - 1]?.tool_calls?.length)
+      return "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."
     if (message.role !== 'assistant' || !message.tool_calls?.length) continue
-    const answered = new Set<string>()
-    for (let j = i + 1; j < messages.length && messages[j]?.role === 'tool'; j++)
-      answered.add(messages[j]?.tool_call_id ?? '')
-    const missing = message.tool_calls.find((call) => !answered.has(call.id))
+    const answers = new Map<string, number>()
+    for (let j = i + 1; j < messages.length && messages[j]?.role === 'tool'; j++) {
+      const id = messages[j]?.tool_call_id ?? ''
+      answers.set(id, (answers.get(id) ?? 0) + 1)
+    }
+    const missing = message.tool_calls.find((call) => !answers.has(call.id))
     if (missing) {
       return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${missing.id}`
     }
+    // As Anthropic's API does (each tool_use gets exactly one tool_result): a second answer is an error.
+    const twice = [...answers].find(([, count]) => count > 1)
+    if (twice) return `Each tool call must have exactly one result; ${twice[0]} has ${twice[1]}.`
+    const stray = [...answers.keys()].find((id) => !message.tool_calls?.some((call) => call.id === id))
+    if (stray) return `A tool message answers ${stray}, which no tool call of the assistant message has.`
   }
   return undefined
 }
@@ -91,7 +106,14 @@ export async function startFakeOpenAI(script: ScriptEntry[]): Promise<FakeOpenAI
       return
     }
     const entry = script[next++] ?? { content: 'I have no more scripted replies.' }
-    let reply = typeof entry === 'function' ? entry(request) : entry
+    let reply: FakeReply
+    try {
+      reply = typeof entry === 'function' ? entry(request) : entry
+    } catch (error) {
+      // A failed expectation inside a scripted reply: end the request at once (400 is not retried),
+      // so the test fails with the assertion's message instead of waiting for its timeout.
+      reply = { status: 400, message: `scripted reply failed: ${(error as Error).message}` }
+    }
     while ('delayMs' in reply) {
       const { delayMs, reply: delayed } = reply
       await new Promise((resolve) => setTimeout(resolve, delayMs))
@@ -133,7 +155,7 @@ export async function startFakeOpenAI(script: ScriptEntry[]): Promise<FakeOpenAI
         type: 'function',
         function: call,
       }))
-      finishReason = 'tool_calls'
+      finishReason = reply.finishReason ?? 'tool_calls'
     } else {
       content = reply.content
       finishReason = reply.finishReason ?? 'stop'
