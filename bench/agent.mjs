@@ -2,7 +2,7 @@
 // The analysis loop's own overhead per step: everything but the model's latency and the code's
 // run time. A scripted model answers at once and a mock sandbox runs nothing; the time each spends
 // is measured and subtracted. Usage: node bench/agent.mjs [--quick]
-import { AnalystSession } from '../dist/agent/index.js'
+import { Analyst } from '../dist/agent/index.js'
 import { Sandbox } from '../dist/sandbox/index.js'
 import { MockSandboxProvider, ScriptedModel } from '../dist/test/index.js'
 import { machine, percentile, table } from './util.mjs'
@@ -46,7 +46,7 @@ async function measure(mode, stream) {
       doGenerate: timed((o) => scripted.doGenerate(o)),
       doStream: timed((o) => scripted.doStream(o)),
     }
-    const session = new AnalystSession({ model, mode, sandbox, dataDescription: 'data/x.csv', stream })
+    const session = new Analyst({ model, mode, sandbox, dataDescription: 'data/x.csv', stream })
     const sandboxBefore = provider.calls.length
     const start = performance.now()
     for await (const _ of session.ask('What is the value?')) {

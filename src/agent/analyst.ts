@@ -1,6 +1,6 @@
 /**
  * The analysis loop: model → code → guard → sandbox → observation → model, until a final answer
- * or the step cap. One `AnalystSession` is one conversation with one sandbox; `ask()` yields
+ * or the step cap. One `Analyst` is one conversation with one sandbox; `ask()` yields
  * typed events as it works and ends with `done`.
  * @module
  */
@@ -137,7 +137,7 @@ class EventQueue {
 
 type Defaulted = 'maxSteps' | 'vision' | 'cellTimeoutMs' | 'requestTimeoutMs' | 'maxRetries' | 'stream'
 
-export class AnalystSession {
+export class Analyst {
   readonly sessionId: string
   /** The conversation so far, as the model sees it (system prompt aside). */
   readonly messages: ModelMessage[] = []
@@ -329,6 +329,7 @@ export class AnalystSession {
       const toolResults: ToolResultPart[] = []
       const textObservations: string[] = []
       const images: Array<{ data: string; mediaType: string }> = []
+      let stepDone = false
       try {
         for (const run of runs) {
           let observation: string
@@ -416,21 +417,24 @@ export class AnalystSession {
             textObservations.push(ran ? `Output of your code:\n${observation}` : observation)
           }
         }
-      } catch (error) {
-        // Cancelled or failed mid-step: answer every tool call, so the history stays valid for the next question.
-        const resulted = new Set(toolResults.map((r) => r.toolCallId))
-        for (const run of runs) {
-          if (run.toolCallId && !resulted.has(run.toolCallId)) {
-            toolResults.push({
-              type: 'tool-result',
-              toolCallId: run.toolCallId,
-              toolName: RUN_PYTHON,
-              output: { type: 'text', value: 'The run was cancelled before it finished.' },
-            })
+        stepDone = true
+      } finally {
+        // Cancelled, failed or abandoned mid-step: answer every tool call, so the history stays
+        // valid for the next question.
+        if (!stepDone) {
+          const resulted = new Set(toolResults.map((r) => r.toolCallId))
+          for (const run of runs) {
+            if (run.toolCallId && !resulted.has(run.toolCallId)) {
+              toolResults.push({
+                type: 'tool-result',
+                toolCallId: run.toolCallId,
+                toolName: RUN_PYTHON,
+                output: { type: 'text', value: 'The run was cancelled before it finished.' },
+              })
+            }
           }
+          if (toolResults.length > 0) this.messages.push({ role: 'tool', content: toolResults })
         }
-        if (toolResults.length > 0) this.messages.push({ role: 'tool', content: toolResults })
-        throw error
       }
       // Every tool call gets its result (real APIs reject a history without them).
       if (toolResults.length > 0) this.messages.push({ role: 'tool', content: toolResults })

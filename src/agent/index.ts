@@ -2,10 +2,9 @@
  * The analyst: the loop that turns a question into code, runs it, repairs it and answers.
  * @module
  */
-export { type AnalystOptions, AnalystSession, type CodeCheck, ModelCallError, RUN_PYTHON } from './analyst.js'
+export { Analyst, type AnalystOptions, type CodeCheck, ModelCallError, RUN_PYTHON } from './analyst.js'
 export type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
 export { type ExtractedCode, extractCode } from './extract.js'
 export { Evidence, statedNumbers, unsupportedNumbers } from './grounding.js'
 export { observe, truncateMiddle } from './observation.js'
-export { type OpenedAnalysis, type OpenOptions, openAnalysis } from './open.js'
 export { systemPrompt } from './prompt.js'

@@ -5,7 +5,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, join, normalize } from 'node:path'
-import type { Artifact, Result, Sandbox } from '../sandbox/index.js'
+import type { Artifact, Result } from '../sandbox/index.js'
 
 const IMAGE_FORMATS = [
   ['png', 'png', 'base64'],
@@ -37,9 +37,9 @@ export class OutputFolder {
     return undefined
   }
 
-  /** Copies an artifact out of the sandbox; returns where it was saved. */
-  async saveArtifact(sandbox: Sandbox, artifact: Artifact): Promise<string> {
-    const bytes = await sandbox.files.read(artifact.name, { format: 'bytes' })
+  /** Copies an artifact out of the sandbox (`read` gets its content); returns where it was saved. */
+  async saveArtifact(artifact: Artifact, read: (path: string) => Promise<Uint8Array>): Promise<string> {
+    const bytes = await read(artifact.name)
     return this.save(join('files', artifact.name), bytes)
   }
 }

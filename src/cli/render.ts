@@ -8,9 +8,9 @@ import { createEmphasize } from 'emphasize'
 import python from 'highlight.js/lib/languages/python'
 import pc from 'picocolors'
 import yoctoSpinner from 'yocto-spinner'
-import type { AgentEvent } from '../agent/index.js'
 import { extractCode } from '../agent/index.js'
-import type { Artifact, Sandbox } from '../sandbox/index.js'
+import type { Artifact } from '../sandbox/index.js'
+import type { SessionEvent } from '../session/index.js'
 import type { OutputFolder } from './outputs.js'
 
 const emphasize = createEmphasize()
@@ -71,7 +71,8 @@ export interface RendererOptions {
   stdout: NodeJS.WritableStream
   stderr: NodeJS.WritableStream
   folder: OutputFolder
-  sandbox: Sandbox
+  /** Reads a file the running step saved in its sandbox. */
+  readFile: (path: string) => Promise<Uint8Array>
   /** Spinner and colors (a TTY). */
   interactive: boolean
   /** Print events; when false (--json) only save files. */
@@ -117,7 +118,9 @@ export class AnalysisRenderer {
   }
 
   private async saveArtifact(artifact: Artifact) {
-    const path = await this.options.folder.saveArtifact(this.options.sandbox, artifact).catch(() => undefined)
+    const path = await this.options.folder
+      .saveArtifact(artifact, this.options.readFile)
+      .catch(() => undefined)
     if (path) {
       this.saved.set(artifact.name, path)
       this.write(pc.cyan(`[file ${artifact.name} saved: ${path}]\n`))
@@ -125,8 +128,23 @@ export class AnalysisRenderer {
   }
 
   /** Renders one event; saving a chart or file finishes before the next event is shown. */
-  async handle(event: AgentEvent): Promise<void> {
+  async handle(event: SessionEvent): Promise<void> {
     switch (event.type) {
+      case 'preparing':
+        if (this.options.print)
+          this.options.stderr.write(pc.dim(`Analyst · model ${event.model} · ${event.message}\n`))
+        return
+      case 'ready':
+        if (event.replayed.failed > 0 && this.options.print) {
+          this.options.stderr.write(
+            pc.yellow(
+              `${event.replayed.failed} of ${event.replayed.ran} earlier cells failed when re-run; some variables may be missing.\n`,
+            ),
+          )
+        }
+        return
+      case 'run-start':
+        return
       case 'step-start':
         this.stepLabel = `step ${event.step}/${event.maxSteps}`
         this.modelText = ''

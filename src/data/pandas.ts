@@ -8,7 +8,7 @@
  * @module
  */
 import { spawn } from 'node:child_process'
-import { findPython } from '../sandbox/local/python.js'
+import { type FindPython, findPython } from '../python.js'
 import type { Cell, ColumnProfile, SheetProfile } from './types.js'
 
 export interface PandasJob {
@@ -194,11 +194,12 @@ export async function profileWithPandas(
   jobs: PandasJob[],
   signal?: AbortSignal,
   timeoutMs = PANDAS_TIMEOUT_MS,
+  python: FindPython = findPython,
 ): Promise<PandasResult[]> {
   if (jobs.length === 0) return []
   let executable: string
   try {
-    executable = (await findPython()).executable
+    executable = (await python()).executable
   } catch (error) {
     const message = `No Python with pandas found to read this format (${(error as Error).message}). Run analyst doctor.`
     return jobs.map(() => ({ error: message }))

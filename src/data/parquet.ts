@@ -24,7 +24,7 @@ import {
   type SchemaElement,
 } from 'hyparquet'
 import { compressors } from 'hyparquet-compressors'
-import { findPython } from '../sandbox/local/python.js'
+import { type FindPython, findPython } from '../python.js'
 import { ColumnAccumulator } from './columns.js'
 import { py, thousands } from './python-literal.js'
 import type { Cell, ColumnProfile, DatasetProfile, ProfileOptions } from './types.js'
@@ -149,14 +149,18 @@ function toCell(value: unknown, kind: Kind): Cell {
   return String(value)
 }
 
-let pyarrowCheck: Promise<boolean> | undefined
+const parquetChecks = new WeakMap<FindPython, Promise<boolean>>()
 
 /** Whether the sandbox's Python reads Parquet itself (pyarrow or fastparquet). */
-export function sandboxReadsParquet(): Promise<boolean> {
-  pyarrowCheck ??= findPython()
-    .then((python) => python.modules.pyarrow === true || python.modules.fastparquet === true)
-    .catch(() => false)
-  return pyarrowCheck
+export function sandboxReadsParquet(python: FindPython = findPython): Promise<boolean> {
+  let check = parquetChecks.get(python)
+  if (!check) {
+    check = python()
+      .then((info) => info.modules.pyarrow === true || info.modules.fastparquet === true)
+      .catch(() => false)
+    parquetChecks.set(python, check)
+  }
+  return check
 }
 
 export async function profileParquet(base: DatasetProfile, options: ProfileOptions): Promise<DatasetProfile> {
@@ -223,7 +227,7 @@ export async function profileParquet(base: DatasetProfile, options: ProfileOptio
     })
     return out
   })
-  const native = await sandboxReadsParquet()
+  const native = await sandboxReadsParquet(options.python)
   const name = native ? base.name : `${base.name}.pkl`
   if (!native) {
     warnings.push(
@@ -297,7 +301,11 @@ async function cachePath(path: string, name: string): Promise<string> {
 }
 
 /** Writes the pickled copy of a Parquet file that a profile names; returns its path. */
-export async function convertParquet(profile: DatasetProfile, signal?: AbortSignal): Promise<string> {
+export async function convertParquet(
+  profile: DatasetProfile,
+  signal?: AbortSignal,
+  python: FindPython = findPython,
+): Promise<string> {
   const out = await cachePath(profile.path, profile.name)
   if (await stat(out).catch(() => undefined)) return out
   const file = await asyncBufferFromFile(profile.path)
@@ -308,9 +316,9 @@ export async function convertParquet(profile: DatasetProfile, signal?: AbortSign
     const { kind, dtype } = columnType(element, false)
     return { name: element.name, kind, dtype: profiled?.dtype ?? dtype }
   })
-  const python = await findPython()
+  const interpreter = await python()
   const partial = `${out}.${process.pid}.partial`
-  const child = spawn(python.executable, ['-s', '-c', CONVERT], {
+  const child = spawn(interpreter.executable, ['-s', '-c', CONVERT], {
     env: { PATH: '/usr/bin:/bin', OPENBLAS_NUM_THREADS: '1' },
     stdio: ['pipe', 'pipe', 'pipe'],
     signal,

@@ -4,7 +4,7 @@
  * `readCall` reads (see parquet.ts).
  * @module
  */
-import type { DatasetProfile } from './types.js'
+import type { DatasetProfile, ProfileOptions } from './types.js'
 
 export interface SandboxFile {
   /** The file to hand to the sandbox (`Sandbox.create({ data })` or `sandbox.files.addData`). */
@@ -15,12 +15,12 @@ export interface SandboxFile {
 
 export async function prepareForSandbox(
   profile: DatasetProfile,
-  options: { signal?: AbortSignal } = {},
+  options: Pick<ProfileOptions, 'signal' | 'python'> = {},
 ): Promise<SandboxFile> {
   // The profile's read call says which file the sandbox needs: the pickled copy, or the file itself.
   if (profile.format === 'parquet' && !profile.error && profile.readCall.startsWith('pd.read_pickle(')) {
     const { convertParquet } = await import('./parquet.js')
-    return { hostPath: await convertParquet(profile, options.signal), name: profile.name }
+    return { hostPath: await convertParquet(profile, options.signal, options.python), name: profile.name }
   }
   return { hostPath: profile.path, name: profile.name }
 }

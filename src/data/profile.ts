@@ -130,6 +130,8 @@ export async function profileFiles(
     const answers = await profileWithPandas(
       pending.map((p) => p.job),
       options.signal,
+      undefined,
+      options.python,
     )
     pending.forEach((p, i) => {
       results[p.index] = mergePandas(

@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { findPython } from '../sandbox/local/python.js'
+import { type FindPython, findPython } from '../python.js'
 
 const run = promisify(execFile)
 
@@ -22,11 +22,11 @@ import importlib.util, json
 print(json.dumps({m: importlib.util.find_spec(m) is not None for m in ['pandas', 'openpyxl', 'pyarrow', 'fastparquet', 'xlrd', 'odf']}))
 `
 
-export async function readerChecks(): Promise<ReaderCheck[]> {
+export async function readerChecks(python: FindPython = findPython): Promise<ReaderCheck[]> {
   let modules: Record<string, boolean>
   try {
-    const python = await findPython()
-    const { stdout } = await run(python.executable, ['-s', '-c', PROBE], {
+    const { executable } = await python()
+    const { stdout } = await run(executable, ['-s', '-c', PROBE], {
       timeout: 15_000,
       env: { PATH: '/usr/bin:/bin' },
     })

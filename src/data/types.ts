@@ -4,6 +4,7 @@
  * `readCall` inside the sandbox.
  * @module
  */
+import type { FindPython } from '../python.js'
 
 export type DataFormat = 'csv' | 'tsv' | 'json' | 'ndjson' | 'excel' | 'parquet' | 'unknown'
 
@@ -74,4 +75,9 @@ export interface DatasetProfile {
 
 export interface ProfileOptions {
   signal?: AbortSignal
+  /**
+   * The Python (with pandas) that reads JSON, Excel and Parquet files as the sandbox's pandas will.
+   * @default the host's (ANALYST_PYTHON, else the first python3 with pandas)
+   */
+  python?: FindPython
 }

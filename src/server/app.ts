@@ -3,7 +3,7 @@
  * exports, and the web UI. Portless in tests: `createApp(...).request('/healthz')`.
  * @module
  */
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createReadStream, existsSync, statSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { join, normalize } from 'node:path'
@@ -12,21 +12,20 @@ import { type Context, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import mime from 'mime-types'
 import { z } from 'zod'
-import type { AgentEvent } from '../agent/index.js'
-import { profileFiles } from '../data/index.js'
-import { AnalystError } from '../errors.js'
-import { EXPORT_FORMATS, EXPORT_TYPES, type ExportFormat, exportSession } from '../store/export/index.js'
-import type { Store } from '../store/store.js'
+import { AnalystError, InvalidArgumentError, NotFoundError, RateLimitError, statusOf } from '../errors.js'
+import type { SessionEvent, SessionService } from '../session/index.js'
+import { EXPORT_FORMATS, EXPORT_TYPES, isExportFormat } from '../store/export/index.js'
 import { openApiDocument } from './openapi.js'
-import type { SessionManager } from './sessions.js'
-import type { ApiError, DatasetInfo, StreamOnlyEvent } from './types.js'
-import { receiveFile, UploadError } from './uploads.js'
+import type { ApiError, StreamOnlyEvent } from './types.js'
+import { receiveFile } from './uploads.js'
+import { datasetInfo, sessionDetail, sessionSummary } from './views.js'
 
 export interface AppOptions {
-  store: Store
-  sessions: SessionManager
+  service: SessionService
   /** Bearer tokens; empty: no auth (loopback only). */
   tokens: string[]
+  /** Where uploads are received before they go into the blob store. */
+  uploadDir: string
   /** The built web UI (index.html and assets), if there is one. */
   webDir?: string
   /** @default 1 GiB */
@@ -46,14 +45,9 @@ function sameToken(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y)
 }
 
-function fail(
-  c: Context,
-  status: 400 | 401 | 404 | 409 | 413 | 415 | 500 | 503,
-  message: string,
-  hint?: string,
-) {
+function fail(c: Context, status: number, message: string, hint?: string) {
   const body: ApiError = { error: { message, ...(hint ? { hint } : {}) } }
-  return c.json(body, status)
+  return c.json(body, status as 400)
 }
 
 const NewSession = z.object({ title: z.string().trim().min(1).max(200).optional() }).strict()
@@ -67,7 +61,7 @@ async function jsonBody(c: Context): Promise<unknown> {
   try {
     return JSON.parse(text)
   } catch {
-    throw new AnalystError('The body is not valid JSON', {
+    throw new InvalidArgumentError('The body is not valid JSON', {
       hint: 'Send a JSON object with Content-Type: application/json.',
     })
   }
@@ -78,18 +72,22 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
     const where = issue?.path.length ? `${issue.path.join('.')}: ` : ''
-    throw new AnalystError(`Invalid request: ${where}${issue?.message ?? 'bad body'}`)
+    throw new InvalidArgumentError(`Invalid request: ${where}${issue?.message ?? 'bad body'}`)
   }
   return parsed.data
 }
 
 export function createApp(options: AppOptions): Hono<Env> {
-  const { store, sessions } = options
+  const { service } = options
   const app = new Hono<Env>()
 
+  // One mapping from errors to statuses: each error knows its own (src/errors.ts).
   app.onError((error, c) => {
-    if (error instanceof UploadError) return fail(c, error.status, error.message, error.hint)
-    if (AnalystError.isInstance(error)) return fail(c, 400, error.message, error.hint)
+    if (AnalystError.isInstance(error)) {
+      if (RateLimitError.isInstance(error) && (error as RateLimitError).retryAfterSeconds !== undefined)
+        c.header('retry-after', String((error as RateLimitError).retryAfterSeconds))
+      return fail(c, statusOf(error), error.message, error.hint)
+    }
     console.error('analyst serve: internal error:', error)
     return fail(c, 500, 'Internal error', 'The server logged the details.')
   })
@@ -121,102 +119,78 @@ export function createApp(options: AppOptions): Hono<Env> {
     return next()
   })
 
-  const session = (c: Context<Env>) => {
-    const id = c.req.param('id') as string
-    return store.summary(id, c.get('owner')) ? id : undefined
+  /** The session the route names, if the caller may see it (else 404). */
+  const sessionOf = async (c: Context<Env>) => {
+    const session = await service.getSession(c.req.param('id') as string, c.get('owner'))
+    return session.id
   }
-  const artifactUrl = (id: string) => (name: string) =>
-    `/api/sessions/${encodeURIComponent(id)}/artifacts/${name.split('/').map(encodeURIComponent).join('/')}`
 
   app.post('/api/sessions', async (c) => {
     const body = parse(NewSession, await jsonBody(c))
-    const created = store.createSession({ title: body.title ?? 'New session', owner: c.get('owner') })
+    const created = await service.createSession({ title: body.title, owner: c.get('owner') })
     return c.json({ id: created.id }, 201)
   })
 
-  app.get('/api/sessions', (c) => c.json(store.listSessions({ owner: c.get('owner') })))
+  app.get('/api/sessions', async (c) =>
+    c.json((await service.listSessions({ owner: c.get('owner') })).map(sessionSummary)),
+  )
 
-  app.get('/api/sessions/:id', (c) => {
-    const id = session(c)
-    if (!id) return fail(c, 404, 'No such session')
-    return c.json(store.detail(id, artifactUrl(id), c.get('owner')))
-  })
+  app.get('/api/sessions/:id', async (c) =>
+    c.json(sessionDetail(await service.sessionHistory(await sessionOf(c), c.get('owner')))),
+  )
 
   app.delete('/api/sessions/:id', async (c) => {
-    const id = session(c)
-    if (!id) return fail(c, 404, 'No such session')
-    await sessions.close(id)
-    store.deleteSession(id)
-    await rm(join(store.home, 'uploads', id), { recursive: true, force: true })
+    await service.deleteSession(await sessionOf(c), c.get('owner'))
     return c.body(null, 204)
   })
 
   app.post('/api/sessions/:id/files', async (c) => {
-    const id = session(c)
-    if (!id) return fail(c, 404, 'No such session')
+    const id = await sessionOf(c)
     const headers = Object.fromEntries(c.req.raw.headers.entries())
-    const file = await receiveFile(
-      headers,
-      c.req.raw.body,
-      join(store.home, 'uploads', id),
-      options.maxUploadBytes ?? 1024 ** 3,
-    )
-    const [profile] = await profileFiles([file.path])
-    if (!profile || profile.error) {
-      await rm(file.path, { force: true })
-      return fail(c, 400, `${file.name} cannot be read as data: ${profile?.error ?? 'unknown format'}`)
+    // Each upload in a folder of its own (two uploads of one name do not meet), gone once stored.
+    const dir = join(options.uploadDir, randomUUID())
+    try {
+      const file = await receiveFile(headers, c.req.raw.body, dir, options.maxUploadBytes ?? 1024 ** 3)
+      const [dataset] = await service.addData(id, [{ path: file.path, name: file.name }], {
+        owner: c.get('owner'),
+      })
+      if (!dataset) throw new Error('the upload was not recorded')
+      return c.json(datasetInfo(dataset), 201)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
     }
-    store.addDataset(id, { name: profile.name, sourcePath: file.path, bytes: file.bytes, profile })
-    await sessions.addData(id, file.path, profile.name)
-    const info: DatasetInfo = { name: profile.name, bytes: file.bytes, profile }
-    return c.json(info, 201)
   })
 
   app.post('/api/sessions/:id/ask', async (c) => {
-    const id = session(c)
-    if (!id) return fail(c, 404, 'No such session')
+    const id = await sessionOf(c)
     const { question } = parse(Question, await jsonBody(c))
-    if (store.summary(id)?.title === 'New session') store.updateSession(id, { title: question.slice(0, 120) })
+    const owner = c.get('owner')
     const controller = new AbortController()
     c.req.raw.signal?.addEventListener('abort', () => controller.abort(new Error('the client disconnected')))
     return streamSSE(c, async (stream) => {
       stream.onAbort(() => controller.abort(new Error('the client disconnected')))
-      const send = (event: AgentEvent | StreamOnlyEvent) =>
+      const send = (event: SessionEvent | StreamOnlyEvent) =>
         stream.aborted
           ? Promise.resolve()
           : stream.writeSSE({ event: event.type, data: JSON.stringify(event) })
       try {
-        await sessions
-          .ask(id, question, (event) => (event.type === 'done' ? undefined : send(event)), {
-            signal: controller.signal,
-            onPreparing: () =>
-              void send({
-                type: 'preparing',
-                message: 'Starting the sandbox for this session…',
-              } satisfies StreamOnlyEvent),
-            onStart: (runId, queued) =>
-              void send({ type: 'run-start', runId, queued } satisfies StreamOnlyEvent),
-          })
-          .then((result) => send({ type: 'done', result } satisfies StreamOnlyEvent))
+        for await (const event of service.ask(id, question, { owner, signal: controller.signal })) {
+          await send(event)
+        }
       } catch (error) {
         if (controller.signal.aborted) return
+        if (!AnalystError.isInstance(error)) console.error('analyst serve: internal error:', error)
         const e = error as { message?: string; hint?: string }
-        await send({
-          type: 'failed',
-          message: e.message ?? String(error),
-          hint: e.hint,
-        } satisfies StreamOnlyEvent)
+        await send({ type: 'failed', message: e.message ?? String(error), hint: e.hint })
       }
     })
   })
 
-  app.get('/api/sessions/:id/artifacts/*', (c) => {
-    const id = session(c)
-    if (!id) return fail(c, 404, 'No such session')
+  app.get('/api/sessions/:id/artifacts/*', async (c) => {
+    const id = await sessionOf(c)
     const path = new URL(c.req.url).pathname
     const name = decodeURIComponent(path.slice(path.indexOf('/artifacts/') + '/artifacts/'.length))
-    const artifact = store.artifact(id, name)
-    if (!artifact || !existsSync(artifact.path)) return fail(c, 404, `No file ${name} in this session`)
+    const { artifact, content } = await service.openArtifact(id, name, c.get('owner'))
     // What model-written code saved is untrusted: never run it in this origin.
     const headers: Record<string, string> = {
       'content-type': artifact.mimeType,
@@ -228,25 +202,21 @@ export function createApp(options: AppOptions): Hono<Env> {
       headers['content-disposition'] =
         `attachment; filename*=UTF-8''${encodeURIComponent(name.split('/').pop() ?? name)}`
     }
-    return new Response(Readable.toWeb(createReadStream(artifact.path)) as ReadableStream, { headers })
+    return new Response(Readable.toWeb(content) as ReadableStream, { headers })
   })
 
-  app.get('/api/sessions/:id/export', (c) => {
-    const id = session(c)
-    if (!id) return fail(c, 404, 'No such session')
+  app.get('/api/sessions/:id/export', async (c) => {
+    const id = await sessionOf(c)
     const format = c.req.query('format') ?? ''
-    if (!EXPORT_FORMATS.includes(format as ExportFormat)) {
-      return fail(
-        c,
-        400,
-        `Unknown export format "${format}"`,
-        `Use format=${EXPORT_FORMATS.join(', format=')}`,
-      )
+    if (!isExportFormat(format)) {
+      throw new InvalidArgumentError(`Unknown export format "${format}"`, {
+        hint: `Use format=${EXPORT_FORMATS.join(', format=')}`,
+      })
     }
-    const text = exportSession(store, id, format as ExportFormat, c.get('owner')) as string
+    const text = await service.export(id, format, c.get('owner'))
     const filename = `analyst-${id.slice(0, 8)}.${format}`
     return c.body(text, 200, {
-      'content-type': EXPORT_TYPES[format as ExportFormat],
+      'content-type': EXPORT_TYPES[format],
       'content-disposition': `attachment; filename="${filename}"`,
       'content-security-policy': "default-src 'none'; img-src data:; style-src 'unsafe-inline'",
     })

@@ -1,22 +1,23 @@
 /**
- * `analyst serve`: the HTTP API and the web UI over one store.
+ * `analyst serve`: the HTTP API and the web UI over the session service.
  * @module
  */
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
-import { AnalystError } from '../errors.js'
+import { InvalidArgumentError } from '../errors.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
 import { createProvider } from '../providers.js'
-import type { CreateOpts } from '../sandbox/index.js'
-import { analystHome, Store } from '../store/store.js'
+import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
+import { type AnalystSettings, SessionService } from '../session/index.js'
+import { analystHome, openStores, type Stores } from '../store/index.js'
 import { createApp } from './app.js'
-import { SessionManager } from './sessions.js'
 
 export { createApp, ownerOf } from './app.js'
-export { SessionManager } from './sessions.js'
 export type * from './types.js'
+export { artifactUrl, sessionDetail, sessionSummary } from './views.js'
 
 /** The built web UI: dist/web, two folders up from this module in src/ and in dist/ alike. */
 export const WEB_DIR = fileURLToPath(new URL('../../dist/web/', import.meta.url))
@@ -32,10 +33,14 @@ export interface ServerOptions {
   tokens?: string[]
   /** The model for every session; default: the CLI's configuration (ANALYST_MODEL, provider keys). */
   model?: () => Promise<ModelChoice>
-  /** Sandbox options; a `provider` given here is the caller's to close. */
-  sandbox?: CreateOpts
+  /** The sandbox provider; one given here is the caller's to close. @default the `engine`'s */
+  provider?: SandboxProvider
   /** The engine, when no provider is given (--sandbox). @default ANALYST_SANDBOX or local */
   engine?: string
+  /** Settings of every sandbox (isolation, network, limits). */
+  sandbox?: Omit<SandboxCreateOptions, 'data' | 'signal'>
+  /** How the analyst works (steps, timeouts, guard). */
+  analyst?: AnalystSettings
   webDir?: string
   maxUploadBytes?: number
   idleMs?: number
@@ -43,8 +48,10 @@ export interface ServerOptions {
 
 export interface RunningServer {
   url: string
-  store: Store
-  sessions: SessionManager
+  stores: Stores
+  service: SessionService
+  /** The provider the sessions' sandboxes come from. */
+  provider: SandboxProvider
   /** Stops taking requests, ends every sandbox, closes the store. */
   close(): Promise<void>
 }
@@ -62,30 +69,33 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const host = options.host ?? '127.0.0.1'
   const tokens = options.tokens ?? tokensFromEnv()
   if (!LOOPBACK.test(host) && tokens.length === 0) {
-    throw new AnalystError(
+    throw new InvalidArgumentError(
       `Refusing to listen on ${host} without tokens: anyone who reaches it could run code`,
-      {
-        hint: 'Set ANALYST_TOKEN (comma-separated tokens), or listen on 127.0.0.1.',
-      },
+      { hint: 'Set ANALYST_TOKEN (comma-separated tokens), or listen on 127.0.0.1.' },
     )
   }
-  const store = Store.open(options.home ?? analystHome())
-  const interrupted = store.markInterrupted()
-  if (interrupted > 0)
-    console.error(
-      `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
-    )
-  let model: Promise<ModelChoice> | undefined
+  const home = options.home ?? analystHome()
+  const stores = await openStores(home)
   // Exactly one provider: the one the sessions use is the one warmed now and closed at the end.
-  const ownsProvider = !options.sandbox?.provider
-  const provider =
-    options.sandbox?.provider ??
-    (await createProvider(options.engine, { poolSize: Number(process.env.ANALYST_POOL_SIZE ?? 2) }))
-  const sandbox: CreateOpts = { ...options.sandbox, provider }
+  const ownsProvider = !options.provider
+  let provider: SandboxProvider
+  try {
+    provider =
+      options.provider ??
+      (await createProvider(options.engine, { poolSize: Number(process.env.ANALYST_POOL_SIZE ?? 2) }))
+  } catch (error) {
+    await stores.close()
+    throw error
+  }
   // Start the warm pool now, so the first session does not wait for a kernel.
   if (ownsProvider) void provider.warm?.()
-  const sessions = new SessionManager({
-    store,
+  let model: Promise<ModelChoice> | undefined
+  const service = new SessionService({
+    history: stores.history,
+    blobs: stores.blobs,
+    provider,
+    sandbox: options.sandbox,
+    analyst: { nameImage: (step, index) => `step-${step}-chart-${index}.png`, ...options.analyst },
     model:
       options.model ??
       (() =>
@@ -93,13 +103,18 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           model = undefined
           throw error
         }))),
-    sandbox,
+    cacheDir: join(home, 'cache'),
     idleMs: options.idleMs,
   })
+  const interrupted = await service.recoverInterrupted()
+  if (interrupted > 0)
+    console.error(
+      `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
+    )
   const app = createApp({
-    store,
-    sessions,
+    service,
     tokens,
+    uploadDir: join(home, 'uploads'),
     webDir: options.webDir ?? WEB_DIR,
     maxUploadBytes: options.maxUploadBytes,
   })
@@ -108,23 +123,30 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       resolve(started),
     )
     started.once('error', reject)
+  }).catch(async (error: unknown) => {
+    // The port is taken (or the like): let go of what was opened for it.
+    await service.shutdown()
+    if (ownsProvider) await provider.close?.()
+    await stores.close()
+    throw error
   })
   const address = server.address() as AddressInfo
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address
   let closing: Promise<void> | undefined
   return {
     url: `http://${shown}:${address.port}`,
-    store,
-    sessions,
+    stores,
+    service,
+    provider,
     close: () =>
       (closing ??= (async () => {
         await new Promise<void>((resolve) => {
           server.close(() => resolve())
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
-        await sessions.shutdown()
+        await service.shutdown()
         if (ownsProvider) await provider.close?.()
-        store.close()
+        await stores.close()
       })()),
   }
 }

@@ -5,8 +5,10 @@
  */
 import type { AskResult, Violation } from '../agent/events.js'
 import type { DatasetProfile } from '../data/index.js'
+import type { ServiceEvent } from '../session/events.js'
+import type { RunStatus, SessionStatus } from '../store/types.js'
 
-export type SessionStatus = 'idle' | 'running' | 'interrupted'
+export type { RunStatus, SessionStatus }
 
 export interface SessionSummary {
   id: string
@@ -39,6 +41,8 @@ export interface ResultView {
   text?: string
   /** A table as { column: values }: render this, never raw HTML from the sandbox. */
   data?: Record<string, unknown[]>
+  /** Structured chart data (type, axes, elements), where the kernel extracted it. */
+  chart?: unknown
   /** A chart: the artifact name its image is stored under. */
   image?: ArtifactView
 }
@@ -56,8 +60,6 @@ export interface StepView {
   violations?: Violation[]
   durationMs: number
 }
-
-export type RunStatus = 'running' | 'done' | 'failed' | 'interrupted'
 
 export interface RunView {
   id: string
@@ -94,12 +96,11 @@ export interface SessionDetail extends SessionSummary {
 
 /**
  * Server-sent events of POST /api/sessions/:id/ask: `event: <type>` with JSON `data`. The agent's
- * events (see AgentEvent) plus these; `done` carries what `analyst ask --json` prints.
+ * events (see AgentEvent), the session service's (`preparing`, `ready`, `run-start`), and these;
+ * `done` carries what `analyst ask --json` prints.
  */
 export type StreamOnlyEvent =
-  /** Sent first when the session's sandbox must be started (or rebuilt from history) before the question. */
-  | { type: 'preparing'; message: string }
-  | { type: 'run-start'; runId: string; queued: boolean }
+  | ServiceEvent
   | { type: 'failed'; message: string; hint?: string }
   | { type: 'done'; result: AskResult }
 

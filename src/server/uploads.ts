@@ -10,16 +10,7 @@ import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import busboy from 'busboy'
-
-export class UploadError extends Error {
-  constructor(
-    readonly status: 400 | 413 | 415,
-    message: string,
-    readonly hint?: string,
-  ) {
-    super(message)
-  }
-}
+import { InvalidArgumentError, TooLargeError, UnsupportedMediaError } from '../errors.js'
 
 /** `../../etc/passwd` → `passwd`; control characters and separators go; never empty or dot-only. */
 export function safeName(name: string): string {
@@ -42,14 +33,14 @@ export async function receiveFile(
   maxBytes: number,
 ): Promise<{ name: string; path: string; bytes: number }> {
   if (!headers['content-type']?.startsWith('multipart/form-data') || !body) {
-    throw new UploadError(415, 'Send the file as multipart/form-data in a field named "file"')
+    throw new UnsupportedMediaError('Send the file as multipart/form-data in a field named "file"')
   }
   await mkdir(dir, { recursive: true })
   let parser: busboy.Busboy
   try {
     parser = busboy({ headers, limits: { files: 1, fileSize: maxBytes, fields: 10 } })
   } catch (error) {
-    throw new UploadError(400, `Malformed upload: ${(error as Error).message}`)
+    throw new InvalidArgumentError(`Malformed upload: ${(error as Error).message}`)
   }
   const saved = new Promise<{ name: string; path: string; bytes: number }>((resolve, reject) => {
     let found = false
@@ -74,17 +65,15 @@ export async function receiveFile(
           if (truncated) {
             await rm(partial, { force: true })
             reject(
-              new UploadError(
-                413,
-                `The file is larger than the limit of ${maxBytes} bytes`,
-                'Upload a smaller file.',
-              ),
+              new TooLargeError(`The file is larger than the limit of ${maxBytes} bytes`, {
+                hint: 'Upload a smaller file.',
+              }),
             )
             return
           }
           if (bytes === 0) {
             await rm(partial, { force: true })
-            reject(new UploadError(400, 'The file is empty', 'Choose a file with data in it.'))
+            reject(new InvalidArgumentError('The file is empty', { hint: 'Choose a file with data in it.' }))
             return
           }
           const path = join(dir, name)
@@ -98,12 +87,14 @@ export async function receiveFile(
       )
     })
     parser.on('error', (error: unknown) =>
-      reject(new UploadError(400, `Malformed upload: ${(error as Error).message}`)),
+      reject(new InvalidArgumentError(`Malformed upload: ${(error as Error).message}`)),
     )
     parser.on('close', () => {
       if (!found)
         reject(
-          new UploadError(400, 'No file in the field "file"', 'Send the file in a form field named "file".'),
+          new InvalidArgumentError('No file in the field "file"', {
+            hint: 'Send the file in a form field named "file".',
+          }),
         )
     })
   })

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { type AgentEvent, AnalystSession, type AskResult, ModelCallError } from '../../src/agent/index.js'
+import { type AgentEvent, Analyst, type AskResult, ModelCallError } from '../../src/agent/index.js'
 import { LocalProvider, Sandbox } from '../../src/index.js'
 import { type CodeMode, resolveModel } from '../../src/models/index.js'
 import { DABENCH, DABENCH_MISSING } from '../support/dabench.js'
@@ -41,7 +41,7 @@ async function ask(
   server = await startFakeOpenAI(script)
   const env = { ANALYST_API_KEY: API_KEY }
   const model = await resolveModel({ spec: 'openai-compatible:fake-coder', baseUrl: server.url, env })
-  const session = new AnalystSession({
+  const session = new Analyst({
     model: model.model,
     mode: options.mode ?? model.mode,
     sandbox,
@@ -219,7 +219,7 @@ describe('model failures', () => {
       baseUrl: 'http://127.0.0.1:9/v1',
       env: {},
     })
-    const session = new AnalystSession({
+    const session = new Analyst({
       model: model.model,
       mode: 'text',
       sandbox,

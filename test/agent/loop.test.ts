@@ -4,12 +4,7 @@
  */
 import { MockLanguageModelV3 } from 'ai/test'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  type AgentEvent,
-  type AnalystOptions,
-  AnalystSession,
-  type AskResult,
-} from '../../src/agent/index.js'
+import { type AgentEvent, Analyst, type AnalystOptions, type AskResult } from '../../src/agent/index.js'
 import { checkCode } from '../../src/guard/index.js'
 import { LocalProvider, Sandbox } from '../../src/index.js'
 import { ScriptedModel, type ScriptStep } from '../../src/models/scripted.js'
@@ -38,9 +33,9 @@ async function run(
   script: ScriptStep[],
   question: string,
   options: Partial<AnalystOptions> = {},
-): Promise<{ events: AgentEvent[]; result: AskResult; scripted: ScriptedModel; session: AnalystSession }> {
+): Promise<{ events: AgentEvent[]; result: AskResult; scripted: ScriptedModel; session: Analyst }> {
   const { model, scripted } = mockModel(script)
-  const session = new AnalystSession({
+  const session = new Analyst({
     model,
     mode: 'tools',
     sandbox,
@@ -233,7 +228,7 @@ describe('sessions', () => {
       { code: 'print(segments.idxmax(), round(segments.max(), 2))' },
       { text: 'Consumer has the most revenue: 166675.88.' },
     ])
-    const session = new AnalystSession({ model, mode: 'tools', sandbox, dataDescription: '' })
+    const session = new Analyst({ model, mode: 'tools', sandbox, dataDescription: '' })
     let first: AskResult | undefined
     for await (const event of session.ask('Compute revenue by segment.'))
       if (event.type === 'done') first = event.result
@@ -312,7 +307,7 @@ describe('cancellation', () => {
       { code: 'kept_value' },
       { text: 'It is still here.' },
     ])
-    const session = new AnalystSession({ model, mode: 'tools', sandbox, dataDescription: '' })
+    const session = new Analyst({ model, mode: 'tools', sandbox, dataDescription: '' })
     for await (const _ of session.ask('Store a value.')) {
       // consume
     }

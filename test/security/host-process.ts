@@ -56,38 +56,36 @@ setInterval(() => {}, 1000) // stays up until it is killed
 export function buildStandaloneHost(): string {
   const out = mkdtempSync(join(tmpdir(), 'analyst-hostile-host-'))
   const source = join(REPO, 'src')
+  const emit = (path: string) => {
+    const target = join(out, 'src', path.slice(source.length + 1))
+    mkdirSync(dirname(target), { recursive: true })
+    if (path.endsWith('.py')) return copyFileSync(path, target)
+    const js = ts.transpileModule(readFileSync(path, 'utf8'), {
+      compilerOptions: {
+        module: ts.ModuleKind.ESNext,
+        target: ts.ScriptTarget.ES2022,
+        verbatimModuleSyntax: true,
+      },
+      fileName: basename(path),
+    }).outputText
+    writeFileSync(target.replace(/\.ts$/, '.js'), js)
+  }
   const copy = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name)
-      const target = join(out, 'src', path.slice(source.length + 1))
       if (entry.isDirectory()) {
         if (entry.name !== '__pycache__') copy(path)
-      } else if (entry.name.endsWith('.py')) {
-        mkdirSync(dirname(target), { recursive: true })
-        copyFileSync(path, target)
-      } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) {
-        const js = ts.transpileModule(readFileSync(path, 'utf8'), {
-          compilerOptions: {
-            module: ts.ModuleKind.ESNext,
-            target: ts.ScriptTarget.ES2022,
-            verbatimModuleSyntax: true,
-          },
-          fileName: basename(path),
-        }).outputText
-        mkdirSync(dirname(target), { recursive: true })
-        writeFileSync(target.replace(/\.ts$/, '.js'), js)
+      } else if (
+        entry.name.endsWith('.py') ||
+        (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts'))
+      ) {
+        emit(path)
       }
     }
   }
   copy(join(source, 'sandbox'))
-  const index = ts.transpileModule(readFileSync(join(source, 'index.ts'), 'utf8'), {
-    compilerOptions: {
-      module: ts.ModuleKind.ESNext,
-      target: ts.ScriptTarget.ES2022,
-      verbatimModuleSyntax: true,
-    },
-  }).outputText
-  writeFileSync(join(out, 'src', 'index.js'), index)
+  // The sandbox's own imports from the root: the errors and the host's Python.
+  for (const file of ['index.ts', 'errors.ts', 'python.ts']) emit(join(source, file))
   writeFileSync(join(out, 'package.json'), '{ "type": "module" }\n')
   writeFileSync(join(out, 'host.mjs'), HOST_SCRIPT)
   symlinkSync(join(REPO, 'node_modules'), join(out, 'node_modules'))

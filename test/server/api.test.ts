@@ -12,6 +12,7 @@ import { ScriptedModel, type ScriptStep } from '../../src/models/scripted.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import type { DatasetInfo, SessionDetail, SessionSummary } from '../../src/server/types.js'
 import { askOverSse, type SseEvent } from '../support/sse.js'
+import { waitFor } from '../support/wait.js'
 
 const SALES = resolve('examples/sales.csv')
 const provider = new LocalProvider({ poolSize: 0 })
@@ -33,7 +34,7 @@ async function start(script: ScriptStep[], options: { tokens?: string[]; maxUplo
     home,
     tokens: options.tokens ?? [],
     maxUploadBytes: options.maxUploadBytes,
-    sandbox: { provider },
+    provider,
     model: async () => ({ model, spec: 'scripted:test', provider: 'custom', modelId: 'test', mode: 'tools' }),
   })
   return { url: server.url, model }
@@ -103,7 +104,7 @@ describe('analyst serve', () => {
 
     const events = await askOverSse(url, id, 'Revenue by region?')
     const types = events.map((e) => e.event)
-    expect(types.slice(0, 2)).toEqual(['preparing', 'run-start'])
+    expect(types.slice(0, 3)).toEqual(['preparing', 'ready', 'run-start'])
     for (const type of ['step-start', 'code', 'stdout', 'result', 'artifact', 'step-end', 'answer'])
       expect(types).toContain(type)
     expect(types.at(-1)).toBe('done')
@@ -251,25 +252,38 @@ describe('analyst serve', () => {
     expect(detail.runs[1]?.steps[0]?.stdout).toBe('here\n')
   }, 90_000)
 
-  it('queues questions in one session', async () => {
+  it('queues questions in one session, in the order they came; data added meanwhile is there at once', async () => {
     const { url } = await start([
-      { code: 'import time\ntime.sleep(0.5)\norder = ["first"]' },
+      // The first question holds its turn until the test adds data/go.csv (after the second is waiting).
+      {
+        code: "import os, time\nprint('waiting', flush=True)\nwhile not os.path.exists('data/go.csv'):\n    time.sleep(0.05)\norder = ['first']",
+      },
       { text: 'First done.' },
       { code: 'order.append("second")\nprint(order)' },
       { text: 'Second done.' },
     ])
     const { id } = (await api<{ id: string }>(url, '/api/sessions', { method: 'POST', body: '{}' })).body
-    const [first, second] = await Promise.all([
-      askOverSse(url, id, 'One'),
-      new Promise((r) => setTimeout(r, 100)).then(() => askOverSse(url, id, 'Two')),
-    ])
+    let running = () => {}
+    const waiting = new Promise<void>((resolve) => {
+      running = resolve
+    })
+    const first = askOverSse(url, id, 'One', {}, (event) => {
+      if (event.event === 'stdout' && String(event.data.text).includes('waiting')) running()
+    })
+    await waiting
+    const second = askOverSse(url, id, 'Two')
+    // Both questions are in the service now: the second waits for its turn.
+    await waitFor(() => server?.service.busy === 2, { what: 'the second question to wait in line' })
+    expect((await upload(url, id, 'go.csv', 'go\n1\n')).status).toBe(201)
+    const [one, two] = await Promise.all([first, second])
     const runStart = (events: SseEvent[]) => events.find((event) => event.event === 'run-start')?.data
-    expect(runStart(first)).toMatchObject({ type: 'run-start', queued: false })
-    expect(runStart(second)).toMatchObject({ type: 'run-start', queued: true })
-    expect(done(second)?.answer).toBe('Second done.')
+    expect(runStart(one)).toMatchObject({ type: 'run-start', queued: false })
+    expect(runStart(two)).toMatchObject({ type: 'run-start', queued: true })
+    expect(done(one)?.answer).toBe('First done.')
+    expect(done(two)?.answer).toBe('Second done.')
     expect(
-      (done(second)?.steps as Array<{ execution: { logs: { stdout: string[] } } }> | undefined)?.[0]
-        ?.execution.logs.stdout,
+      (done(two)?.steps as Array<{ execution: { logs: { stdout: string[] } } }> | undefined)?.[0]?.execution
+        .logs.stdout,
     ).toEqual(["['first', 'second']\n"])
   }, 60_000)
 
@@ -279,7 +293,7 @@ describe('analyst serve', () => {
       port: 0,
       home,
       tokens: [],
-      sandbox: { provider },
+      provider,
       model: async () => {
         throw new Error('No model is configured')
       },

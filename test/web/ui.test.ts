@@ -60,7 +60,7 @@ describe.skipIf(!found)('web UI in Chromium', () => {
       home,
       model: async () => model,
       tokens: [TOKEN],
-      sandbox: { provider: new LocalProvider({ poolSize: 0 }) },
+      provider: new LocalProvider({ poolSize: 0 }),
     })
     context = await chromium.launchPersistentContext(profileDir, {
       executablePath: CHROMIUM,

@@ -1,14 +1,13 @@
 import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import pc from 'picocolors'
-import { type AnalystSession, type AskResult, openAnalysis } from '../../agent/index.js'
-import type { OpenedAnalysis } from '../../agent/open.js'
+import type { AskResult } from '../../agent/index.js'
+import { MissingDataError } from '../../errors.js'
 import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
 import { createProvider } from '../../providers.js'
-import { Recorder } from '../../store/recorder.js'
-import { loadHistory, type StoredHistory } from '../../store/resume.js'
-import { analystHome, Store } from '../../store/store.js'
+import { SessionService } from '../../session/index.js'
+import { analystHome, openStores } from '../../store/index.js'
 import { UsageError } from '../errors.js'
 import { OutputFolder } from '../outputs.js'
 import { AnalysisRenderer, imageName } from '../render.js'
@@ -72,130 +71,110 @@ async function chooseModel(options: AnalysisOptions): Promise<ModelChoice> {
 }
 
 export interface Analysis {
-  opened: OpenedAnalysis
-  session: AnalystSession
-  model: ModelChoice
+  sessionId: string
+  service: SessionService
   folder: OutputFolder
   /** Runs one question through the renderer; resolves to its result. */
   ask(question: string): Promise<AskResult>
   close(): Promise<void>
 }
 
-/** Model, data, sandbox, history and terminal view, ready for questions. */
+/**
+ * The session service over the history in ANALYST_HOME, one sandbox engine and the model, and the
+ * session to ask in (a stored one with --session, else a new one with the --data files).
+ */
 export async function startAnalysis(options: AnalysisOptions): Promise<Analysis> {
   const stdout = options.stdout ?? process.stdout
   const stderr = options.stderr ?? process.stderr
   const interactive = options.interactive ?? Boolean((stderr as NodeJS.WriteStream).isTTY)
-  const store = Store.open(analystHome(options.env))
-  try {
-    let history: StoredHistory | undefined
-    let sessionId: string | undefined
-    if (options.session) {
-      sessionId = store.resolveId(options.session)
-      if (!sessionId) {
-        throw new UsageError(
-          `No session ${options.session} in the history`,
-          'List sessions with: analyst history',
-        )
-      }
-      try {
-        history = loadHistory(store, sessionId)
-      } catch (error) {
-        throw new UsageError(
-          (error as Error).message,
-          'Pass the file again with --data, or start a new session.',
-        )
-      }
-    }
-    if (!history && options.data.length === 0) {
-      throw new UsageError(
-        'Give at least one data file with --data',
-        'Example: --data orders.csv (repeat --data for more files)',
-      )
-    }
-    const model = await chooseModel({ ...options, model: options.model ?? history?.model })
-    const data = [...(history?.data ?? []), ...options.data.map((path) => resolve(options.cwd, path))]
-    if (!options.json) {
-      const replaying = options.replay ? pc.yellow(' (recorded replies, replayed: no model is called)') : ''
-      const continuing = history
-        ? ` · continuing session ${sessionId} (re-running ${history.cells.length} cells)`
-        : ''
-      stderr.write(
-        pc.dim(
-          `Analyst · model ${model.spec}${replaying}${continuing} · preparing ${data.length} data file(s)…\n`,
-        ),
-      )
-    }
-    const opened = await openAnalysis({
-      model,
+  const home = analystHome(options.env)
+  const stores = await openStores(home, options.env)
+  const provider = await createProvider(options.sandbox, { env: options.env, poolSize: 0 }).catch(
+    async (error: unknown) => {
+      await stores.close()
+      throw error
+    },
+  )
+  const service = new SessionService({
+    history: stores.history,
+    blobs: stores.blobs,
+    provider,
+    sandbox: { isolation: options.isolation },
+    // Chosen below, before anything is recorded: a missing model fails first.
+    model: async () => model,
+    analyst: {
       mode: options.mode,
-      data,
       guard: options.guard,
       maxSteps: options.maxSteps,
       vision: options.vision,
       cellTimeoutMs: options.timeoutMs,
       stream: options.stream,
       nameImage: imageName,
-      sessionId,
-      history: history?.messages,
-      evidence: history?.evidence,
-      replay: history?.cells,
-      sandbox: {
-        provider: await createProvider(options.sandbox, { env: options.env, poolSize: 0 }),
-        isolation: options.isolation,
-      },
-    })
-    const session = opened.session
-    if (!history) store.createSession({ id: session.sessionId, title: 'New session', model: model.spec })
-    const known = new Set(store.datasets(session.sessionId).map((dataset) => dataset.name))
-    opened.profiles.forEach((profile) => {
-      if (!known.has(profile.name)) {
-        store.addDataset(session.sessionId, {
-          name: profile.name,
-          sourcePath: profile.path,
-          bytes: profile.bytes,
-          profile,
-        })
-      }
-    })
-    if (history && opened.replayed.failed > 0 && !options.json) {
-      stderr.write(
-        pc.yellow(
-          `${opened.replayed.failed} of ${opened.replayed.ran} earlier cells failed when re-run; some variables may be missing.\n`,
-        ),
+    },
+    cacheDir: join(home, 'cache'),
+    idleMs: 0,
+  })
+  let model: ModelChoice
+  const close = async () => {
+    await service.shutdown()
+    await provider.close?.()
+    await stores.close()
+  }
+  try {
+    let sessionId: string | undefined
+    if (options.session) {
+      sessionId = await service.resolveId(options.session).catch(() => {
+        throw new UsageError(
+          `No session ${options.session} in the history (or the prefix fits several)`,
+          'List sessions with: analyst history',
+        )
+      })
+    } else if (options.data.length === 0) {
+      throw new UsageError(
+        'Give at least one data file with --data',
+        'Example: --data orders.csv (repeat --data for more files)',
       )
     }
-    const recorder = new Recorder(store, session, opened.sandbox)
+    // A stored session keeps its model unless --model says otherwise.
+    const stored = sessionId ? (await service.getSession(sessionId)).model : undefined
+    model = await chooseModel({ ...options, model: options.model ?? stored })
+    sessionId ??= (await service.createSession()).id
+    if (options.data.length > 0) {
+      if (!options.json) stderr.write(pc.dim(`Analyst · reading ${options.data.length} data file(s)…\n`))
+      await service.addData(
+        sessionId,
+        options.data.map((path) => ({ path: resolve(options.cwd, path) })),
+      )
+    }
     const folder = new OutputFolder(
-      resolve(options.cwd, options.outputDir ?? join('analyst-output', session.sessionId)),
+      resolve(options.cwd, options.outputDir ?? join('analyst-output', sessionId)),
     )
     const ask = async (question: string): Promise<AskResult> => {
       const renderer = new AnalysisRenderer({
         stdout,
         stderr,
         folder,
-        sandbox: opened.sandbox,
+        readFile: (path) => service.readFile(sessionId, path),
         interactive,
         print: !options.json,
       })
-      if (store.summary(session.sessionId)?.title === 'New session') {
-        store.updateSession(session.sessionId, { title: question.slice(0, 120) })
-      }
-      recorder.start(question)
       let result: AskResult | undefined
       try {
-        for await (const event of session.ask(question)) {
-          await recorder.handle(event)
-          await renderer.handle(event)
-          if (event.type === 'done') result = event.result
+        const asking = service.ask(sessionId, question)
+        for (let next = await asking.next(); ; next = await asking.next()) {
+          if (next.done) {
+            result = next.value
+            break
+          }
+          await renderer.handle(next.value)
         }
       } catch (error) {
-        recorder.fail(error)
+        if (MissingDataError.isInstance(error))
+          throw new UsageError(error.message, 'Pass the file again with --data, or start a new session.')
         throw error
       } finally {
         renderer.close()
       }
-      if (!result) throw new Error('the analysis ended without a result')
       const artifacts = result.artifacts.map((artifact) => ({
         ...artifact,
         savedPath: renderer.saved.get(artifact.name),
@@ -204,13 +183,9 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
       if (options.json) stdout.write(`${JSON.stringify(withPaths)}\n`)
       return withPaths
     }
-    const close = async () => {
-      await opened.close()
-      store.close()
-    }
-    return { opened, session, model, folder, ask, close }
+    return { sessionId, service, folder, ask, close }
   } catch (error) {
-    store.close()
+    await close()
     throw error
   }
 }

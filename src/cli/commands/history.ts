@@ -1,8 +1,17 @@
 import { writeFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import pc from 'picocolors'
-import { EXPORT_FORMATS, type ExportFormat, exportSession } from '../../store/export/index.js'
-import { analystHome, Store } from '../../store/store.js'
+import { sessionDetail, sessionSummary } from '../../server/views.js'
+import { EXPORT_FORMATS, exportSession, isExportFormat } from '../../store/export/index.js'
+import {
+  analystHome,
+  loadSessionHistory,
+  loadSessionStats,
+  openStores,
+  type SessionHistory,
+  type Stores,
+  sessionStats,
+} from '../../store/index.js'
 import { UsageError } from '../errors.js'
 
 interface Common {
@@ -10,15 +19,17 @@ interface Common {
   stdout?: NodeJS.WritableStream
 }
 
-function open(options: Common): Store {
-  return Store.open(analystHome(options.env))
+function open(options: Common): Promise<Stores> {
+  return openStores(analystHome(options.env), options.env)
 }
 
-function find(store: Store, id: string): string {
-  const found = store.resolveId(id)
+/** The session a CLI argument (an id or a unique prefix of one) names, with all its records. */
+async function find(stores: Stores, prefix: string): Promise<SessionHistory> {
+  const id = await stores.history.resolveSessionId(prefix)
+  const found = id ? await loadSessionHistory(stores.history, id) : undefined
   if (!found)
     throw new UsageError(
-      `No session ${id} in the history (or the prefix fits several)`,
+      `No session ${prefix} in the history (or the prefix fits several)`,
       'List sessions with: analyst history',
     )
   return found
@@ -32,11 +43,14 @@ export interface HistoryOptions extends Common {
 /** `analyst history`: stored sessions, newest first. */
 export async function history(options: HistoryOptions): Promise<number> {
   const stdout = options.stdout ?? process.stdout
-  const store = open(options)
+  const stores = await open(options)
   try {
-    const sessions = store.listSessions({ limit: options.limit })
+    const sessions = (await stores.history.listSessions({ limit: options.limit })).map(sessionSummary)
     if (options.json) {
-      stdout.write(`${JSON.stringify(sessions.map((s) => ({ ...s, ...store.stats(s.id) })))}\n`)
+      const withStats = await Promise.all(
+        sessions.map(async (s) => ({ ...s, ...(await loadSessionStats(stores.history, s.id)) })),
+      )
+      stdout.write(`${JSON.stringify(withStats)}\n`)
       return 0
     }
     if (sessions.length === 0) {
@@ -52,7 +66,7 @@ export async function history(options: HistoryOptions): Promise<number> {
     }
     return 0
   } finally {
-    store.close()
+    await stores.close()
   }
 }
 
@@ -64,12 +78,14 @@ export interface ShowOptions extends Common {
 /** `analyst show SESSION`: its questions, steps and answers, with a summary. */
 export async function show(options: ShowOptions): Promise<number> {
   const stdout = options.stdout ?? process.stdout
-  const store = open(options)
+  const stores = await open(options)
   try {
-    const id = find(store, options.session)
-    const detail = store.detail(id, (name) => `artifact:${name}`)
-    const stats = store.stats(id)
-    if (!detail) throw new UsageError(`No session ${options.session}`)
+    const history = await find(stores, options.session)
+    const detail = sessionDetail(history, (name) => `artifact:${name}`)
+    const stats = sessionStats(
+      history.runs,
+      history.runs.flatMap((run) => run.steps),
+    )
     if (options.json) {
       stdout.write(`${JSON.stringify({ ...detail, summary: stats })}\n`)
       return 0
@@ -107,7 +123,7 @@ export async function show(options: ShowOptions): Promise<number> {
     )
     return 0
   } finally {
-    store.close()
+    await stores.close()
   }
 }
 
@@ -120,13 +136,13 @@ export interface ExportOptions extends Common {
 
 /** `analyst export SESSION --format ipynb|py|html [--out FILE]`; without --out, to stdout. */
 export async function exportCommand(options: ExportOptions): Promise<number> {
-  if (!EXPORT_FORMATS.includes(options.format as ExportFormat)) {
-    throw new UsageError(`Unknown format ${options.format}`, `Use one of: ${EXPORT_FORMATS.join(', ')}`)
+  const format = options.format
+  if (!isExportFormat(format)) {
+    throw new UsageError(`Unknown format ${format}`, `Use one of: ${EXPORT_FORMATS.join(', ')}`)
   }
-  const store = open(options)
+  const stores = await open(options)
   try {
-    const id = find(store, options.session)
-    const text = exportSession(store, id, options.format as ExportFormat) as string
+    const text = await exportSession(await find(stores, options.session), format, stores.blobs)
     if (options.out) {
       const path = resolve(options.cwd, options.out)
       await writeFile(path, text)
@@ -136,6 +152,6 @@ export async function exportCommand(options: ExportOptions): Promise<number> {
     }
     return 0
   } finally {
-    store.close()
+    await stores.close()
   }
 }

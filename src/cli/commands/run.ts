@@ -141,7 +141,9 @@ export async function run(options: RunOptions): Promise<number> {
       await Promise.all(saving)
       const artifacts = []
       for (const artifact of execution.artifacts) {
-        const savedPath = await folder.saveArtifact(sandbox, artifact).catch(() => undefined)
+        const savedPath = await folder
+          .saveArtifact(artifact, (path) => sandbox.files.read(path, { format: 'bytes' }))
+          .catch(() => undefined)
         artifacts.push({ ...artifact, savedPath })
         if (!options.json && savedPath)
           stdout.write(pc.cyan(`[file ${artifact.name} (${artifact.size} bytes) saved: ${savedPath}]\n`))

@@ -25,10 +25,10 @@ export async function serve(options: ServeOptions): Promise<number> {
   await new Promise<void>((resolve) => {
     const stop = async (signal: string) => {
       process.stderr.write(
-        pc.dim(`\n${signal}: finishing ${server.sessions.busy} question(s) in progress, then stopping…\n`),
+        pc.dim(`\n${signal}: finishing ${server.service.busy} question(s) in progress, then stopping…\n`),
       )
       const deadline = Date.now() + (options.graceMs ?? 20_000)
-      while (server.sessions.busy > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
+      while (server.service.busy > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
       await server.close()
       resolve()
     }

@@ -6,7 +6,7 @@
  */
 import hljs from 'highlight.js/lib/core'
 import python from 'highlight.js/lib/languages/python'
-import type { ResultView, SessionDetail } from '../../server/types.js'
+import type { HistoryStep, SessionHistory, StoredArtifact } from '../types.js'
 
 hljs.registerLanguage('python', python)
 
@@ -33,8 +33,11 @@ function table(data: Record<string, unknown[]>): string {
   return `<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>${more}`
 }
 
-function result(view: ResultView, image: (url: string) => Buffer | undefined): string {
-  const png = view.image ? image(view.image.url) : undefined
+function result(
+  view: HistoryStep['results'][number],
+  image: (artifact: StoredArtifact) => Buffer | undefined,
+): string {
+  const png = view.image ? image(view.image) : undefined
   if (png)
     return `<img alt="${escapeHtml(view.image?.name ?? 'chart')}" src="data:image/png;base64,${png.toString('base64')}">`
   if (view.data && Object.keys(view.data).length > 0) return table(view.data)
@@ -62,17 +65,21 @@ mark{background:#ffe58f}img{max-width:100%;border:1px solid #e3e6ec;border-radiu
 table{border-collapse:collapse;font-size:13px;margin:.5rem 0}th,td{border:1px solid #e3e6ec;padding:.25rem .5rem;text-align:right}th{background:#f6f8fa}
 .note{color:#5b6475;font-size:.85rem}.hljs-keyword,.hljs-built_in{color:#a626a4}.hljs-string{color:#50a14f}.hljs-comment{color:#a0a1a7;font-style:italic}.hljs-number{color:#986801}.hljs-title{color:#4078f2}`
 
-export function toHtml(detail: SessionDetail, image: (url: string) => Buffer | undefined): string {
+export function toHtml(
+  history: SessionHistory,
+  image: (artifact: StoredArtifact) => Buffer | undefined,
+): string {
+  const { session } = history
   const parts = [
     `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">`,
     `<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">`,
-    `<title>${escapeHtml(detail.title)}</title><style>${STYLE}</style></head><body>`,
-    `<h1>${escapeHtml(detail.title)}</h1>`,
-    `<p class="note">Analyst session ${escapeHtml(detail.id)}${detail.model ? ` · model ${escapeHtml(detail.model)}` : ''} · data: ${
-      detail.datasets.map((d) => `data/${escapeHtml(d.name)}`).join(', ') || 'none'
+    `<title>${escapeHtml(session.title)}</title><style>${STYLE}</style></head><body>`,
+    `<h1>${escapeHtml(session.title)}</h1>`,
+    `<p class="note">Analyst session ${escapeHtml(session.id)}${session.model ? ` · model ${escapeHtml(session.model)}` : ''} · data: ${
+      history.datasets.map((d) => `data/${escapeHtml(d.name)}`).join(', ') || 'none'
     }</p>`,
   ]
-  for (const run of detail.runs) {
+  for (const run of history.runs) {
     parts.push(`<h2>${escapeHtml(run.question)}</h2>`)
     for (const step of run.steps) {
       parts.push(`<div class="step"><h3>Step ${step.step}</h3>`)
@@ -89,8 +96,8 @@ export function toHtml(detail: SessionDetail, image: (url: string) => Buffer | u
         parts.push(
           `<pre class="err">${escapeHtml(step.error.traceback || `${step.error.name}: ${step.error.value}`)}</pre>`,
         )
-      if (step.artifacts.length)
-        parts.push(`<p class="note">Files: ${step.artifacts.map((a) => escapeHtml(a.name)).join(', ')}</p>`)
+      if (step.files.length)
+        parts.push(`<p class="note">Files: ${step.files.map((a) => escapeHtml(a.name)).join(', ')}</p>`)
       parts.push('</div>')
     }
     if (run.answer) {

@@ -1,10 +1,12 @@
 /**
  * Exports of a stored session: a Jupyter notebook, a Python script, a self-contained HTML report.
+ * They take the session's records; charts are read from the blob store first, as they are inlined.
  * @module
  */
-import type { Store } from '../store.js'
+import { buffer } from 'node:stream/consumers'
+import type { BlobStore, SessionHistory, StoredArtifact } from '../types.js'
 import { toHtml } from './html.js'
-import { fileReader, toNotebook } from './ipynb.js'
+import { toNotebook } from './ipynb.js'
 import { toScript } from './py.js'
 
 export const EXPORT_FORMATS = ['ipynb', 'py', 'html'] as const
@@ -16,26 +18,28 @@ export const EXPORT_TYPES: Record<ExportFormat, string> = {
   html: 'text/html; charset=utf-8',
 }
 
-/** The session in the format, or undefined when there is no such session (for this owner). */
-export function exportSession(
-  store: Store,
-  id: string,
+export function isExportFormat(format: string): format is ExportFormat {
+  return (EXPORT_FORMATS as readonly string[]).includes(format)
+}
+
+/** The session in the format. */
+export async function exportSession(
+  history: SessionHistory,
   format: ExportFormat,
-  owner?: string | null,
-): string | undefined {
-  const prefix = 'artifact:'
-  const detail = store.detail(id, (name) => `${prefix}${name}`, owner)
-  if (!detail) return undefined
-  const blobs = fileReader((url) => {
-    const artifact = url.startsWith(prefix) ? store.artifact(id, url.slice(prefix.length)) : undefined
-    return artifact?.path
-  })
-  switch (format) {
-    case 'ipynb':
-      return `${JSON.stringify(toNotebook(detail, blobs), null, 1)}\n`
-    case 'py':
-      return toScript(detail)
-    case 'html':
-      return toHtml(detail, blobs)
-  }
+  blobs: BlobStore,
+): Promise<string> {
+  if (format === 'py') return toScript(history)
+  const images = new Map<string, Buffer>()
+  for (const run of history.runs)
+    for (const step of run.steps)
+      for (const result of step.results) {
+        const sha256 = result.image?.sha256
+        if (!sha256 || images.has(sha256)) continue
+        const stream = await blobs.get(sha256)
+        if (stream) images.set(sha256, await buffer(stream))
+      }
+  const image = (artifact: StoredArtifact) => images.get(artifact.sha256)
+  return format === 'ipynb'
+    ? `${JSON.stringify(toNotebook(history, image), null, 1)}\n`
+    : toHtml(history, image)
 }

@@ -4,8 +4,7 @@
  * data/<name>: put the data files in a data/ folder next to the notebook.
  * @module
  */
-import { readFileSync } from 'node:fs'
-import type { SessionDetail } from '../../server/types.js'
+import type { SessionHistory, StoredArtifact } from '../types.js'
 
 type Source = string[]
 
@@ -14,19 +13,23 @@ function lines(text: string): Source {
   return text.match(/[^\n]*\n|[^\n]+$/g) ?? []
 }
 
-export function toNotebook(detail: SessionDetail, readBlob: (url: string) => Buffer | undefined): object {
+export function toNotebook(
+  history: SessionHistory,
+  image: (artifact: StoredArtifact) => Buffer | undefined,
+): object {
+  const { session } = history
   const cells: object[] = []
   let counter = 0
   const id = () => `cell-${++counter}`
   const markdown = (text: string) => ({ cell_type: 'markdown', id: id(), metadata: {}, source: lines(text) })
-  const files = detail.datasets.map((d) => `- \`data/${d.name}\``).join('\n')
+  const files = history.datasets.map((d) => `- \`data/${d.name}\``).join('\n')
   cells.push(
     markdown(
-      `# ${detail.title}\n\nAnalyst session \`${detail.id}\`. Data files (put them in a \`data/\` folder next to this notebook):\n\n${files || '- (none)'}\n`,
+      `# ${session.title}\n\nAnalyst session \`${session.id}\`. Data files (put them in a \`data/\` folder next to this notebook):\n\n${files || '- (none)'}\n`,
     ),
   )
   let executionCount = 0
-  for (const run of detail.runs) {
+  for (const run of history.runs) {
     cells.push(markdown(`## ${run.question}\n`))
     for (const step of run.steps) {
       if (step.violations?.length) {
@@ -45,11 +48,11 @@ export function toNotebook(detail: SessionDetail, readBlob: (url: string) => Buf
       for (const result of step.results) {
         const data: Record<string, unknown> = {}
         if (result.text !== undefined) data['text/plain'] = lines(result.text)
-        const image = result.image ? readBlob(result.image.url) : undefined
-        if (image) data['image/png'] = image.toString('base64')
+        const png = result.image ? image(result.image) : undefined
+        if (png) data['image/png'] = png.toString('base64')
         if (Object.keys(data).length === 0) continue
         outputs.push(
-          result.isMainResult && !image
+          result.isMainResult && !png
             ? { output_type: 'execute_result', execution_count: executionCount, data, metadata: {} }
             : { output_type: 'display_data', data, metadata: {} },
         )
@@ -86,20 +89,8 @@ export function toNotebook(detail: SessionDetail, readBlob: (url: string) => Buf
     metadata: {
       kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' },
       language_info: { name: 'python' },
-      analyst: { session: detail.id, model: detail.model ?? null },
+      analyst: { session: session.id, model: session.model ?? null },
     },
     cells,
-  }
-}
-
-/** Reads a blob by path; used with the store's blob paths. */
-export function fileReader(pathFor: (url: string) => string | undefined) {
-  return (url: string) => {
-    const path = pathFor(url)
-    try {
-      return path ? readFileSync(path) : undefined
-    } catch {
-      return undefined
-    }
   }
 }

@@ -3,7 +3,7 @@
  * order, with each question and answer as comments. It reads data/<name> like the sandbox did.
  * @module
  */
-import type { SessionDetail } from '../../server/types.js'
+import type { SessionHistory } from '../types.js'
 
 const comment = (text: string) =>
   text
@@ -11,13 +11,14 @@ const comment = (text: string) =>
     .map((line) => (line ? `# ${line}` : '#'))
     .join('\n')
 
-export function toScript(detail: SessionDetail): string {
+export function toScript(history: SessionHistory): string {
+  const { session } = history
   const parts = [
     '#!/usr/bin/env python3',
     comment(
-      `${detail.title}\nAnalyst session ${detail.id}. Re-runs the analysis: run it from a folder with the data in data/:`,
+      `${session.title}\nAnalyst session ${session.id}. Re-runs the analysis: run it from a folder with the data in data/:`,
     ),
-    comment(detail.datasets.map((d) => `  data/${d.name}`).join('\n') || '  (no data files)'),
+    comment(history.datasets.map((d) => `  data/${d.name}`).join('\n') || '  (no data files)'),
     '',
     'import matplotlib',
     "matplotlib.use('Agg')  # charts are saved by the code, not shown",
@@ -27,7 +28,7 @@ export function toScript(detail: SessionDetail): string {
     '    display = print',
     '',
   ]
-  for (const run of detail.runs) {
+  for (const run of history.runs) {
     parts.push(comment(`Question: ${run.question}`), '')
     for (const step of run.steps) {
       if (step.error || step.violations?.length) continue

@@ -1,0 +1,115 @@
+/**
+ * A session's data files: profiled as pandas will see them, kept as blobs (so any process that
+ * reaches the store can resume the session), and handed to a sandbox as host files.
+ * @module
+ */
+
+import { createWriteStream } from 'node:fs'
+import { mkdir, rename, rm, stat } from 'node:fs/promises'
+import { basename, join } from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import { type DatasetProfile, prepareForSandbox, profileFiles } from '../data/index.js'
+import { InvalidArgumentError, MissingDataError } from '../errors.js'
+import type { FindPython } from '../python.js'
+import type { BlobStore, StoredDataset } from '../store/index.js'
+
+export interface DataFileInput {
+  /** A file on this machine. */
+  path: string
+  /** Its name in the sandbox (`data/<name>`). @default the path's base name */
+  name?: string
+}
+
+/** Profiles the files; throws one clear error naming every file that cannot be read as data. */
+export async function profileInputs(
+  files: DataFileInput[],
+  options: { python?: FindPython; signal?: AbortSignal },
+): Promise<DatasetProfile[]> {
+  const profiles = await profileFiles(
+    files.map((file) => ({ path: file.path, name: file.name ?? basename(file.path) })),
+    options,
+  )
+  const failed = profiles.filter((profile) => profile.error)
+  if (failed.length > 0) {
+    throw new InvalidArgumentError(
+      failed.map((profile) => `${profile.name} cannot be read as data: ${profile.error}`).join('\n'),
+      { hint: 'Fix or leave out the files that cannot be read.' },
+    )
+  }
+  const names = profiles.map((profile) => profile.name)
+  const duplicate = names.find((name, index) => names.indexOf(name) !== index)
+  if (duplicate) {
+    throw new InvalidArgumentError(`Two data files would both be data/${duplicate} in the sandbox`, {
+      hint: 'Rename one of them.',
+    })
+  }
+  return profiles
+}
+
+/**
+ * A file on this machine with the blob's content: the blob store's own file when it keeps files,
+ * else a copy in `cacheDir` (made once).
+ */
+export async function materialize(
+  blobs: BlobStore,
+  sha256: string,
+  cacheDir: string,
+): Promise<string | undefined> {
+  const local = blobs.localPath?.(sha256)
+  if (local) return (await stat(local).catch(() => undefined)) ? local : undefined
+  const path = join(cacheDir, sha256)
+  if (await stat(path).catch(() => undefined)) return path
+  const stream = await blobs.get(sha256)
+  if (!stream) return undefined
+  await mkdir(cacheDir, { recursive: true, mode: 0o700 })
+  const partial = `${path}.${process.pid}.part`
+  try {
+    await pipeline(stream, createWriteStream(partial, { mode: 0o644 }))
+    await rename(partial, path)
+  } finally {
+    await rm(partial, { force: true })
+  }
+  return path
+}
+
+export interface SandboxDataFile {
+  /** The file to hand to the sandbox. */
+  path: string
+  name: string
+  profile: DatasetProfile
+}
+
+/**
+ * The stored datasets as host files a sandbox can take, their profiles pointing at them. Datasets
+ * recorded before blobs (only a host path) are moved into the blob store on the way, once.
+ */
+export async function sandboxFiles(
+  datasets: StoredDataset[],
+  context: {
+    blobs: BlobStore
+    cacheDir: string
+    python?: FindPython
+    signal?: AbortSignal
+    /** Called for a dataset whose content was just moved into the blob store. */
+    upgraded?: (dataset: StoredDataset) => Promise<void>
+  },
+): Promise<SandboxDataFile[]> {
+  const files: SandboxDataFile[] = []
+  for (const dataset of datasets) {
+    let sha256 = dataset.sha256
+    if (!sha256 && dataset.sourcePath && (await stat(dataset.sourcePath).catch(() => undefined))) {
+      sha256 = (await context.blobs.put({ path: dataset.sourcePath }, { signal: context.signal })).sha256
+      await context.upgraded?.({ ...dataset, sha256 })
+    }
+    const path = sha256 ? await materialize(context.blobs, sha256, context.cacheDir) : undefined
+    if (!path) {
+      throw new MissingDataError(`The data file ${dataset.name} of this session is no longer in the store`, {
+        hint: 'Add the file to the session again, or start a new session.',
+      })
+    }
+    const profile = { ...dataset.profile, path }
+    const prepared = await prepareForSandbox(profile, { signal: context.signal, python: context.python })
+    files.push({ path: prepared.hostPath, name: prepared.name, profile })
+  }
+  return files
+}

@@ -1,0 +1,10 @@
+/**
+ * The session service every door composes: sessions opened and resumed from the store, their
+ * data, their questions (recorded step by step), idle close and shutdown.
+ * @module
+ */
+export { type DataFileInput, materialize, profileInputs } from './datasets.js'
+export type { Replayed, ServiceEvent, SessionEvent } from './events.js'
+export { type AnalystSettings, LiveSession } from './live.js'
+export { Recorder } from './recorder.js'
+export { SessionService, type SessionServiceOptions, UNTITLED } from './service.js'

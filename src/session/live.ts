@@ -1,0 +1,132 @@
+/**
+ * A live session: a session whose sandbox and analyst are open in this process. Opened from the
+ * store alone: its data files from the blob store, its kernel's state rebuilt by re-running the
+ * cells that succeeded, the conversation as the model saw it.
+ * @module
+ */
+import type { ModelMessage } from 'ai'
+import { Analyst, type AnalystOptions } from '../agent/index.js'
+import { formatProfiles } from '../data/index.js'
+import { checkCode, warmUp } from '../guard/index.js'
+import type { CodeMode, ModelChoice } from '../models/index.js'
+import type { FindPython } from '../python.js'
+import { Sandbox, type SandboxCreateOptions, type SandboxProvider } from '../sandbox/index.js'
+import type { BlobStore, HistoryStore, StoredDataset } from '../store/index.js'
+import { type SandboxDataFile, sandboxFiles } from './datasets.js'
+import type { Replayed } from './events.js'
+
+/** How each session's analyst works: the agent's settings that a door chooses. */
+export type AnalystSettings = Partial<
+  Pick<
+    AnalystOptions,
+    'maxSteps' | 'vision' | 'cellTimeoutMs' | 'requestTimeoutMs' | 'maxRetries' | 'stream' | 'nameImage'
+  >
+> & {
+  /** Overrides the model's default mode. */
+  mode?: CodeMode
+  /** Apply the static guard to the model's code. @default true */
+  guard?: boolean
+}
+
+/** What opening a session needs: the stores, the one provider, and how sessions are set up. */
+export interface LiveContext {
+  history: HistoryStore
+  blobs: BlobStore
+  provider: SandboxProvider
+  sandbox: Omit<SandboxCreateOptions, 'data' | 'signal'>
+  analyst: AnalystSettings
+  python?: FindPython
+  cacheDir: string
+}
+
+export class LiveSession {
+  idleTimer: NodeJS.Timeout | undefined
+  private profiles: StoredDataset['profile'][]
+
+  private constructor(
+    readonly sessionId: string,
+    readonly sandbox: Sandbox,
+    readonly analyst: Analyst,
+    readonly model: ModelChoice,
+    readonly replayed: Replayed,
+    profiles: StoredDataset['profile'][],
+  ) {
+    this.profiles = profiles
+  }
+
+  /** Opens the session from the store: data, sandbox, replayed cells, conversation. */
+  static async open(
+    context: LiveContext,
+    sessionId: string,
+    model: ModelChoice,
+    signal?: AbortSignal,
+  ): Promise<LiveSession> {
+    const { history, analyst: settings } = context
+    const guard = settings.guard !== false
+    // The parser loads while the sandbox starts, not during the first step.
+    const guardReady = guard ? warmUp().catch(() => {}) : undefined
+    const [datasets, messages, steps] = await Promise.all([
+      history.datasets(sessionId),
+      history.messages(sessionId),
+      history.steps(sessionId),
+    ])
+    const files = await sandboxFiles(datasets, {
+      blobs: context.blobs,
+      cacheDir: context.cacheDir,
+      python: context.python,
+      signal,
+      upgraded: (dataset) => history.putDataset(sessionId, dataset),
+    })
+    const sandbox = await Sandbox.create({
+      ...context.sandbox,
+      provider: context.provider,
+      data: files.map((file) => ({ path: file.path, name: file.name })),
+      signal,
+    })
+    const replayed = { ran: 0, failed: 0 }
+    try {
+      for (const step of steps) {
+        if (!step.success) continue
+        const execution = await sandbox.runCode(step.code, { timeoutMs: 300_000, signal })
+        replayed.ran++
+        if (execution.error) replayed.failed++
+      }
+    } catch (error) {
+      await sandbox.kill()
+      throw error
+    }
+    const profiles = files.map((file) => file.profile)
+    const { guard: _guard, mode, ...agent } = settings
+    const analyst = new Analyst({
+      ...agent,
+      model: model.model,
+      modelName: model.spec,
+      mode: mode ?? model.mode,
+      sandbox,
+      sessionId,
+      dataDescription: formatProfiles(profiles),
+      history: messages as ModelMessage[],
+      evidence: steps.flatMap((step) => [step.stdout, ...step.results.map((result) => result.text ?? '')]),
+      // A sandbox with network may use it: the guard is told so.
+      check: guard
+        ? (code) => checkCode(code, { allowNetwork: context.sandbox.network === true })
+        : undefined,
+    })
+    await guardReady
+    return new LiveSession(sessionId, sandbox, analyst, model, replayed, profiles)
+  }
+
+  /** Files just added to the session: readable by its code now, and described in the next prompt. */
+  async addData(files: SandboxDataFile[]) {
+    for (const file of files) {
+      await this.sandbox.files.addData(file.path, file.name)
+      this.profiles = [...this.profiles.filter((p) => p.name !== file.name), file.profile]
+    }
+    this.analyst.setDataDescription(formatProfiles(this.profiles))
+  }
+
+  close(): Promise<void> {
+    clearTimeout(this.idleTimer)
+    return this.sandbox.kill()
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * Writes a run to the store as it happens: the question when it starts, each step when it ends
+ * (with its charts and files as blobs, and what the guard or the sandbox stopped, in one commit),
+ * the answer and the model's conversation when it is done, or why it ended without one.
+ * @module
+ */
+import type { AgentEvent, Analyst, AskResult, StepRecord } from '../agent/index.js'
+import type { Sandbox } from '../sandbox/index.js'
+import type { ArtifactInput, BlobStore, HistoryStore, StoredResult, StoredRun } from '../store/index.js'
+import { sandboxBlocks } from './blocked.js'
+
+/** The stored form of a step's results: text, table and chart data; images become artifacts. */
+function storedResults(record: StepRecord): {
+  results: StoredResult[]
+  images: Array<{ name: string; png: string }>
+} {
+  const results: StoredResult[] = []
+  const images: Array<{ name: string; png: string }> = []
+  for (const result of (record.execution?.results ?? []) as Array<Record<string, unknown>>) {
+    const png = typeof result.png === 'string' ? result.png : undefined
+    const stored: StoredResult = { isMainResult: Boolean(result.isMainResult) }
+    if (typeof result.text === 'string') stored.text = result.text
+    if (result.data && typeof result.data === 'object') stored.data = result.data as Record<string, unknown[]>
+    if (result.chart && typeof result.chart === 'object') stored.chart = result.chart
+    if (png) {
+      const name = record.images?.[images.length] ?? `step-${record.step}-chart-${images.length + 1}.png`
+      images.push({ name, png })
+      stored.image = name
+    }
+    results.push(stored)
+  }
+  return { results, images }
+}
+
+export class Recorder {
+  private messagesBefore: number
+
+  private constructor(
+    private readonly stores: { history: HistoryStore; blobs: BlobStore },
+    private readonly analyst: Analyst,
+    private readonly sandbox: Sandbox,
+    readonly run: StoredRun,
+  ) {
+    this.messagesBefore = analyst.messages.length
+  }
+
+  /** Records the question as a new run of the session; call just before asking it. */
+  static async start(
+    stores: { history: HistoryStore; blobs: BlobStore },
+    analyst: Analyst,
+    sandbox: Sandbox,
+    question: string,
+  ): Promise<Recorder> {
+    const run = await stores.history.startRun(analyst.sessionId, question)
+    return new Recorder(stores, analyst, sandbox, run)
+  }
+
+  private ended = false
+
+  async handle(event: AgentEvent) {
+    if (this.ended) return
+    if (event.type === 'step-end') await this.step(event.record)
+    if (event.type === 'done') await this.finish(event.result)
+  }
+
+  private async finish(result: AskResult) {
+    this.ended = true
+    await this.stores.history.finishRun(this.run.id, result)
+    await this.saveMessages()
+  }
+
+  private async saveMessages() {
+    await this.stores.history.appendMessages(
+      this.analyst.sessionId,
+      this.analyst.messages.slice(this.messagesBefore),
+    )
+  }
+
+  private async step(record: StepRecord) {
+    const { history, blobs } = this.stores
+    const { results, images } = storedResults(record)
+    const execution = record.execution
+    const artifacts: ArtifactInput[] = []
+    for (const image of images) {
+      const bytes = Buffer.from(image.png, 'base64')
+      const { sha256, size } = await blobs.put(bytes)
+      artifacts.push({ name: image.name, kind: 'image', mimeType: 'image/png', size, sha256 })
+    }
+    for (const artifact of record.artifacts) {
+      const bytes = await this.sandbox.files.read(artifact.name, { format: 'bytes' }).catch(() => undefined)
+      if (!bytes) continue // removed again by a later cell: nothing to keep
+      const { sha256, size } = await blobs.put(bytes)
+      artifacts.push({ name: artifact.name, kind: 'file', mimeType: artifact.mimeType, size, sha256 })
+    }
+    const stderr = execution?.logs.stderr.join('') ?? ''
+    await history.commitStep({
+      runId: this.run.id,
+      sessionId: this.analyst.sessionId,
+      step: {
+        step: record.step,
+        code: record.code,
+        text: record.text,
+        stdout: execution?.logs.stdout.join('') ?? '',
+        stderr,
+        error: execution?.error,
+        results,
+        violations: record.violations,
+        durationMs: record.durationMs,
+        usage: record.usage,
+      },
+      artifacts,
+      blocked: [
+        ...(record.violations ?? []).map((v) => ({
+          source: 'guard' as const,
+          rule: v.rule,
+          message: v.message,
+        })),
+        ...sandboxBlocks(execution?.error, stderr).map((block) => ({ source: 'sandbox' as const, ...block })),
+      ],
+    })
+  }
+
+  /** The question ended without an answer: an error, a cancellation, a crash. */
+  async fail(error: unknown, status: 'failed' | 'interrupted' = 'failed') {
+    if (this.ended) return
+    this.ended = true
+    await this.stores.history.failRun(
+      this.run.id,
+      error instanceof Error ? error.message : String(error),
+      status,
+    )
+    // Keep the conversation valid for a later question: what the model saw, minus a dangling turn.
+    await this.saveMessages()
+  }
+}

@@ -1,0 +1,307 @@
+/**
+ * What every store must do, as one suite each implementation runs (SQLite now, PostgreSQL next):
+ * `describeStoreConformance({ name, open })`. Records go in and come back as they went in; owners
+ * are kept apart; a step commits with its artifacts and blocked attempts; blobs are stored once.
+ */
+import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Readable } from 'node:stream'
+import { buffer } from 'node:stream/consumers'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { exportSession } from './export/index.js'
+import { loadSessionHistory, loadSessionStats } from './history.js'
+import type { BlobStore, HistoryStore } from './types.js'
+
+export interface OpenedStores {
+  history: HistoryStore
+  blobs: BlobStore
+  close(): Promise<void>
+}
+
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+)
+const usage = { inputTokens: 10, outputTokens: 5, totalTokens: 15 }
+const profile = {
+  path: '/x/sales.csv',
+  name: 'sales.csv',
+  format: 'csv',
+  bytes: 10,
+  rows: 2,
+  columns: [],
+  sampleRows: [],
+  warnings: [],
+  readCall: "pd.read_csv('data/sales.csv')",
+} as never
+
+export function describeStoreConformance(options: { name: string; open: () => Promise<OpenedStores> }) {
+  describe(`store conformance: ${options.name}`, () => {
+    let stores: OpenedStores
+    let history: HistoryStore
+    let blobs: BlobStore
+    beforeEach(async () => {
+      stores = await options.open()
+      history = stores.history
+      blobs = stores.blobs
+    })
+    afterEach(async () => {
+      await stores.close()
+    })
+
+    /** A session with one question: a step with a chart and a file, a failed step, an answer. */
+    async function seed(owner: string | null = null): Promise<string> {
+      const session = await history.createSession({ title: 'Sales', owner, model: 'scripted:x' })
+      const data = await blobs.put(Buffer.from('a,b\n1,2\n'))
+      await history.putDataset(session.id, {
+        name: 'sales.csv',
+        bytes: data.size,
+        sha256: data.sha256,
+        profile,
+      })
+      const run = await history.startRun(session.id, 'What is the total?')
+      const chart = await blobs.put(PNG)
+      const file = await blobs.put(Readable.from([Buffer.from('a\n'), Buffer.from('1\n')]))
+      await history.commitStep({
+        runId: run.id,
+        sessionId: session.id,
+        step: {
+          step: 1,
+          code: "print('total', 42)\n2 + 2",
+          text: 'Adding up.',
+          stdout: 'total 42\n',
+          stderr: '',
+          results: [
+            { isMainResult: true, text: '4' },
+            { isMainResult: false, image: 'step-1-chart-1.png', chart: { type: 'bar', elements: [] } },
+          ],
+          durationMs: 12,
+          usage,
+        },
+        artifacts: [
+          { name: 'step-1-chart-1.png', kind: 'image', mimeType: 'image/png', ...chart },
+          { name: 'out.csv', kind: 'file', mimeType: 'text/csv', ...file },
+        ],
+        blocked: [],
+      })
+      await history.commitStep({
+        runId: run.id,
+        sessionId: session.id,
+        step: {
+          step: 2,
+          code: 'boom',
+          stdout: '<script>alert(1)</script>\n',
+          stderr: '',
+          error: { name: 'NameError', value: "name 'boom' is not defined", traceback: 'Traceback…' },
+          results: [],
+          durationMs: 3,
+        },
+        artifacts: [],
+        blocked: [{ source: 'sandbox', rule: 'network', message: 'ConnectionRefusedError' }],
+      })
+      await history.finishRun(run.id, {
+        answer: 'The total is 42 (and 99).',
+        incomplete: false,
+        unsupportedNumbers: ['99'],
+        usage,
+      })
+      await history.appendMessages(session.id, [
+        { role: 'user', content: 'What is the total?' },
+        { role: 'assistant', content: 'The total is 42.' },
+      ])
+      return session.id
+    }
+
+    it('records a session with its data, runs, steps, artifacts, blocked attempts and messages', async () => {
+      const id = await seed()
+      const loaded = await loadSessionHistory(history, id)
+      expect(loaded?.session).toMatchObject({
+        title: 'Sales',
+        model: 'scripted:x',
+        status: 'idle',
+        questions: 1,
+      })
+      expect(loaded?.datasets).toMatchObject([
+        { name: 'sales.csv', bytes: 8, profile: { readCall: expect.any(String) } },
+      ])
+      const run = loaded?.runs[0]
+      expect([run?.seq, run?.status, run?.answer, run?.unsupportedNumbers, run?.usage.totalTokens]).toEqual([
+        1,
+        'done',
+        'The total is 42 (and 99).',
+        ['99'],
+        15,
+      ])
+      expect(run?.steps.map((s) => [s.step, s.text, s.error?.name, s.success])).toEqual([
+        [1, 'Adding up.', undefined, true],
+        [2, undefined, 'NameError', false],
+      ])
+      const first = run?.steps[0]
+      expect(first?.results[1]).toMatchObject({
+        chart: { type: 'bar' },
+        image: { name: 'step-1-chart-1.png', kind: 'image', size: PNG.length, mimeType: 'image/png' },
+      })
+      expect(first?.files.map((a) => [a.name, a.size])).toEqual([['out.csv', 4]])
+      expect(loaded?.blocked).toMatchObject([{ question: 1, step: 2, source: 'sandbox', rule: 'network' }])
+      expect(await history.messages(id)).toEqual([
+        { role: 'user', content: 'What is the total?' },
+        { role: 'assistant', content: 'The total is 42.' },
+      ])
+      expect(await loadSessionStats(history, id)).toMatchObject({
+        questions: 1,
+        executions: 2,
+        successful: 1,
+        failed: 1,
+        successRate: 0.5,
+        totalDurationMs: 15,
+      })
+    })
+
+    it('keeps a replaced dataset once, under its name', async () => {
+      const id = await seed()
+      const other = await blobs.put(Buffer.from('a,b\n3,4\n5,6\n'))
+      await history.putDataset(id, { name: 'sales.csv', bytes: other.size, sha256: other.sha256, profile })
+      expect((await history.datasets(id)).map((d) => [d.name, d.sha256])).toEqual([
+        ['sales.csv', other.sha256],
+      ])
+    })
+
+    it('stores equal content once, and streams it back', async () => {
+      const a = await blobs.put(Buffer.from('same content'))
+      const b = await blobs.put(Readable.from([Buffer.from('same '), Buffer.from('content')]))
+      expect(b).toEqual(a)
+      expect(a.sha256).toBe(createHash('sha256').update('same content').digest('hex'))
+      expect((await buffer((await blobs.get(a.sha256)) as Readable)).toString()).toBe('same content')
+      expect(await blobs.stat(a.sha256)).toEqual({ sha256: a.sha256, size: 12 })
+      expect(await blobs.get('0'.repeat(64))).toBeUndefined()
+      expect(await blobs.stat('not a hash')).toBeUndefined()
+    })
+
+    it('refuses a blob over the size limit, and keeps nothing of it', async () => {
+      const big = Buffer.alloc(1024, 7)
+      await expect(blobs.put(big, { maxBytes: 100 })).rejects.toMatchObject({ status: 413 })
+      const stored = await blobs.put(big)
+      expect(stored.size).toBe(1024)
+    })
+
+    it('keeps sessions apart by owner, and finds them by id prefix', async () => {
+      const mine = await seed('owner-a')
+      const theirs = await seed('owner-b')
+      expect((await history.listSessions({ owner: 'owner-a' })).map((s) => s.id)).toEqual([mine])
+      expect(await history.getSession(theirs, 'owner-a')).toBeUndefined()
+      expect(await loadSessionHistory(history, theirs, 'owner-a')).toBeUndefined()
+      expect(await history.resolveSessionId(mine.slice(0, 8))).toBe(mine)
+      expect(await history.resolveSessionId(mine.slice(0, 8), 'owner-b')).toBeUndefined()
+      expect(await history.resolveSessionId('')).toBeUndefined() // fits both
+      expect((await history.listSessions()).length).toBe(2)
+    })
+
+    it('lists sessions newest first, with their number of questions', async () => {
+      const older = await history.createSession({ title: 'older' })
+      const newer = await seed()
+      await history.updateSession(older.id, { title: 'renamed' })
+      const listed = await history.listSessions()
+      expect(listed.map((s) => [s.title, s.questions])).toEqual([
+        ['renamed', 0],
+        ['Sales', 1],
+      ])
+      expect(listed.map((s) => s.id)).toEqual([older.id, newer])
+    })
+
+    it('marks what was running as interrupted, and a failed run as failed', async () => {
+      const session = await history.createSession({ title: 't' })
+      const cut = await history.startRun(session.id, 'q1')
+      expect((await history.getSession(session.id))?.status).toBe('running')
+      expect(await history.markInterrupted()).toBe(1)
+      expect((await history.getSession(session.id))?.status).toBe('interrupted')
+      const failing = await history.startRun(session.id, 'q2')
+      expect(failing.seq).toBe(2)
+      await history.failRun(failing.id, 'the model is down')
+      const runs = await history.runs(session.id)
+      expect(runs.map((r) => [r.id, r.status, r.error])).toEqual([
+        [cut.id, 'interrupted', 'The server stopped while this question was being answered.'],
+        [failing.id, 'failed', 'the model is down'],
+      ])
+      expect((await history.getSession(session.id))?.status).toBe('idle')
+    })
+
+    it('keeps long output up to its limit, with a note of what was cut', async () => {
+      const session = await history.createSession({ title: 't' })
+      const run = await history.startRun(session.id, 'q')
+      await history.commitStep({
+        runId: run.id,
+        sessionId: session.id,
+        step: { step: 1, code: 'x', stdout: 'y'.repeat(200_000), stderr: '', results: [], durationMs: 1 },
+        artifacts: [],
+        blocked: [],
+      })
+      const [step] = await history.steps(session.id)
+      expect(step?.stdout.length).toBeLessThan(70_000)
+      expect(step?.stdout).toMatch(/more characters not kept\]$/)
+    })
+
+    it('deletes a session with everything that belongs to it', async () => {
+      const id = await seed()
+      const keep = await seed()
+      await history.deleteSession(id)
+      expect(await history.getSession(id)).toBeUndefined()
+      expect(await history.steps(id)).toEqual([])
+      expect(await history.artifacts(id)).toEqual([])
+      expect(await history.messages(id)).toEqual([])
+      expect(await history.blocked(id)).toEqual([])
+      expect((await history.steps(keep)).length).toBe(2)
+    })
+
+    describe('exports', () => {
+      let dir: string
+      beforeEach(() => {
+        dir = mkdtempSync(join(tmpdir(), 'analyst-export-'))
+      })
+      afterEach(() => rmSync(dir, { recursive: true, force: true }))
+      const load = async (id: string) => {
+        const loaded = await loadSessionHistory(history, id)
+        if (!loaded) throw new Error('no session')
+        return loaded
+      }
+
+      it('writes a notebook that nbformat validates, with outputs, charts and errors', async () => {
+        const path = join(dir, 'session.ipynb')
+        writeFileSync(path, await exportSession(await load(await seed()), 'ipynb', blobs))
+        const check = `import nbformat, sys, json
+nb = nbformat.read(sys.argv[1], as_version=4)
+nbformat.validate(nb)
+code = [c for c in nb.cells if c.cell_type == 'code']
+print(json.dumps([[o.output_type for o in c.outputs] for c in code]))`
+        const outputs = JSON.parse(
+          execFileSync('/usr/bin/python3', ['-c', check, path], { encoding: 'utf8' }),
+        )
+        expect(outputs).toEqual([
+          ['stream', 'execute_result', 'display_data'],
+          ['stream', 'error'],
+        ])
+      })
+
+      it('writes a script with the cells that succeeded, and the answers as comments', async () => {
+        const script = await exportSession(await load(await seed()), 'py', blobs)
+        expect(script).toContain("print('total', 42)")
+        expect(script).not.toContain('boom')
+        expect(script).toContain('# Answer: The total is 42 (and 99).')
+        execFileSync('/usr/bin/python3', ['-c', 'import ast, sys; ast.parse(sys.stdin.read())'], {
+          input: script,
+        })
+      })
+
+      it('writes a self-contained report that escapes what the code printed and marks unsupported numbers', async () => {
+        const html = await exportSession(await load(await seed()), 'html', blobs)
+        expect(html).not.toContain('<script>')
+        expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
+        expect(html).toContain('<mark title="not found in any output of the code">99</mark>')
+        expect(html).toContain(`src="data:image/png;base64,${PNG.toString('base64')}"`)
+        expect(html).not.toMatch(/(src|href)="https?:/)
+      })
+    })
+  })
+}

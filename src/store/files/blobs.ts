@@ -1,0 +1,88 @@
+/**
+ * Blobs as files in a folder (ANALYST_HOME/blobs, or a shared ANALYST_BLOB_DIR): `ab/abcdef…`,
+ * named by their SHA-256. A blob is written to a temporary file while it is hashed, then renamed
+ * into place, so a reader never sees half a blob and two writers of the same content agree.
+ * @module
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { createReadStream, createWriteStream } from 'node:fs'
+import { mkdir, rename, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Readable, Transform } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { TooLargeError } from '../../errors.js'
+import type { BlobInfo, BlobSource, BlobStore } from '../types.js'
+
+const SHA256 = /^[0-9a-f]{64}$/
+
+function toStream(source: BlobSource): Readable {
+  if (source instanceof Uint8Array) return Readable.from([source])
+  if ('path' in source && typeof source.path === 'string' && !(source instanceof Readable))
+    return createReadStream(source.path)
+  return source instanceof Readable ? source : Readable.from(source as AsyncIterable<Uint8Array>)
+}
+
+export class FileBlobStore implements BlobStore {
+  readonly specificationVersion = 'v1'
+  readonly provider = 'files'
+
+  constructor(readonly dir: string) {}
+
+  localPath(sha256: string): string | undefined {
+    return SHA256.test(sha256) ? join(this.dir, sha256.slice(0, 2), sha256) : undefined
+  }
+
+  async put(
+    source: BlobSource,
+    options: { maxBytes?: number; signal?: AbortSignal } = {},
+  ): Promise<BlobInfo> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 })
+    const temporary = join(this.dir, `.${randomBytes(8).toString('hex')}.part`)
+    const hash = createHash('sha256')
+    let size = 0
+    const measure = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        size += chunk.length
+        if (options.maxBytes !== undefined && size > options.maxBytes) {
+          done(
+            new TooLargeError(`The file is larger than the limit of ${options.maxBytes} bytes`, {
+              hint: 'Use a smaller file.',
+            }),
+          )
+          return
+        }
+        hash.update(chunk)
+        done(null, chunk)
+      },
+    })
+    try {
+      await pipeline(toStream(source), measure, createWriteStream(temporary, { mode: 0o644 }), {
+        signal: options.signal,
+      })
+      const sha256 = hash.digest('hex')
+      const path = this.localPath(sha256) as string
+      await mkdir(join(this.dir, sha256.slice(0, 2)), { recursive: true })
+      await rename(temporary, path) // the same content under the same name: replacing it changes nothing
+      return { sha256, size }
+    } finally {
+      await rm(temporary, { force: true })
+    }
+  }
+
+  async get(sha256: string): Promise<Readable | undefined> {
+    const path = this.localPath(sha256)
+    if (!path || !(await this.stat(sha256))) return undefined
+    return createReadStream(path)
+  }
+
+  async stat(sha256: string): Promise<BlobInfo | undefined> {
+    const path = this.localPath(sha256)
+    if (!path) return undefined
+    try {
+      const info = await stat(path)
+      return info.isFile() ? { sha256, size: info.size } : undefined
+    } catch {
+      return undefined
+    }
+  }
+}

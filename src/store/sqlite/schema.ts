@@ -1,0 +1,260 @@
+/**
+ * The tables, as Kysely sees them, and the numbered migrations that make them. Written with
+ * Kysely's schema builder so that another dialect (PostgreSQL) can run the same list; the few
+ * differences are asked of `Dialect`.
+ * @module
+ */
+import { type ColumnType, type Generated, type Kysely, sql } from 'kysely'
+
+export interface SessionsTable {
+  id: string
+  title: string
+  owner: string | null
+  model: string | null
+  status: string
+  created_at: string
+  updated_at: string
+}
+
+export interface DatasetsTable {
+  id: Generated<number>
+  session_id: string
+  name: string
+  /** '' for datasets with no host path (uploads, and every dataset since blobs). */
+  source_path: string
+  bytes: number
+  profile: string
+  created_at: string
+  /** Since migration 3: the blob of the content. */
+  sha256: string | null
+}
+
+export interface RunsTable {
+  id: string
+  session_id: string
+  seq: number
+  question: string
+  answer: string | null
+  incomplete: ColumnType<number, number | undefined, number>
+  unsupported: ColumnType<string, string | undefined, string>
+  status: string
+  error: string | null
+  input_tokens: ColumnType<number, number | undefined, number>
+  output_tokens: ColumnType<number, number | undefined, number>
+  total_tokens: ColumnType<number, number | undefined, number>
+  started_at: string
+  finished_at: string | null
+}
+
+export interface StepsTable {
+  id: Generated<number>
+  run_id: string
+  session_id: string
+  step: number
+  code: string
+  stdout: string
+  stderr: string
+  error: string | null
+  results: string
+  violations: string | null
+  success: number
+  duration_ms: number
+  input_tokens: ColumnType<number, number | undefined, number>
+  output_tokens: ColumnType<number, number | undefined, number>
+  created_at: string
+  /** Since migration 2: the model's words around the code. */
+  prose: string | null
+}
+
+export interface ArtifactsTable {
+  id: Generated<number>
+  session_id: string
+  step_id: number | null
+  name: string
+  kind: string
+  size: number
+  mime_type: string
+  sha256: string
+  created_at: string
+}
+
+export interface MessagesTable {
+  session_id: string
+  seq: number
+  message: string
+}
+
+export interface BlockedTable {
+  id: Generated<number>
+  session_id: string
+  step_id: number | null
+  source: string
+  rule: string
+  message: string
+  created_at: string
+}
+
+export interface Database {
+  sessions: SessionsTable
+  datasets: DatasetsTable
+  runs: RunsTable
+  steps: StepsTable
+  artifacts: ArtifactsTable
+  messages: MessagesTable
+  blocked: BlockedTable
+}
+
+/** What differs between dialects in the migrations. */
+export interface Dialect {
+  /** The column type of an auto-incremented integer key (SQLite `integer`, PostgreSQL `serial`). */
+  serial: 'integer' | 'serial'
+}
+
+type Migration = (db: Kysely<any>, dialect: Dialect) => Promise<void>
+
+/** Each entry upgrades the schema by one version. Never edit a shipped entry: add a new one. */
+export const MIGRATIONS: Migration[] = [
+  // 1: sessions, their data, runs, steps, artifacts and the model's conversation.
+  async (db, dialect) => {
+    const key = (name: string) => (c: any) =>
+      dialect.serial === 'integer' ? c.primaryKey().autoIncrement() : c.primaryKey()
+    const session = (c: any) => c.notNull().references('sessions.id').onDelete('cascade')
+    await db.schema
+      .createTable('sessions')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('title', 'text', (c) => c.notNull())
+      .addColumn('owner', 'text')
+      .addColumn('model', 'text')
+      .addColumn('status', 'text', (c) => c.notNull().defaultTo('idle'))
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .addColumn('updated_at', 'text', (c) => c.notNull())
+      .execute()
+    await db.schema.createIndex('sessions_owner').on('sessions').columns(['owner', 'updated_at']).execute()
+    await db.schema
+      .createTable('datasets')
+      .addColumn('id', dialect.serial, key('id'))
+      .addColumn('session_id', 'text', session)
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('source_path', 'text', (c) => c.notNull())
+      .addColumn('bytes', 'integer', (c) => c.notNull())
+      .addColumn('profile', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .addUniqueConstraint('datasets_session_name', ['session_id', 'name'])
+      .execute()
+    await db.schema
+      .createTable('runs')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('session_id', 'text', session)
+      .addColumn('seq', 'integer', (c) => c.notNull())
+      .addColumn('question', 'text', (c) => c.notNull())
+      .addColumn('answer', 'text')
+      .addColumn('incomplete', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('unsupported', 'text', (c) => c.notNull().defaultTo('[]'))
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('error', 'text')
+      .addColumn('input_tokens', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('output_tokens', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('total_tokens', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('started_at', 'text', (c) => c.notNull())
+      .addColumn('finished_at', 'text')
+      .execute()
+    await db.schema.createIndex('runs_session').on('runs').columns(['session_id', 'seq']).execute()
+    await db.schema
+      .createTable('steps')
+      .addColumn('id', dialect.serial, key('id'))
+      .addColumn('run_id', 'text', (c) => c.notNull().references('runs.id').onDelete('cascade'))
+      .addColumn('session_id', 'text', session)
+      .addColumn('step', 'integer', (c) => c.notNull())
+      .addColumn('code', 'text', (c) => c.notNull())
+      .addColumn('stdout', 'text', (c) => c.notNull())
+      .addColumn('stderr', 'text', (c) => c.notNull())
+      .addColumn('error', 'text')
+      .addColumn('results', 'text', (c) => c.notNull())
+      .addColumn('violations', 'text')
+      .addColumn('success', 'integer', (c) => c.notNull())
+      .addColumn('duration_ms', 'integer', (c) => c.notNull())
+      .addColumn('input_tokens', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('output_tokens', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .execute()
+    await db.schema.createIndex('steps_session').on('steps').columns(['session_id', 'id']).execute()
+    await db.schema
+      .createTable('artifacts')
+      .addColumn('id', dialect.serial, key('id'))
+      .addColumn('session_id', 'text', session)
+      .addColumn('step_id', 'integer', (c) => c.references('steps.id').onDelete('cascade'))
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('kind', 'text', (c) => c.notNull())
+      .addColumn('size', 'integer', (c) => c.notNull())
+      .addColumn('mime_type', 'text', (c) => c.notNull())
+      .addColumn('sha256', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .execute()
+    await db.schema
+      .createIndex('artifacts_session')
+      .on('artifacts')
+      .columns(['session_id', 'name', 'id'])
+      .execute()
+    await db.schema
+      .createTable('messages')
+      .addColumn('session_id', 'text', session)
+      .addColumn('seq', 'integer', (c) => c.notNull())
+      .addColumn('message', 'text', (c) => c.notNull())
+      .addPrimaryKeyConstraint('messages_pk', ['session_id', 'seq'])
+      .execute()
+  },
+  // 2: attempts the guard or the sandbox stopped, for operators to review; the model's words per step.
+  async (db, dialect) => {
+    await db.schema
+      .createTable('blocked')
+      .addColumn('id', dialect.serial, (c) =>
+        dialect.serial === 'integer' ? c.primaryKey().autoIncrement() : c.primaryKey(),
+      )
+      .addColumn('session_id', 'text', (c) => c.notNull().references('sessions.id').onDelete('cascade'))
+      .addColumn('step_id', 'integer', (c) => c.references('steps.id').onDelete('cascade'))
+      .addColumn('source', 'text', (c) => c.notNull())
+      .addColumn('rule', 'text', (c) => c.notNull())
+      .addColumn('message', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .execute()
+    await db.schema.createIndex('blocked_session').on('blocked').columns(['session_id', 'id']).execute()
+    await db.schema.alterTable('steps').addColumn('prose', 'text').execute()
+  },
+  // 3: a dataset's content is a blob, so a session resumes from the store alone.
+  async (db) => {
+    await db.schema.alterTable('datasets').addColumn('sha256', 'text').execute()
+  },
+]
+
+export const SCHEMA_VERSION = MIGRATIONS.length
+
+/** Applies the migrations after `current`, each in its own transaction with its new version. */
+export async function migrate(
+  db: Kysely<Database>,
+  dialect: Dialect,
+  version: { read(db: Kysely<any>): Promise<number>; write(db: Kysely<any>, version: number): Promise<void> },
+): Promise<void> {
+  const current = await version.read(db)
+  if (current > MIGRATIONS.length) {
+    throw new Error(
+      `The history database is newer (schema ${current}) than this Analyst knows (${MIGRATIONS.length}); upgrade Analyst.`,
+    )
+  }
+  for (let next = current; next < MIGRATIONS.length; next++) {
+    await db.transaction().execute(async (trx) => {
+      await (MIGRATIONS[next] as Migration)(trx, dialect)
+      await version.write(trx, next + 1)
+    })
+  }
+}
+
+/** SQLite keeps the schema's version in PRAGMA user_version (as Analyst always has). */
+export const sqliteVersion = {
+  async read(db: Kysely<any>): Promise<number> {
+    const { rows } = await sql<{ user_version: number }>`PRAGMA user_version`.execute(db)
+    return rows[0]?.user_version ?? 0
+  },
+  async write(db: Kysely<any>, version: number): Promise<void> {
+    await sql.raw(`PRAGMA user_version = ${Number(version)}`).execute(db)
+  },
+}

@@ -1,0 +1,251 @@
+/**
+ * The store's specification: what every implementation (SQLite now, PostgreSQL next) keeps and
+ * gives back, in the spirit of the AI SDK's provider spec. Two seams:
+ *
+ * - `HistoryStore`: sessions, their datasets, runs (one per question), steps, artifacts, blocked
+ *   attempts and the conversation as the model saw it. Async, so a networked database fits.
+ * - `BlobStore`: file contents (uploads, data files, charts, files the code saved), addressed by
+ *   their SHA-256 and streamed in and out, never held whole in memory.
+ *
+ * The record types are the store's own: the HTTP API builds its views from them (src/server), the
+ * exports read them (src/store/export). Nothing here knows HTTP.
+ * @module
+ */
+import type { Readable } from 'node:stream'
+import type { DatasetProfile } from '../data/index.js'
+
+export interface TokenUsage {
+  inputTokens: number
+  outputTokens: number
+  totalTokens: number
+}
+
+/** A rule the guard applied (the agent's `Violation`, kept as data). */
+export interface ViolationRecord {
+  rule: string
+  line: number
+  column: number
+  message: string
+}
+
+export type SessionStatus = 'idle' | 'running' | 'interrupted'
+export type RunStatus = 'running' | 'done' | 'failed' | 'interrupted'
+
+/** A session: a conversation about some data. */
+export interface StoredSession {
+  id: string
+  title: string
+  /** Who may see it (a hash of the token that made it); null: everyone on this machine. */
+  owner: string | null
+  /** The model spec it was last asked with. */
+  model?: string
+  status: SessionStatus
+  /** ISO 8601. */
+  createdAt: string
+  updatedAt: string
+  /** Questions asked so far. */
+  questions: number
+}
+
+/** A data file of a session: its content is a blob, readable by code at `data/<name>`. */
+export interface StoredDataset {
+  name: string
+  bytes: number
+  /** The blob with the file's content; absent only for datasets recorded before blobs (see `sourcePath`). */
+  sha256?: string
+  /** Where the file was on the host when it was added (older records: the only copy). */
+  sourcePath?: string
+  profile: DatasetProfile
+  createdAt: string
+}
+
+/** A run: the handling of one question, from the question to its answer. */
+export interface StoredRun {
+  id: string
+  sessionId: string
+  /** 1, 2, 3… within the session. */
+  seq: number
+  question: string
+  answer?: string
+  incomplete: boolean
+  unsupportedNumbers: string[]
+  status: RunStatus
+  /** Why a failed or interrupted run ended without an answer. */
+  error?: string
+  startedAt: string
+  finishedAt?: string
+  usage: TokenUsage
+}
+
+/** One result of a step as stored: text and table data; an image is an artifact, named here. */
+export interface StoredResult {
+  isMainResult: boolean
+  text?: string
+  /** A table as { column: values }. */
+  data?: Record<string, unknown[]>
+  /** Structured chart data, where the kernel extracted it. */
+  chart?: unknown
+  /** The name of the image artifact of the same step. */
+  image?: string
+}
+
+export interface StepInput {
+  step: number
+  code: string
+  /** What the model wrote around the code. */
+  text?: string
+  stdout: string
+  stderr: string
+  error?: { name: string; value: string; traceback: string }
+  results: StoredResult[]
+  violations?: ViolationRecord[]
+  durationMs: number
+  usage?: TokenUsage
+}
+
+/** A step: one cell the model wrote and the sandbox ran (or the guard stopped). */
+export interface StoredStep extends StepInput {
+  id: number
+  runId: string
+  sessionId: string
+  /** Ran without an error and was not stopped. */
+  success: boolean
+  createdAt: string
+}
+
+export type ArtifactKind = 'file' | 'image'
+
+export interface ArtifactInput {
+  name: string
+  kind: ArtifactKind
+  mimeType: string
+  size: number
+  sha256: string
+}
+
+/** A chart or a file a step produced; its content is a blob. */
+export interface StoredArtifact extends ArtifactInput {
+  id: number
+  sessionId: string
+  stepId: number | null
+  createdAt: string
+}
+
+export interface BlockedInput {
+  source: 'guard' | 'sandbox'
+  /** The guard's rule, or the kind of sandbox limit (network, filesystem, memory, time, processes…). */
+  rule: string
+  message: string
+}
+
+/** Something the guard or the sandbox stopped, recorded for operators. */
+export interface StoredBlocked extends BlockedInput {
+  /** Which question (its seq) and step, when known. */
+  question?: number
+  step?: number
+  at: string
+}
+
+export interface RunOutcome {
+  answer: string
+  incomplete: boolean
+  unsupportedNumbers: string[]
+  usage: TokenUsage
+}
+
+/** A step with what it made and what was stopped, committed together: a crash keeps all or none. */
+export interface StepCommit {
+  runId: string
+  sessionId: string
+  step: StepInput
+  /** Their blobs must be in the blob store before the commit. */
+  artifacts: ArtifactInput[]
+  blocked: BlockedInput[]
+}
+
+export interface HistoryStore {
+  readonly specificationVersion: 'v1'
+  /** e.g. `sqlite`. */
+  readonly provider: string
+
+  createSession(input: {
+    id?: string
+    title: string
+    owner?: string | null
+    model?: string
+  }): Promise<StoredSession>
+  /** The session, if it exists and (when `owner` is given) belongs to that owner. */
+  getSession(id: string, owner?: string | null): Promise<StoredSession | undefined>
+  /** Newest first. */
+  listSessions(options?: { owner?: string | null; limit?: number }): Promise<StoredSession[]>
+  /** The one session whose id starts with `prefix` (and that `owner` may see); undefined when none or several. */
+  resolveSessionId(prefix: string, owner?: string | null): Promise<string | undefined>
+  updateSession(
+    id: string,
+    changes: { status?: SessionStatus; title?: string; model?: string },
+  ): Promise<void>
+  /** Removes the session and everything recorded for it (blobs stay: other sessions may share them). */
+  deleteSession(id: string): Promise<void>
+  /** After a crash: runs still marked running become interrupted; returns how many. */
+  markInterrupted(): Promise<number>
+
+  /** Adds a data file, or replaces the one of the same name. */
+  putDataset(sessionId: string, dataset: Omit<StoredDataset, 'createdAt'>): Promise<void>
+  datasets(sessionId: string): Promise<StoredDataset[]>
+
+  startRun(sessionId: string, question: string): Promise<StoredRun>
+  finishRun(runId: string, outcome: RunOutcome): Promise<void>
+  failRun(runId: string, error: string, status?: 'failed' | 'interrupted'): Promise<void>
+  runs(sessionId: string): Promise<StoredRun[]>
+
+  /** Records a step with its artifacts and blocked attempts in one transaction; returns the step's id. */
+  commitStep(commit: StepCommit): Promise<number>
+  steps(sessionId: string): Promise<StoredStep[]>
+  artifacts(sessionId: string): Promise<StoredArtifact[]>
+  blocked(sessionId: string): Promise<StoredBlocked[]>
+
+  /** The model's conversation, appended as the runs end. */
+  appendMessages(sessionId: string, messages: unknown[]): Promise<void>
+  messages(sessionId: string): Promise<unknown[]>
+
+  close(): Promise<void>
+}
+
+export interface BlobInfo {
+  sha256: string
+  size: number
+}
+
+/** Where a blob's content comes from: a stream, bytes, or a file on this machine. */
+export type BlobSource = Readable | AsyncIterable<Uint8Array> | Uint8Array | { path: string }
+
+export interface BlobStore {
+  readonly specificationVersion: 'v1'
+  readonly provider: string
+  /** Stores the content once (by its SHA-256); streams it, never holding it whole. */
+  put(source: BlobSource, options?: { maxBytes?: number; signal?: AbortSignal }): Promise<BlobInfo>
+  /** The content as a stream, or undefined when there is no such blob. */
+  get(sha256: string): Promise<Readable | undefined>
+  stat(sha256: string): Promise<BlobInfo | undefined>
+  /**
+   * A file on this machine with the content, where the store keeps blobs as files (a sandbox can
+   * then mount it without a copy); undefined for stores that do not.
+   */
+  localPath?(sha256: string): string | undefined
+  close?(): Promise<void>
+}
+
+/** A session with everything recorded for it, assembled from the records (see history.ts). */
+export interface SessionHistory {
+  session: StoredSession
+  datasets: StoredDataset[]
+  runs: Array<StoredRun & { steps: HistoryStep[] }>
+  blocked: StoredBlocked[]
+}
+
+/** A step with its artifacts, and each image result joined to its artifact. */
+export interface HistoryStep extends Omit<StoredStep, 'results'> {
+  /** Files the step saved (not its charts). */
+  files: StoredArtifact[]
+  results: Array<Omit<StoredResult, 'image'> & { image?: StoredArtifact }>
+}
