@@ -173,7 +173,8 @@ export class SessionService {
     try {
       const session = await this.getSession(sessionId, options.owner)
       // The first question names the session, as soon as it is asked.
-      if (session.title === UNTITLED) await this.options.history.updateSession(sessionId, { title: text.slice(0, 120) })
+      if (session.title === UNTITLED)
+        await this.options.history.updateSession(sessionId, { title: text.slice(0, 120) })
       let opening = this.live.get(sessionId)
       if (!opening) {
         const [model, datasets, steps] = await Promise.all([

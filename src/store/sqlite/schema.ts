@@ -4,7 +4,8 @@
  * differences are asked of `Dialect`.
  * @module
  */
-import { type ColumnType, type Generated, type Kysely, sql } from 'kysely'
+import { type ColumnDefinitionBuilder, type ColumnType, type Generated, type Kysely, sql } from 'kysely'
+import { AnalystError } from '../../errors.js'
 
 export interface SessionsTable {
   id: string
@@ -110,15 +111,24 @@ export interface Dialect {
   serial: 'integer' | 'serial'
 }
 
-type Migration = (db: Kysely<any>, dialect: Dialect) => Promise<void>
+/** Migrations run on a schema that is still being made: Kysely's advice is to type it loosely. */
+// biome-ignore lint/suspicious/noExplicitAny: the schema a migration sees is the one it is making
+type AnyDb = Kysely<any>
+type Migration = (db: AnyDb, dialect: Dialect) => Promise<void>
+type Column = (column: ColumnDefinitionBuilder) => ColumnDefinitionBuilder
+
+/** An auto-incremented integer key, as the dialect spells it. */
+function serialKey(dialect: Dialect): Column {
+  return (c) => (dialect.serial === 'integer' ? c.primaryKey().autoIncrement() : c.primaryKey())
+}
 
 /** Each entry upgrades the schema by one version. Never edit a shipped entry: add a new one. */
 export const MIGRATIONS: Migration[] = [
   // 1: sessions, their data, runs, steps, artifacts and the model's conversation.
   async (db, dialect) => {
-    const key = (name: string) => (c: any) =>
+    const key: Column = (c) =>
       dialect.serial === 'integer' ? c.primaryKey().autoIncrement() : c.primaryKey()
-    const session = (c: any) => c.notNull().references('sessions.id').onDelete('cascade')
+    const session: Column = (c) => c.notNull().references('sessions.id').onDelete('cascade')
     await db.schema
       .createTable('sessions')
       .addColumn('id', 'text', (c) => c.primaryKey())
@@ -132,7 +142,7 @@ export const MIGRATIONS: Migration[] = [
     await db.schema.createIndex('sessions_owner').on('sessions').columns(['owner', 'updated_at']).execute()
     await db.schema
       .createTable('datasets')
-      .addColumn('id', dialect.serial, key('id'))
+      .addColumn('id', dialect.serial, key)
       .addColumn('session_id', 'text', session)
       .addColumn('name', 'text', (c) => c.notNull())
       .addColumn('source_path', 'text', (c) => c.notNull())
@@ -161,7 +171,7 @@ export const MIGRATIONS: Migration[] = [
     await db.schema.createIndex('runs_session').on('runs').columns(['session_id', 'seq']).execute()
     await db.schema
       .createTable('steps')
-      .addColumn('id', dialect.serial, key('id'))
+      .addColumn('id', dialect.serial, key)
       .addColumn('run_id', 'text', (c) => c.notNull().references('runs.id').onDelete('cascade'))
       .addColumn('session_id', 'text', session)
       .addColumn('step', 'integer', (c) => c.notNull())
@@ -180,7 +190,7 @@ export const MIGRATIONS: Migration[] = [
     await db.schema.createIndex('steps_session').on('steps').columns(['session_id', 'id']).execute()
     await db.schema
       .createTable('artifacts')
-      .addColumn('id', dialect.serial, key('id'))
+      .addColumn('id', dialect.serial, key)
       .addColumn('session_id', 'text', session)
       .addColumn('step_id', 'integer', (c) => c.references('steps.id').onDelete('cascade'))
       .addColumn('name', 'text', (c) => c.notNull())
@@ -207,9 +217,7 @@ export const MIGRATIONS: Migration[] = [
   async (db, dialect) => {
     await db.schema
       .createTable('blocked')
-      .addColumn('id', dialect.serial, (c) =>
-        dialect.serial === 'integer' ? c.primaryKey().autoIncrement() : c.primaryKey(),
-      )
+      .addColumn('id', dialect.serial, serialKey(dialect))
       .addColumn('session_id', 'text', (c) => c.notNull().references('sessions.id').onDelete('cascade'))
       .addColumn('step_id', 'integer', (c) => c.references('steps.id').onDelete('cascade'))
       .addColumn('source', 'text', (c) => c.notNull())
@@ -232,12 +240,13 @@ export const SCHEMA_VERSION = MIGRATIONS.length
 export async function migrate(
   db: Kysely<Database>,
   dialect: Dialect,
-  version: { read(db: Kysely<any>): Promise<number>; write(db: Kysely<any>, version: number): Promise<void> },
+  version: { read(db: AnyDb): Promise<number>; write(db: AnyDb, version: number): Promise<void> },
 ): Promise<void> {
   const current = await version.read(db)
   if (current > MIGRATIONS.length) {
-    throw new Error(
-      `The history database is newer (schema ${current}) than this Analyst knows (${MIGRATIONS.length}); upgrade Analyst.`,
+    throw new AnalystError(
+      `The history database is newer (schema ${current}) than this Analyst knows (${MIGRATIONS.length})`,
+      { hint: 'Upgrade Analyst, or set ANALYST_HOME to another folder.' },
     )
   }
   for (let next = current; next < MIGRATIONS.length; next++) {
@@ -250,11 +259,11 @@ export async function migrate(
 
 /** SQLite keeps the schema's version in PRAGMA user_version (as Analyst always has). */
 export const sqliteVersion = {
-  async read(db: Kysely<any>): Promise<number> {
+  async read(db: AnyDb): Promise<number> {
     const { rows } = await sql<{ user_version: number }>`PRAGMA user_version`.execute(db)
     return rows[0]?.user_version ?? 0
   },
-  async write(db: Kysely<any>, version: number): Promise<void> {
+  async write(db: AnyDb, version: number): Promise<void> {
     await sql.raw(`PRAGMA user_version = ${Number(version)}`).execute(db)
   },
 }

@@ -153,7 +153,10 @@ describe('SQLite file', () => {
     const raw = new Database(path)
     raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`)
     raw.close()
-    await expect(SqliteHistoryStore.open(path)).rejects.toThrow(/newer .* upgrade Analyst/)
+    await expect(SqliteHistoryStore.open(path)).rejects.toMatchObject({
+      message: expect.stringMatching(/newer/),
+      hint: expect.stringMatching(/Upgrade Analyst/),
+    })
   })
 
   it("upgrades an earlier Analyst's database; its datasets still resume from their host paths", async () => {
