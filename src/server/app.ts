@@ -12,7 +12,7 @@ import { type Context, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import mime from 'mime-types'
 import { z } from 'zod'
-import { AnalystError, InvalidArgumentError, RateLimitError, statusOf } from '../errors.js'
+import { AnalystError, InvalidArgumentError, RateLimitError, ShuttingDownError, statusOf } from '../errors.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
 import { EXPORT_FORMATS, EXPORT_TYPES, isExportFormat } from '../store/export/index.js'
 import { openApiDocument } from './openapi.js'
@@ -164,6 +164,8 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.post('/api/sessions/:id/ask', async (c) => {
     const id = await sessionOf(c)
     const { question } = parse(Question, await jsonBody(c))
+    // Said with a status before the stream starts, not as an event inside it.
+    if (service.closing) throw new ShuttingDownError()
     const owner = c.get('owner')
     const controller = new AbortController()
     c.req.raw.signal?.addEventListener('abort', () => controller.abort(new Error('the client disconnected')))

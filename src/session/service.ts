@@ -65,6 +65,11 @@ export class SessionService {
     return this.options.history
   }
 
+  /** Whether it has stopped taking questions (shutdown). */
+  get closing(): boolean {
+    return this.closed
+  }
+
   /** Questions waiting or being answered, in all sessions. */
   get busy(): number {
     return this.running

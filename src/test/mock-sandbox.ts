@@ -21,20 +21,35 @@ export type MockCell = (code: string) => ExecutionEvent[]
 /** By default a cell prints its own length: enough to see that it "ran". */
 const echo: MockCell = (code) => [{ type: 'stdout', text: `ran ${code.length} characters\n` }]
 
+/** What a test can see of one mock sandbox. */
+export interface MockSandboxRecord {
+  sandboxId: string
+  /** Names of the data files it was given, in order. */
+  data: string[]
+  killed: boolean
+}
+
 class MockSandbox implements SandboxBackend {
   readonly specificationVersion = 'v1'
   readonly provider = 'mock'
   readonly files = new Map<string, Uint8Array>()
   count = 0
+  readonly record: MockSandboxRecord
   constructor(
     readonly sandboxId: string,
     private readonly cell: MockCell,
     readonly calls: DoExecuteOptions[],
-  ) {}
+  ) {
+    this.record = { sandboxId, data: [], killed: false }
+  }
 
   async doExecute(options: DoExecuteOptions) {
     this.calls.push(options)
-    for (const event of this.cell(options.code)) options.onEvent(event)
+    for (const event of this.cell(options.code)) {
+      // A cell that saves a file: keep it, so reading the artifact back works.
+      if (event.type === 'artifact') this.files.set(event.artifact.name, new TextEncoder().encode(event.artifact.name))
+      options.onEvent(event)
+    }
     options.onEvent({ type: 'finish', executionCount: ++this.count })
   }
   async doCreateContext(options: { cwd?: string }): Promise<Context> {
@@ -63,9 +78,12 @@ class MockSandbox implements SandboxBackend {
     this.files.delete(path)
   }
   async doAddData(_hostPath: string, name: string) {
+    this.record.data.push(name)
     return this.entry(`data/${name}`, 0)
   }
-  async doKill() {}
+  async doKill() {
+    this.record.killed = true
+  }
 }
 
 export class MockSandboxProvider implements SandboxProvider {
@@ -73,10 +91,16 @@ export class MockSandboxProvider implements SandboxProvider {
   readonly name = 'mock'
   /** Every cell run by every sandbox of this provider, in order. */
   readonly calls: DoExecuteOptions[] = []
-  private created = 0
+  /** Every sandbox it made, in order. */
+  readonly sandboxes: MockSandboxRecord[] = []
   constructor(private readonly cell: MockCell = echo) {}
 
-  async doCreate(_options: SandboxCreateOptions): Promise<SandboxBackend> {
-    return new MockSandbox(`mock-${++this.created}`, this.cell, this.calls)
+  async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
+    const sandbox = new MockSandbox(`mock-${this.sandboxes.length + 1}`, this.cell, this.calls)
+    this.sandboxes.push(sandbox.record)
+    for (const item of options.data ?? []) {
+      await sandbox.doAddData('', typeof item === 'string' ? (item.split('/').pop() ?? item) : item.name)
+    }
+    return sandbox
   }
 }

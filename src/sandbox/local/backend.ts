@@ -362,6 +362,8 @@ export class LocalProvider implements SandboxProvider {
   private readonly interruptGraceMs: number
   private readonly pool: Started[] = []
   private filling: Promise<void> | undefined
+  private hits = 0
+  private misses = 0
 
   constructor(options: LocalProviderOptions = {}) {
     const size = options.poolSize ?? Number(process.env.ANALYST_POOL_SIZE ?? 1)
@@ -397,6 +399,8 @@ export class LocalProvider implements SandboxProvider {
     }
     const poolable = config.isolation === 'sandbox' && !config.network && sameLimits(options.limits)
     const pooled = poolable ? this.pool.shift() : undefined
+    if (pooled) this.hits++
+    else this.misses++
     const started = pooled ?? (await start({ ...config, envs: poolable ? {} : config.envs }))
     // Refill after this create has returned: preparing a home blocks the event loop for a moment.
     if (poolable) setImmediate(() => this.fill())
@@ -414,6 +418,11 @@ export class LocalProvider implements SandboxProvider {
       throw error
     }
     return sandbox
+  }
+
+  /** Kernels ready in the pool now, and how many creates took one (hits) or started their own (misses). */
+  get poolStats(): { ready: number; size: number; hits: number; misses: number } {
+    return { ready: this.pool.length, size: this.poolSize, hits: this.hits, misses: this.misses }
   }
 
   /** Starts kernels until the pool is full; resolves when it is. Creation does this in the background. */

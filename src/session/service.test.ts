@@ -1,0 +1,263 @@
+/**
+ * The session service with a mock sandbox and a scripted model (no kernels), over a real SQLite
+ * file and blob folder: the lifecycle every door relies on.
+ */
+import { unlinkSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { askAll, openTestService, type TestService } from '../../test/support/service.js'
+import { waitFor } from '../../test/support/wait.js'
+import { MissingDataError, NotFoundError, ShuttingDownError } from '../errors.js'
+import { ScriptedModel, type ScriptStep } from '../models/scripted.js'
+import { MockSandboxProvider } from '../test/mock-sandbox.js'
+import { SessionService } from './service.js'
+
+const SALES = resolve('examples/sales.csv')
+const opened: TestService[] = []
+afterEach(async () => {
+  for (const test of opened.splice(0)) await test.close()
+})
+
+/** A mock cell: `boom` raises, anything else prints what it ran. */
+const provider = () =>
+  new MockSandboxProvider((code) =>
+    code.includes('boom')
+      ? [{ type: 'error', name: 'NameError', value: "name 'boom' is not defined", traceback: 'Traceback' }]
+      : [{ type: 'stdout', text: `ran: ${code}\n` }],
+  )
+
+async function open(script: ScriptStep[], options: { idleMs?: number; mock?: MockSandboxProvider } = {}) {
+  const mock = options.mock ?? provider()
+  const model = new ScriptedModel(script)
+  const test = await openTestService({ provider: mock, model, idleMs: options.idleMs })
+  opened.push(test)
+  return { ...test, mock, model }
+}
+
+/** The text of the system prompt and messages of a model call. */
+const promptText = (model: ScriptedModel, call: number) => JSON.stringify(model.calls[call]?.prompt)
+
+describe('SessionService', () => {
+  it('answers in a new session: data as blobs, every step recorded, named after its first question', async () => {
+    const { service, stores, mock } = await open([
+      { code: 'x = 1' },
+      { code: 'boom' },
+      { text: 'Done: x is 1.' },
+    ])
+    const { id } = await service.createSession()
+    const [dataset] = await service.addData(id, [{ path: SALES }])
+    expect(dataset).toMatchObject({ name: 'sales.csv', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) })
+    expect(await stores.blobs.stat(dataset?.sha256 as string)).toMatchObject({ size: dataset?.bytes })
+
+    const { events, result } = await askAll(service, id, 'What is x?')
+    expect(events.slice(0, 3).map((e) => e.type)).toEqual(['preparing', 'ready', 'run-start'])
+    expect(events.at(-1)?.type).toBe('done')
+    expect(result.answer).toBe('Done: x is 1.')
+    expect(mock.sandboxes).toMatchObject([{ data: ['sales.csv'], killed: false }])
+
+    const session = await service.getSession(id)
+    expect(session).toMatchObject({
+      title: 'What is x?',
+      model: 'scripted:test',
+      status: 'idle',
+      questions: 1,
+    })
+    const [run] = await stores.history.runs(id)
+    expect(run).toMatchObject({ status: 'done', answer: 'Done: x is 1.', question: 'What is x?' })
+    const steps = await stores.history.steps(id)
+    expect(steps.map((s) => [s.code, s.success])).toEqual([
+      ['x = 1', true],
+      ['boom', false],
+    ])
+    expect((await stores.history.messages(id)).length).toBeGreaterThan(3)
+  })
+
+  it('answers the questions of a session one at a time, in the order they came', async () => {
+    const { service, stores } = await open([{ text: 'Answer 1' }, { text: 'Answer 2' }, { text: 'Answer 3' }])
+    const { id } = await service.createSession()
+    await service.addData(id, [{ path: SALES }])
+    const [a, b, c] = await Promise.all([
+      askAll(service, id, 'First?'),
+      askAll(service, id, 'Second?'),
+      askAll(service, id, 'Third?'),
+    ])
+    expect([a.result.answer, b.result.answer, c.result.answer]).toEqual(['Answer 1', 'Answer 2', 'Answer 3'])
+    const queued = (events: Array<{ type: string; queued?: boolean }>) =>
+      events.find((e) => e.type === 'run-start')?.queued
+    expect([queued(a.events), queued(b.events), queued(c.events)]).toEqual([false, true, true])
+    expect((await stores.history.runs(id)).map((r) => [r.seq, r.question])).toEqual([
+      [1, 'First?'],
+      [2, 'Second?'],
+      [3, 'Third?'],
+    ])
+  })
+
+  it('resumes a session from the store alone: its successful cells replayed, its conversation carried on', async () => {
+    const first = await open([
+      { code: 'a = 1' },
+      { code: 'boom' },
+      { code: 'b = a + 1' },
+      { text: 'b is 2.' },
+    ])
+    const { id } = await first.service.createSession()
+    await first.service.addData(id, [{ path: SALES }])
+    await askAll(first.service, id, 'Compute b.')
+    await first.service.shutdown()
+
+    // Another process: a new service over the same files, a new provider and model.
+    const mock = provider()
+    const model = new ScriptedModel([{ text: 'Still 2.' }])
+    const second = new SessionService({
+      history: first.stores.history,
+      blobs: first.stores.blobs,
+      provider: mock,
+      model: async () => ({
+        model,
+        spec: 'scripted:again',
+        provider: 'custom',
+        modelId: 'again',
+        mode: 'tools',
+      }),
+      cacheDir: join(first.home, 'cache'),
+      idleMs: 0,
+    })
+    try {
+      const { events, result } = await askAll(second, id, 'And b?')
+      expect(mock.calls.map((call) => call.code)).toEqual(['a = 1', 'b = a + 1'])
+      expect(events.find((e) => e.type === 'preparing')).toMatchObject({ replaying: 2, datasets: 1 })
+      expect(events.find((e) => e.type === 'ready')).toMatchObject({ replayed: { ran: 2, failed: 0 } })
+      expect(mock.sandboxes[0]?.data).toEqual(['sales.csv'])
+      expect(promptText(model, 0)).toContain('Compute b.')
+      expect(result.answer).toBe('Still 2.')
+      expect((await second.getSession(id)).model).toBe('scripted:again')
+    } finally {
+      await second.shutdown()
+    }
+  })
+
+  it('data added to a live session reaches its sandbox and the next prompt', async () => {
+    const { service, mock, model, home } = await open([{ text: 'One file.' }, { text: 'Two files.' }])
+    const { id } = await service.createSession()
+    await service.addData(id, [{ path: SALES }])
+    await askAll(service, id, 'Which files?')
+    const extra = join(home, 'targets.csv')
+    writeFileSync(extra, 'region,target\nNorth,100\n')
+    await service.addData(id, [{ path: extra }])
+    expect(mock.sandboxes[0]?.data).toEqual(['sales.csv', 'targets.csv'])
+    await askAll(service, id, 'And now?')
+    expect(promptText(model, 0)).not.toContain('data/targets.csv')
+    expect(promptText(model, 1)).toContain('data/targets.csv')
+  })
+
+  it('refuses data that cannot be read, naming the file, and records nothing', async () => {
+    const { service, stores, home } = await open([])
+    const { id } = await service.createSession()
+    const bad = join(home, 'picture.csv')
+    writeFileSync(bad, Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0, 1, 2, 3]))
+    await expect(service.addData(id, [{ path: bad }])).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('picture.csv cannot be read as data'),
+    })
+    expect(await stores.history.datasets(id)).toEqual([])
+  })
+
+  it('a question abandoned mid-step is recorded as interrupted, and the conversation stays valid', async () => {
+    const { service, stores } = await open([{ code: 'x = 1' }, { text: 'Later answer.' }])
+    const { id } = await service.createSession()
+    await service.addData(id, [{ path: SALES }])
+    const asking = service.ask(id, 'Start.')
+    for (let next = await asking.next(); !next.done; next = await asking.next()) {
+      if (next.value.type === 'code') break
+    }
+    await asking.return(undefined as never)
+    const [run] = await stores.history.runs(id)
+    expect(run).toMatchObject({ status: 'interrupted' })
+    // Each tool call of the stored conversation has exactly one result.
+    const messages = (await stores.history.messages(id)) as Array<{ role: string; content: unknown }>
+    const parts = messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])) as Array<{
+      type: string
+      toolCallId?: string
+    }>
+    const calls = parts.filter((p) => p.type === 'tool-call').map((p) => p.toolCallId)
+    const results = parts.filter((p) => p.type === 'tool-result').map((p) => p.toolCallId)
+    expect(calls.length).toBe(1)
+    expect(results).toEqual(calls)
+    const { result } = await askAll(service, id, 'Go on.')
+    expect(result.answer).toBe('Later answer.')
+  })
+
+  it('a question aborted while it waits for its turn gives up its place and records nothing', async () => {
+    const { service, stores } = await open([{ code: 'x = 1' }, { text: 'First.' }, { text: 'Third.' }])
+    const { id } = await service.createSession()
+    await service.addData(id, [{ path: SALES }])
+    const controller = new AbortController()
+    const first = askAll(service, id, 'First?')
+    const second = askAll(service, id, 'Second?', controller.signal)
+    controller.abort(new Error('the client went away'))
+    const third = askAll(service, id, 'Third?')
+    await expect(second).rejects.toThrow('the client went away')
+    expect((await first).result.answer).toBe('First.')
+    expect((await third).result.answer).toBe('Third.')
+    expect((await stores.history.runs(id)).map((r) => r.question)).toEqual(['First?', 'Third?'])
+  })
+
+  it('a session whose data is gone from the store says so, with what to do', async () => {
+    const { service, stores } = await open([{ text: 'unused' }])
+    const { id } = await service.createSession()
+    const [dataset] = await service.addData(id, [{ path: SALES }])
+    unlinkSync(stores.blobs.localPath?.(dataset?.sha256 as string) as string)
+    const error = await askAll(service, id, 'Anything?').catch((e: unknown) => e)
+    expect(MissingDataError.isInstance(error)).toBe(true)
+    expect(error).toMatchObject({ status: 409, hint: expect.stringMatching(/Add the file/) })
+    expect((await stores.history.runs(id)).length).toBe(0)
+  })
+
+  it('moves a dataset recorded before blobs (a host path only) into the blob store when it opens', async () => {
+    const { service, stores, home } = await open([{ text: 'Read.' }])
+    const { id } = await service.createSession()
+    const legacy = join(home, 'legacy.csv')
+    writeFileSync(legacy, 'a,b\n1,2\n')
+    const [profiled] = await service.addData(id, [{ path: legacy }])
+    await stores.history.putDataset(id, {
+      name: 'legacy.csv',
+      bytes: 8,
+      sourcePath: legacy,
+      profile: profiled?.profile as never,
+    })
+    expect((await stores.history.datasets(id))[0]?.sha256).toBeUndefined()
+    await askAll(service, id, 'Read it.')
+    expect((await stores.history.datasets(id))[0]?.sha256).toBe(profiled?.sha256)
+  })
+
+  it('keeps sessions of other owners out of sight', async () => {
+    const { service } = await open([])
+    const { id } = await service.createSession({ owner: 'a' })
+    await expect(service.getSession(id, 'b')).rejects.toBeInstanceOf(NotFoundError)
+    await expect(service.ask(id, 'Peek?', { owner: 'b' }).next()).rejects.toMatchObject({ status: 404 })
+    await expect(service.addData(id, [{ path: SALES }], { owner: 'b' })).rejects.toMatchObject({
+      status: 404,
+    })
+    expect((await service.listSessions({ owner: 'b' })).length).toBe(0)
+  })
+
+  it('closes an idle session, and after shutdown refuses new questions', async () => {
+    const { service, mock } = await open([{ text: 'Hi.' }], { idleMs: 30 })
+    const { id } = await service.createSession()
+    await service.addData(id, [{ path: SALES }])
+    await askAll(service, id, 'Hello?')
+    await waitFor(() => mock.sandboxes[0]?.killed, { what: 'the idle session to close its sandbox' })
+    await service.shutdown()
+    await expect(askAll(service, id, 'Again?')).rejects.toBeInstanceOf(ShuttingDownError)
+  })
+
+  it('deletes a session with its records and ends its sandbox', async () => {
+    const { service, stores, mock } = await open([{ text: 'Hi.' }])
+    const { id } = await service.createSession()
+    await service.addData(id, [{ path: SALES }])
+    await askAll(service, id, 'Hello?')
+    await service.deleteSession(id)
+    expect(mock.sandboxes[0]?.killed).toBe(true)
+    expect(await stores.history.getSession(id)).toBeUndefined()
+    await expect(service.sessionHistory(id)).rejects.toMatchObject({ status: 404 })
+  })
+})
