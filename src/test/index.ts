@@ -4,4 +4,4 @@
  * @module
  */
 export { ScriptedModel, type ScriptedReply, type ScriptStep } from '../models/scripted.js'
-export { type MockCell, type MockSandboxRecord, MockSandboxProvider } from './mock-sandbox.js'
+export { type MockCell, MockSandboxProvider, type MockSandboxRecord } from './mock-sandbox.js'

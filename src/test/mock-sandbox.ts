@@ -47,7 +47,8 @@ class MockSandbox implements SandboxBackend {
     this.calls.push(options)
     for (const event of this.cell(options.code)) {
       // A cell that saves a file: keep it, so reading the artifact back works.
-      if (event.type === 'artifact') this.files.set(event.artifact.name, new TextEncoder().encode(event.artifact.name))
+      if (event.type === 'artifact')
+        this.files.set(event.artifact.name, new TextEncoder().encode(event.artifact.name))
       options.onEvent(event)
     }
     options.onEvent({ type: 'finish', executionCount: ++this.count })
