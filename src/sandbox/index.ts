@@ -13,13 +13,7 @@ export type {
   SandboxLimits,
   SandboxProvider,
 } from './backend.js'
-export {
-  AnalystError,
-  InvalidArgumentError,
-  NotFoundError,
-  SandboxError,
-  SandboxUnavailableError,
-} from './errors.js'
+export * from './errors.js'
 export {
   type Artifact,
   Execution,

@@ -6,7 +6,7 @@
 import type { AskResult, Violation } from '../agent/events.js'
 import type { DatasetProfile } from '../data/index.js'
 import type { ServiceEvent } from '../session/events.js'
-import type { RunStatus, SessionStatus } from '../store/types.js'
+import type { RunStatus, SessionStatus, StoredRun } from '../store/types.js'
 
 export type { RunStatus, SessionStatus }
 
@@ -61,18 +61,8 @@ export interface StepView {
   durationMs: number
 }
 
-export interface RunView {
-  id: string
-  question: string
-  answer?: string
-  incomplete: boolean
-  unsupportedNumbers: string[]
-  status: RunStatus
-  /** Why a failed run failed. */
-  error?: string
-  startedAt: string
-  finishedAt?: string
-  usage: { inputTokens: number; outputTokens: number; totalTokens: number }
+/** A question and its answer: the stored run, with its steps as views. */
+export interface RunView extends Omit<StoredRun, 'sessionId' | 'seq'> {
   steps: StepView[]
 }
 

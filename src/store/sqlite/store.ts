@@ -99,6 +99,16 @@ export class SqliteHistoryStore implements HistoryStore {
     await this.db.destroy()
   }
 
+  /** A session's rows of a table, in the order they were written. */
+  private bySession<T extends 'datasets' | 'steps' | 'artifacts'>(table: T, sessionId: string) {
+    return this.db
+      .selectFrom(table as 'steps')
+      .selectAll()
+      .where('session_id', '=', sessionId)
+      .orderBy('id')
+      .execute() as Promise<Selectable<Database[T]>[]>
+  }
+
   // ------------------------------------------------------------------ sessions
 
   /** Sessions with their number of questions. */
@@ -222,12 +232,7 @@ export class SqliteHistoryStore implements HistoryStore {
   }
 
   async datasets(sessionId: string): Promise<StoredDataset[]> {
-    const rows = await this.db
-      .selectFrom('datasets')
-      .selectAll()
-      .where('session_id', '=', sessionId)
-      .orderBy('id')
-      .execute()
+    const rows = await this.bySession('datasets', sessionId)
     return rows.map((row) => ({
       name: row.name,
       bytes: row.bytes,
@@ -358,12 +363,7 @@ export class SqliteHistoryStore implements HistoryStore {
   }
 
   async steps(sessionId: string): Promise<StoredStep[]> {
-    const rows = await this.db
-      .selectFrom('steps')
-      .selectAll()
-      .where('session_id', '=', sessionId)
-      .orderBy('id')
-      .execute()
+    const rows = await this.bySession('steps', sessionId)
     return rows.map((row) => ({
       id: row.id,
       runId: row.run_id,
@@ -388,12 +388,7 @@ export class SqliteHistoryStore implements HistoryStore {
   }
 
   async artifacts(sessionId: string): Promise<StoredArtifact[]> {
-    const rows = await this.db
-      .selectFrom('artifacts')
-      .selectAll()
-      .where('session_id', '=', sessionId)
-      .orderBy('id')
-      .execute()
+    const rows = await this.bySession('artifacts', sessionId)
     return rows.map((row) => ({
       id: row.id,
       sessionId: row.session_id,
