@@ -3,14 +3,16 @@
  * @module
  */
 
+import { AnalystError } from '../errors.js'
+
 /** Ends the command with this exit code, after printing `message` (if any) to stderr. */
-export class ExitError extends Error {
+export class ExitError extends AnalystError {
   constructor(
     readonly code: number,
     message = '',
-    readonly hint?: string,
+    hint?: string,
   ) {
-    super(message)
+    super(message, { hint })
     this.name = 'ExitError'
   }
 }

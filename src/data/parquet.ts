@@ -24,6 +24,7 @@ import {
   type SchemaElement,
 } from 'hyparquet'
 import { compressors } from 'hyparquet-compressors'
+import { InvalidArgumentError } from '../errors.js'
 import { type FindPython, findPython } from '../python.js'
 import { ColumnAccumulator } from './columns.js'
 import { py, thousands } from './python-literal.js'
@@ -355,7 +356,9 @@ export async function convertParquet(
   const code = await done
   if (code !== 0) {
     const detail = Buffer.concat(stderr).toString('utf8').trim().split('\n').pop()
-    throw new Error(`Converting ${basename(profile.path)} for the sandbox failed: ${detail}`)
+    throw new InvalidArgumentError(`Converting ${basename(profile.path)} for the sandbox failed: ${detail}`, {
+      hint: 'Check that the Parquet file is whole, or save it as CSV.',
+    })
   }
   await rename(partial, out)
   return out
