@@ -482,6 +482,29 @@ export class Analyst {
     return result
   }
 
+  /**
+   * A cell someone else ran in this sandbox (an MCP client, a person): the conversation says so,
+   * so that the next question knows what the kernel holds; its output counts as evidence.
+   */
+  noteCell(code: string, execution: Execution | undefined, violations: Violation[] = []) {
+    if (execution) this.addEvidence(execution)
+    const what = execution
+      ? observe({ execution, imageNames: [], notes: [] })
+      : `Nothing ran: the guard stopped it (${violations.map((v) => v.message).join('; ')}).`
+    this.messages.push({
+      role: 'user',
+      content: `This code was run in the sandbox outside our conversation:\n\`\`\`python\n${code}\n\`\`\`\n${what}`,
+    })
+  }
+
+  private addEvidence(execution: Execution) {
+    for (const line of [...execution.logs.stdout, ...execution.logs.stderr]) this.evidence.add(line)
+    for (const result of execution.results) {
+      if (result.text) this.evidence.add(result.text)
+      if (result.data) for (const column of Object.values(result.data)) this.evidence.addValues(column)
+    }
+  }
+
   private async runCell(
     step: number,
     code: string,
@@ -502,11 +525,7 @@ export class Analyst {
       },
       onError: (error) => queue.push({ type: 'error', step, error }),
     })
-    for (const line of [...execution.logs.stdout, ...execution.logs.stderr]) this.evidence.add(line)
-    for (const result of execution.results) {
-      if (result.text) this.evidence.add(result.text)
-      if (result.data) for (const column of Object.values(result.data)) this.evidence.addValues(column)
-    }
+    this.addEvidence(execution)
     return { execution, imageNames }
   }
 

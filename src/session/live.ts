@@ -5,7 +5,7 @@
  * @module
  */
 import type { ModelMessage } from 'ai'
-import { Analyst, type AnalystOptions } from '../agent/index.js'
+import { Analyst, type AnalystOptions, type CodeCheck } from '../agent/index.js'
 import { formatProfiles } from '../data/index.js'
 import { checkCode, warmUp } from '../guard/index.js'
 import type { CodeMode, ModelChoice } from '../models/index.js'
@@ -50,6 +50,8 @@ export class LiveSession {
     readonly model: ModelChoice,
     readonly replayed: Replayed,
     profiles: StoredDataset['profile'][],
+    /** The guard, when it is on. */
+    readonly check: CodeCheck | undefined,
   ) {
     this.profiles = profiles
   }
@@ -97,6 +99,10 @@ export class LiveSession {
     }
     const profiles = files.map((file) => file.profile)
     const { guard: _guard, mode, ...agent } = settings
+    // A sandbox with network may use it: the guard is told so.
+    const check: CodeCheck | undefined = guard
+      ? (code) => checkCode(code, { allowNetwork: context.sandbox.network === true })
+      : undefined
     const analyst = new Analyst({
       ...agent,
       model: model.model,
@@ -107,13 +113,10 @@ export class LiveSession {
       dataDescription: formatProfiles(profiles),
       history: messages as ModelMessage[],
       evidence: steps.flatMap((step) => [step.stdout, ...step.results.map((result) => result.text ?? '')]),
-      // A sandbox with network may use it: the guard is told so.
-      check: guard
-        ? (code) => checkCode(code, { allowNetwork: context.sandbox.network === true })
-        : undefined,
+      check,
     })
     await guardReady
-    return new LiveSession(sessionId, sandbox, analyst, model, replayed, profiles)
+    return new LiveSession(sessionId, sandbox, analyst, model, replayed, profiles, check)
   }
 
   /** Files just added to the session: readable by its code now, and described in the next prompt. */

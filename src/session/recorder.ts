@@ -69,6 +69,18 @@ export class Recorder {
     await this.saveMessages()
   }
 
+  /** A run of one cell that a caller wrote: it ends with that cell, without an answer. */
+  async finishCell() {
+    this.ended = true
+    await this.stores.history.finishRun(this.run.id, {
+      answer: '',
+      incomplete: false,
+      unsupportedNumbers: [],
+      usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+    })
+    await this.saveMessages()
+  }
+
   private async saveMessages() {
     await this.stores.history.appendMessages(
       this.analyst.sessionId,

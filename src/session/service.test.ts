@@ -135,6 +135,30 @@ describe('SessionService', () => {
     }
   })
 
+  it("runs a caller's cell in turn: the guard first, recorded as a run, and known to the next question", async () => {
+    const { service, stores, model } = await open([{ text: 'x was set to 41.' }])
+    const { id } = await service.createSession()
+    await service.addData(id, [{ path: SALES }])
+    const cell = await service.runCell(id, 'x = 41\nprint(x)')
+    expect(cell.violations).toEqual([])
+    expect(cell.execution?.logs.stdout.join('')).toContain('ran: x = 41')
+    const blocked = await service.runCell(id, "import socket\nsocket.create_connection(('example.com', 80))")
+    expect(blocked.execution).toBeUndefined()
+    expect(blocked.violations.length).toBeGreaterThan(0)
+    const { result } = await askAll(service, id, 'What is x?')
+    expect(result.answer).toBe('x was set to 41.')
+    expect(promptText(model, 0)).toContain('x = 41')
+    expect(promptText(model, 0)).toContain('Nothing ran: the guard stopped it')
+    const runs = await stores.history.runs(id)
+    expect(runs.map((r) => [r.question, r.status])).toEqual([
+      ['run_python', 'done'],
+      ['run_python', 'done'],
+      ['What is x?', 'done'],
+    ])
+    expect((await stores.history.blocked(id)).map((b) => b.source)).toContain('guard')
+    expect((await service.getSession(id)).title).toBe('What is x?')
+  })
+
   it('data added to a live session reaches its sandbox and the next prompt', async () => {
     const { service, mock, model, home } = await open([{ text: 'One file.' }, { text: 'Two files.' }])
     const { id } = await service.createSession()

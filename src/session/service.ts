@@ -10,11 +10,11 @@
  * @module
  */
 import type { Readable } from 'node:stream'
-import type { AskResult } from '../agent/index.js'
+import type { AskResult, StepRecord, Violation } from '../agent/index.js'
 import { InvalidArgumentError, NotFoundError, ShuttingDownError } from '../errors.js'
 import type { ModelChoice } from '../models/index.js'
 import type { FindPython } from '../python.js'
-import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
+import type { Execution, SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
 import { type ExportFormat, exportSession } from '../store/export/index.js'
 import {
   type BlobStore,
@@ -33,6 +33,14 @@ import { Turns, untilAborted } from './turns.js'
 
 /** The title of a session until its first question names it. */
 export const UNTITLED = 'New session'
+
+/** What a cell run with `runCell` did. */
+export interface CellResult {
+  runId: string
+  /** Absent when the guard stopped the code. */
+  execution?: Execution
+  violations: Violation[]
+}
 
 export interface SessionServiceOptions {
   history: HistoryStore
@@ -158,15 +166,103 @@ export class SessionService {
    * and the agent's as they happen, records every step, and returns the result. Aborting the signal
    * stops the model call and the cell; the run is then recorded as interrupted.
    */
-  async *ask(
+  ask(
     sessionId: string,
     question: string,
     options: { owner?: string | null; signal?: AbortSignal } = {},
   ): AsyncGenerator<SessionEvent, AskResult> {
-    if (this.closed) throw new ShuttingDownError()
     const text = question.trim()
     if (!text) throw new InvalidArgumentError('The question is empty')
-    // A place in line at once: questions of a session are answered in the order they arrived.
+    return this.inTurn(sessionId, text, { ...options, names: true }, async function* (live, recorder) {
+      let result: AskResult | undefined
+      try {
+        for await (const event of live.analyst.ask(text, { signal: options.signal })) {
+          await recorder.handle(event)
+          if (event.type === 'done') result = event.result
+          yield event
+        }
+      } catch (error) {
+        await recorder.fail(error, options.signal?.aborted ? 'interrupted' : 'failed')
+        throw error
+      } finally {
+        // The caller stopped listening before the end: the run did not finish.
+        if (!result)
+          await recorder.fail(new Error('The question was abandoned before its answer'), 'interrupted')
+      }
+      if (!result) throw new Error('The analysis ended without a result')
+      return result
+    })
+  }
+
+  /**
+   * Runs one cell that a caller wrote (an MCP client, a person) in the session's sandbox, in turn
+   * with its questions: the guard first, then the sandbox. Recorded as a run of one step, and told
+   * to the session's analyst, so that a later question sees what it did.
+   */
+  async runCell(
+    sessionId: string,
+    code: string,
+    options: {
+      owner?: string | null
+      signal?: AbortSignal
+      timeoutMs?: number
+      /** Names the run in the history, e.g. the tool that sent the cell. @default 'run_python' */
+      label?: string
+      /** Each event as it happens (preparing, ready, run-start, stdout…). */
+      onEvent?: (event: SessionEvent) => void
+    } = {},
+  ): Promise<CellResult> {
+    if (!code.trim()) throw new InvalidArgumentError('The code is empty')
+    const running = this.inTurn(
+      sessionId,
+      options.label ?? 'run_python',
+      options,
+      async function* (live, recorder) {
+        const started = Date.now()
+        try {
+          const violations = (await live.check?.(code)) ?? []
+          const execution =
+            violations.length > 0
+              ? undefined
+              : await live.sandbox.runCode(code, { timeoutMs: options.timeoutMs, signal: options.signal })
+          const record: StepRecord = {
+            step: 1,
+            code,
+            execution: execution?.toJSON(),
+            artifacts: execution?.artifacts ?? [],
+            violations: violations.length > 0 ? violations : undefined,
+            durationMs: Date.now() - started,
+          }
+          live.analyst.noteCell(code, execution, violations)
+          await recorder.handle({ type: 'step-end', step: 1, record })
+          await recorder.finishCell()
+          yield { type: 'step-end', step: 1, record } satisfies SessionEvent
+          return { runId: recorder.run.id, execution, violations }
+        } catch (error) {
+          await recorder.fail(error, options.signal?.aborted ? 'interrupted' : 'failed')
+          throw error
+        }
+      },
+    )
+    for (let next = await running.next(); ; next = await running.next()) {
+      if (next.done) return next.value
+      options.onEvent?.(next.value)
+    }
+  }
+
+  /**
+   * Does `work` in the session's turn (questions and cells of a session go one at a time, in the
+   * order they came), with its sandbox open (started and its state rebuilt first when need be)
+   * and a run recorded for it.
+   */
+  private async *inTurn<T>(
+    sessionId: string,
+    label: string,
+    options: { owner?: string | null; signal?: AbortSignal; names?: boolean },
+    work: (live: LiveSession, recorder: Recorder) => AsyncGenerator<SessionEvent, T>,
+  ): AsyncGenerator<SessionEvent, T> {
+    if (this.closed) throw new ShuttingDownError()
+    // A place in line at once, before anything is awaited.
     let turns = this.turns.get(sessionId)
     if (!turns) {
       turns = new Turns()
@@ -178,8 +274,8 @@ export class SessionService {
     try {
       const session = await this.getSession(sessionId, options.owner)
       // The first question names the session, as soon as it is asked.
-      if (session.title === UNTITLED)
-        await this.options.history.updateSession(sessionId, { title: text.slice(0, 120) })
+      if (options.names && session.title === UNTITLED)
+        await this.options.history.updateSession(sessionId, { title: label.slice(0, 120) })
       let opening = this.live.get(sessionId)
       if (!opening) {
         const [model, datasets, steps] = await Promise.all([
@@ -208,25 +304,9 @@ export class SessionService {
       if (session.model !== live.model.spec)
         await this.options.history.updateSession(sessionId, { model: live.model.spec })
       const stores = { history: this.options.history, blobs: this.options.blobs }
-      const recorder = await Recorder.start(stores, live.analyst, live.sandbox, text)
+      const recorder = await Recorder.start(stores, live.analyst, live.sandbox, label)
       yield { type: 'run-start', runId: recorder.run.id, queued: turn.queued }
-      let result: AskResult | undefined
-      try {
-        for await (const event of live.analyst.ask(text, { signal: options.signal })) {
-          await recorder.handle(event)
-          if (event.type === 'done') result = event.result
-          yield event
-        }
-      } catch (error) {
-        await recorder.fail(error, options.signal?.aborted ? 'interrupted' : 'failed')
-        throw error
-      } finally {
-        // The caller stopped listening before the end: the run did not finish.
-        if (!result)
-          await recorder.fail(new Error('The question was abandoned before its answer'), 'interrupted')
-      }
-      if (!result) throw new Error('The analysis ended without a result')
-      return result
+      return yield* work(live, recorder)
     } finally {
       turn.release()
       this.running--
