@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
 import { InvalidArgumentError } from '../errors.js'
+import { AllowedFolders, McpHttp } from '../mcp/index.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
 import { createProvider } from '../providers.js'
@@ -44,6 +45,8 @@ export interface ServerOptions {
   webDir?: string
   maxUploadBytes?: number
   idleMs?: number
+  /** Folders from which MCP clients (/mcp) may add data files. */
+  allowDirs?: string[]
 }
 
 export interface RunningServer {
@@ -74,6 +77,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       { hint: 'Set ANALYST_TOKEN (comma-separated tokens), or listen on 127.0.0.1.' },
     )
   }
+  const folders = await AllowedFolders.open(options.allowDirs ?? [])
   const home = options.home ?? analystHome()
   const stores = await openStores(home)
   // Exactly one provider: the one the sessions use is the one warmed now and closed at the end.
@@ -111,12 +115,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     console.error(
       `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
     )
+  // MCP at /mcp (src/mcp): its sessions end on DELETE, when idle, or with the server.
+  const mcp = new McpHttp({ service, folders, idleMs: options.idleMs })
   const app = createApp({
     service,
     tokens,
     uploadDir: join(home, 'uploads'),
     webDir: options.webDir ?? WEB_DIR,
     maxUploadBytes: options.maxUploadBytes,
+    mcp,
   })
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const started = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () =>
@@ -144,6 +151,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           server.close(() => resolve())
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
+        await mcp.close()
         await service.shutdown()
         if (ownsProvider) await provider.close?.()
         await stores.close()

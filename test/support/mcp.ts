@@ -1,0 +1,24 @@
+/**
+ * Calling MCP tools through the official client, for tests: the result typed as a tool result,
+ * its text in one string.
+ */
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js'
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+
+export async function callTool(
+  client: Client,
+  name: string,
+  args: Record<string, unknown> = {},
+  options?: RequestOptions,
+): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args }, undefined, options)) as CallToolResult
+}
+
+/** The text parts of a tool result, joined by newlines. */
+export function textOf(result: CallToolResult): string {
+  return result.content
+    .filter((c) => c.type === 'text')
+    .map((c) => (c as { text: string }).text)
+    .join('\n')
+}
