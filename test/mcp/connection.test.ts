@@ -18,7 +18,7 @@ import { AllowedFolders, McpConnection } from '../../src/mcp/index.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
 import { SessionService } from '../../src/session/index.js'
 import { type MockCell, MockSandboxProvider } from '../../src/test/mock-sandbox.js'
-import { callTool, textOf } from '../support/mcp.js'
+import { askAnalyst, callTool, TOOL_NAMES, textOf } from '../support/mcp.js'
 import { openTestService, type TestService } from '../support/service.js'
 import { waitFor } from '../support/wait.js'
 
@@ -107,13 +107,7 @@ describe('the MCP server', () => {
   it('lists its tools with JSON Schema inputs and names the session after the client', async () => {
     const { client, test, connection } = await connect()
     const { tools } = await client.listTools()
-    expect(tools.map((t) => t.name).sort()).toEqual([
-      'add_data',
-      'ask_analyst',
-      'list_data',
-      'profile_data',
-      'run_python',
-    ])
+    expect(tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
     const run = tools.find((t) => t.name === 'run_python')
     expect(run?.inputSchema).toMatchObject({
       type: 'object',
@@ -262,13 +256,7 @@ describe('the MCP server', () => {
     const model = new ScriptedModel([{ code: 'print(x + 1)' }, { text: 'x + 1 is 2, and 99 more.' }])
     const { client, connection, test } = await connect({ model })
     await callTool(client, 'run_python', { code: 'x = 1' })
-    const progress: string[] = []
-    const result = await callTool(
-      client,
-      'ask_analyst',
-      { question: 'What is x + 1?' },
-      { onprogress: (p) => progress.push(p.message ?? '') },
-    )
+    const { result, progress } = await askAnalyst(client, 'What is x + 1?')
     expect(result.isError).toBeFalsy()
     const answer = textOf(result)
     expect(answer).toMatch(/^x \+ 1 is 2, and 99 more\./)
@@ -291,7 +279,7 @@ describe('the MCP server', () => {
     const { client } = await connect({ noModel: true })
     const ran = await callTool(client, 'run_python', { code: 'x = 1' })
     expect(ran.isError).toBe(false)
-    const asked = await callTool(client, 'ask_analyst', { question: 'x?' })
+    const { result: asked } = await askAnalyst(client, 'x?')
     expect(asked.isError).toBe(true)
     expect(textOf(asked)).toBe('No model is configured\nPass --model provider:model.')
     const again = await callTool(client, 'run_python', { code: 'y = 2' })
@@ -317,12 +305,7 @@ describe('the MCP server', () => {
     const { client, test, connection } = await connect({ model: hanging, heartbeatMs: 50 })
     const controller = new AbortController()
     const progress: string[] = []
-    const asking = callTool(
-      client,
-      'ask_analyst',
-      { question: 'Wait for it.' },
-      { signal: controller.signal, onprogress: (p) => progress.push(p.message ?? '') },
-    )
+    const asking = askAnalyst(client, 'Wait for it.', { signal: controller.signal, progress })
     // Heartbeats repeat the last message while the model is silent.
     await waitFor(() => progress.filter((m) => m.includes('the model is writing code')).length >= 3, {
       what: () => `heartbeats (got ${JSON.stringify(progress)})`,
