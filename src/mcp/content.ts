@@ -1,12 +1,13 @@
 /**
  * What MCP tools answer: a cell's outcome, an analysis, an error, as MCP content (text, and each
- * chart as an image). The text is the one Analyst's own model reads of a step (`observe`), so a
- * client's model sees what Analyst's would.
+ * chart as an image). A cell's text is the one Analyst's own model reads of a step, so a client's
+ * model sees what Analyst's would.
  * @module
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
-import { type AskResult, observe } from '../agent/index.js'
+import type { AskResult } from '../agent/index.js'
 import { AnalystError } from '../errors.js'
+import { type CellImage, cellOutput, imageOf } from '../integrations/cell.js'
 import type { Result } from '../sandbox/index.js'
 import type { CellResult } from '../session/index.js'
 
@@ -17,18 +18,9 @@ export function artifactUri(sessionId: string, name: string): string {
   return `analyst://sessions/${encodeURIComponent(sessionId)}/artifacts/${name.split('/').map(encodeURIComponent).join('/')}`
 }
 
-/** A result's image (PNG or JPEG) as image content; SVG and the rest are described in the text. */
-function image(result: Pick<Result, 'png' | 'jpeg'>): Content | undefined {
-  if (result.png) return { type: 'image', data: result.png, mimeType: 'image/png' }
-  if (result.jpeg) return { type: 'image', data: result.jpeg, mimeType: 'image/jpeg' }
-  return undefined
-}
-
-function guardText(violations: CellResult['violations']): string {
-  const lines = violations.map((v) => `  line ${v.line}:${v.column}  ${v.rule}  ${v.message}`)
-  return ['Nothing ran: the guard stopped this code.', ...lines, 'Change the code and run it again.'].join(
-    '\n',
-  )
+/** A chart as MCP image content. */
+function imageContent(image: CellImage): Content {
+  return { type: 'image', data: image.data, mimeType: image.mediaType }
 }
 
 /** A cell's outcome: an error result when the code raised or the guard stopped it. */
@@ -36,14 +28,12 @@ export function cellContent(
   cell: CellResult,
   options: { sessionId: string; imageNames: string[] },
 ): CallToolResult {
-  const { execution, violations } = cell
-  if (!execution) return { content: [{ type: 'text', text: guardText(violations) }], isError: true }
-  const saved = [...options.imageNames, ...execution.artifacts.map((a) => a.name)]
-  let text = observe({ execution, imageNames: options.imageNames })
+  const output = cellOutput(cell.execution, cell.violations, options.imageNames)
+  const saved = [...options.imageNames, ...output.files.map((a) => a.name)]
+  let text = output.text
   if (saved.length > 0)
     text += `\n[resources] ${saved.map((name) => artifactUri(options.sessionId, name)).join(', ')}`
-  const images = execution.results.map(image).filter((c): c is Content => c !== undefined)
-  return { content: [{ type: 'text', text }, ...images], isError: execution.error !== undefined }
+  return { content: [{ type: 'text', text }, ...output.images.map(imageContent)], isError: output.isError }
 }
 
 /** One line for a step of an analysis: what it ran and how that went. */
@@ -69,8 +59,9 @@ export function answerContent(result: AskResult, sessionId: string): CallToolRes
   if (names.length > 0) parts.push(`Files: ${names.map((name) => artifactUri(sessionId, name)).join(', ')}`)
   const images = result.steps
     .flatMap((step) => (step.execution?.results ?? []) as Array<Pick<Result, 'png' | 'jpeg'>>)
-    .map(image)
-    .filter((c): c is Content => c !== undefined)
+    .map(imageOf)
+    .filter((image) => image !== undefined)
+    .map(imageContent)
   return { content: [{ type: 'text', text: parts.join('\n\n') }, ...images] }
 }
 

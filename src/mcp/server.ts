@@ -12,6 +12,7 @@ import type { CallToolResult, ServerNotification } from '@modelcontextprotocol/s
 import { z } from 'zod'
 import { formatProfiles } from '../data/index.js'
 import { NotFoundError } from '../errors.js'
+import { RUN_PYTHON_DESCRIPTION } from '../integrations/cell.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
 import { answerContent, cellContent, errorContent } from './content.js'
 import type { AllowedFolders } from './folders.js'
@@ -127,11 +128,7 @@ export class McpConnection {
       'run_python',
       {
         title: 'Run Python',
-        description:
-          "Run Python code in this session's sandbox: a stateful kernel, so variables, imports and functions persist from one call to the next. " +
-          'Data files are read-only at data/<name> (see list_data); pandas, numpy and matplotlib are available; there is no network. ' +
-          'Returns stdout, stderr, the value of the last expression, the error with its traceback, the files saved in the working directory, and each chart as an image. ' +
-          'The code is checked first: code that reaches for the network, other processes or files outside the sandbox is refused with the reason, and nothing runs.',
+        description: RUN_PYTHON_DESCRIPTION,
         inputSchema: {
           code: z.string().min(1).describe('The Python code to run, as one cell'),
           timeout_ms: z
