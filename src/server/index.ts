@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
-import { InvalidArgumentError } from '../errors.js'
+import { InvalidArgumentError, ModelConfigError } from '../errors.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
 import { createProvider } from '../providers.js'
@@ -99,9 +99,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     model:
       options.model ??
       (() =>
-        (model ??= resolveModel().catch((error) => {
+        (model ??= resolveModel().catch((error: unknown) => {
           model = undefined
-          throw error
+          // The model's own hint speaks of --model; the service is configured by its environment.
+          throw ModelConfigError.isInstance(error)
+            ? new ModelConfigError(error.message, {
+                cause: error,
+                hint: 'Set ANALYST_MODEL (and the provider key, e.g. OPENAI_API_KEY) where analyst serve runs, then restart it.',
+              })
+            : error
         }))),
     cacheDir: join(home, 'cache'),
     idleMs: options.idleMs,
