@@ -3,7 +3,14 @@
  * common.case.test.ts): `describeConformance({ name, create, skip })`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { CreateOpts, Execution, OutputMessage, Result, Sandbox } from './index.js'
+import {
+  CommandExitError,
+  type CreateOpts,
+  type Execution,
+  type OutputMessage,
+  type Result,
+  type Sandbox,
+} from './index.js'
 
 export interface ConformanceOptions {
   name: string
@@ -223,6 +230,50 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
         ['out.csv', 'text/csv'],
       ])
       expect(await sandbox.files.read('out.csv')).toBe('a\n1\n2\n')
+    })
+
+    test('restarting a context clears its variables; a removed context is gone', async () => {
+      const context = await sandbox.createCodeContext()
+      await run('kept = 1', { context })
+      await sandbox.restartCodeContext(context)
+      expect((await run('kept', { context })).error?.name).toBe('NameError')
+      await sandbox.removeCodeContext(context)
+      await expect(run('1', { context })).rejects.toThrow(/context/i)
+    })
+
+    test('runs shell commands in the workspace, with stdout, stderr and exit codes', async () => {
+      await sandbox.files.write('from-files.txt', 'written by files\n')
+      const result = await sandbox.commands.run('pwd; cat from-files.txt; echo err >&2')
+      expect(result).toMatchObject({
+        exitCode: 0,
+        stdout: '/home/user\nwritten by files\n',
+        stderr: 'err\n',
+      })
+      const failed = await sandbox.commands.run('echo partial; exit 3').catch((error: unknown) => error)
+      expect(failed).toBeInstanceOf(CommandExitError)
+      expect(failed).toMatchObject({ exitCode: 3, stdout: 'partial\n' })
+      await sandbox.commands.run('echo made by a command > by-command.txt')
+      expect((await run("open('by-command.txt').read()")).text).toBe("'made by a command\\n'")
+    })
+
+    test('commands get envs, a cwd, stdin, streamed output, and can run in the background and be killed', async () => {
+      const env = await sandbox.commands.run('echo "$ONE $HOME"; pwd', { envs: { ONE: 'uno' }, cwd: '/tmp' })
+      expect(env.stdout).toBe('uno /home/user\n/tmp\n')
+      const chunks: string[] = []
+      const cat = await sandbox.commands.run('cat; echo done', {
+        background: true,
+        stdin: true,
+        onStdout: (data) => void chunks.push(data),
+      })
+      await cat.sendStdin('first\n')
+      await cat.closeStdin()
+      expect((await cat.wait()).stdout).toBe('first\ndone\n')
+      expect(chunks.join('')).toBe('first\ndone\n')
+      const sleeper = await sandbox.commands.run('sleep 60', { background: true })
+      expect((await sandbox.commands.list()).map((p) => p.pid)).toContain(sleeper.pid)
+      expect(await sandbox.commands.kill(sleeper.pid)).toBe(true)
+      await expect(sleeper.wait()).rejects.toMatchObject({ exitCode: 137 })
+      expect((await sandbox.commands.list()).map((p) => p.pid)).not.toContain(sleeper.pid)
     })
   })
 }

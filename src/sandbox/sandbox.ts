@@ -7,7 +7,8 @@ import type {
   SandboxCreateOptions,
   SandboxProvider,
 } from './backend.js'
-import { InvalidArgumentError } from './errors.js'
+import { Commands } from './commands.js'
+import { InvalidArgumentError, SandboxUnavailableError } from './errors.js'
 import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js'
 
 /** Options of one `runCode` call (E2B's names and units). */
@@ -114,9 +115,12 @@ export class Sandbox {
   static defaultProvider: SandboxProvider | undefined
 
   readonly files: Files
+  /** Shell commands beside the kernel, in the same isolation (E2B's `sandbox.commands`). */
+  readonly commands: Commands
 
   protected constructor(private readonly backend: SandboxBackend) {
     this.files = new Files(backend)
+    this.commands = new Commands(backend)
   }
 
   static async create(options: CreateOpts = {}): Promise<Sandbox> {
@@ -204,6 +208,24 @@ export class Sandbox {
   /** E2B's name for `createContext`. */
   createCodeContext(options: { cwd?: string } = {}): Promise<Context> {
     return this.createContext(options)
+  }
+
+  /** Clears a context's variables and imports (files stay). */
+  restartCodeContext(context: Context | string): Promise<void> {
+    const restart = this.backend.doRestartContext?.bind(this.backend)
+    if (!restart) throw this.unsupported('restart contexts')
+    return restart(typeof context === 'string' ? context : context.id)
+  }
+
+  /** Removes a context; running code in it afterwards fails. */
+  removeCodeContext(context: Context | string): Promise<void> {
+    const remove = this.backend.doRemoveContext?.bind(this.backend)
+    if (!remove) throw this.unsupported('remove contexts')
+    return remove(typeof context === 'string' ? context : context.id)
+  }
+
+  private unsupported(what: string): SandboxUnavailableError {
+    return new SandboxUnavailableError(`The ${this.backend.provider} sandbox cannot ${what}`)
   }
 
   /** Ends every process of the sandbox and removes its files. Safe to call twice. */

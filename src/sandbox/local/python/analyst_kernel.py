@@ -3,7 +3,7 @@
 Wire protocol (NDJSON, one object per line):
   host -> kernel on fd 3: {"type": "execute", "id", "code", "context", "envs"},
                           {"type": "interrupt", "id"}, {"type": "context", "id", "cwd"},
-                          {"type": "env", "envs"}
+                          {"type": "env", "envs"}, and shell commands (analyst_commands.py)
   kernel -> host on fd 4: {"type": "ready"}, {"type": "stdout"|"stderr", "id", "text"},
                           {"type": "result", "id", "main", "bundle"}, {"type": "error", "id", "name",
                           "value", "traceback"}, {"type": "done", "id", "count"}
@@ -30,6 +30,8 @@ import sys
 import threading
 import traceback
 import types
+
+import analyst_commands
 
 REQUEST_FD = 3
 MESSAGE_FD = 4
@@ -592,7 +594,7 @@ def io_loop(requests, main_thread_id):
             if message.get('type') == 'interrupt':
                 if Cells.current is not None and Cells.current == message.get('id'):
                     signal.pthread_kill(main_thread_id, signal.SIGINT)
-            else:
+            elif not analyst_commands.handle(message, send, BASE_ENV):
                 requests.put(message)
 
 
@@ -604,12 +606,16 @@ def handle(request):
         contexts[request['id']] = Context(request['id'], request.get('cwd') or WORKDIR)
         send({'type': 'context-created', 'id': request['id']})
     elif kind == 'env':
-        os.environ.update({str(k): str(v) for k, v in (request.get('envs') or {}).items()})
+        envs = {str(k): str(v) for k, v in (request.get('envs') or {}).items()}
+        os.environ.update(envs)
+        BASE_ENV.update(envs)
         send({'type': 'env-set', 'id': request.get('id')})
 
 
 def main():
-    global pipes, LIMITS, WORKDIR, CONFIG
+    global pipes, LIMITS, WORKDIR, CONFIG, BASE_ENV
+    # The environment commands start with: the kernel's, without what one cell sets for itself.
+    BASE_ENV = dict(os.environ)
     CONFIG = config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     LIMITS = config.get('limits') or {}
     WORKDIR = os.getcwd()
