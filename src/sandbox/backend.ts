@@ -82,6 +82,10 @@ export interface SandboxBackend {
   /** The entry at path, or undefined when there is none. */
   doStat(path: string): Promise<EntryInfo | undefined>
   doRemove(path: string): Promise<void>
+  /** Creates a folder and its parents; false when it existed. Optional, like commands. */
+  doMakeDir?(path: string): Promise<boolean>
+  /** Moves a file or folder. Optional, like commands. */
+  doRename?(from: string, to: string): Promise<EntryInfo>
   /** Makes a host file readable by code at `data/<name>`, read-only, without loading it into memory. */
   doAddData(hostPath: string, name: string): Promise<EntryInfo>
   /**

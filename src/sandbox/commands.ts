@@ -88,7 +88,8 @@ class Running {
   result: CommandResult | undefined
   readonly listeners = new Set<(stream: 'stdout' | 'stderr', text: string) => void>()
   readonly exited: Promise<CommandResult>
-  process!: CommandProcess
+  /** Set once the backend has started it. */
+  process: CommandProcess | undefined
   private resolveExit!: (result: CommandResult) => void
   private readonly decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
 
@@ -121,6 +122,7 @@ export class CommandHandle {
   private readonly done: Promise<CommandResult>
   private readonly callbackErrors: unknown[] = []
   private readonly listener: (stream: 'stdout' | 'stderr', text: string) => void
+  private readonly timer: NodeJS.Timeout | undefined
 
   constructor(
     private readonly running: Running,
@@ -143,10 +145,11 @@ export class CommandHandle {
       timeoutMs > 0
         ? setTimeout(() => {
             this.killedByTimeout = true
-            void running.process.kill('SIGKILL').catch(() => {})
+            void running.process?.kill('SIGKILL').catch(() => {})
           }, timeoutMs)
         : undefined
     timer?.unref()
+    this.timer = timer
     this.done = running.exited.then((result) => {
       clearTimeout(timer)
       running.listeners.delete(listener)
@@ -157,7 +160,7 @@ export class CommandHandle {
   }
 
   get pid(): number {
-    return this.running.process.pid
+    return this.running.process?.pid ?? 0
   }
   get stdout(): string {
     return this.running.stdout
@@ -183,21 +186,22 @@ export class CommandHandle {
 
   /** Kills it (and what it started). Returns false when it had already exited. */
   async kill(): Promise<boolean> {
-    if (this.running.result) return false
+    if (this.running.result || !this.running.process) return false
     await this.running.process.kill('SIGKILL')
     return true
   }
 
-  sendStdin(data: string | Uint8Array): Promise<void> {
-    return this.running.process.sendStdin(toBytes(data))
+  async sendStdin(data: string | Uint8Array): Promise<void> {
+    await this.running.process?.sendStdin(toBytes(data))
   }
 
-  closeStdin(): Promise<void> {
-    return this.running.process.closeStdin()
+  async closeStdin(): Promise<void> {
+    await this.running.process?.closeStdin()
   }
 
   /** Stops listening; the command goes on. */
   async disconnect(): Promise<void> {
+    clearTimeout(this.timer)
     this.running.listeners.delete(this.listener)
   }
 }
@@ -232,7 +236,7 @@ export class Commands {
     const startCommand = this.backend.doStartCommand?.bind(this.backend)
     if (!startCommand) {
       throw new SandboxUnavailableError(`The ${this.backend.provider} sandbox cannot run shell commands`, {
-        hint: 'Use runCode (e.g. subprocess.run) or a provider with commands, such as local or e2b.',
+        hint: 'Use runCode (e.g. subprocess.run), or a provider with commands such as local or e2b.',
       })
     }
     const running = new Running({
@@ -241,17 +245,24 @@ export class Commands {
       envs: options.envs ?? {},
       cwd: options.cwd,
     })
-    running.process = await startCommand({
-      cmd,
-      cwd: options.cwd,
-      envs: options.envs,
-      stdin: options.stdin ?? false,
-      onEvent: running.onEvent,
-    })
+    // The handle listens before the command starts, so not a byte of its output is missed.
+    const handle = new CommandHandle(running, options)
+    try {
+      running.process = await startCommand({
+        cmd,
+        cwd: options.cwd,
+        envs: options.envs,
+        stdin: options.stdin ?? false,
+        onEvent: running.onEvent,
+      })
+    } catch (error) {
+      await handle.disconnect()
+      throw error
+    }
     const pid = running.process.pid
     this.running.set(pid, running)
     void running.exited.then(() => this.running.delete(pid))
-    return new CommandHandle(running, options)
+    return handle
   }
 
   /** The commands still running that this sandbox object started. */
@@ -263,16 +274,16 @@ export class Commands {
   async kill(pid: number): Promise<boolean> {
     const running = this.running.get(pid)
     if (!running) return false
-    await running.process.kill('SIGKILL')
+    await running.process?.kill('SIGKILL')
     return true
   }
 
-  sendStdin(pid: number, data: string | Uint8Array): Promise<void> {
-    return this.find(pid).process.sendStdin(toBytes(data))
+  async sendStdin(pid: number, data: string | Uint8Array): Promise<void> {
+    await this.find(pid).process?.sendStdin(toBytes(data))
   }
 
-  closeStdin(pid: number): Promise<void> {
-    return this.find(pid).process.closeStdin()
+  async closeStdin(pid: number): Promise<void> {
+    await this.find(pid).process?.closeStdin()
   }
 
   /** Follows a running command's output from now on. */

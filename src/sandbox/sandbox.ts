@@ -55,6 +55,11 @@ class LineSplitter {
   }
 }
 
+/** The error for an optional backend method that a backend leaves out. */
+export function unsupported(backend: SandboxBackend, what: string): SandboxUnavailableError {
+  return new SandboxUnavailableError(`The ${backend.provider} sandbox cannot ${what}`)
+}
+
 /** Reads and writes files in the sandbox's workspace. Paths are relative to it, or absolute inside the sandbox. */
 export class Files {
   constructor(private readonly backend: SandboxBackend) {}
@@ -91,6 +96,18 @@ export class Files {
   /** Name, type, path and size of the entry at path, or undefined. */
   stat(path: string): Promise<EntryInfo | undefined> {
     return this.backend.doStat(path)
+  }
+
+  /** Creates a folder and its parents; false when it existed already. */
+  makeDir(path: string): Promise<boolean> {
+    if (!this.backend.doMakeDir) throw unsupported(this.backend, 'create folders')
+    return this.backend.doMakeDir(path)
+  }
+
+  /** Moves a file or folder; E2B's name. */
+  rename(from: string, to: string): Promise<EntryInfo> {
+    if (!this.backend.doRename) throw unsupported(this.backend, 'move files')
+    return this.backend.doRename(from, to)
   }
 
   /** Makes a host file readable by code at `data/<name>` (read-only), without reading it into memory. */
@@ -212,20 +229,14 @@ export class Sandbox {
 
   /** Clears a context's variables and imports (files stay). */
   restartCodeContext(context: Context | string): Promise<void> {
-    const restart = this.backend.doRestartContext?.bind(this.backend)
-    if (!restart) throw this.unsupported('restart contexts')
-    return restart(typeof context === 'string' ? context : context.id)
+    if (!this.backend.doRestartContext) throw unsupported(this.backend, 'restart contexts')
+    return this.backend.doRestartContext(typeof context === 'string' ? context : context.id)
   }
 
   /** Removes a context; running code in it afterwards fails. */
   removeCodeContext(context: Context | string): Promise<void> {
-    const remove = this.backend.doRemoveContext?.bind(this.backend)
-    if (!remove) throw this.unsupported('remove contexts')
-    return remove(typeof context === 'string' ? context : context.id)
-  }
-
-  private unsupported(what: string): SandboxUnavailableError {
-    return new SandboxUnavailableError(`The ${this.backend.provider} sandbox cannot ${what}`)
+    if (!this.backend.doRemoveContext) throw unsupported(this.backend, 'remove contexts')
+    return this.backend.doRemoveContext(typeof context === 'string' ? context : context.id)
   }
 
   /** Ends every process of the sandbox and removes its files. Safe to call twice. */

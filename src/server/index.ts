@@ -12,6 +12,7 @@ import { createProvider } from '../providers.js'
 import type { CreateOpts } from '../sandbox/index.js'
 import { analystHome, Store } from '../store/store.js'
 import { createApp } from './app.js'
+import { createE2BApi } from './e2b/index.js'
 import { SessionManager } from './sessions.js'
 
 export { createApp, ownerOf } from './app.js'
@@ -96,7 +97,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     sandbox,
     idleMs: options.idleMs,
   })
+  // E2B-compatible API over the same provider as the sessions.
+  const e2b = createE2BApi({ provider, tokens })
   const app = createApp({
+    e2b,
     store,
     sessions,
     tokens,
@@ -123,6 +127,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
         await sessions.shutdown()
+        await e2b.close() // the E2B API's sandboxes
         if (ownsProvider) await provider.close?.()
         store.close()
       })()),

@@ -309,6 +309,16 @@ class LocalSandbox implements SandboxBackend {
     this.home.workspace.remove(path)
   }
 
+  async doMakeDir(path: string): Promise<boolean> {
+    this.assertAlive()
+    return this.home.workspace.makeDir(path)
+  }
+
+  async doRename(from: string, to: string): Promise<EntryInfo> {
+    this.assertAlive()
+    return this.home.workspace.rename(from, to)
+  }
+
   async doAddData(hostPath: string, name: string): Promise<EntryInfo> {
     this.assertAlive()
     return this.home.workspace.addData(hostPath, name)

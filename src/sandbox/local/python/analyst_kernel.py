@@ -452,6 +452,15 @@ def format_error(error, skip_kernel_frames=True):
     }
 
 
+def leading_indent(code):
+    """Code indented as a whole (pasted from a string in a program) runs as IPython runs it: dedented."""
+    first = next((line for line in code.splitlines() if line.strip()), '')
+    if first[:1] in (' ', '\t'):
+        import textwrap
+        return textwrap.dedent(code)
+    return code
+
+
 def suppresses_result(code):
     """A trailing semicolon hides the last expression's value, as in Jupyter."""
     import tokenize
@@ -507,7 +516,7 @@ def execute(request):
         return finish(cell_id, None, error)
     context.count += 1
     filename = '%s%d>' % (CELL_PREFIX, context.count) if context.id == 'default' else '<cell-%s-%d>' % (context.id, context.count)
-    code = request['code']
+    code = leading_indent(request['code'])
     envs = request.get('envs') or {}
     saved_env = {key: os.environ.get(key) for key in envs}
     try:
