@@ -171,6 +171,26 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
       expect(execution.results[0]?.isMainResult).toBe(true)
     })
 
+    test("gives the data behind a figure as chart, in E2B's shape", async () => {
+      const execution = await run(
+        "import matplotlib.pyplot as plt\nplt.bar(['a', 'b'], [3, 5], label='n')\nplt.title('Counts')\nplt.xlabel('Letter')\nplt.show()",
+      )
+      const [figure] = execution.results
+      expect(figure?.png?.startsWith(PNG_MAGIC)).toBe(true)
+      expect(figure?.chart).toEqual({
+        type: 'bar',
+        title: 'Counts',
+        x_label: 'Letter',
+        y_label: null,
+        x_unit: null,
+        y_unit: null,
+        elements: [
+          { label: 'a', group: 'n', value: 3 },
+          { label: 'b', group: 'n', value: 5 },
+        ],
+      })
+    })
+
     test('sets environment variables for one cell with envs', async () => {
       const execution = await run("import os\nos.environ.get('ANALYST_CELL_VAR')", {
         envs: { ANALYST_CELL_VAR: 'yes' },

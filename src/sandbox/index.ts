@@ -16,6 +16,7 @@ export type {
   SandboxLimits,
   SandboxProvider,
 } from './backend.js'
+export { type Chart, type ChartType, parseChart, summarizeChart } from './charts.js'
 export {
   type CommandConnectOpts,
   CommandExitError,

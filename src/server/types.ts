@@ -41,6 +41,8 @@ export interface ResultView {
   data?: Record<string, unknown[]>
   /** A chart: the artifact name its image is stored under. */
   image?: ArtifactView
+  /** The data behind a chart (E2B's `Result.chart`, see src/sandbox/charts.ts): the web UI draws it. */
+  chart?: unknown
 }
 
 export interface StepView {

@@ -20,6 +20,7 @@ function storedResults(record: StepRecord): {
     const stored: StepInput['results'][number] = { isMainResult: Boolean(result.isMainResult) }
     if (typeof result.text === 'string') stored.text = result.text
     if (result.data && typeof result.data === 'object') stored.data = result.data as Record<string, unknown[]>
+    if (result.chart && typeof result.chart === 'object') stored.chart = result.chart
     if (png) {
       const name = record.images?.[images.length] ?? `step-${record.step}-chart-${images.length + 1}.png`
       images.push({ name, png })

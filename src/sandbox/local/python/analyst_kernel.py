@@ -301,6 +301,19 @@ def figure_png(figure):
     return base64.b64encode(buffer.getvalue()).decode('ascii')
 
 
+def figure_bundle(figure):
+    """A figure as a PNG and, when its data can be read, as chart data (E2B's `chart`)."""
+    bundle = {'image/png': figure_png(figure)}
+    try:
+        import analyst_charts
+        chart = analyst_charts.figure_chart(figure)
+    except Exception:
+        chart = None  # the PNG is what counts; the data is a bonus
+    if chart is not None:
+        bundle['analyst/chart'] = chart
+    return bundle
+
+
 _REPR_METHODS = (
     ('text/html', '_repr_html_'),
     ('text/markdown', '_repr_markdown_'),
@@ -348,7 +361,7 @@ def mime_bundle(obj):
     if module.startswith('matplotlib'):
         from matplotlib.figure import Figure
         if isinstance(obj, Figure):
-            bundle['image/png'] = figure_png(obj)
+            bundle.update(figure_bundle(obj))
             figures_shown.add(id(obj))
     if module.startswith('pandas'):
         import pandas as pd
@@ -417,7 +430,7 @@ def flush_figures():
             if id(figure) in figures_shown:
                 continue
             pipes.drain()
-            bundle = {'image/png': figure_png(figure), 'text/plain': repr(figure)}
+            bundle = dict(figure_bundle(figure), **{'text/plain': repr(figure)})
             send_result({'type': 'result', 'id': Cells.current, 'main': False, 'bundle': bundle})
     finally:
         figures_shown.clear()
