@@ -17,11 +17,18 @@ export interface ConformanceOptions {
   create: (options?: CreateOpts) => Promise<Sandbox>
   /** Tests a backend cannot pass, each with the reason. */
   skip?: Array<{ reason: string; tests: string[] }>
+  /**
+   * How the text of a string result reads: Python's repr (`'a'`), or without its enclosing quotes
+   * (`a`), as E2B's code-interpreter server sends it. @default 'repr'
+   */
+  stringText?: 'repr' | 'unquoted'
 }
 
 const PNG_MAGIC = 'iVBORw0KGgo' // base64 of the PNG signature
 
-export function describeConformance({ name, create, skip = [] }: ConformanceOptions) {
+export function describeConformance({ name, create, skip = [], stringText = 'repr' }: ConformanceOptions) {
+  /** The text of a string result whose repr is `repr`. */
+  const str = (repr: string) => (stringText === 'repr' ? repr : repr.slice(1, -1))
   const skipped = new Set(skip.flatMap((entry) => entry.tests))
   const test = (title: string, fn: () => Promise<void>, timeout?: number) =>
     (skipped.has(title) ? it.skip : it)(title, fn, timeout)
@@ -60,10 +67,10 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
     test('display() adds results that are not the main result', async () => {
       const execution = await run("display('first')\ndisplay(2, 3)\n'last'")
       expect(execution.results.map((r) => [r.text, r.isMainResult])).toEqual([
-        ["'first'", false],
+        [str("'first'"), false],
         ['2', false],
         ['3', false],
-        ["'last'", true],
+        [str("'last'"), true],
       ])
     })
 
@@ -125,7 +132,7 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
         onResult: (result) => results.push(result),
         onError: (error) => errors.push(error.name),
       })
-      expect(results.map((r) => r.text)).toEqual(["'shown'"])
+      expect(results.map((r) => r.text)).toEqual([str("'shown'")])
       expect(errors).toEqual(['ValueError'])
     })
 
@@ -195,7 +202,7 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
       const execution = await run("import os\nos.environ.get('ANALYST_CELL_VAR')", {
         envs: { ANALYST_CELL_VAR: 'yes' },
       })
-      expect(execution.text).toBe("'yes'")
+      expect(execution.text).toBe(str("'yes'"))
       expect((await run("os.environ.get('ANALYST_CELL_VAR')")).results).toEqual([])
     })
 
@@ -203,8 +210,8 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
       const context = await sandbox.createContext()
       await run('shared = "default"')
       await run('shared = "other"', { context })
-      expect((await run('shared')).text).toBe("'default'")
-      expect((await run('shared', { context })).text).toBe("'other'")
+      expect((await run('shared')).text).toBe(str("'default'"))
+      expect((await run('shared', { context })).text).toBe(str("'other'"))
       expect((await run('x', { context })).error?.name).toBe('NameError')
     })
 
@@ -221,7 +228,7 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
 
     test('writes, reads, lists and removes files in the workspace', async () => {
       await sandbox.files.write('notes/hello.txt', 'héllo\n')
-      expect((await run("open('notes/hello.txt', encoding='utf-8').read()")).text).toBe("'héllo\\n'")
+      expect((await run("open('notes/hello.txt', encoding='utf-8').read()")).text).toBe(str("'héllo\\n'"))
       expect(await sandbox.files.read('notes/hello.txt')).toBe('héllo\n')
       expect(await sandbox.files.read('/home/user/notes/hello.txt')).toBe('héllo\n')
       const listed = await sandbox.files.list('notes')
@@ -273,7 +280,7 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
       expect(failed).toBeInstanceOf(CommandExitError)
       expect(failed).toMatchObject({ exitCode: 3, stdout: 'partial\n' })
       await sandbox.commands.run('echo made by a command > by-command.txt')
-      expect((await run("open('by-command.txt').read()")).text).toBe("'made by a command\\n'")
+      expect((await run("open('by-command.txt').read()")).text).toBe(str("'made by a command\\n'"))
     })
 
     test('commands get envs, a cwd, stdin, streamed output, and can run in the background and be killed', async () => {
