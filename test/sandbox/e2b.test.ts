@@ -3,9 +3,11 @@
  * against Analyst's own E2B-compatible server on 127.0.0.1: the same wire protocol as E2B's cloud,
  * which cannot be reached from here. The shared conformance suite, then what is the provider's own.
  */
+import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createProvider } from '../../src/providers.js'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
@@ -85,6 +87,36 @@ describe('e2b provider', () => {
       expect((await sandbox.runCode('6 * 7')).text).toBe('42')
     } finally {
       await sandbox.kill()
+    }
+  })
+
+  it('runs `analyst run --sandbox e2b` with the E2B variables', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'analyst-e2b-cli-'))
+    writeFileSync(join(dir, 'prices.csv'), 'item,price\napple,1.5\npear,2.5\n')
+    writeFileSync(
+      join(dir, 'mean.py'),
+      "import pandas as pd\nprint(pd.read_csv('data/prices.csv').price.mean())\n",
+    )
+    try {
+      // Asynchronously: the server answering the command lives in this process.
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [resolve('dist/cli/bin.js'), 'run', 'mean.py', '--data', 'prices.csv', '--sandbox', 'e2b'],
+        {
+          cwd: dir,
+          env: {
+            ...process.env,
+            NO_COLOR: '1',
+            E2B_API_KEY: e2b.token,
+            E2B_API_URL: e2b.url,
+            E2B_SANDBOX_URL: e2b.url,
+          },
+          timeout: 60_000,
+        },
+      )
+      expect(stdout).toContain('2.0')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 })
