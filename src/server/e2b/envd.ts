@@ -22,6 +22,7 @@ import type { SandboxEnv } from './interpreter.js'
 import type { Registry } from './registry.js'
 
 const RPC_KEEPALIVE_MS = 50_000
+const DEADLINE_SLACK_MS = 1000
 
 /** An Analyst error as the Connect code the SDK maps back to its own errors. */
 function toConnectError(error: unknown): ConnectError {
@@ -148,8 +149,13 @@ async function* follow(
     clearInterval(keepalive)
     await handle.disconnect()
     // A deadline (the SDK's timeoutMs) ends the command; a client that merely goes away does not.
+    // The SDK aborts at its deadline too, a moment before the server's: near the deadline counts.
     const reason = context.signal.reason
-    if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) await handle.kill()
+    const remaining = context.timeoutMs()
+    const atDeadline =
+      (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) ||
+      (remaining !== undefined && remaining <= DEADLINE_SLACK_MS)
+    if (atDeadline) await handle.kill()
   }
 }
 

@@ -3,6 +3,7 @@
  * The formats follow E2B's template/server (api/models/*.py, stream.py).
  * @module
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Hono, type Context as HonoContext } from 'hono'
 import { z } from 'zod'
 import { AnalystError, statusOf } from '../../errors.js'
@@ -13,6 +14,8 @@ import type { SandboxEntry } from './registry.js'
 export type SandboxEnv = { Bindings: { entry: SandboxEntry } }
 
 const KEEPALIVE_MS = 5000
+/** How long a cell's first lines may wait, so that a quick cell is answered in one write. */
+const BUFFER_MS = 20
 /** The cell's own limit is the client's: it disconnects at its timeoutMs, which interrupts the cell. */
 const SERVER_CELL_LIMIT_MS = 24 * 3600 * 1000
 
@@ -104,44 +107,55 @@ export function interpreterRoutes() {
     const controller = new AbortController()
     const stop = () => controller.abort(new Error('the client disconnected'))
     c.req.raw.signal.addEventListener('abort', stop, { once: true })
+    // Lines wait here until the response streams; a cell that ends first goes out in one write.
+    const buffered: string[] = []
+    let sink: ((line: string) => void) | undefined
+    const send = (message: unknown) => {
+      if (controller.signal.aborted) return
+      const line = ndjsonLine(message)
+      if (sink) sink(line)
+      else buffered.push(line)
+    }
+    const keepalive = setInterval(() => send({ type: 'keepalive' }), KEEPALIVE_MS)
+    const finished = entry.sandbox
+      .runCode(request.code, {
+        context: context?.id === 'default' ? undefined : context,
+        envs: request.env_vars ?? undefined,
+        timeoutMs: SERVER_CELL_LIMIT_MS,
+        signal: controller.signal,
+        onStdout: (message) => send({ type: 'stdout', text: message.line, timestamp: isoNow() }),
+        onStderr: (message) => send({ type: 'stderr', text: message.line, timestamp: isoNow() }),
+        onResult: (result) => send(e2bResult(result.raw, result.isMainResult)),
+        onError: (error) => send({ type: 'error', ...error.toJSON() }),
+      })
+      .then((execution) => {
+        if (execution.executionCount !== undefined)
+          send({ type: 'number_of_executions', execution_count: execution.executionCount })
+      })
+      .catch((error: unknown) => {
+        const e = error as Error
+        send({ type: 'error', name: e.name ?? 'Error', value: e.message ?? String(error), traceback: '' })
+      })
+      .finally(() => {
+        clearInterval(keepalive)
+        c.req.raw.signal.removeEventListener('abort', stop)
+        send({ type: 'end_of_execution' })
+      })
+    const headers = { 'content-type': 'application/x-ndjson' }
+    const quick = await Promise.race([finished.then(() => true), sleep(BUFFER_MS).then(() => false)])
+    if (quick) return new Response(buffered.join(''), { headers })
     const encoder = new TextEncoder()
     const stream = new ReadableStream<Uint8Array>({
       start(out) {
-        const send = (message: unknown) => {
-          if (!controller.signal.aborted) out.enqueue(encoder.encode(ndjsonLine(message)))
-        }
-        const keepalive = setInterval(() => send({ type: 'keepalive' }), KEEPALIVE_MS)
-        entry.sandbox
-          .runCode(request.code, {
-            context: context?.id === 'default' ? undefined : context,
-            envs: request.env_vars ?? undefined,
-            timeoutMs: SERVER_CELL_LIMIT_MS,
-            signal: controller.signal,
-            onStdout: (message) => send({ type: 'stdout', text: message.line, timestamp: isoNow() }),
-            onStderr: (message) => send({ type: 'stderr', text: message.line, timestamp: isoNow() }),
-            onResult: (result) => send(e2bResult(result.raw, result.isMainResult)),
-            onError: (error) => send({ type: 'error', ...error.toJSON() }),
-          })
-          .then((execution) => {
-            if (execution.executionCount !== undefined)
-              send({ type: 'number_of_executions', execution_count: execution.executionCount })
-          })
-          .catch((error: unknown) => {
-            if (controller.signal.aborted) return
-            const e = error as Error
-            send({ type: 'error', name: e.name ?? 'Error', value: e.message ?? String(error), traceback: '' })
-          })
-          .finally(() => {
-            clearInterval(keepalive)
-            c.req.raw.signal.removeEventListener('abort', stop)
-            if (controller.signal.aborted) return
-            send({ type: 'end_of_execution' })
-            out.close()
-          })
+        for (const line of buffered.splice(0)) out.enqueue(encoder.encode(line))
+        sink = (line) => out.enqueue(encoder.encode(line))
+        void finished.then(() => {
+          if (!controller.signal.aborted) out.close()
+        })
       },
       cancel: stop,
     })
-    return new Response(stream, { headers: { 'content-type': 'application/x-ndjson' } })
+    return new Response(stream, { headers })
   })
 
   app.post('/contexts', async (c) => {
