@@ -168,6 +168,30 @@ describe('E2B SDK: files', () => {
     expect(await sandbox.files.read('many/zipped.txt')).toBe('x'.repeat(10_000))
   })
 
+  it('watches a folder: files created, written and removed', async () => {
+    await sandbox.files.makeDir('watched')
+    const events: string[] = []
+    const handle = await sandbox.files.watchDir(
+      'watched',
+      (event) => void events.push(`${event.type}:${event.name}`),
+      {
+        recursive: true,
+      },
+    )
+    try {
+      await sandbox.runCode(
+        "import os\nos.makedirs('watched/sub', exist_ok=True)\nopen('watched/sub/a.txt', 'w').write('1')",
+      )
+      await expect.poll(() => events, { timeout: 10_000 }).toContain('create:sub/a.txt')
+      await sandbox.runCode("open('watched/sub/a.txt', 'a').write('23')")
+      await expect.poll(() => events, { timeout: 10_000 }).toContain('write:sub/a.txt')
+      await sandbox.files.remove('watched/sub/a.txt')
+      await expect.poll(() => events, { timeout: 10_000 }).toContain('remove:sub/a.txt')
+    } finally {
+      await handle.stop()
+    }
+  })
+
   it('refuses paths outside the workspace', async () => {
     await expect(sandbox.files.write('/etc/evil', 'x')).rejects.toThrow(/outside the sandbox/)
     await expect(sandbox.files.read('../../etc/passwd')).rejects.toThrow(/outside the sandbox/)

@@ -52,7 +52,7 @@ process.stdout.write(JSON.stringify({
 setInterval(() => {}, 1000) // stays up until it is killed
 `
 
-/** Transpiles src/index.ts and src/sandbox/** into a folder that `node` can run. */
+/** Transpiles src/index.ts, src/errors.ts and src/sandbox/** into a folder that `node` can run. */
 export function buildStandaloneHost(): string {
   const out = mkdtempSync(join(tmpdir(), 'analyst-hostile-host-'))
   const source = join(REPO, 'src')
@@ -80,14 +80,17 @@ export function buildStandaloneHost(): string {
     }
   }
   copy(join(source, 'sandbox'))
-  const index = ts.transpileModule(readFileSync(join(source, 'index.ts'), 'utf8'), {
-    compilerOptions: {
-      module: ts.ModuleKind.ESNext,
-      target: ts.ScriptTarget.ES2022,
-      verbatimModuleSyntax: true,
-    },
-  }).outputText
-  writeFileSync(join(out, 'src', 'index.js'), index)
+  // The entry and the project's one error hierarchy, which the sandbox imports.
+  for (const file of ['index.ts', 'errors.ts']) {
+    const js = ts.transpileModule(readFileSync(join(source, file), 'utf8'), {
+      compilerOptions: {
+        module: ts.ModuleKind.ESNext,
+        target: ts.ScriptTarget.ES2022,
+        verbatimModuleSyntax: true,
+      },
+    }).outputText
+    writeFileSync(join(out, 'src', file.replace(/\.ts$/, '.js')), js)
+  }
   writeFileSync(join(out, 'package.json'), '{ "type": "module" }\n')
   writeFileSync(join(out, 'host.mjs'), HOST_SCRIPT)
   symlinkSync(join(REPO, 'node_modules'), join(out, 'node_modules'))

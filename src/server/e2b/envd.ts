@@ -16,12 +16,14 @@ import {
   type EntryInfo,
   type Sandbox,
 } from '../../sandbox/index.js'
-import { Filesystem, FileType } from './envd/filesystem_pb.js'
+import { EventType, Filesystem, FileType } from './envd/filesystem_pb.js'
 import { Process, type ProcessEvent } from './envd/process_pb.js'
 import type { SandboxEnv } from './interpreter.js'
 import type { Registry } from './registry.js'
 
 const RPC_KEEPALIVE_MS = 50_000
+/** How often a watched folder is looked at: the workspace is another user's, so it is polled. */
+const WATCH_INTERVAL_MS = 200
 const DEADLINE_SLACK_MS = 1000
 
 /** An Analyst error as the Connect code the SDK maps back to its own errors. */
@@ -71,6 +73,26 @@ async function listDir(sandbox: Sandbox, path: string, depth: number): Promise<E
     entries.filter((e) => e.type === 'dir').map((e) => listDir(sandbox, e.path, depth - 1)),
   )
   return [...entries, ...nested.flat()]
+}
+
+/** A folder's entries as `relative path → type:size`, `depth` levels down. */
+async function folderState(sandbox: Sandbox, path: string, recursive: boolean): Promise<Map<string, string>> {
+  const root = (await sandbox.files.stat(path))?.path
+  if (!root) throw new NotFoundError(`${path}: no such folder in the sandbox`)
+  const entries = await listDir(sandbox, root, recursive ? 32 : 1)
+  return new Map(entries.map((e) => [e.path.slice(root.length + 1), `${e.type}:${e.size}`]))
+}
+
+/** What changed between two states of a folder, as envd's events (writes seen by their size). */
+function changes(before: Map<string, string>, after: Map<string, string>) {
+  const events: Array<{ name: string; type: EventType }> = []
+  for (const [name, state] of after) {
+    const was = before.get(name)
+    if (was === undefined) events.push({ name, type: EventType.CREATE })
+    else if (was !== state) events.push({ name, type: EventType.WRITE })
+  }
+  for (const name of before.keys()) if (!after.has(name)) events.push({ name, type: EventType.REMOVE })
+  return events
 }
 
 /** A queue that a producer fills and a streaming handler drains; `end()` lets the drain finish. */
@@ -207,6 +229,26 @@ function connectRouter(registry: Registry) {
         await sandboxOf(context).files.remove(request.path)
         return {}
       }),
+    async *watchDir(request, context) {
+      const sandbox = sandboxOf(context)
+      let state = await rpc(() => folderState(sandbox, request.path, request.recursive))
+      yield { event: { case: 'start' as const, value: {} } }
+      let quiet = 0
+      while (!context.signal.aborted) {
+        await new Promise((resolve) => setTimeout(resolve, WATCH_INTERVAL_MS))
+        if (context.signal.aborted) return
+        const now = await folderState(sandbox, request.path, request.recursive).catch(() => undefined)
+        if (!now) return // the folder (or the sandbox) is gone
+        for (const change of changes(state, now))
+          yield { event: { case: 'filesystem' as const, value: change } }
+        state = now
+        quiet += WATCH_INTERVAL_MS
+        if (quiet >= RPC_KEEPALIVE_MS) {
+          quiet = 0
+          yield { event: { case: 'keepalive' as const, value: {} } }
+        }
+      }
+    },
   })
   router.service(Process, {
     list: (_request, context) =>

@@ -47,7 +47,7 @@ export class Registry {
 
   add(entry: SandboxEntry, timeoutSeconds: number) {
     this.entries.set(entry.id, entry)
-    this.setTimeout(entry, timeoutSeconds)
+    this.setTimeout(entry, timeoutSeconds, entry.startedAt.getTime())
   }
 
   get(id: string): SandboxEntry | undefined {
@@ -68,11 +68,11 @@ export class Registry {
     return [...this.entries.values()]
   }
 
-  /** Moves the deadline to `seconds` from now, as E2B's setTimeout does. */
-  setTimeout(entry: SandboxEntry, seconds: number) {
+  /** Moves the deadline to `seconds` from now (or from `from`), as E2B's setTimeout does. */
+  setTimeout(entry: SandboxEntry, seconds: number, from = Date.now()) {
     clearTimeout(entry.timer)
-    entry.endAt = new Date(Date.now() + seconds * 1000)
-    entry.timer = setTimeout(() => void this.kill(entry.id), seconds * 1000)
+    entry.endAt = new Date(from + seconds * 1000)
+    entry.timer = setTimeout(() => void this.kill(entry.id), Math.max(0, entry.endAt.getTime() - Date.now()))
     entry.timer.unref()
   }
 
