@@ -4,7 +4,7 @@
  * only for those who use it (the sandbox core never imports a backend).
  * @module
  */
-import { InvalidArgumentError } from './errors.js'
+import { InvalidArgumentError, SandboxUnavailableError } from './errors.js'
 import type { SandboxProvider } from './sandbox/index.js'
 
 export interface EngineOptions {
@@ -29,6 +29,23 @@ const ENGINES: Record<string, Engine> = {
     async create(options) {
       const { LocalProvider } = await import('./sandbox/local/index.js')
       return new LocalProvider({ poolSize: options.poolSize })
+    },
+  },
+  e2b: {
+    name: 'e2b',
+    description: "E2B's cloud sandboxes (E2B_API_KEY), or any E2B-compatible server (E2B_API_URL)",
+    async create({ env = process.env }) {
+      if (!env.E2B_API_KEY) {
+        throw new SandboxUnavailableError('E2B_API_KEY is not set', {
+          hint: 'Get a key at e2b.dev/dashboard?tab=keys and set E2B_API_KEY, or choose --sandbox local.',
+        })
+      }
+      const { E2BProvider } = await import('./sandbox/e2b/index.js')
+      return new E2BProvider({
+        apiKey: env.E2B_API_KEY,
+        apiUrl: env.E2B_API_URL,
+        sandboxUrl: env.E2B_SANDBOX_URL,
+      })
     },
   },
 }

@@ -3,18 +3,32 @@
  * common.case.test.ts): `describeConformance({ name, create, skip })`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { CreateOpts, Execution, OutputMessage, Result, Sandbox } from './index.js'
+import {
+  CommandExitError,
+  type CreateOpts,
+  type Execution,
+  type OutputMessage,
+  type Result,
+  type Sandbox,
+} from './index.js'
 
 export interface ConformanceOptions {
   name: string
   create: (options?: CreateOpts) => Promise<Sandbox>
   /** Tests a backend cannot pass, each with the reason. */
   skip?: Array<{ reason: string; tests: string[] }>
+  /**
+   * How the text of a string result reads: Python's repr (`'a'`), or without its enclosing quotes
+   * (`a`), as E2B's code-interpreter server sends it. @default 'repr'
+   */
+  stringText?: 'repr' | 'unquoted'
 }
 
 const PNG_MAGIC = 'iVBORw0KGgo' // base64 of the PNG signature
 
-export function describeConformance({ name, create, skip = [] }: ConformanceOptions) {
+export function describeConformance({ name, create, skip = [], stringText = 'repr' }: ConformanceOptions) {
+  /** The text of a string result whose repr is `repr`. */
+  const str = (repr: string) => (stringText === 'repr' ? repr : repr.slice(1, -1))
   const skipped = new Set(skip.flatMap((entry) => entry.tests))
   const test = (title: string, fn: () => Promise<void>, timeout?: number) =>
     (skipped.has(title) ? it.skip : it)(title, fn, timeout)
@@ -53,10 +67,10 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
     test('display() adds results that are not the main result', async () => {
       const execution = await run("display('first')\ndisplay(2, 3)\n'last'")
       expect(execution.results.map((r) => [r.text, r.isMainResult])).toEqual([
-        ["'first'", false],
+        [str("'first'"), false],
         ['2', false],
         ['3', false],
-        ["'last'", true],
+        [str("'last'"), true],
       ])
     })
 
@@ -118,7 +132,7 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
         onResult: (result) => results.push(result),
         onError: (error) => errors.push(error.name),
       })
-      expect(results.map((r) => r.text)).toEqual(["'shown'"])
+      expect(results.map((r) => r.text)).toEqual([str("'shown'")])
       expect(errors).toEqual(['ValueError'])
     })
 
@@ -164,11 +178,31 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
       expect(execution.results[0]?.isMainResult).toBe(true)
     })
 
+    test("gives the data behind a figure as chart, in E2B's shape", async () => {
+      const execution = await run(
+        "import matplotlib.pyplot as plt\nplt.bar(['a', 'b'], [3, 5], label='n')\nplt.title('Counts')\nplt.xlabel('Letter')\nplt.show()",
+      )
+      const [figure] = execution.results
+      expect(figure?.png?.startsWith(PNG_MAGIC)).toBe(true)
+      expect(figure?.chart).toEqual({
+        type: 'bar',
+        title: 'Counts',
+        x_label: 'Letter',
+        y_label: null,
+        x_unit: null,
+        y_unit: null,
+        elements: [
+          { label: 'a', group: 'n', value: 3 },
+          { label: 'b', group: 'n', value: 5 },
+        ],
+      })
+    })
+
     test('sets environment variables for one cell with envs', async () => {
       const execution = await run("import os\nos.environ.get('ANALYST_CELL_VAR')", {
         envs: { ANALYST_CELL_VAR: 'yes' },
       })
-      expect(execution.text).toBe("'yes'")
+      expect(execution.text).toBe(str("'yes'"))
       expect((await run("os.environ.get('ANALYST_CELL_VAR')")).results).toEqual([])
     })
 
@@ -176,8 +210,8 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
       const context = await sandbox.createContext()
       await run('shared = "default"')
       await run('shared = "other"', { context })
-      expect((await run('shared')).text).toBe("'default'")
-      expect((await run('shared', { context })).text).toBe("'other'")
+      expect((await run('shared')).text).toBe(str("'default'"))
+      expect((await run('shared', { context })).text).toBe(str("'other'"))
       expect((await run('x', { context })).error?.name).toBe('NameError')
     })
 
@@ -194,7 +228,7 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
 
     test('writes, reads, lists and removes files in the workspace', async () => {
       await sandbox.files.write('notes/hello.txt', 'héllo\n')
-      expect((await run("open('notes/hello.txt', encoding='utf-8').read()")).text).toBe("'héllo\\n'")
+      expect((await run("open('notes/hello.txt', encoding='utf-8').read()")).text).toBe(str("'héllo\\n'"))
       expect(await sandbox.files.read('notes/hello.txt')).toBe('héllo\n')
       expect(await sandbox.files.read('/home/user/notes/hello.txt')).toBe('héllo\n')
       const listed = await sandbox.files.list('notes')
@@ -223,6 +257,50 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
         ['out.csv', 'text/csv'],
       ])
       expect(await sandbox.files.read('out.csv')).toBe('a\n1\n2\n')
+    })
+
+    test('restarting a context clears its variables; a removed context is gone', async () => {
+      const context = await sandbox.createCodeContext()
+      await run('kept = 1', { context })
+      await sandbox.restartCodeContext(context)
+      expect((await run('kept', { context })).error?.name).toBe('NameError')
+      await sandbox.removeCodeContext(context)
+      await expect(run('1', { context })).rejects.toThrow(/context/i)
+    })
+
+    test('runs shell commands in the workspace, with stdout, stderr and exit codes', async () => {
+      await sandbox.files.write('from-files.txt', 'written by files\n')
+      const result = await sandbox.commands.run('pwd; cat from-files.txt; echo err >&2')
+      expect(result).toMatchObject({
+        exitCode: 0,
+        stdout: '/home/user\nwritten by files\n',
+        stderr: 'err\n',
+      })
+      const failed = await sandbox.commands.run('echo partial; exit 3').catch((error: unknown) => error)
+      expect(failed).toBeInstanceOf(CommandExitError)
+      expect(failed).toMatchObject({ exitCode: 3, stdout: 'partial\n' })
+      await sandbox.commands.run('echo made by a command > by-command.txt')
+      expect((await run("open('by-command.txt').read()")).text).toBe(str("'made by a command\\n'"))
+    })
+
+    test('commands get envs, a cwd, stdin, streamed output, and can run in the background and be killed', async () => {
+      const env = await sandbox.commands.run('echo "$ONE $HOME"; pwd', { envs: { ONE: 'uno' }, cwd: '/tmp' })
+      expect(env.stdout).toBe('uno /home/user\n/tmp\n')
+      const chunks: string[] = []
+      const cat = await sandbox.commands.run('cat; echo done', {
+        background: true,
+        stdin: true,
+        onStdout: (data) => void chunks.push(data),
+      })
+      await cat.sendStdin('first\n')
+      await cat.closeStdin()
+      expect((await cat.wait()).stdout).toBe('first\ndone\n')
+      expect(chunks.join('')).toBe('first\ndone\n')
+      const sleeper = await sandbox.commands.run('sleep 60', { background: true })
+      expect((await sandbox.commands.list()).map((p) => p.pid)).toContain(sleeper.pid)
+      expect(await sandbox.commands.kill(sleeper.pid)).toBe(true)
+      await expect(sleeper.wait()).rejects.toMatchObject({ exitCode: 137 })
+      expect((await sandbox.commands.list()).map((p) => p.pid)).not.toContain(sleeper.pid)
     })
   })
 }

@@ -4,8 +4,11 @@
  * @module
  */
 export type {
+  CommandEvent,
+  CommandProcess,
   Context,
   DoExecuteOptions,
+  DoStartCommandOptions,
   EntryInfo,
   ExecutionEvent,
   SandboxBackend,
@@ -13,6 +16,17 @@ export type {
   SandboxLimits,
   SandboxProvider,
 } from './backend.js'
+export { type Chart, type ChartType, parseChart, summarizeChart } from './charts.js'
+export {
+  type CommandConnectOpts,
+  CommandExitError,
+  CommandHandle,
+  type CommandResult,
+  type CommandStartOpts,
+  Commands,
+  CommandTimeoutError,
+  type ProcessInfo,
+} from './commands.js'
 export * from './errors.js'
 export {
   type Artifact,

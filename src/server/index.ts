@@ -14,6 +14,7 @@ import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
 import { type AnalystSettings, SessionService } from '../session/index.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
 import { createApp } from './app.js'
+import { createE2BApi } from './e2b/index.js'
 
 export { createApp, ownerOf } from './app.js'
 export type * from './types.js'
@@ -117,7 +118,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     console.error(
       `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
     )
+  // E2B-compatible API over the same provider as the sessions.
+  const e2b = createE2BApi({ provider, tokens })
   const app = createApp({
+    e2b,
     service,
     tokens,
     uploadDir: join(home, 'uploads'),
@@ -132,6 +136,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }).catch(async (error: unknown) => {
     // The port is taken (or the like): let go of what was opened for it.
     await service.shutdown()
+    await e2b.close()
     if (ownsProvider) await provider.close?.()
     await stores.close()
     throw error
@@ -151,6 +156,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
         await service.shutdown()
+        await e2b.close() // the E2B API's sandboxes
         if (ownsProvider) await provider.close?.()
         await stores.close()
       })()),

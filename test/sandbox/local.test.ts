@@ -7,7 +7,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { LocalProvider, Sandbox } from '../../src/index.js'
+import { type CommandExitError, LocalProvider, Sandbox } from '../../src/index.js'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
 import { getRuntime } from '../../src/sandbox/local/runtime.js'
 
@@ -281,6 +281,50 @@ describe('local sandbox: artifacts and links', () => {
     await expect(sandbox.files.write('../../escape.txt', 'x')).rejects.toThrow(/outside the sandbox/)
     await expect(sandbox.files.read('/etc/passwd')).rejects.toThrow(/outside the sandbox/)
     await expect(sandbox.files.read('data/../../x')).rejects.toThrow(/outside the sandbox/)
+  })
+})
+
+describe('local sandbox: commands', () => {
+  let sandbox: Sandbox
+  beforeAll(async () => {
+    sandbox = await create({ limits: { processes: 32 } })
+  })
+  afterAll(async () => {
+    await sandbox?.kill()
+  })
+
+  it('run in the same jail as the kernel: the same namespaces, user and workspace', async () => {
+    const namespaces =
+      "import os\n' '.join(os.readlink(f'/proc/self/ns/{n}') for n in ('pid', 'net', 'mnt', 'user'))"
+    const fromCell = (await sandbox.runCode(namespaces)).text
+    const fromCommand = await sandbox.commands.run(
+      "echo \"'$(for n in pid net mnt user; do readlink /proc/self/ns/$n; done | tr '\\n' ' ' | sed 's/ $//')'\"; id -u",
+    )
+    expect(fromCommand.stdout).toBe(`${fromCell}\n1000\n`)
+  })
+
+  it('cannot reach the network', async () => {
+    const result = await sandbox.commands
+      .run('exec 3<>/dev/tcp/1.1.1.1/80 && echo connected')
+      .catch((error: CommandExitError) => error)
+    expect(result.stdout).not.toContain('connected')
+    expect(result.exitCode).not.toBe(0)
+  })
+
+  it('share the process limit with the kernel', async () => {
+    const script =
+      "import subprocess\nprocs = []\ntry:\n    for i in range(100):\n        procs.append(subprocess.Popen(['sleep', '30']))\nexcept OSError:\n    print(len(procs))\nfor p in procs:\n    p.kill()"
+    const result = await sandbox.commands.run(`python3 -c "${script}"`)
+    expect(Number(result.stdout)).toBeGreaterThan(0)
+    expect(Number(result.stdout)).toBeLessThan(32)
+  })
+
+  it('end with the sandbox', async () => {
+    const other = await create()
+    const sleeper = await other.commands.run('sleep 300', { background: true })
+    await other.kill()
+    const ended = await sleeper.wait().catch((error: CommandExitError) => error)
+    expect(ended.exitCode).not.toBe(0)
   })
 })
 

@@ -52,7 +52,7 @@ process.stdout.write(JSON.stringify({
 setInterval(() => {}, 1000) // stays up until it is killed
 `
 
-/** Transpiles src/index.ts and src/sandbox/** into a folder that `node` can run. */
+/** Transpiles src/index.ts, src/errors.ts and src/sandbox/** into a folder that `node` can run. */
 export function buildStandaloneHost(): string {
   const out = mkdtempSync(join(tmpdir(), 'analyst-hostile-host-'))
   const source = join(REPO, 'src')

@@ -138,6 +138,8 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
     // A stored session keeps its model unless --model says otherwise.
     const stored = sessionId ? (await service.getSession(sessionId)).model : undefined
     model = await chooseModel({ ...options, model: options.model ?? stored })
+    if (options.replay && !options.json)
+      stderr.write(pc.yellow('Analyst · recorded replies, replayed: no model is called\n'))
     sessionId ??= (await service.createSession()).id
     if (options.data.length > 0) {
       if (!options.json) stderr.write(pc.dim(`Analyst · reading ${options.data.length} data file(s)…\n`))

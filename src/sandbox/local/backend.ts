@@ -8,8 +8,10 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type {
+  CommandProcess,
   Context,
   DoExecuteOptions,
+  DoStartCommandOptions,
   EntryInfo,
   ExecutionEvent,
   SandboxBackend,
@@ -307,9 +309,94 @@ class LocalSandbox implements SandboxBackend {
     this.home.workspace.remove(path)
   }
 
+  async doMakeDir(path: string): Promise<boolean> {
+    this.assertAlive()
+    return this.home.workspace.makeDir(path)
+  }
+
+  async doRename(from: string, to: string): Promise<EntryInfo> {
+    this.assertAlive()
+    return this.home.workspace.rename(from, to)
+  }
+
   async doAddData(hostPath: string, name: string): Promise<EntryInfo> {
     this.assertAlive()
     return this.home.workspace.addData(hostPath, name)
+  }
+
+  /** A shell command started by the kernel, so it runs in the kernel's jail, limits and workspace. */
+  async doStartCommand(options: DoStartCommandOptions): Promise<CommandProcess> {
+    this.assertAlive()
+    try {
+      await this.ensureKernel()
+    } catch (cause) {
+      throw new SandboxError('The kernel could not be restarted', { cause })
+    }
+    const kernel = this.kernel
+    const id = randomBytes(8).toString('hex')
+    const cap = this.config.limits.outputBytes
+    let outputBytes = 0
+    let truncated = false
+    const pid = await kernel.spawn(
+      {
+        type: 'spawn',
+        id,
+        cmd: options.cmd,
+        cwd: this.commandCwd(options.cwd),
+        envs: options.envs,
+        stdin: options.stdin,
+      },
+      (message) => {
+        if (message.type === 'proc-exit') {
+          return options.onEvent({ type: 'exit', exitCode: message.code, error: message.error })
+        }
+        if (message.type !== 'proc-out' || truncated) return
+        const data = Buffer.from(message.data, 'base64')
+        const kept = data.subarray(0, Math.max(0, cap - outputBytes))
+        outputBytes += kept.length
+        if (kept.length > 0) options.onEvent({ type: message.stream, data: kept })
+        if (kept.length < data.length) {
+          truncated = true
+          options.onEvent({
+            type: 'stderr',
+            data: new TextEncoder().encode(
+              `\n[output truncated: the command printed more than ${formatBytes(cap)}; the rest was dropped (limits.outputBytes)]\n`,
+            ),
+          })
+        }
+      },
+    )
+    return {
+      pid,
+      sendStdin: async (data) =>
+        kernel.control({ type: 'proc-stdin', id, data: Buffer.from(data).toString('base64') }),
+      closeStdin: async () => kernel.control({ type: 'proc-close-stdin', id }),
+      kill: async (signal = 'SIGKILL') => kernel.control({ type: 'proc-signal', id, signal }),
+    }
+  }
+
+  /** A command's working folder as the kernel sees it: relative to the workspace, like files. */
+  private commandCwd(cwd: string | undefined): string {
+    const inside = cwd === undefined ? SANDBOX_HOME : cwd.startsWith('/') ? cwd : `${SANDBOX_HOME}/${cwd}`
+    if (this.config.isolation === 'sandbox') return inside
+    // Without a jail the workspace is a host folder.
+    if (inside === SANDBOX_HOME || inside.startsWith(`${SANDBOX_HOME}/`)) {
+      return this.home.workspace.work + inside.slice(SANDBOX_HOME.length)
+    }
+    return inside
+  }
+
+  async doRestartContext(contextId: string): Promise<void> {
+    const context = contextId === 'default' ? undefined : this.contexts.get(contextId)
+    if (contextId !== 'default' && !context)
+      throw new NotFoundError(`No context ${contextId} in this sandbox`)
+    await this.ensureKernel()
+    // A fresh namespace under the same id: the kernel replaces it.
+    await this.kernel.createContext(contextId, context?.cwd)
+  }
+
+  async doRemoveContext(contextId: string): Promise<void> {
+    if (!this.contexts.delete(contextId)) throw new NotFoundError(`No context ${contextId} in this sandbox`)
   }
 
   /** Environment variables given after the kernel started (a pooled kernel): for this kernel and its restarts. */

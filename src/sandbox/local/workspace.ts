@@ -20,6 +20,7 @@ import {
   openSync,
   readdirSync,
   readSync,
+  renameSync,
   rmdirSync,
   statSync,
   unlinkSync,
@@ -64,6 +65,12 @@ function at(dirFd: number, name: string | Buffer): string | Buffer {
   return typeof name === 'string'
     ? `/proc/self/fd/${dirFd}/${name}`
     : Buffer.concat([Buffer.from(`/proc/self/fd/${dirFd}/`), name])
+}
+
+function readOnly(path: string): InvalidArgumentError {
+  return new InvalidArgumentError(`${path} is in data/, which is read-only`, {
+    hint: 'Write outside data/, e.g. out/.',
+  })
 }
 
 function escapes(path: string): InvalidArgumentError {
@@ -284,6 +291,64 @@ export class Workspace {
     } finally {
       closeSync(dir)
     }
+  }
+
+  /** Creates a folder and its parents; false when it existed already. */
+  makeDir(path: string): boolean {
+    const { area, parts } = splitPath(path)
+    if (area === 'data') throw readOnly(path)
+    if (parts.length === 0) return false
+    const parent = this.openDir(this.work, parts.slice(0, -1), true)
+    try {
+      const name = parts.at(-1) as string
+      try {
+        mkdirSync(at(parent, name), { mode: 0o755 })
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        if (!lstatSync(at(parent, name)).isDirectory()) {
+          throw new InvalidArgumentError(`${path} exists and is not a folder`)
+        }
+        return false
+      }
+      if (this.owner) {
+        const fd = openSync(at(parent, name), DIR_FLAGS)
+        try {
+          fchownSync(fd, this.owner.uid, this.owner.gid)
+        } finally {
+          closeSync(fd)
+        }
+      }
+      return true
+    } finally {
+      closeSync(parent)
+    }
+  }
+
+  /** Moves a file or folder inside the workspace, creating the destination's parents. */
+  rename(from: string, to: string): EntryInfo {
+    const source = this.locate(from)
+    const target = this.locate(to)
+    if (source.area === 'data') throw readOnly(from)
+    if (target.area === 'data') throw readOnly(to)
+    if (!source.name || !target.name) throw new InvalidArgumentError('The workspace itself cannot be moved')
+    const sourceDir = this.openDir(this.work, source.dirs)
+    try {
+      const targetDir = this.openDir(this.work, target.dirs, true)
+      try {
+        renameSync(at(sourceDir, source.name), at(targetDir, target.name))
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+          throw new NotFoundError(`${from}: no such file in the sandbox`)
+        throw new InvalidArgumentError(
+          `${from} cannot be moved to ${to} (${(error as NodeJS.ErrnoException).code})`,
+        )
+      } finally {
+        closeSync(targetDir)
+      }
+    } finally {
+      closeSync(sourceDir)
+    }
+    return this.stat(to) as EntryInfo
   }
 
   /** Puts a host file at data/<name>: a hard link when it is cheap and safe, else a copy. */

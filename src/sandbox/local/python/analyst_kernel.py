@@ -3,7 +3,7 @@
 Wire protocol (NDJSON, one object per line):
   host -> kernel on fd 3: {"type": "execute", "id", "code", "context", "envs"},
                           {"type": "interrupt", "id"}, {"type": "context", "id", "cwd"},
-                          {"type": "env", "envs"}
+                          {"type": "env", "envs"}, and shell commands (analyst_commands.py)
   kernel -> host on fd 4: {"type": "ready"}, {"type": "stdout"|"stderr", "id", "text"},
                           {"type": "result", "id", "main", "bundle"}, {"type": "error", "id", "name",
                           "value", "traceback"}, {"type": "done", "id", "count"}
@@ -30,6 +30,8 @@ import sys
 import threading
 import traceback
 import types
+
+import analyst_commands
 
 REQUEST_FD = 3
 MESSAGE_FD = 4
@@ -299,6 +301,19 @@ def figure_png(figure):
     return base64.b64encode(buffer.getvalue()).decode('ascii')
 
 
+def figure_bundle(figure):
+    """A figure as a PNG and, when its data can be read, as chart data (E2B's `chart`)."""
+    bundle = {'image/png': figure_png(figure)}
+    try:
+        import analyst_charts
+        chart = analyst_charts.figure_chart(figure)
+    except Exception:
+        chart = None  # the PNG is what counts; the data is a bonus
+    if chart is not None:
+        bundle['analyst/chart'] = chart
+    return bundle
+
+
 _REPR_METHODS = (
     ('text/html', '_repr_html_'),
     ('text/markdown', '_repr_markdown_'),
@@ -346,7 +361,7 @@ def mime_bundle(obj):
     if module.startswith('matplotlib'):
         from matplotlib.figure import Figure
         if isinstance(obj, Figure):
-            bundle['image/png'] = figure_png(obj)
+            bundle.update(figure_bundle(obj))
             figures_shown.add(id(obj))
     if module.startswith('pandas'):
         import pandas as pd
@@ -415,7 +430,7 @@ def flush_figures():
             if id(figure) in figures_shown:
                 continue
             pipes.drain()
-            bundle = {'image/png': figure_png(figure), 'text/plain': repr(figure)}
+            bundle = dict(figure_bundle(figure), **{'text/plain': repr(figure)})
             send_result({'type': 'result', 'id': Cells.current, 'main': False, 'bundle': bundle})
     finally:
         figures_shown.clear()
@@ -448,6 +463,15 @@ def format_error(error, skip_kernel_frames=True):
         'value': str(error),
         'traceback': ''.join(exc.format()).rstrip('\n'),
     }
+
+
+def leading_indent(code):
+    """Code indented as a whole (pasted from a string in a program) runs as IPython runs it: dedented."""
+    first = next((line for line in code.splitlines() if line.strip()), '')
+    if first[:1] in (' ', '\t'):
+        import textwrap
+        return textwrap.dedent(code)
+    return code
 
 
 def suppresses_result(code):
@@ -505,7 +529,7 @@ def execute(request):
         return finish(cell_id, None, error)
     context.count += 1
     filename = '%s%d>' % (CELL_PREFIX, context.count) if context.id == 'default' else '<cell-%s-%d>' % (context.id, context.count)
-    code = request['code']
+    code = leading_indent(request['code'])
     envs = request.get('envs') or {}
     saved_env = {key: os.environ.get(key) for key in envs}
     try:
@@ -592,7 +616,7 @@ def io_loop(requests, main_thread_id):
             if message.get('type') == 'interrupt':
                 if Cells.current is not None and Cells.current == message.get('id'):
                     signal.pthread_kill(main_thread_id, signal.SIGINT)
-            else:
+            elif not analyst_commands.handle(message, send, BASE_ENV):
                 requests.put(message)
 
 
@@ -604,12 +628,16 @@ def handle(request):
         contexts[request['id']] = Context(request['id'], request.get('cwd') or WORKDIR)
         send({'type': 'context-created', 'id': request['id']})
     elif kind == 'env':
-        os.environ.update({str(k): str(v) for k, v in (request.get('envs') or {}).items()})
+        envs = {str(k): str(v) for k, v in (request.get('envs') or {}).items()}
+        os.environ.update(envs)
+        BASE_ENV.update(envs)
         send({'type': 'env-set', 'id': request.get('id')})
 
 
 def main():
-    global pipes, LIMITS, WORKDIR, CONFIG
+    global pipes, LIMITS, WORKDIR, CONFIG, BASE_ENV
+    # The environment commands start with: the kernel's, without what one cell sets for itself.
+    BASE_ENV = dict(os.environ)
     CONFIG = config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     LIMITS = config.get('limits') or {}
     WORKDIR = os.getcwd()
