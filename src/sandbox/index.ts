@@ -9,10 +9,12 @@ export type {
   EntryInfo,
   ExecutionEvent,
   SandboxBackend,
+  SandboxCapabilities,
   SandboxCreateOptions,
   SandboxLimits,
   SandboxProvider,
 } from './backend.js'
+export { capabilitiesOf, FULL_CAPABILITIES, missingCapabilities } from './capabilities.js'
 export {
   AnalystError,
   InvalidArgumentError,
