@@ -6,6 +6,18 @@
 import type { SandboxCapabilities, SandboxCreateOptions, SandboxLimits, SandboxProvider } from './backend.js'
 import { InvalidArgumentError } from './errors.js'
 
+/** One thing `analyst doctor` checks, for any engine. */
+export interface Check {
+  name: string
+  ok: boolean
+  /** What was found. */
+  detail: string
+  /** The command or step that fixes it. */
+  fix?: string
+  /** When false, a failure only limits what Analyst can do. */
+  essential: boolean
+}
+
 const ALL_LIMITS: ReadonlyArray<keyof SandboxLimits> = [
   'memoryBytes',
   'processes',

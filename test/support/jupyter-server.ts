@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -106,6 +106,8 @@ export async function startJupyterServer(options: JupyterServerOptions = {}): Pr
   let log = ''
   child.stderr?.on('data', (chunk: Buffer) => {
     log = (log + chunk.toString()).slice(-20_000)
+    // For debugging a test: the server's log, appended to this file.
+    if (process.env.ANALYST_TEST_JUPYTER_LOG) appendFileSync(process.env.ANALYST_TEST_JUPYTER_LOG, chunk)
   })
   const url = `http://127.0.0.1:${port}/`
   const api = async <T>(path: string, init: RequestInit = {}) => {

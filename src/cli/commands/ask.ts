@@ -31,6 +31,8 @@ export interface AnalysisOptions {
   isolation: 'sandbox' | 'none'
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
+  /** --jupyter-kernel */
+  jupyterKernel?: string
   /** Recorded replies to replay instead of a model (the demo). */
   replay?: string
   /** Continue this stored session (its id or a unique prefix). */
@@ -141,7 +143,11 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
       evidence: history?.evidence,
       replay: history?.cells,
       sandbox: {
-        provider: await createProvider(options.sandbox, { env: options.env, poolSize: 0 }),
+        provider: await createProvider(options.sandbox, {
+          env: options.env,
+          poolSize: 0,
+          jupyterKernel: options.jupyterKernel,
+        }),
         isolation: options.isolation,
       },
     })

@@ -19,7 +19,7 @@ import type {
   SandboxCreateOptions,
   SandboxProvider,
 } from '../backend.js'
-import { assertSupported } from '../capabilities.js'
+import { assertSupported, missingCapabilities } from '../capabilities.js'
 import { CellOutput, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
 import {
   InvalidArgumentError,
@@ -70,6 +70,9 @@ const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g
 function tracebackText(lines: unknown): string {
   return Array.isArray(lines) ? lines.map(String).join('\n').replace(ANSI, '').trimEnd() : ''
 }
+
+/** How long a cell may be silent before the server is asked whether its kernel still runs it. */
+const WATCHDOG_MS = 2000
 
 const RATE_LIMIT = /^IOPub (data|message) rate exceeded/
 
@@ -127,6 +130,8 @@ class JupyterSandbox implements SandboxBackend {
   private watch(kernel: Kernel) {
     kernel.channel.onKernelState = (state) => {
       if (state === 'restarting' || state === 'dead') {
+        // A restarted kernel may listen on new ports: a new socket reaches it, this one may not.
+        kernel.channel.close()
         kernel.needsPrelude = true
         kernel.lostBetweenCells = `[The kernel had stopped since the last cell (the Jupyter server ${state === 'dead' ? 'could not restart it' : 'restarted it'}). ${STATE_LOST}]\n`
       }
@@ -221,10 +226,11 @@ class JupyterSandbox implements SandboxBackend {
     let cellEnd: ReturnType<typeof cellEndFrom>
     let graceTimer: NodeJS.Timeout | undefined
     let restartedByUs: Promise<void> | undefined
-    let giveUp: (() => void) | undefined
-    const abandoned = new Promise<'abandoned'>((resolve) => {
-      giveUp = () => resolve('abandoned')
+    let giveUp: ((why: 'restarted' | KernelLost) => void) | undefined
+    const abandoned = new Promise<'restarted' | KernelLost>((resolve) => {
+      giveUp = resolve
     })
+    const watchdog = this.watchdog(kernel, (lost) => giveUp?.(lost))
     const stop = (reason: 'timeout' | 'abort') => {
       if (stopped) return
       stopped = reason
@@ -232,13 +238,14 @@ class JupyterSandbox implements SandboxBackend {
       graceTimer = setTimeout(() => {
         // The cell ignores the interrupt: restart its kernel (state lost), as the local engine kills it.
         restartedByUs = this.restart(kernel)
-        giveUp?.()
+        giveUp?.('restarted')
       }, this.settings.interruptGraceMs ?? 3000)
     }
     const timer = setTimeout(() => stop('timeout'), options.timeoutMs)
     const onAbort = () => stop('abort')
     options.signal?.addEventListener('abort', onAbort, { once: true })
     const onMessage = (message: KernelMessage) => {
+      watchdog.heard()
       const { content } = message
       switch (message.header.msg_type) {
         case 'stream': {
@@ -282,7 +289,11 @@ class JupyterSandbox implements SandboxBackend {
       const cell = kernel.channel.execute({ code: options.code }, onMessage)
       setEnvs?.catch(() => {})
       const settled = await Promise.race([cell, abandoned])
-      if (settled === 'abandoned') {
+      if (settled instanceof KernelLost) {
+        cell.catch(() => {})
+        throw settled
+      }
+      if (settled === 'restarted') {
         cell.catch(() => {})
         await restartedByUs
         onEvent({ type: 'error', ...killedError(stopped, seconds) })
@@ -302,6 +313,7 @@ class JupyterSandbox implements SandboxBackend {
         traceback: '',
       })
     } finally {
+      watchdog.stop()
       clearTimeout(timer)
       clearTimeout(graceTimer)
       options.signal?.removeEventListener('abort', onAbort)
@@ -309,6 +321,35 @@ class JupyterSandbox implements SandboxBackend {
     if (cellEnd) for (const artifact of this.artifacts(cellEnd)) onEvent({ type: 'artifact', artifact })
     onEvent({ type: 'finish', executionCount: reply?.execution_count })
     if (stopped === 'abort') throw options.signal?.reason ?? new Error('aborted')
+  }
+
+  /**
+   * Asks the server, while a cell is quiet, whether its kernel still runs it. A kernel can die and
+   * be restarted on new ports without the socket hearing of it; the server then reports it idle
+   * (or dead, or gone) while the cell waits for a reply that will never come.
+   */
+  private watchdog(kernel: Kernel, lost: (error: KernelLost) => void) {
+    let last = Date.now()
+    let idleChecks = 0
+    const timer = setInterval(async () => {
+      if (Date.now() - last < WATCHDOG_MS) return
+      const model = await getKernel(this.http, kernel.id).catch(() => null)
+      if (model === null) return // the socket tells of a server that went away
+      const state = model?.execution_state ?? 'gone'
+      idleChecks = state === 'idle' ? idleChecks + 1 : 0
+      if (state === 'dead' || state === 'gone' || idleChecks >= 2) {
+        kernel.channel.close()
+        lost(new KernelLost(state === 'idle' ? 'restarting' : state))
+      }
+    }, WATCHDOG_MS)
+    timer.unref()
+    return {
+      heard: () => {
+        last = Date.now()
+        idleChecks = 0
+      },
+      stop: () => clearInterval(timer),
+    }
   }
 
   /** Restarts a kernel through the server (its state is lost) and sets it up again. */
@@ -490,10 +531,11 @@ export class JupyterProvider implements SandboxProvider {
   readonly capabilities = JUPYTER_CAPABILITIES
   private server: Promise<ServerInfo> | undefined
   private readonly records: KernelRecords
+  private told = false
 
   constructor(private readonly settings: JupyterProviderOptions) {
     if (!settings.url) {
-      throw new SandboxUnavailableError('No Jupyter server configured', {
+      throw new SandboxUnavailableError('No Jupyter server configured: ANALYST_JUPYTER_URL is not set', {
         hint: 'Set ANALYST_JUPYTER_URL (and ANALYST_JUPYTER_TOKEN) to the server, e.g. http://127.0.0.1:8888/.',
       })
     }
@@ -539,6 +581,13 @@ export class JupyterProvider implements SandboxProvider {
     assertSupported('jupyter', this.capabilities, options)
     options.signal?.throwIfAborted()
     const server = await this.connect()
+    if (!this.told) {
+      this.told = true
+      process.emitWarning(
+        `Sandboxes run on the Jupyter server at ${server.http.baseUrl}, isolated by it, not by Analyst: ${missingCapabilities(this.capabilities).join('; ')}. The guard still checks code (analyst doctor --sandbox jupyter).`,
+        'AnalystWarning',
+      )
+    }
     const sandboxId = randomBytes(6).toString('hex')
     const model = await startKernel(server, this.settings, options.signal)
     this.records.add(server.http.baseUrl, model.id)

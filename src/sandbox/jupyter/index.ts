@@ -4,4 +4,5 @@
  * @module
  */
 export { JUPYTER_CAPABILITIES, JupyterProvider, type JupyterProviderOptions } from './backend.js'
-export { connect, type JupyterSettings, kernelEnvFrom, type ServerInfo } from './server.js'
+export { checkJupyter } from './check.js'
+export { connect, type JupyterSettings, jupyterSettings, kernelEnvFrom, type ServerInfo } from './server.js'

@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { SandboxUnavailableError } from '../../errors.js'
 import { JupyterHttp, SETTINGS_HINT } from './http.js'
+import { defaultRecordDir } from './leftovers.js'
 
 export interface JupyterSettings {
   /** A Jupyter Server, a JupyterHub user's server, an Enterprise Gateway, or a JupyterHub's root with `hubUser`. */
@@ -201,4 +202,28 @@ export async function getKernel(http: JupyterHttp, id: string): Promise<KernelMo
     accept: [404],
   })
   return status === 404 ? undefined : body
+}
+
+/** The engine's settings from its environment variables, and the command line's `--jupyter-kernel`. */
+export function jupyterSettings(
+  env: NodeJS.ProcessEnv,
+  options: { jupyterKernel?: string } = {},
+): JupyterSettings & { recordDir: string } {
+  const startSeconds = env.ANALYST_JUPYTER_START_TIMEOUT
+    ? Number(env.ANALYST_JUPYTER_START_TIMEOUT)
+    : undefined
+  if (startSeconds !== undefined && !(startSeconds > 0)) {
+    throw new SandboxUnavailableError(
+      `ANALYST_JUPYTER_START_TIMEOUT must be a number of seconds, not ${env.ANALYST_JUPYTER_START_TIMEOUT}`,
+    )
+  }
+  return {
+    url: env.ANALYST_JUPYTER_URL ?? '',
+    token: env.ANALYST_JUPYTER_TOKEN || undefined,
+    kernelName: options.jupyterKernel ?? (env.ANALYST_JUPYTER_KERNEL || 'python3'),
+    kernelEnv: kernelEnvFrom(env),
+    hubUser: env.ANALYST_JUPYTERHUB_USER || undefined,
+    createTimeoutMs: startSeconds === undefined ? undefined : startSeconds * 1000,
+    recordDir: defaultRecordDir(env),
+  }
 }
