@@ -100,6 +100,8 @@ export async function startJupyterServer(options: JupyterServerOptions = {}): Pr
         JUPYTER_RUNTIME_DIR: join(base, 'runtime'),
         JUPYTER_PLATFORM_DIRS: '1',
       },
+      // A kernel started without a path (as a gateway does) runs here, not in the project.
+      cwd: base,
       stdio: ['ignore', 'ignore', 'pipe'],
     },
   )
