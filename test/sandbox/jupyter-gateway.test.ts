@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import { checkJupyter, JUPYTER_CAPABILITIES, JupyterProvider } from '../../src/sandbox/jupyter/index.js'
+import { type RunningJupyter, startJupyterServer } from '../../src/test/jupyter-server.js'
 import { type FakeGateway, startFakeGateway } from '../support/fake-gateway.js'
-import { type RunningJupyter, startJupyterServer } from '../support/jupyter-server.js'
 
 let server: RunningJupyter
 let gateway: FakeGateway

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import { JUPYTER_CAPABILITIES, JupyterProvider } from '../../src/sandbox/jupyter/index.js'
-import { freePort, type RunningJupyter, startJupyterServer } from '../support/jupyter-server.js'
+import { freePort, type RunningJupyter, startJupyterServer } from '../../src/test/jupyter-server.js'
 
 let server: RunningJupyter
 let recordDir: string
