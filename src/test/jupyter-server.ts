@@ -39,6 +39,47 @@ export async function freePort(): Promise<number> {
   return port
 }
 
+/** The last of a server's log (stderr), for the error that says why it did not start. */
+export function keepLog(child: ChildProcess): { text: string } {
+  const log = { text: '' }
+  child.stderr?.on('data', (chunk: Buffer) => {
+    log.text = (log.text + chunk.toString()).slice(-20_000)
+    // For debugging a test: the server's log, appended to this file.
+    if (process.env.ANALYST_TEST_JUPYTER_LOG) appendFileSync(process.env.ANALYST_TEST_JUPYTER_LOG, chunk)
+  })
+  return log
+}
+
+/** Polls `serving` until it says yes; fails with the log when the process exits or a minute passes. */
+export async function waitUntilServing(
+  child: ChildProcess,
+  log: { text: string },
+  name: string,
+  serving: () => Promise<boolean>,
+) {
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}):\n${log.text}`)
+    if (await serving().catch(() => false)) return
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL')
+      throw new Error(`${name} did not start within 60 s:\n${log.text}`)
+    }
+    await sleep(100)
+  }
+}
+
+/** SIGTERM, then SIGKILL after a grace of 5 s. */
+export async function terminate(child: ChildProcess) {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGTERM')
+  if ((await Promise.race([exited, sleep(5000).then(() => 'timeout')])) === 'timeout') {
+    child.kill('SIGKILL')
+    await exited
+  }
+}
+
 export interface RunningJupyter {
   url: string
   token: string
@@ -105,12 +146,7 @@ export async function startJupyterServer(options: JupyterServerOptions = {}): Pr
       stdio: ['ignore', 'ignore', 'pipe'],
     },
   )
-  let log = ''
-  child.stderr?.on('data', (chunk: Buffer) => {
-    log = (log + chunk.toString()).slice(-20_000)
-    // For debugging a test: the server's log, appended to this file.
-    if (process.env.ANALYST_TEST_JUPYTER_LOG) appendFileSync(process.env.ANALYST_TEST_JUPYTER_LOG, chunk)
-  })
+  const log = keepLog(child)
   const url = `http://127.0.0.1:${port}/`
   const api = async <T>(path: string, init: RequestInit = {}) => {
     const response = await fetch(new URL(path, url), {
@@ -120,20 +156,7 @@ export async function startJupyterServer(options: JupyterServerOptions = {}): Pr
     const text = await response.text()
     return { status: response.status, body: (text ? JSON.parse(text) : undefined) as T }
   }
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`jupyter_server exited (${child.exitCode}):\n${log}`)
-    try {
-      if ((await api('api/kernels')).status === 200) break
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL')
-      throw new Error(`jupyter_server did not start within 60 s:\n${log}`)
-    }
-    await sleep(100)
-  }
+  await waitUntilServing(child, log, 'jupyter_server', async () => (await api('api/kernels')).status === 200)
   const kernelIds = async () =>
     ((await api<Array<{ id: string }>>('api/kernels')).body ?? []).map((k) => k.id)
   return {
@@ -149,14 +172,8 @@ export async function startJupyterServer(options: JupyterServerOptions = {}): Pr
         for (const id of await kernelIds().catch(() => [])) {
           await api(`api/kernels/${id}`, { method: 'DELETE' }).catch(() => {})
         }
-        const exited = new Promise((resolve) => child.once('exit', resolve))
-        child.kill('SIGTERM')
-        const grace = sleep(5000).then(() => 'timeout')
-        if ((await Promise.race([exited, grace])) === 'timeout') {
-          child.kill('SIGKILL')
-          await exited
-        }
       }
+      await terminate(child)
       rmSync(base, { recursive: true, force: true })
     },
   }

@@ -98,6 +98,8 @@ export class JupyterHttp {
         },
         body: options.body !== undefined ? JSON.stringify(options.body) : undefined,
         signal,
+        // A redirect means another service (a hub's login page), never the answer asked for.
+        redirect: 'manual',
       })
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason

@@ -114,20 +114,26 @@ async function hubUserServer(
   }
 }
 
+const REDIRECTS_OR_NOT_FOUND = [301, 302, 303, 307, 308, 404]
+
 /** What is at the settings' URL, with the token checked and the kernel name known. */
 export async function connect(settings: JupyterSettings): Promise<ServerInfo> {
   const timeoutMs = settings.requestTimeoutMs ?? 30_000
   let http = new JupyterHttp({ url: settings.url, token: settings.token, timeoutMs })
   let hubUser: string | undefined
   let api = await http.request<{ version?: string; gateway_version?: string }>('GET', 'api', {
-    accept: [404],
+    accept: REDIRECTS_OR_NOT_FOUND,
   })
-  if (api.status === 404) {
-    const hub = await http.request<{ version?: string }>('GET', 'hub/api', { accept: [404] })
-    if (hub.status === 404) {
-      throw new SandboxUnavailableError(`No Jupyter server at ${http.baseUrl} (GET api answered 404)`, {
-        hint: SETTINGS_HINT,
-      })
+  // A hub's root redirects (or says 404) where a server answers; its API is under hub/.
+  if (api.status !== 200) {
+    const hub = await http.request<{ version?: string }>('GET', 'hub/api', { accept: REDIRECTS_OR_NOT_FOUND })
+    if (hub.status !== 200) {
+      throw new SandboxUnavailableError(
+        `No Jupyter server at ${http.baseUrl} (GET api answered ${api.status})`,
+        {
+          hint: SETTINGS_HINT,
+        },
+      )
     }
     const found = await hubUserServer(http, settings)
     hubUser = found.user
