@@ -432,10 +432,7 @@ class JupyterSandbox implements SandboxBackend {
   async doList(path: string): Promise<EntryInfo[]> {
     this.assertAlive()
     const relative = workspacePath(path)
-    const entries = await this.files.list(relative)
-    return entries
-      .filter((entry) => relative || entry.name !== 'data' || entry.type === 'dir')
-      .map((entry) => toInfo(relative, entry))
+    return (await this.files.list(relative)).map((entry) => toInfo(relative, entry))
   }
 
   async doStat(path: string): Promise<EntryInfo | undefined> {

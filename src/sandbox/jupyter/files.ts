@@ -62,8 +62,7 @@ export class ContentsFiles implements WorkspaceFiles {
   async read(path: string): Promise<Uint8Array> {
     const model = await this.get(path, 'type=file&format=base64&content=1').catch((error) => {
       // The Contents API answers 400 when asked for a folder as a file.
-      if ((error as { status?: number }).status === 500 || /HTTP 400/.test(String(error)))
-        throw new InvalidArgumentError(`${path} is not a regular file`)
+      if (/HTTP 400/.test(String(error))) throw new InvalidArgumentError(`${path} is not a regular file`)
       throw error
     })
     if (!model) throw notFound(path)

@@ -1,9 +1,9 @@
 """What Analyst sets up in a Jupyter kernel (ipykernel) before the first cell, so that a cell gives
 the same results as in Analyst's own kernel: the sandbox's workspace as the working directory,
-its environment variables (the server ignores `env` in the start request), plain tracebacks,
-stdout and stderr in the order they were written, DataFrames as `analyst/data`, and after each
-cell the files it created or changed, sent as one display message of CELL_END_MIME that the host
-takes out of the results.
+its environment variables (the server ignores `env` in the start request), tracebacks without
+colours, stdout and stderr in the order they were written, DataFrames as `analyst/data`, and after
+a cell that created, changed or removed files, one display message of CELL_END_MIME that tells
+which (the host takes it out of the results).
 
 The host sends this file with analyst_data.py as one module and calls setup(config).
 """
@@ -45,21 +45,67 @@ def setup(config):
 
 
 def order_streams():
-    """ipykernel buffers stdout and stderr apart and flushes each on its own timer, so 'err' printed
-    between two stdout lines can arrive after both. Writing to one stream first flushes the other."""
+    """Output in the order it was written, as one stream. ipykernel buffers stdout and stderr apart
+    and flushes each on its own timer, and reads what bypasses Python (C code, subprocesses) from
+    fd 1 and 2 in a thread of its own: 'err' printed between two stdout lines, or a subprocess's
+    line printed before a print(), can arrive after them. Here fd 1 and 2 are pipes read under one
+    lock, before every Python-level write and by a thread between writes, and a write to one
+    stream first flushes the other."""
+    import codecs
+    import select
+    import threading
+
     out, err = sys.stdout, sys.stderr
     if getattr(out, '_analyst_ordered', False) or not hasattr(out, '_buffer'):
         return
-    for stream, other in ((out, err), (err, out)):
-        write = stream.write
+    lock = threading.RLock()
+    writes = {out: out.write, err: err.write}  # ipykernel's own
+    others = {out: err, err: out}
+    readers = {}
+    for fd, stream in ((1, out), (2, err)):
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, fd)
+        os.close(write_end)
+        os.set_blocking(read_end, False)
+        readers[read_end] = (stream, codecs.getincrementaldecoder('utf-8')('replace'))
 
-        def ordered(text, _write=write, _other=other):
-            if _other._buffer.tell():
-                _other.flush()
-            return _write(text)
+    def append(stream, text):
+        if others[stream]._buffer.tell():
+            others[stream].flush()
+        return writes[stream](text)
+
+    def drain():
+        for read_end, (stream, decoder) in readers.items():
+            while True:
+                try:
+                    data = os.read(read_end, 65536)
+                except BlockingIOError:
+                    break
+                if not data:
+                    break
+                text = decoder.decode(data)
+                if text:
+                    append(stream, text)
+
+    def pump():
+        poller = select.poll()
+        for read_end in readers:
+            poller.register(read_end, select.POLLIN)
+        while True:
+            poller.poll()
+            with lock:
+                drain()
+
+    for stream in (out, err):
+
+        def ordered(text, _stream=stream):
+            with lock:
+                drain()  # what C code and subprocesses wrote before this
+                return append(_stream, text)
 
         stream.write = ordered
         stream._analyst_ordered = True
+    threading.Thread(target=pump, name='analyst-output', daemon=True).start()
 
 
 def figure_once(shell):
@@ -87,6 +133,7 @@ def flush_before_exit():
 
     def exit_after_output(status):
         try:
+            sys.stdout.write('')  # takes in what C code and subprocesses wrote (order_streams)
             sys.stdout.flush()
             sys.stderr.flush()
             import time
@@ -170,6 +217,8 @@ def cell_end(result=None):
     changed = [[name, state, size] for name, (state, size) in found.items() if State.reported.get(name) != state]
     removed = [name for name in State.reported if name not in found]
     State.reported = {name: state for name, (state, _) in found.items()}
+    if not changed and not removed:
+        return  # nothing to tell: no message, so a cell costs what it costs without Analyst
     from IPython.display import publish_display_data
 
     publish_display_data({CELL_END_MIME: {'changed': changed, 'removed': removed}})
