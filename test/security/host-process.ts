@@ -80,14 +80,17 @@ export function buildStandaloneHost(): string {
     }
   }
   copy(join(source, 'sandbox'))
-  const index = ts.transpileModule(readFileSync(join(source, 'index.ts'), 'utf8'), {
-    compilerOptions: {
-      module: ts.ModuleKind.ESNext,
-      target: ts.ScriptTarget.ES2022,
-      verbatimModuleSyntax: true,
-    },
-  }).outputText
-  writeFileSync(join(out, 'src', 'index.js'), index)
+  // The entry point and the project's errors, which the sandbox's modules import.
+  for (const name of ['index', 'errors']) {
+    const js = ts.transpileModule(readFileSync(join(source, `${name}.ts`), 'utf8'), {
+      compilerOptions: {
+        module: ts.ModuleKind.ESNext,
+        target: ts.ScriptTarget.ES2022,
+        verbatimModuleSyntax: true,
+      },
+    }).outputText
+    writeFileSync(join(out, 'src', `${name}.js`), js)
+  }
   writeFileSync(join(out, 'package.json'), '{ "type": "module" }\n')
   writeFileSync(join(out, 'host.mjs'), HOST_SCRIPT)
   symlinkSync(join(REPO, 'node_modules'), join(out, 'node_modules'))
