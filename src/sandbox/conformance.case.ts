@@ -2,6 +2,7 @@
  * What every sandbox backend must do, as one suite each backend runs (as Hono's routers share
  * common.case.test.ts): `describeConformance({ name, create, skip })`.
  */
+import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -300,6 +301,22 @@ export function describeConformance({
       expect(execution.text).toBe('42')
       expect(execution.artifacts).toEqual([])
     })
+
+    test('moves files larger than one request both ways, byte for byte', async () => {
+      const big = new Uint8Array(9 * 1024 * 1024 + 7).map((_, i) => (i * 31 + (i >> 12)) & 255)
+      const path = hostFile('big.bin', '')
+      writeFileSync(path, big)
+      await sandbox.files.addData(path, 'big.bin')
+      await sandbox.files.write('copy.bin', big)
+      const check = await sandbox.runCode(
+        "import hashlib\nfor p in ('data/big.bin', 'copy.bin'):\n    print(hashlib.sha256(open(p, 'rb').read()).hexdigest())",
+      )
+      const digest = createHash('sha256').update(big).digest('hex')
+      expect(check.logs.stdout).toEqual([`${digest}\n`, `${digest}\n`])
+      await sandbox.runCode("open('made.bin', 'wb').write(open('copy.bin', 'rb').read()[::-1])")
+      const made = await sandbox.files.read('made.bin', { format: 'bytes' })
+      expect(Buffer.from(made).equals(Buffer.from(big).reverse())).toBe(true)
+    }, 120_000)
 
     it.skipIf(!capabilities.readOnlyData)('keeps data files read-only for code', async () => {
       const execution = await sandbox.runCode(

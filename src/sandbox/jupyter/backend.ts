@@ -30,7 +30,7 @@ import {
 } from '../errors.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
 import { type ExecuteReply, KernelChannel, KernelLost, type KernelMessage } from './channel.js'
-import { CHUNK_BYTES, ContentsFiles, type FileEntry, KernelFiles, type WorkspaceFiles } from './files.js'
+import { ContentsFiles, type FileEntry, KernelFiles, type WorkspaceFiles } from './files.js'
 import { defaultRecordDir, KernelRecords } from './leftovers.js'
 import { CELL_END_MIME, cellEndFrom, cellEnvsCode, MODULE, preludeCode } from './prelude.js'
 import {
@@ -414,10 +414,12 @@ class JupyterSandbox implements SandboxBackend {
     const relative = workspacePath(path)
     if (!relative || relative === 'data')
       throw new InvalidArgumentError(`${path} names a folder; give a file name`)
-    for (let offset = 0; offset < data.length || offset === 0; offset += CHUNK_BYTES) {
-      await this.files.write(relative, data.subarray(offset, offset + CHUNK_BYTES), offset > 0)
-      if (data.length === 0) break
-    }
+    const chunk = this.files.chunkBytes
+    let offset = 0
+    do {
+      await this.files.write(relative, data.subarray(offset, offset + chunk), offset > 0)
+      offset += chunk
+    } while (offset < data.length)
     this.written.set(relative, data.length)
     return { name: basename(relative), type: 'file', path: `${SANDBOX_HOME}/${relative}`, size: data.length }
   }
@@ -468,10 +470,11 @@ class JupyterSandbox implements SandboxBackend {
     try {
       const stat = await file.stat()
       if (!stat.isFile()) throw new InvalidArgumentError(`${hostPath} is not a regular file`)
-      const buffer = Buffer.allocUnsafe(CHUNK_BYTES)
+      const chunk = this.files.chunkBytes
+      const buffer = Buffer.allocUnsafe(chunk)
       let offset = 0
       do {
-        const { bytesRead } = await file.read(buffer, 0, CHUNK_BYTES, offset)
+        const { bytesRead } = await file.read(buffer, 0, chunk, offset)
         await this.files.write(`data/${name}`, buffer.subarray(0, bytesRead), offset > 0)
         offset += bytesRead
         if (bytesRead === 0) break

@@ -18,6 +18,8 @@ export interface FileEntry {
 export interface WorkspaceFiles {
   /** `contents` or `kernel`: what `doctor` and errors tell. */
   readonly via: 'contents' | 'kernel'
+  /** Bytes per request when a file moves in pieces. */
+  readonly chunkBytes: number
   read(path: string): Promise<Uint8Array>
   /** Writes in pieces (`append` for every piece after the first), so large files stream. */
   write(path: string, data: Uint8Array, append: boolean): Promise<void>
@@ -25,8 +27,7 @@ export interface WorkspaceFiles {
   stat(path: string): Promise<FileEntry | undefined>
 }
 
-/** Bytes per request when a file is written in pieces. */
-export const CHUNK_BYTES = 8 * 1024 * 1024
+const MiB = 1024 * 1024
 
 function notFound(path: string) {
   return new NotFoundError(`${path || '.'}: no such file in the sandbox`)
@@ -42,6 +43,7 @@ interface ContentsModel {
 /** Through `/api/contents`, relative to the workspace folder in the server's root. */
 export class ContentsFiles implements WorkspaceFiles {
   readonly via = 'contents'
+  readonly chunkBytes = 8 * MiB
   constructor(
     private readonly http: JupyterHttp,
     private readonly folder: string,
@@ -110,8 +112,8 @@ function toEntry(model: ContentsModel): FileEntry {
   return { name: model.name, type, size: type === 'file' ? (model.size ?? 0) : 0 }
 }
 
-/** A string or a boolean as Python source (a JSON string is a valid Python string literal). */
-export function pythonLiteral(value: unknown): string {
+/** A string, number or boolean as Python source (a JSON string or number is a valid Python literal). */
+export function pythonLiteral(value: string | number | boolean): string {
   if (typeof value === 'boolean') return value ? 'True' : 'False'
   return JSON.stringify(value)
 }
@@ -122,9 +124,11 @@ export type KernelOp = (expression: string) => Promise<ExecuteReply>
 /** Through the kernel: the prelude's `op()`, called in a silent request's user expressions. */
 export class KernelFiles implements WorkspaceFiles {
   readonly via = 'kernel'
+  /** A request travels in one WebSocket message, which Tornado caps at 10 MiB (base64 adds a third). */
+  readonly chunkBytes = 4 * MiB
   constructor(private readonly run: KernelOp) {}
 
-  async call<T>(kind: string, path: string, ...args: unknown[]): Promise<T> {
+  async call<T>(kind: string, path: string, ...args: Array<string | number | boolean>): Promise<T> {
     const call = `${MODULE}.op(${[kind, path, ...args].map(pythonLiteral).join(', ')})`
     const reply = await this.run(call)
     const answer = reply.user_expressions?.result
@@ -142,7 +146,13 @@ export class KernelFiles implements WorkspaceFiles {
   }
 
   async read(path: string): Promise<Uint8Array> {
-    return new Uint8Array(Buffer.from(await this.call<string>('read', path), 'base64'))
+    const pieces: Buffer[] = []
+    for (let offset = 0; ; offset += this.chunkBytes) {
+      const piece = Buffer.from(await this.call<string>('read', path, offset, this.chunkBytes), 'base64')
+      pieces.push(piece)
+      if (piece.length < this.chunkBytes) break
+    }
+    return new Uint8Array(Buffer.concat(pieces))
   }
 
   async write(path: string, data: Uint8Array, append: boolean): Promise<void> {

@@ -265,8 +265,10 @@ def op(kind, path, *args):
         return Json(None)
     full = resolve(path, follow_last=kind not in ('remove', 'stat'))
     if kind == 'read':
+        offset, size = args
         with open(full, 'rb') as file:
-            return Json(base64.b64encode(file.read()).decode('ascii'))
+            file.seek(offset)
+            return Json(base64.b64encode(file.read(size)).decode('ascii'))
     if kind == 'write':
         data, append = args
         os.makedirs(os.path.dirname(full), exist_ok=True)
