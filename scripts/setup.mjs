@@ -7,7 +7,8 @@ import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
-// --test: also what only the tests need (a browser for the web UI, nbformat to validate notebooks).
+// --test: also what only the tests need (a browser for the web UI, nbformat to validate notebooks,
+// Jupyter Server, ipykernel and JupyterHub for the Jupyter engine).
 const extra = new Set(process.argv.slice(2))
 
 function say(message) {
@@ -59,6 +60,14 @@ function missingPackages() {
     if (!existsSync('/usr/bin/chromium')) missing.push('chromium')
     const nbformat = spawnSync(PYTHON, ['-c', 'import nbformat'], { stdio: 'ignore' })
     if (nbformat.status !== 0) missing.push('python3-nbformat')
+    // The Jupyter engine's tests start a real Jupyter Server (and JupyterHub) with an IPython kernel.
+    for (const [module, pkg] of [
+      ['jupyter_server', 'python3-jupyter-server'],
+      ['ipykernel', 'python3-ipykernel'],
+    ]) {
+      if (spawnSync(PYTHON, ['-c', `import ${module}`], { stdio: 'ignore' }).status !== 0) missing.push(pkg)
+    }
+    if (!existsSync('/usr/bin/jupyterhub')) missing.push('jupyterhub')
   }
   return missing
 }

@@ -5,6 +5,7 @@
  * @module
  */
 import { InvalidArgumentError, SandboxUnavailableError } from './errors.js'
+import type { Check } from './sandbox/capabilities.js'
 import type { SandboxProvider } from './sandbox/index.js'
 
 export interface EngineOptions {
@@ -12,6 +13,8 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv
   /** Sandboxes kept started and ready, where the engine has a pool. */
   poolSize?: number
+  /** The Jupyter kernel to start (--jupyter-kernel). @default ANALYST_JUPYTER_KERNEL, else python3 */
+  jupyterKernel?: string
 }
 
 /** One engine: how to make its provider from settings. */
@@ -20,6 +23,8 @@ export interface Engine {
   /** One line for help texts and `doctor`. */
   description: string
   create(options: EngineOptions): Promise<SandboxProvider>
+  /** `analyst doctor --sandbox NAME`: its settings and reachability, each with how to fix it. */
+  check?(options: EngineOptions): Promise<Check[]>
 }
 
 const ENGINES: Record<string, Engine> = {
@@ -46,6 +51,19 @@ const ENGINES: Record<string, Engine> = {
         apiUrl: env.E2B_API_URL,
         sandboxUrl: env.E2B_SANDBOX_URL,
       })
+    },
+  },
+  jupyter: {
+    name: 'jupyter',
+    description:
+      'kernels on a Jupyter Server, a JupyterHub user server or Enterprise Gateway (ANALYST_JUPYTER_URL, ANALYST_JUPYTER_TOKEN)',
+    async create(options) {
+      const { JupyterProvider, jupyterSettings } = await import('./sandbox/jupyter/index.js')
+      return new JupyterProvider(jupyterSettings(options.env ?? process.env, options))
+    },
+    async check(options) {
+      const { checkJupyter, jupyterSettings } = await import('./sandbox/jupyter/index.js')
+      return checkJupyter(jupyterSettings(options.env ?? process.env, options))
     },
   },
 }

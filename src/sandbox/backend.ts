@@ -138,9 +138,29 @@ export interface SandboxCreateOptions {
   signal?: AbortSignal
 }
 
+/**
+ * What Analyst itself enforces on an engine's sandboxes. Where a field is false (or a limit is not
+ * listed) the engine, or the server behind it, decides: Analyst says so to the user (`doctor`, the
+ * CLI, the conformance suite) instead of behaving differently in silence.
+ */
+export interface SandboxCapabilities {
+  /** Code cannot reach the network unless created with `network: true`. */
+  networkIsolation: boolean
+  /** Code sees none of the host's files or environment variables, only its workspace and inputs. */
+  hostIsolation: boolean
+  /** Files given as data are read-only for code. */
+  readOnlyData: boolean
+  /** The limits enforced. stdout/stderr and results are capped by the host on every engine. */
+  limits: ReadonlyArray<keyof SandboxLimits>
+  /** kill() ends every process the code started, daemons and double forks included. */
+  fullTeardown: boolean
+}
+
 export interface SandboxProvider {
   readonly specificationVersion: 'v1'
   readonly name: string
+  /** What this engine enforces; absent means everything (the local engine's jail). */
+  readonly capabilities?: SandboxCapabilities
   doCreate(options: SandboxCreateOptions): Promise<SandboxBackend>
   /** Starts what makes `doCreate` fast (a warm pool), if the engine has such a thing. */
   warm?(): Promise<void>

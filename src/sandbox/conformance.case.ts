@@ -2,7 +2,12 @@
  * What every sandbox backend must do, as one suite each backend runs (as Hono's routers share
  * common.case.test.ts): `describeConformance({ name, create, skip })`.
  */
+import { createHash } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { FULL_CAPABILITIES, missingCapabilities } from './capabilities.js'
 import {
   CommandExitError,
   type CreateOpts,
@@ -10,11 +15,14 @@ import {
   type OutputMessage,
   type Result,
   type Sandbox,
+  type SandboxCapabilities,
 } from './index.js'
 
 export interface ConformanceOptions {
   name: string
   create: (options?: CreateOpts) => Promise<Sandbox>
+  /** What the engine enforces (its provider's `capabilities`): tests of the rest are skipped, and said. @default all */
+  capabilities?: SandboxCapabilities
   /** Tests a backend cannot pass, each with the reason. */
   skip?: Array<{ reason: string; tests: string[] }>
   /**
@@ -26,12 +34,34 @@ export interface ConformanceOptions {
 
 const PNG_MAGIC = 'iVBORw0KGgo' // base64 of the PNG signature
 
-export function describeConformance({ name, create, skip = [], stringText = 'repr' }: ConformanceOptions) {
+export function describeConformance({
+  name,
+  create,
+  capabilities = FULL_CAPABILITIES,
+  skip = [],
+  stringText = 'repr',
+}: ConformanceOptions) {
   /** The text of a string result whose repr is `repr`. */
   const str = (repr: string) => (stringText === 'repr' ? repr : repr.slice(1, -1))
   const skipped = new Set(skip.flatMap((entry) => entry.tests))
   const test = (title: string, fn: () => Promise<void>, timeout?: number) =>
     (skipped.has(title) ? it.skip : it)(title, fn, timeout)
+  const missing = missingCapabilities(capabilities)
+  if (missing.length > 0) {
+    // Said in the test output, as the user is told by doctor and the CLI.
+    console.info(`sandbox conformance: ${name} does not enforce: ${missing.join('; ')}`)
+  }
+  const hostFiles: string[] = []
+  afterAll(() => {
+    for (const dir of hostFiles) rmSync(dir, { recursive: true, force: true })
+  })
+  /** A host file for `data`, removed after the suite. */
+  const hostFile = (name: string, content: string): string => {
+    const dir = mkdtempSync(join(tmpdir(), 'analyst-conformance-'))
+    hostFiles.push(dir)
+    writeFileSync(join(dir, name), content)
+    return join(dir, name)
+  }
 
   describe(`sandbox conformance: ${name}`, () => {
     let sandbox: Sandbox
@@ -301,6 +331,122 @@ export function describeConformance({ name, create, skip = [], stringText = 'rep
       expect(await sandbox.commands.kill(sleeper.pid)).toBe(true)
       await expect(sleeper.wait()).rejects.toMatchObject({ exitCode: 137 })
       expect((await sandbox.commands.list()).map((p) => p.pid)).not.toContain(sleeper.pid)
+    })
+
+    test('interrupts a cell at its timeout and keeps the state', async () => {
+      await run('kept = 123')
+      const execution = await run("import time\nprint('started')\ntime.sleep(30)", { timeoutMs: 500 })
+      expect(execution.error?.name).toBe('TimeoutError')
+      expect(execution.error?.value).toMatch(/variables and imports are kept/)
+      expect(execution.error?.traceback).toContain('time.sleep(30)')
+      expect(execution.logs.stdout).toEqual(['started\n'])
+      expect((await run('kept')).text).toBe('123')
+    })
+
+    test('rejects with the abort reason when the caller aborts, and keeps the state', async () => {
+      await run('kept = "still here"')
+      const controller = new AbortController()
+      setTimeout(() => controller.abort(new Error('user pressed stop')), 300)
+      await expect(run('import time\ntime.sleep(20)', { signal: controller.signal })).rejects.toThrow(
+        'user pressed stop',
+      )
+      expect((await run('kept')).text).toBe(str("'still here'"))
+    })
+  })
+
+  describe(`sandbox conformance: ${name}: data files in`, () => {
+    let sandbox: Sandbox
+    beforeAll(async () => {
+      sandbox = await create({ data: [hostFile('input.csv', 'a,b\n1,2\n3,4\n')] })
+    })
+    afterAll(async () => {
+      await sandbox?.kill()
+    })
+
+    test('gives files passed at creation to code at data/<name>', async () => {
+      const execution = await sandbox.runCode(
+        "import pandas as pd\nprint(pd.read_csv('data/input.csv').to_dict('list'))",
+      )
+      expect(execution.logs.stdout).toEqual(["{'a': [1, 3], 'b': [2, 4]}\n"])
+      expect(await sandbox.files.read('data/input.csv')).toBe('a,b\n1,2\n3,4\n')
+      expect(await sandbox.files.list('data')).toEqual([
+        { name: 'input.csv', type: 'file', path: '/home/user/data/input.csv', size: 12 },
+      ])
+    })
+
+    test('adds a data file to a running sandbox, and does not report inputs as artifacts', async () => {
+      const info = await sandbox.files.addData(hostFile('more.csv', 'x\n7\n'), 'more.csv')
+      expect(info).toEqual({ name: 'more.csv', type: 'file', path: '/home/user/data/more.csv', size: 4 })
+      const execution = await sandbox.runCode("int(open('data/more.csv').read().split()[1]) * 6")
+      expect(execution.text).toBe('42')
+      expect(execution.artifacts).toEqual([])
+    })
+
+    test('moves files larger than one request both ways, byte for byte', async () => {
+      const big = new Uint8Array(9 * 1024 * 1024 + 7).map((_, i) => (i * 31 + (i >> 12)) & 255)
+      const path = hostFile('big.bin', '')
+      writeFileSync(path, big)
+      await sandbox.files.addData(path, 'big.bin')
+      await sandbox.files.write('copy.bin', big)
+      const check = await sandbox.runCode(
+        "import hashlib\nfor p in ('data/big.bin', 'copy.bin'):\n    print(hashlib.sha256(open(p, 'rb').read()).hexdigest())",
+      )
+      const digest = createHash('sha256').update(big).digest('hex')
+      expect(check.logs.stdout).toEqual([`${digest}\n`, `${digest}\n`])
+      await sandbox.runCode("open('made.bin', 'wb').write(open('copy.bin', 'rb').read()[::-1])")
+      const made = await sandbox.files.read('made.bin', { format: 'bytes' })
+      expect(Buffer.from(made).equals(Buffer.from(big).reverse())).toBe(true)
+    }, 120_000)
+
+    it.skipIf(!capabilities.readOnlyData)('keeps data files read-only for code', async () => {
+      const execution = await sandbox.runCode(
+        "try:\n    open('data/input.csv', 'a').write('x')\nexcept OSError as e:\n    print(type(e).__name__)",
+      )
+      expect(execution.logs.stdout).toEqual(['PermissionError\n'])
+    })
+  })
+
+  describe(`sandbox conformance: ${name}: kernels that stop`, () => {
+    let sandbox: Sandbox
+    beforeAll(async () => {
+      sandbox = await create()
+    })
+    afterAll(async () => {
+      await sandbox?.kill()
+    })
+
+    test('restarts a kernel that ignores the interrupt, and says the state was lost', async () => {
+      await sandbox.runCode('kept = 456')
+      const execution = await sandbox.runCode(
+        'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)',
+        { timeoutMs: 300 },
+      )
+      expect(execution.error?.name).toBe('TimeoutError')
+      expect(execution.error?.value).toMatch(/variables and imports were lost/)
+      expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')
+      expect((await sandbox.runCode('1 + 1')).text).toBe('2')
+    }, 30_000)
+
+    test('reports a kernel that exits mid-cell, and runs the next cell in a fresh kernel', async () => {
+      await sandbox.runCode('kept = 1')
+      const execution = await sandbox.runCode("print('before')\nimport os\nos._exit(3)")
+      expect(execution.error?.name).toBe('KernelDied')
+      expect(execution.error?.value).toMatch(/variables and imports were lost/)
+      expect(execution.logs.stdout).toEqual(['before\n'])
+      expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')
+      expect((await sandbox.runCode('2 * 21')).text).toBe('42')
+    }, 30_000)
+  })
+
+  describe(`sandbox conformance: ${name}: kill`, () => {
+    test('kill() ends the sandbox: its files are gone and later calls reject', async () => {
+      const sandbox = await create()
+      await sandbox.files.write('left.txt', 'x')
+      await sandbox.runCode("open('made.txt', 'w').write('y')")
+      await sandbox.kill()
+      await sandbox.kill() // twice is fine
+      await expect(sandbox.runCode('1')).rejects.toThrow(/killed/)
+      await expect(sandbox.files.read('left.txt')).rejects.toThrow(/killed/)
     })
   })
 }

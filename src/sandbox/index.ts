@@ -12,10 +12,12 @@ export type {
   EntryInfo,
   ExecutionEvent,
   SandboxBackend,
+  SandboxCapabilities,
   SandboxCreateOptions,
   SandboxLimits,
   SandboxProvider,
 } from './backend.js'
+export { capabilitiesOf, FULL_CAPABILITIES, missingCapabilities } from './capabilities.js'
 export { type Chart, type ChartType, parseChart, summarizeChart } from './charts.js'
 export {
   type CommandConnectOpts,

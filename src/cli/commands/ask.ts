@@ -30,6 +30,8 @@ export interface AnalysisOptions {
   isolation: 'sandbox' | 'none'
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
+  /** --jupyter-kernel */
+  jupyterKernel?: string
   /** Recorded replies to replay instead of a model (the demo). */
   replay?: string
   /** Continue this stored session (its id or a unique prefix). */
@@ -89,12 +91,14 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
   const interactive = options.interactive ?? Boolean((stderr as NodeJS.WriteStream).isTTY)
   const home = analystHome(options.env)
   const stores = await openStores(home, options.env)
-  const provider = await createProvider(options.sandbox, { env: options.env, poolSize: 0 }).catch(
-    async (error: unknown) => {
-      await stores.close()
-      throw error
-    },
-  )
+  const provider = await createProvider(options.sandbox, {
+    env: options.env,
+    poolSize: 0,
+    jupyterKernel: options.jupyterKernel,
+  }).catch(async (error: unknown) => {
+    await stores.close()
+    throw error
+  })
   const service = new SessionService({
     history: stores.history,
     blobs: stores.blobs,

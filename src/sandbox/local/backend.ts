@@ -13,12 +13,12 @@ import type {
   DoExecuteOptions,
   DoStartCommandOptions,
   EntryInfo,
-  ExecutionEvent,
   SandboxBackend,
   SandboxCreateOptions,
   SandboxProvider,
 } from '../backend.js'
-import { InvalidArgumentError, NotFoundError, SandboxError } from '../errors.js'
+import { CellOutput, formatBytes, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
+import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { kernelEnv, SANDBOX_HOME } from './jail.js'
 import { Kernel, KernelExit } from './kernel.js'
@@ -47,20 +47,6 @@ async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
     throw error
   }
 }
-
-function formatBytes(bytes: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB']
-  let value = bytes
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit++
-  }
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`
-}
-
-const LOST =
-  'All variables and imports were lost (files in the workspace are kept); the next cell runs in a fresh kernel.'
 
 class LocalSandbox implements SandboxBackend {
   readonly specificationVersion = 'v1'
@@ -97,7 +83,7 @@ class LocalSandbox implements SandboxBackend {
     if (this.restarting) await this.restarting
     if (this.kernel.alive) return
     const exit = await this.kernel.whenExited()
-    this.lostBetweenCells = `[The kernel had stopped since the last cell (${this.describeExit(exit)}). ${LOST}]\n`
+    this.lostBetweenCells = `[The kernel had stopped since the last cell (${this.describeExit(exit)}). ${STATE_LOST}]\n`
     this.restart()
     await this.restarting
   }
@@ -126,8 +112,7 @@ class LocalSandbox implements SandboxBackend {
   }
 
   private async runCell(options: DoExecuteOptions) {
-    if (this.killed)
-      throw new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
+    if (this.killed) throw sandboxKilled()
     options.signal?.throwIfAborted()
     const contextId = options.contextId
     if (contextId !== undefined && contextId !== 'default' && !this.contexts.has(contextId)) {
@@ -147,39 +132,12 @@ class LocalSandbox implements SandboxBackend {
     }
     const kernel = this.kernel
     const id = randomBytes(8).toString('hex')
-    const cap = this.config.limits.outputBytes
-    let outputBytes = 0
-    let truncated = false
-    // The kernel caps results too, but it is not trusted: the host counts again.
-    let resultBytes = 0
-    let resultsDropped = false
+    const output = new CellOutput(onEvent, this.config.limits)
     let sawError = false
     let stopped: 'timeout' | 'abort' | undefined
     let killedByUs = false
     let graceTimer: NodeJS.Timeout | undefined
     const seconds = options.timeoutMs / 1000
-    const timeoutError = (traceback: string): ExecutionEvent => ({
-      type: 'error',
-      name: 'TimeoutError',
-      value: `The cell ran longer than its ${seconds} s timeout and was interrupted; variables and imports are kept. Pass a larger timeoutMs (analyst run --timeout) if it needs longer.`,
-      traceback,
-    })
-    const truncate = () => {
-      if (truncated) return
-      truncated = true
-      onEvent({
-        type: 'stderr',
-        text: `\n[output truncated: the cell printed more than ${formatBytes(cap)}; the rest was dropped (limits.outputBytes)]\n`,
-      })
-    }
-    const output = (type: 'stdout' | 'stderr', text: string) => {
-      if (truncated) return
-      const room = cap - outputBytes
-      const kept = text.length > room ? text.slice(0, room) : text
-      outputBytes += kept.length
-      if (kept) onEvent({ type, text: kept })
-      if (kept.length < text.length) truncate()
-    }
     const stop = (reason: 'timeout' | 'abort') => {
       if (stopped) return
       stopped = reason
@@ -200,27 +158,15 @@ class LocalSandbox implements SandboxBackend {
           switch (message.type) {
             case 'stdout':
             case 'stderr':
-              return output(message.type, message.text)
+              return output.output(message.type, message.text)
             case 'truncated':
-              return truncate()
-            case 'result': {
-              resultBytes += JSON.stringify(message.bundle).length
-              if (resultBytes > this.config.limits.resultBytes) {
-                if (!resultsDropped) {
-                  resultsDropped = true
-                  onEvent({
-                    type: 'stderr',
-                    text: `\n[results truncated: the cell displayed more than ${formatBytes(this.config.limits.resultBytes)}; the rest was dropped (limits.resultBytes)]\n`,
-                  })
-                }
-                return
-              }
-              return onEvent({ type: 'result', bundle: message.bundle, isMainResult: message.main })
-            }
+              return output.truncate()
+            case 'result':
+              return output.result(message.bundle, message.main)
             case 'error':
               sawError = true
               if (stopped === 'timeout' && message.name === 'KeyboardInterrupt') {
-                return onEvent(timeoutError(message.traceback))
+                return onEvent(timeoutError(seconds, message.traceback))
               }
               return onEvent({
                 type: 'error',
@@ -231,7 +177,7 @@ class LocalSandbox implements SandboxBackend {
           }
         },
       )
-      if (stopped === 'timeout' && !sawError) onEvent(timeoutError(''))
+      if (stopped === 'timeout' && !sawError) onEvent(timeoutError(seconds))
     } catch (error) {
       if (!(error instanceof KernelExit)) throw error
       if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
@@ -253,23 +199,10 @@ class LocalSandbox implements SandboxBackend {
     killedByUs: boolean,
     seconds: number,
   ) {
-    if (killedByUs && stopped === 'timeout') {
-      return {
-        name: 'TimeoutError',
-        value: `The cell ran longer than its ${seconds} s timeout and did not stop when interrupted, so its kernel was killed. ${LOST} Pass a larger timeoutMs if it needs longer.`,
-        traceback: '',
-      }
-    }
-    if (killedByUs) {
-      return {
-        name: 'KernelRestarted',
-        value: `The cell did not stop when interrupted, so its kernel was killed. ${LOST}`,
-        traceback: '',
-      }
-    }
+    if (killedByUs) return killedError(stopped, seconds)
     return {
       name: 'KernelDied',
-      value: `The Python kernel died while running this cell (${this.describeExit(exit)}). ${LOST}`,
+      value: `The Python kernel died while running this cell (${this.describeExit(exit)}). ${STATE_LOST}`,
       traceback: exit.output.trim().split('\n').slice(-20).join('\n'),
     }
   }
@@ -406,8 +339,7 @@ class LocalSandbox implements SandboxBackend {
   }
 
   private assertAlive() {
-    if (this.killed)
-      throw new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
+    if (this.killed) throw sandboxKilled()
   }
 
   async doKill(): Promise<void> {

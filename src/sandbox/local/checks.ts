@@ -4,21 +4,13 @@
  * @module
  */
 import { spawnSync } from 'node:child_process'
+import type { Check } from '../capabilities.js'
 import { Sandbox } from '../sandbox.js'
 import { LocalProvider } from './backend.js'
 import { EXPECTED_MODULES, findPython, type PythonInfo } from './python.js'
 import { isRoot } from './runtime.js'
 
-export interface Check {
-  name: string
-  ok: boolean
-  /** What was found. */
-  detail: string
-  /** The command or step that fixes it. */
-  fix?: string
-  /** When false, a failure only limits what Analyst can do. */
-  essential: boolean
-}
+export type { Check } from '../capabilities.js'
 
 const APT = {
   pandas: 'python3-pandas',

@@ -61,6 +61,8 @@ export interface Home {
 }
 
 const KERNEL_SOURCE = join(dirname(fileURLToPath(import.meta.url)), 'python')
+/** Python shared by every engine's kernels (src/sandbox/python). */
+const SHARED_SOURCE = join(dirname(fileURLToPath(import.meta.url)), '..', 'python')
 const MODULES_TO_PRELOAD = ['numpy', 'pandas', 'matplotlib']
 
 const run = promisify(execFile)
@@ -87,8 +89,10 @@ function installKernel(): string {
   if (kernelDir) return kernelDir
   const dir = join(getRuntime().own, 'kernel')
   mkdirSync(dir, { recursive: true, mode: 0o755 })
-  for (const file of readdirSync(KERNEL_SOURCE).filter((name) => name.endsWith('.py'))) {
-    copyFileSync(join(KERNEL_SOURCE, file), join(dir, file))
+  for (const source of [SHARED_SOURCE, KERNEL_SOURCE]) {
+    for (const file of readdirSync(source).filter((name) => name.endsWith('.py'))) {
+      copyFileSync(join(source, file), join(dir, file))
+    }
   }
   kernelDir = dir
   return dir

@@ -26,12 +26,13 @@ import {
   unlinkSync,
   writeSync,
 } from 'node:fs'
-import { posix } from 'node:path'
 import mime from 'mime-types'
 import type { EntryInfo } from '../backend.js'
 import { InvalidArgumentError, NotFoundError } from '../errors.js'
 import type { Artifact } from '../messaging.js'
-import { SANDBOX_HOME } from './jail.js'
+import { SANDBOX_HOME, splitPath } from '../paths.js'
+
+export { splitPath }
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants
 const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
@@ -71,27 +72,6 @@ function readOnly(path: string): InvalidArgumentError {
   return new InvalidArgumentError(`${path} is in data/, which is read-only`, {
     hint: 'Write outside data/, e.g. out/.',
   })
-}
-
-function escapes(path: string): InvalidArgumentError {
-  return new InvalidArgumentError(`${path} is outside the sandbox's workspace`, {
-    hint: `Use a path relative to the workspace (${SANDBOX_HOME}), e.g. 'out/result.csv' or 'data/input.csv'.`,
-  })
-}
-
-/** A sandbox path → workspace-relative components. `data/...` is the read-only input area. */
-export function splitPath(path: string): { area: 'work' | 'data'; parts: string[] } {
-  if (typeof path !== 'string' || path.includes('\0')) throw escapes(String(path))
-  let relative = path
-  if (path.startsWith('/')) {
-    if (path !== SANDBOX_HOME && !path.startsWith(`${SANDBOX_HOME}/`)) throw escapes(path)
-    relative = path.slice(SANDBOX_HOME.length)
-  }
-  const normal = posix.normalize(`./${relative}`)
-  if (normal === '..' || normal.startsWith('../')) throw escapes(path)
-  const parts = normal.split('/').filter((part) => part && part !== '.')
-  if (parts[0] === 'data') return { area: 'data', parts: parts.slice(1) }
-  return { area: 'work', parts }
 }
 
 interface Owner {

@@ -32,10 +32,10 @@ import traceback
 import types
 
 import analyst_commands
+from analyst_data import json_safe_columns
 
 REQUEST_FD = 3
 MESSAGE_FD = 4
-DATA_ROWS_CAP = 10_000
 TEXT_CAP = 1_000_000
 CELL_PREFIX = '<cell-'
 
@@ -268,31 +268,6 @@ def _cap_text(text):
     if len(text) > TEXT_CAP:
         return text[:TEXT_CAP] + '\n… [truncated: %d characters in all]' % len(text)
     return text
-
-
-def json_safe_columns(frame):
-    """A DataFrame as {column: [values]}: dates as ISO strings, NaN as null, the index kept when it
-    carries labels. At most DATA_ROWS_CAP rows."""
-    import pandas as pd
-
-    if isinstance(frame, pd.Series):
-        frame = frame.to_frame(name=frame.name if frame.name is not None else 'value')
-    frame = frame.head(DATA_ROWS_CAP)
-    if not isinstance(frame.index, pd.RangeIndex) or frame.index.name is not None:
-        names = [n if n is not None else ('index' if frame.index.nlevels == 1 else 'level_%d' % i)
-                 for i, n in enumerate(frame.index.names)]
-        frame = frame.copy()
-        frame.index = frame.index.set_names(names)
-        frame = frame.reset_index()
-    columns = [' / '.join(map(str, c)) if isinstance(c, tuple) else str(c) for c in frame.columns]
-    split = json.loads(frame.to_json(orient='split', date_format='iso', default_handler=str, index=False))
-    data = {}
-    for position, name in enumerate(columns):
-        key = name
-        while key in data:
-            key += '_'
-        data[key] = [row[position] for row in split['data']]
-    return data
 
 
 def figure_png(figure):
