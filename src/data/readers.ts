@@ -5,7 +5,8 @@
  */
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
-import { findPython } from '../sandbox/local/python.js'
+import { moduleFix, systemPackages } from '../sandbox/local/packages.js'
+import { findPython, KERNEL_PYTHON_DIR, MODULE_SOURCES } from '../sandbox/local/python.js'
 
 const run = promisify(execFile)
 
@@ -15,41 +16,67 @@ export interface ReaderCheck {
   ok: boolean
   /** What reads it, or what is missing and what Analyst does instead. */
   detail: string
+  /** A command that makes it readable on this machine, when there is one. */
+  fix?: string
 }
 
+// pandas is imported only to ask whether it accepts the xlrd found (pandas 1.5 wants xlrd 2, and
+// analyst_compat lets it use Debian's xlrd 1.2, as the kernel does).
 const PROBE = `
 import importlib.util, json
-print(json.dumps({m: importlib.util.find_spec(m) is not None for m in ['pandas', 'openpyxl', 'pyarrow', 'fastparquet', 'xlrd', 'odf']}))
+found = {m: importlib.util.find_spec(m) is not None for m in ['pandas', 'openpyxl', 'pyarrow', 'fastparquet', 'xlrd', 'odf']}
+found['xlrdUsable'], found['xlrdError'] = False, ''
+if found['pandas'] and found['xlrd']:
+    try:
+        import pandas
+        from analyst_compat import allow_packaged_xlrd
+        from pandas.compat._optional import import_optional_dependency
+        allow_packaged_xlrd()
+        import_optional_dependency('xlrd')
+        found['xlrdUsable'] = True
+    except Exception as error:
+        found['xlrdError'] = str(error)
+print(json.dumps(found))
 `
 
+/** The state of a reader that needs a module: ok, or what is missing and how to get it here. */
+function moduleReader(
+  format: string,
+  reader: string,
+  module: 'openpyxl' | 'xlrd',
+  found: boolean,
+): ReaderCheck {
+  if (found) return { format, ok: true, detail: reader }
+  const { fix, note } = moduleFix(MODULE_SOURCES[module], systemPackages())
+  return { format, ok: false, detail: `missing ${module}${note ? ` (${note})` : ''}`, fix }
+}
+
 export async function readerChecks(): Promise<ReaderCheck[]> {
-  let modules: Record<string, boolean>
+  let modules: Record<string, boolean | string>
   try {
     const python = await findPython()
     const { stdout } = await run(python.executable, ['-s', '-c', PROBE], {
-      timeout: 15_000,
-      env: { PATH: '/usr/bin:/bin' },
+      timeout: 30_000,
+      env: { PATH: '/usr/bin:/bin', PYTHONPATH: KERNEL_PYTHON_DIR },
     })
-    modules = JSON.parse(stdout) as Record<string, boolean>
+    modules = JSON.parse(stdout) as Record<string, boolean | string>
   } catch (error) {
     return [{ format: 'all', ok: false, detail: `no Python with pandas: ${(error as Error).message}` }]
   }
   const parquet = modules.pyarrow ? 'pyarrow' : modules.fastparquet ? 'fastparquet' : undefined
+  const xls =
+    modules.xlrd && !modules.xlrdUsable
+      ? {
+          format: 'Excel .xls',
+          ok: false,
+          detail: `pandas cannot use the xlrd installed: ${modules.xlrdError}`,
+        }
+      : moduleReader('Excel .xls', 'pd.read_excel with xlrd', 'xlrd', modules.xlrd === true)
   return [
     { format: 'CSV, TSV (plain, gzip, zip)', ok: modules.pandas === true, detail: 'pd.read_csv' },
     { format: 'JSON, NDJSON', ok: modules.pandas === true, detail: 'pd.read_json' },
-    {
-      format: 'Excel .xlsx',
-      ok: modules.openpyxl === true,
-      detail: modules.openpyxl
-        ? 'pd.read_excel with openpyxl'
-        : 'missing openpyxl (apt-get install python3-openpyxl)',
-    },
-    {
-      format: 'Excel .xls',
-      ok: modules.xlrd === true,
-      detail: modules.xlrd ? 'pd.read_excel with xlrd' : 'missing xlrd: save old .xls workbooks as .xlsx',
-    },
+    moduleReader('Excel .xlsx', 'pd.read_excel with openpyxl', 'openpyxl', modules.openpyxl === true),
+    xls,
     {
       format: 'Parquet',
       ok: true,

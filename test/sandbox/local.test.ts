@@ -135,8 +135,10 @@ describe('local sandbox: timeouts and dying kernels', () => {
 
   it('interrupts a cell at its timeout and keeps the state', async () => {
     await sandbox.runCode('kept = 123')
+    // The timeout must come after the cell printed: 2 s is far more than a cell takes to start,
+    // even on a busy machine. (One that comes before the start is the next case.)
     const execution = await sandbox.runCode("import time\nprint('started')\ntime.sleep(30)", {
-      timeoutMs: 500,
+      timeoutMs: 2000,
     })
     expect(execution.error?.name).toBe('TimeoutError')
     expect(execution.error?.value).toMatch(/variables and imports are kept/)
@@ -145,12 +147,22 @@ describe('local sandbox: timeouts and dying kernels', () => {
     expect((await sandbox.runCode('kept')).text).toBe('123')
   })
 
+  it('interrupts a cell whose timeout comes before its code has started, and keeps the state', async () => {
+    // The interrupt reaches the kernel while it still compiles the cell (a long list literal takes
+    // a while): it must be held for the cell, not dropped.
+    await sandbox.runCode('kept = 789')
+    const slowToCompile = `import time\nlong = [${'0, '.repeat(5000)}]\ntime.sleep(30)`
+    const execution = await sandbox.runCode(slowToCompile, { timeoutMs: 1 })
+    expect(execution.error?.name).toBe('TimeoutError')
+    expect(execution.error?.value).toMatch(/variables and imports are kept/)
+    expect((await sandbox.runCode('kept')).text).toBe('789')
+  })
+
   it('kills and restarts a kernel that ignores the interrupt, and says state was lost', async () => {
     await sandbox.runCode('kept = 456')
-    const execution = await sandbox.runCode(
-      'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)',
-      { timeoutMs: 300 },
-    )
+    // SIGINT is ignored from the cell before, so that the interrupt cannot come before it is ignored.
+    await sandbox.runCode('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)')
+    const execution = await sandbox.runCode('while True:\n    time.sleep(0.05)', { timeoutMs: 300 })
     expect(execution.error?.name).toBe('TimeoutError')
     expect(execution.error?.value).toMatch(/variables and imports were lost/)
     const after = await sandbox.runCode('kept')
@@ -177,9 +189,12 @@ describe('local sandbox: timeouts and dying kernels', () => {
   it('rejects with the abort reason when the caller aborts, and keeps the state', async () => {
     await sandbox.runCode('kept = "still here"')
     const controller = new AbortController()
-    setTimeout(() => controller.abort(new Error('user pressed stop')), 300)
+    // Aborted once the cell says it runs.
     await expect(
-      sandbox.runCode('import time\ntime.sleep(20)', { signal: controller.signal }),
+      sandbox.runCode("import time\nprint('running', flush=True)\ntime.sleep(20)", {
+        signal: controller.signal,
+        onStdout: () => controller.abort(new Error('user pressed stop')),
+      }),
     ).rejects.toThrow('user pressed stop')
     expect((await sandbox.runCode('kept')).text).toBe("'still here'")
   })

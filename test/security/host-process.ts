@@ -20,7 +20,8 @@ import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import ts from 'typescript'
 import { releaseSandboxDir } from '../../src/sandbox/local/runtime.js'
-import { killLeftovers, processesOf, REPO, waitUntil } from './helpers.js'
+import { waitFor } from '../support/wait.js'
+import { killLeftovers, processesOf, REPO } from './helpers.js'
 
 const HOST_SCRIPT = `
 import { readFileSync, statSync } from 'node:fs'
@@ -52,42 +53,42 @@ process.stdout.write(JSON.stringify({
 setInterval(() => {}, 1000) // stays up until it is killed
 `
 
-/** Transpiles src/index.ts and src/sandbox/** into a folder that `node` can run. */
+/** The files of src/ outside src/sandbox/ that the sandbox and the package's entry import. */
+const TOP_LEVEL = ['index.ts', 'errors.ts']
+
+/** Transpiles src/sandbox/** and the files it needs above it into a folder that `node` can run. */
 export function buildStandaloneHost(): string {
   const out = mkdtempSync(join(tmpdir(), 'analyst-hostile-host-'))
   const source = join(REPO, 'src')
+  const transpile = (path: string) => {
+    const target = join(out, 'src', path.slice(source.length + 1))
+    const js = ts.transpileModule(readFileSync(path, 'utf8'), {
+      compilerOptions: {
+        module: ts.ModuleKind.ESNext,
+        target: ts.ScriptTarget.ES2022,
+        verbatimModuleSyntax: true,
+      },
+      fileName: basename(path),
+    }).outputText
+    mkdirSync(dirname(target), { recursive: true })
+    writeFileSync(target.replace(/\.ts$/, '.js'), js)
+  }
   const copy = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name)
-      const target = join(out, 'src', path.slice(source.length + 1))
       if (entry.isDirectory()) {
         if (entry.name !== '__pycache__') copy(path)
       } else if (entry.name.endsWith('.py')) {
+        const target = join(out, 'src', path.slice(source.length + 1))
         mkdirSync(dirname(target), { recursive: true })
         copyFileSync(path, target)
       } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts')) {
-        const js = ts.transpileModule(readFileSync(path, 'utf8'), {
-          compilerOptions: {
-            module: ts.ModuleKind.ESNext,
-            target: ts.ScriptTarget.ES2022,
-            verbatimModuleSyntax: true,
-          },
-          fileName: basename(path),
-        }).outputText
-        mkdirSync(dirname(target), { recursive: true })
-        writeFileSync(target.replace(/\.ts$/, '.js'), js)
+        transpile(path)
       }
     }
   }
   copy(join(source, 'sandbox'))
-  const index = ts.transpileModule(readFileSync(join(source, 'index.ts'), 'utf8'), {
-    compilerOptions: {
-      module: ts.ModuleKind.ESNext,
-      target: ts.ScriptTarget.ES2022,
-      verbatimModuleSyntax: true,
-    },
-  }).outputText
-  writeFileSync(join(out, 'src', 'index.js'), index)
+  for (const file of TOP_LEVEL) transpile(join(source, file))
   writeFileSync(join(out, 'package.json'), '{ "type": "module" }\n')
   writeFileSync(join(out, 'host.mjs'), HOST_SCRIPT)
   symlinkSync(join(REPO, 'node_modules'), join(out, 'node_modules'))
@@ -144,7 +145,9 @@ export async function killAbruptly(child: ChildProcess) {
 /** Removes what a killed host process left: its sandbox's processes, mount, cgroups, folder, uid lock. */
 export async function cleanUpAfterHost(report: HostProcessReport) {
   killLeftovers(report.uid)
-  await waitUntil(() => processesOf(report.uid).length === 0, 5000)
+  await waitFor(() => processesOf(report.uid).length === 0, {
+    what: `the processes of uid ${report.uid} to end after SIGKILL`,
+  })
   const owner = dirname(report.dir)
   if (existsSync(report.dir)) releaseSandboxDir(report.dir)
   rmSync(owner, { recursive: true, force: true })

@@ -24,7 +24,7 @@ import type { SandboxLimits } from '../backend.js'
 import { type Cgroup, createCgroup } from './cgroup.js'
 import { bwrapArgs, kernelEnv, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
 import type { KernelSpawnSpec } from './kernel.js'
-import type { PythonInfo } from './python.js'
+import { KERNEL_PYTHON_DIR, type PythonInfo } from './python.js'
 import {
   allocateUid,
   CGROUPS_MARK,
@@ -60,7 +60,6 @@ export interface Home {
   releaseAsync(): Promise<void>
 }
 
-const KERNEL_SOURCE = join(dirname(fileURLToPath(import.meta.url)), 'python')
 const MODULES_TO_PRELOAD = ['numpy', 'pandas', 'matplotlib']
 
 const run = promisify(execFile)
@@ -87,8 +86,8 @@ function installKernel(): string {
   if (kernelDir) return kernelDir
   const dir = join(getRuntime().own, 'kernel')
   mkdirSync(dir, { recursive: true, mode: 0o755 })
-  for (const file of readdirSync(KERNEL_SOURCE).filter((name) => name.endsWith('.py'))) {
-    copyFileSync(join(KERNEL_SOURCE, file), join(dir, file))
+  for (const file of readdirSync(KERNEL_PYTHON_DIR).filter((name) => name.endsWith('.py'))) {
+    copyFileSync(join(KERNEL_PYTHON_DIR, file), join(dir, file))
   }
   kernelDir = dir
   return dir

@@ -1,8 +1,14 @@
 import { execFile } from 'node:child_process'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { SandboxUnavailableError } from '../errors.js'
+import type { ModuleSource } from './packages.js'
 
 const run = promisify(execFile)
+
+/** The kernel's Python files (analyst_kernel.py and the modules beside it), in src/ or dist/. */
+export const KERNEL_PYTHON_DIR = join(dirname(fileURLToPath(import.meta.url)), 'python')
 
 /** A Python interpreter and what the sandbox needs to know of it. */
 export interface PythonInfo {
@@ -23,9 +29,35 @@ export const EXPECTED_MODULES = [
   'sklearn',
   'statsmodels',
   'openpyxl',
+  'xlrd',
   'pyarrow',
 ] as const
 
+/** Where each module comes from; the last three only widen what can be read. */
+export const MODULE_SOURCES = {
+  pandas: { module: 'pandas', package: 'python3-pandas' },
+  numpy: { module: 'numpy', package: 'python3-numpy' },
+  matplotlib: { module: 'matplotlib', package: 'python3-matplotlib' },
+  scipy: { module: 'scipy', package: 'python3-scipy' },
+  seaborn: { module: 'seaborn', package: 'python3-seaborn' },
+  sklearn: { module: 'sklearn', package: 'python3-sklearn' },
+  statsmodels: { module: 'statsmodels', package: 'python3-statsmodels' },
+  openpyxl: {
+    module: 'openpyxl',
+    package: 'python3-openpyxl',
+    without: '.xlsx workbooks cannot be read: save them as CSV',
+  },
+  xlrd: {
+    module: 'xlrd',
+    package: 'python3-xlrd',
+    without: 'old .xls workbooks cannot be read: save them as .xlsx',
+  },
+  pyarrow: {
+    module: 'pyarrow',
+    package: 'python3-pyarrow',
+    without: 'nothing to install: Analyst converts Parquet files for the sandbox',
+  },
+} satisfies Record<(typeof EXPECTED_MODULES)[number], ModuleSource>
 // find_spec looks a module up without importing it: ~30 ms instead of ~600 ms for pandas.
 const PROBE = `
 import importlib.util, json, sys

@@ -1,0 +1,258 @@
+/**
+ * Fixes that work on this machine: the distribution (from /etc/os-release), whether it packages
+ * what a fix would install (apt-cache, or a table of known gaps when apt has no package lists
+ * yet), and the command or the other way when it does not. `analyst doctor`, the data readers and
+ * the kernel's start-up errors take their install hints from here.
+ * @module
+ */
+import { spawnSync } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { isRoot } from './runtime.js'
+
+export interface Distribution {
+  /** `debian`, `ubuntu`, `fedora`… */
+  id: string
+  /** `12`, `24.04`; absent on rolling releases. */
+  versionId?: string
+  /** What to call it: `Debian GNU/Linux 12 (bookworm)`. */
+  name: string
+  /** The distributions it derives from (ID_LIKE). */
+  like: string[]
+}
+
+export function parseOsRelease(text: string): Distribution {
+  const fields: Record<string, string> = {}
+  for (const line of text.split('\n')) {
+    const match = line.match(/^([A-Z_]+)=(.*)$/)
+    if (match?.[1]) fields[match[1]] = (match[2] ?? '').trim().replace(/^(["'])(.*)\1$/, '$2')
+  }
+  const id = (fields.ID ?? 'linux').toLowerCase()
+  return {
+    id,
+    versionId: fields.VERSION_ID || undefined,
+    name: fields.PRETTY_NAME || [fields.NAME ?? id, fields.VERSION_ID].filter(Boolean).join(' '),
+    like: (fields.ID_LIKE ?? '').toLowerCase().split(/\s+/).filter(Boolean),
+  }
+}
+
+/** Whether the distribution has a package: known either way, or not known here. */
+export type Availability = 'available' | 'unavailable' | 'unknown'
+
+/** What a fix needs to know of the machine; `systemPackages()` reads it, tests make their own. */
+export interface PackageSystem {
+  distribution?: Distribution
+  /** apt-get is there (a Debian or a derivative). */
+  apt: boolean
+  /** apt has package lists (else `apt-get update` comes first, and apt-cache cannot tell). */
+  aptLists: boolean
+  /** Looks a package up in apt's lists; `unknown` without lists or without apt. */
+  aptCandidate: (name: string) => Availability
+  root: boolean
+}
+
+/**
+ * Packages that releases lack, for when apt cannot be asked (checked on packages.debian.org and
+ * packages.ubuntu.com): python3-pyarrow is in Debian only from sid on, and in Ubuntu from 26.04.
+ */
+const NOT_PACKAGED: Record<string, string[]> = {
+  'python3-pyarrow': [
+    'debian 11',
+    'debian 12',
+    'debian 13',
+    'ubuntu 20.04',
+    'ubuntu 22.04',
+    'ubuntu 24.04',
+    'ubuntu 24.10',
+    'ubuntu 25.04',
+    'ubuntu 25.10',
+  ],
+}
+
+export function isDebianLike(distribution: Distribution | undefined): boolean {
+  return (
+    !!distribution && [distribution.id, ...distribution.like].some((id) => id === 'debian' || id === 'ubuntu')
+  )
+}
+
+/** Whether this machine's distribution has the package, by apt first and the table second. */
+export function availability(name: string, system: PackageSystem): Availability {
+  if (!system.apt) return 'unknown'
+  const fromApt = system.aptLists ? system.aptCandidate(name) : 'unknown'
+  if (fromApt !== 'unknown') return fromApt
+  const release =
+    system.distribution && `${system.distribution.id} ${system.distribution.versionId ?? ''}`.trim()
+  if (release && NOT_PACKAGED[name]?.includes(release)) return 'unavailable'
+  return isDebianLike(system.distribution) ? 'available' : 'unknown'
+}
+
+/** What `analyst doctor` and the errors say to install packages on this machine. */
+export interface InstallFix {
+  /** The command, for the packages that can be installed; absent when none can. */
+  command?: string
+  /** Packages this distribution does not have (or that cannot be told apart here: see `unknown`). */
+  unavailable: string[]
+  /** No apt here: the packages are named as Debian names them, which may differ on this system. */
+  unknown: string[]
+}
+
+export function installFix(packages: string[], system: PackageSystem): InstallFix {
+  const found = packages.map((name) => ({ name, state: availability(name, system) }))
+  const installable = found.filter((entry) => entry.state === 'available').map((entry) => entry.name)
+  const unavailable = found.filter((entry) => entry.state === 'unavailable').map((entry) => entry.name)
+  const unknown = found.filter((entry) => entry.state === 'unknown').map((entry) => entry.name)
+  if (installable.length === 0) return { unavailable, unknown }
+  const sudo = system.root ? '' : 'sudo '
+  const install = `${sudo}apt-get install ${installable.join(' ')}`
+  return {
+    command: system.aptLists ? install : `${sudo}apt-get update && ${install}`,
+    unavailable,
+    unknown,
+  }
+}
+
+/** The distribution's name, for messages: `Debian GNU/Linux 12 (bookworm)`, or `this system`. */
+export function systemName(system: PackageSystem): string {
+  return system.distribution?.name ?? 'this system'
+}
+
+/**
+ * One sentence that installs the packages, or says why it cannot and what to do instead
+ * (`otherwise`, when some package is missing from the distribution).
+ */
+export function installHint(packages: string[], system: PackageSystem, otherwise?: string): string {
+  const fix = installFix(packages, system)
+  const parts: string[] = []
+  if (fix.command) parts.push(fix.command)
+  if (fix.unavailable.length > 0) {
+    parts.push(
+      `${systemName(system)} has no package ${fix.unavailable.join(', ')}${otherwise ? `: ${otherwise}` : ''}`,
+    )
+  }
+  if (fix.unknown.length > 0) {
+    parts.push(
+      `no apt here: install what Debian calls ${fix.unknown.join(', ')} with the package manager of ${systemName(system)}${otherwise ? `, or ${otherwise}` : ''}`,
+    )
+  }
+  return parts.join('; ')
+}
+
+function hasAptLists(): boolean {
+  try {
+    return readdirSync('/var/lib/apt/lists').some((name) => name.includes('_Packages'))
+  } catch {
+    return false
+  }
+}
+
+function aptCandidate(name: string): Availability {
+  const result = spawnSync('apt-cache', ['policy', name], { encoding: 'utf8', timeout: 15_000 })
+  if (result.status !== 0 || result.error) return 'unknown'
+  const candidate = result.stdout.match(/Candidate:\s*(\S+)/)?.[1]
+  return candidate && candidate !== '(none)' ? 'available' : 'unavailable'
+}
+
+let system: PackageSystem | undefined
+
+/** This machine, read once: /etc/os-release, apt and its lists (apt-cache answers are cached). */
+export function systemPackages(): PackageSystem {
+  if (system) return system
+  let distribution: Distribution | undefined
+  try {
+    distribution = parseOsRelease(readFileSync('/etc/os-release', 'utf8'))
+  } catch {
+    distribution = undefined
+  }
+  const cache = new Map<string, Availability>()
+  system = {
+    distribution,
+    apt: existsSync('/usr/bin/apt-get'),
+    aptLists: hasAptLists(),
+    aptCandidate: (name) => {
+      if (!cache.has(name)) cache.set(name, aptCandidate(name))
+      return cache.get(name) as Availability
+    },
+    root: isRoot,
+  }
+  return system
+}
+
+/** A Python module the sandbox can use, the package that has it, and what Analyst does without it. */
+export interface ModuleSource {
+  module: string
+  /** The Debian and Ubuntu package. */
+  package: string
+  /** When no package has it: what Analyst does instead, or what the user can do. */
+  without?: string
+}
+
+export interface ModuleFix {
+  /** A command that installs it here. */
+  fix?: string
+  /** Why there is no command, and what to do instead. */
+  note?: string
+}
+
+export interface PipProbe {
+  /** The interpreter the sandbox runs. */
+  python: string
+  /** pip can fetch the module from an index it reaches (so `pip install` would work). */
+  reaches: (module: string) => boolean
+  /** The interpreter's packages are managed by the distribution (PEP 668). */
+  externallyManaged: boolean
+}
+
+/**
+ * How to get a missing module on this machine: the distribution's package where it has one;
+ * else what Analyst does without it; else pip, only where pip reaches an index that has it; else
+ * another interpreter.
+ */
+export function moduleFix(source: ModuleSource, system: PackageSystem, pip?: PipProbe): ModuleFix {
+  const fix = installFix([source.package], system)
+  if (fix.command) return { fix: fix.command }
+  const missing =
+    fix.unavailable.length > 0
+      ? `${systemName(system)} has no package ${source.package}`
+      : `no apt on ${systemName(system)} (Debian's package is ${source.package})`
+  if (source.without) return { note: `${missing}; ${source.without}` }
+  if (pip?.reaches(source.module)) {
+    const sudo = system.root ? '' : 'sudo '
+    const flag = pip.externallyManaged ? ' --break-system-packages' : ''
+    return { fix: `${sudo}${pip.python} -m pip install${flag} ${source.module}`, note: missing }
+  }
+  return {
+    note: `${missing}: install ${source.module} for ${pip?.python ?? 'the sandbox Python'} another way, or set ANALYST_PYTHON to a Python 3 that has it`,
+  }
+}
+
+/** Asks the interpreter's pip whether an index it reaches has the module (a few seconds at most). */
+export function probePip(python: string): PipProbe {
+  const managed = spawnSync(
+    python,
+    [
+      '-c',
+      "import sysconfig, os; print(os.path.exists(os.path.join(sysconfig.get_path('stdlib'), 'EXTERNALLY-MANAGED')))",
+    ],
+    { encoding: 'utf8', timeout: 10_000 },
+  )
+  return {
+    python,
+    externallyManaged: managed.stdout.trim() === 'True',
+    reaches: (module) =>
+      spawnSync(
+        python,
+        [
+          '-m',
+          'pip',
+          'index',
+          'versions',
+          module,
+          '--retries',
+          '0',
+          '--timeout',
+          '5',
+          '--disable-pip-version-check',
+        ],
+        { encoding: 'utf8', timeout: 20_000 },
+      ).status === 0,
+  }
+}
