@@ -47,7 +47,7 @@ function moduleReader(
   found: boolean,
 ): ReaderCheck {
   if (found) return { format, ok: true, detail: reader }
-  const { fix, note } = moduleFix(MODULE_SOURCES[module], systemPackages())
+  const { fix, note } = moduleFix(MODULE_SOURCES[module], systemPackages({ askApt: true }))
   return { format, ok: false, detail: `missing ${module}${note ? ` (${note})` : ''}`, fix }
 }
 

@@ -26,7 +26,7 @@ const BASE_PACKAGES = ['pandas', 'matplotlib', 'numpy', 'scipy', 'openpyxl'] as 
 
 export async function runChecks(): Promise<Check[]> {
   const checks: Check[] = []
-  const system = systemPackages()
+  const system = systemPackages({ askApt: true })
   const [major] = process.versions.node.split('.').map(Number)
   checks.push({
     name: 'Node.js',
@@ -89,7 +89,9 @@ export async function runChecks(): Promise<Check[]> {
     name: 'bubblewrap',
     ok: hasBwrap,
     detail: hasBwrap ? bwrap.stdout.trim() : 'not installed',
-    fix: installHint(['bubblewrap'], system, 'Analyst needs it to jail the code it runs'),
+    fix: hasBwrap
+      ? undefined
+      : installHint(['bubblewrap'], system, 'Analyst needs it to jail the code it runs'),
     essential: true,
   })
   if (hasBwrap) {

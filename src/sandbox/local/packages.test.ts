@@ -83,6 +83,12 @@ describe('availability', () => {
     expect(availability('python3-xlrd', machine(DEBIAN_12))).toBe('available')
   })
 
+  it('on a request path (apt-cache not asked) the table decides, and apt-get update is left out when apt has lists', () => {
+    const quick: PackageSystem = { distribution: DEBIAN_12, apt: true, aptLists: true, root: true }
+    expect(availability('python3-pyarrow', quick)).toBe('unavailable')
+    expect(moduleFix(MODULE_SOURCES.xlrd, quick)).toEqual({ fix: 'apt-get install python3-xlrd' })
+  })
+
   it('cannot tell without apt', () => {
     expect(availability('python3-xlrd', machine(FEDORA, { apt: false }))).toBe('unknown')
   })
@@ -161,7 +167,8 @@ const release = (() => {
 })()
 describe.skipIf(release?.id !== 'debian' || release.versionId !== '12')('on this Debian 12 machine', () => {
   it('apt has python3-xlrd and bubblewrap, and no python3-pyarrow', () => {
-    const system = systemPackages()
+    expect(systemPackages().distribution).toMatchObject({ id: 'debian', versionId: '12' })
+    const system = systemPackages({ askApt: true })
     expect(system.apt).toBe(true)
     expect(availability('python3-xlrd', system)).toBe('available')
     expect(availability('bubblewrap', system)).toBe('available')

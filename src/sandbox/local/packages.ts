@@ -45,8 +45,11 @@ export interface PackageSystem {
   apt: boolean
   /** apt has package lists (else `apt-get update` comes first, and apt-cache cannot tell). */
   aptLists: boolean
-  /** Looks a package up in apt's lists; `unknown` without lists or without apt. */
-  aptCandidate: (name: string) => Availability
+  /**
+   * Looks a package up in apt's lists. Absent where a few seconds of apt-cache are too slow (an
+   * error on a request path): then the table of known gaps alone decides.
+   */
+  aptCandidate?: (name: string) => Availability
   root: boolean
 }
 
@@ -77,7 +80,7 @@ export function isDebianLike(distribution: Distribution | undefined): boolean {
 /** Whether this machine's distribution has the package, by apt first and the table second. */
 export function availability(name: string, system: PackageSystem): Availability {
   if (!system.apt) return 'unknown'
-  const fromApt = system.aptLists ? system.aptCandidate(name) : 'unknown'
+  const fromApt = system.aptLists && system.aptCandidate ? system.aptCandidate(name) : 'unknown'
   if (fromApt !== 'unknown') return fromApt
   const release =
     system.distribution && `${system.distribution.id} ${system.distribution.versionId ?? ''}`.trim()
@@ -151,29 +154,31 @@ function aptCandidate(name: string): Availability {
   return candidate && candidate !== '(none)' ? 'available' : 'unavailable'
 }
 
-let system: PackageSystem | undefined
+let system: Omit<PackageSystem, 'aptCandidate'> | undefined
+const candidates = new Map<string, Availability>()
 
-/** This machine, read once: /etc/os-release, apt and its lists (apt-cache answers are cached). */
-export function systemPackages(): PackageSystem {
-  if (system) return system
-  let distribution: Distribution | undefined
-  try {
-    distribution = parseOsRelease(readFileSync('/etc/os-release', 'utf8'))
-  } catch {
-    distribution = undefined
+/**
+ * This machine, read once: /etc/os-release and apt. `askApt` looks packages up with apt-cache
+ * (seconds on a busy machine: for `analyst doctor`); without it the table of known gaps decides.
+ */
+export function systemPackages(options: { askApt?: boolean } = {}): PackageSystem {
+  if (!system) {
+    let distribution: Distribution | undefined
+    try {
+      distribution = parseOsRelease(readFileSync('/etc/os-release', 'utf8'))
+    } catch {
+      distribution = undefined
+    }
+    system = { distribution, apt: existsSync('/usr/bin/apt-get'), aptLists: hasAptLists(), root: isRoot }
   }
-  const cache = new Map<string, Availability>()
-  system = {
-    distribution,
-    apt: existsSync('/usr/bin/apt-get'),
-    aptLists: hasAptLists(),
+  if (!options.askApt) return system
+  return {
+    ...system,
     aptCandidate: (name) => {
-      if (!cache.has(name)) cache.set(name, aptCandidate(name))
-      return cache.get(name) as Availability
+      if (!candidates.has(name)) candidates.set(name, aptCandidate(name))
+      return candidates.get(name) as Availability
     },
-    root: isRoot,
   }
-  return system
 }
 
 /** A Python module the sandbox can use, the package that has it, and what Analyst does without it. */
