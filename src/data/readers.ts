@@ -20,22 +20,13 @@ export interface ReaderCheck {
   fix?: string
 }
 
-// pandas is imported only to ask whether it accepts the xlrd found (pandas 1.5 wants xlrd 2, and
-// analyst_compat lets it use Debian's xlrd 1.2, as the kernel does).
+// find_spec looks modules up without importing them; analyst_compat says whether the xlrd found can
+// read .xls for pandas (pandas 1.5 wants xlrd 2; the kernel lets it use Debian's 1.2).
 const PROBE = `
 import importlib.util, json
+from analyst_compat import packaged_xlrd
 found = {m: importlib.util.find_spec(m) is not None for m in ['pandas', 'openpyxl', 'pyarrow', 'fastparquet', 'xlrd', 'odf']}
-found['xlrdUsable'], found['xlrdError'] = False, ''
-if found['pandas'] and found['xlrd']:
-    try:
-        import pandas
-        from analyst_compat import allow_packaged_xlrd
-        from pandas.compat._optional import import_optional_dependency
-        allow_packaged_xlrd()
-        import_optional_dependency('xlrd')
-        found['xlrdUsable'] = True
-    except Exception as error:
-        found['xlrdError'] = str(error)
+found['xlrdVersion'] = packaged_xlrd() if found['xlrd'] else None
 print(json.dumps(found))
 `
 
@@ -52,26 +43,31 @@ function moduleReader(
 }
 
 export async function readerChecks(): Promise<ReaderCheck[]> {
-  let modules: Record<string, boolean | string>
+  let modules: Record<string, boolean | string | null>
   try {
     const python = await findPython()
     const { stdout } = await run(python.executable, ['-s', '-c', PROBE], {
-      timeout: 30_000,
+      timeout: 15_000,
       env: { PATH: '/usr/bin:/bin', PYTHONPATH: KERNEL_PYTHON_DIR },
     })
-    modules = JSON.parse(stdout) as Record<string, boolean | string>
+    modules = JSON.parse(stdout) as Record<string, boolean | string | null>
   } catch (error) {
     return [{ format: 'all', ok: false, detail: `no Python with pandas: ${(error as Error).message}` }]
   }
   const parquet = modules.pyarrow ? 'pyarrow' : modules.fastparquet ? 'fastparquet' : undefined
   const xls =
-    modules.xlrd && !modules.xlrdUsable
+    modules.xlrd && !modules.xlrdVersion
       ? {
           format: 'Excel .xls',
           ok: false,
-          detail: `pandas cannot use the xlrd installed: ${modules.xlrdError}`,
+          detail: 'the xlrd installed is too old for pandas: 1.2 or newer reads .xls',
         }
-      : moduleReader('Excel .xls', 'pd.read_excel with xlrd', 'xlrd', modules.xlrd === true)
+      : moduleReader(
+          'Excel .xls',
+          `pd.read_excel with xlrd ${modules.xlrdVersion}`,
+          'xlrd',
+          modules.xlrd === true,
+        )
   return [
     { format: 'CSV, TSV (plain, gzip, zip)', ok: modules.pandas === true, detail: 'pd.read_csv' },
     { format: 'JSON, NDJSON', ok: modules.pandas === true, detail: 'pd.read_json' },

@@ -59,6 +59,9 @@ export async function runChecks(): Promise<Check[]> {
     })
   }
   if (python) {
+    // One apt-cache run for every missing module's package.
+    const missing = EXPECTED_MODULES.filter((module) => python?.modules[module] !== true)
+    if (system.aptLists) system.aptLookup?.(missing.map((module) => MODULE_SOURCES[module].package))
     let pip: PipProbe | undefined
     for (const module of EXPECTED_MODULES) {
       const ok = python.modules[module] === true

@@ -40,7 +40,10 @@ function machine(
     distribution,
     apt,
     aptLists: apt && options.aptHas !== undefined,
-    aptCandidate: (name) => (options.aptHas?.includes(name) ? 'available' : 'unavailable'),
+    aptLookup: (names) =>
+      Object.fromEntries(
+        names.map((name) => [name, options.aptHas?.includes(name) ? 'available' : 'unavailable']),
+      ),
     root: options.root ?? true,
   }
 }
@@ -170,6 +173,12 @@ describe.skipIf(release?.id !== 'debian' || release.versionId !== '12')('on this
     expect(systemPackages().distribution).toMatchObject({ id: 'debian', versionId: '12' })
     const system = systemPackages({ askApt: true })
     expect(system.apt).toBe(true)
+    // One apt-cache run for the three (seconds each on a busy machine).
+    expect(system.aptLookup?.(['python3-xlrd', 'bubblewrap', 'python3-pyarrow'])).toEqual({
+      'python3-xlrd': 'available',
+      bubblewrap: 'available',
+      'python3-pyarrow': 'unavailable',
+    })
     expect(availability('python3-xlrd', system)).toBe('available')
     expect(availability('bubblewrap', system)).toBe('available')
     expect(availability('python3-pyarrow', system)).toBe('unavailable')

@@ -46,10 +46,10 @@ export interface PackageSystem {
   /** apt has package lists (else `apt-get update` comes first, and apt-cache cannot tell). */
   aptLists: boolean
   /**
-   * Looks a package up in apt's lists. Absent where a few seconds of apt-cache are too slow (an
-   * error on a request path): then the table of known gaps alone decides.
+   * Looks packages up in apt's lists, all in one go. Absent where a few seconds of apt-cache are
+   * too slow (an error on a request path): then the table of known gaps alone decides.
    */
-  aptCandidate?: (name: string) => Availability
+  aptLookup?: (names: readonly string[]) => Record<string, Availability>
   root: boolean
 }
 
@@ -80,7 +80,7 @@ export function isDebianLike(distribution: Distribution | undefined): boolean {
 /** Whether this machine's distribution has the package, by apt first and the table second. */
 export function availability(name: string, system: PackageSystem): Availability {
   if (!system.apt) return 'unknown'
-  const fromApt = system.aptLists && system.aptCandidate ? system.aptCandidate(name) : 'unknown'
+  const fromApt = (system.aptLists && system.aptLookup?.([name])[name]) || 'unknown'
   if (fromApt !== 'unknown') return fromApt
   const release =
     system.distribution && `${system.distribution.id} ${system.distribution.versionId ?? ''}`.trim()
@@ -99,6 +99,7 @@ export interface InstallFix {
 }
 
 export function installFix(packages: string[], system: PackageSystem): InstallFix {
+  if (system.aptLists) system.aptLookup?.(packages) // one apt-cache run for them all
   const found = packages.map((name) => ({ name, state: availability(name, system) }))
   const installable = found.filter((entry) => entry.state === 'available').map((entry) => entry.name)
   const unavailable = found.filter((entry) => entry.state === 'unavailable').map((entry) => entry.name)
@@ -147,11 +148,24 @@ function hasAptLists(): boolean {
   }
 }
 
-function aptCandidate(name: string): Availability {
-  const result = spawnSync('apt-cache', ['policy', name], { encoding: 'utf8', timeout: 15_000 })
-  if (result.status !== 0 || result.error) return 'unknown'
-  const candidate = result.stdout.match(/Candidate:\s*(\S+)/)?.[1]
-  return candidate && candidate !== '(none)' ? 'available' : 'unavailable'
+/** `apt-cache policy` for several packages: each one's candidate version, or none. */
+function aptCandidates(names: readonly string[]): Record<string, Availability> {
+  const found: Record<string, Availability> = {}
+  const result = spawnSync('apt-cache', ['policy', ...names], { encoding: 'utf8', timeout: 60_000 })
+  if (result.status !== 0 || result.error) {
+    for (const name of names) found[name] = 'unknown'
+    return found
+  }
+  // One section per package apt knows, from its "name:" line; unknown packages have none.
+  let current: string | undefined
+  for (const line of result.stdout.split('\n')) {
+    const header = line.match(/^(\S+):$/)?.[1]
+    if (header) current = header
+    const candidate = line.match(/^\s+Candidate:\s*(\S+)/)?.[1]
+    if (current && candidate) found[current] = candidate === '(none)' ? 'unavailable' : 'available'
+  }
+  for (const name of names) found[name] ??= 'unavailable'
+  return found
 }
 
 let system: Omit<PackageSystem, 'aptCandidate'> | undefined
@@ -174,9 +188,12 @@ export function systemPackages(options: { askApt?: boolean } = {}): PackageSyste
   if (!options.askApt) return system
   return {
     ...system,
-    aptCandidate: (name) => {
-      if (!candidates.has(name)) candidates.set(name, aptCandidate(name))
-      return candidates.get(name) as Availability
+    aptLookup: (names) => {
+      const unknown = names.filter((name) => !candidates.has(name))
+      if (unknown.length > 0) {
+        for (const [name, state] of Object.entries(aptCandidates(unknown))) candidates.set(name, state)
+      }
+      return Object.fromEntries(names.map((name) => [name, candidates.get(name) ?? 'unknown']))
     },
   }
 }

@@ -481,7 +481,13 @@ class interruptible:
         # so that code which ignores SIGINT still ignores it.
         if Cells.interrupted is not None and Cells.interrupted == Cells.current:
             signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        except BaseException:
+            # The interrupt came as SIGINT was unblocked, before the block was entered: block it
+            # again, so that a second one waits for the next cell instead of hitting the kernel.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            raise
 
     def __exit__(self, *exc):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
