@@ -48,7 +48,7 @@ export async function readerChecks(): Promise<ReaderCheck[]> {
     const python = await findPython()
     const { stdout } = await run(python.executable, ['-s', '-c', PROBE], {
       timeout: 15_000,
-      env: { PATH: '/usr/bin:/bin', PYTHONPATH: KERNEL_PYTHON_DIR },
+      env: { PATH: '/usr/bin:/bin', PYTHONPATH: KERNEL_PYTHON_DIR, PYTHONDONTWRITEBYTECODE: '1' },
     })
     modules = JSON.parse(stdout) as Record<string, boolean | string | null>
   } catch (error) {

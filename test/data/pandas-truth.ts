@@ -41,7 +41,7 @@ export function pandasViews(calls: { key: string; call: string }[]): Record<stri
     input: JSON.stringify(calls),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
-    env: { PATH: '/usr/bin:/bin', PYTHONPATH: KERNEL_PYTHON_DIR },
+    env: { PATH: '/usr/bin:/bin', PYTHONPATH: KERNEL_PYTHON_DIR, PYTHONDONTWRITEBYTECODE: '1' },
   })
   return JSON.parse(stdout) as Record<string, PandasView>
 }
