@@ -274,7 +274,12 @@ describe('local sandbox: limits', () => {
   })
 
   it('drops output beyond the cap, with a marker', async () => {
-    const execution = await sandbox.runCode("for i in range(200_000):\n    print('line', i)")
+    // 200,000 lines in 100 writes: a flood that costs little CPU, so that this sandbox's CPU limit
+    // (2 s, which 200,000 separate prints can reach on a loaded machine) does not end it first.
+    const execution = await sandbox.runCode(
+      "for i in range(100):\n    print(''.join('line %d\\n' % j for j in range(i * 2000, (i + 1) * 2000)), end='')",
+    )
+    expect(execution.error).toBeUndefined()
     const kept = execution.logs.stdout.join('').length
     expect(kept).toBeLessThanOrEqual(MiB)
     expect(kept).toBeGreaterThan(MiB / 2)
