@@ -9,14 +9,18 @@ import { analystHome, openStores, type Stores } from '../store/index.js'
 export async function openHome(options: {
   sandbox?: string
   env?: NodeJS.ProcessEnv
+  /** The kernel of the Jupyter engine (--jupyter-kernel). */
+  jupyterKernel?: string
 }): Promise<{ home: string; stores: Stores; provider: SandboxProvider }> {
   const home = analystHome(options.env)
   const stores = await openStores(home, options.env)
-  const provider = await createProvider(options.sandbox, { env: options.env, poolSize: 0 }).catch(
-    async (error: unknown) => {
-      await stores.close()
-      throw error
-    },
-  )
+  const provider = await createProvider(options.sandbox, {
+    env: options.env,
+    poolSize: 0,
+    jupyterKernel: options.jupyterKernel,
+  }).catch(async (error: unknown) => {
+    await stores.close()
+    throw error
+  })
   return { home, stores, provider }
 }

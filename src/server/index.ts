@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
-import { InvalidArgumentError } from '../errors.js'
+import { InvalidArgumentError, ModelConfigError } from '../errors.js'
 import { AllowedFolders, McpHttp } from '../mcp/index.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
@@ -15,6 +15,7 @@ import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
 import { type AnalystSettings, SessionService } from '../session/index.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
 import { createApp } from './app.js'
+import { createE2BApi } from './e2b/index.js'
 
 export { createApp, ownerOf } from './app.js'
 export type * from './types.js'
@@ -103,9 +104,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     model:
       options.model ??
       (() =>
-        (model ??= resolveModel().catch((error) => {
+        (model ??= resolveModel().catch((error: unknown) => {
           model = undefined
-          throw error
+          // The model's own hint speaks of --model; the service is configured by its environment.
+          throw ModelConfigError.isInstance(error)
+            ? new ModelConfigError(error.message, {
+                cause: error,
+                hint: 'Set ANALYST_MODEL (and the provider key, e.g. OPENAI_API_KEY) where analyst serve runs, then restart it.',
+              })
+            : error
         }))),
     cacheDir: join(home, 'cache'),
     idleMs: options.idleMs,
@@ -117,7 +124,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     )
   // MCP at /mcp (src/mcp): its sessions end on DELETE, when idle, or with the server.
   const mcp = new McpHttp({ service, folders, idleMs: options.idleMs })
+  // E2B-compatible API over the same provider as the sessions.
+  const e2b = createE2BApi({ provider, tokens })
   const app = createApp({
+    e2b,
     service,
     tokens,
     uploadDir: join(home, 'uploads'),
@@ -132,7 +142,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     started.once('error', reject)
   }).catch(async (error: unknown) => {
     // The port is taken (or the like): let go of what was opened for it.
+    await mcp.close()
     await service.shutdown()
+    await e2b.close()
     if (ownsProvider) await provider.close?.()
     await stores.close()
     throw error
@@ -153,6 +165,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         })
         await mcp.close()
         await service.shutdown()
+        await e2b.close() // the E2B API's sandboxes
         if (ownsProvider) await provider.close?.()
         await stores.close()
       })()),

@@ -29,6 +29,8 @@ export interface AnalysisOptions {
   isolation: 'sandbox' | 'none'
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
+  /** --jupyter-kernel */
+  jupyterKernel?: string
   /** Recorded replies to replay instead of a model (the demo). */
   replay?: string
   /** Continue this stored session (its id or a unique prefix). */
@@ -130,6 +132,8 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
     // A stored session keeps its model unless --model says otherwise.
     const stored = sessionId ? (await service.getSession(sessionId)).model : undefined
     model = await chooseModel({ ...options, model: options.model ?? stored })
+    if (options.replay && !options.json)
+      stderr.write(pc.yellow('Analyst · recorded replies, replayed: no model is called\n'))
     sessionId ??= (await service.createSession()).id
     if (options.data.length > 0) {
       if (!options.json) stderr.write(pc.dim(`Analyst · reading ${options.data.length} data file(s)…\n`))

@@ -12,6 +12,8 @@ export interface McpOptions {
   allowDir: string[]
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
+  /** The kernel of the Jupyter engine (--jupyter-kernel). */
+  jupyterKernel?: string
   /** For ask_analyst. @default ANALYST_MODEL or what is configured */
   model?: string
   baseUrl?: string
