@@ -2,7 +2,8 @@
 // node examples/langgraph/run.mjs ["question"] [--data FILE]... [--replay [FILE]] [--json]
 //
 // Runs the LangGraph analyst (graph.mjs) on Analyst's sandbox. The model: OpenAI's, through
-// @langchain/openai (npm install @langchain/openai; OPENAI_API_KEY, OPENAI_MODEL), or with --replay
+// @langchain/openai (npm install @langchain/openai; OPENAI_API_KEY, OPENAI_MODEL, and OPENAI_BASE_URL
+// for any OpenAI-compatible server, e.g. a local one), or with --replay
 // (or no key) recorded replies played by LangChain's fake chat model. The code runs for real.
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'

@@ -23,7 +23,12 @@ export { type DataInput, describeData } from './data.js'
 export interface AnalystToolsOptions extends Omit<RunCellOptions, 'signal'> {
   /** The data files the sandbox was given: `list_data` describes them (profiled once, when first asked). */
   data?: DataInput[]
-  /** Show charts to the model as images (for models that read them). @default true */
+  /**
+   * Show charts to the model as images. Leave on for providers that take images in tool results
+   * (Anthropic, OpenAI's Responses API, Google); turn off for chat-completions ones
+   * (`@ai-sdk/openai-compatible`, `openai.chat`), which would send the base64 to the model as text.
+   * @default true
+   */
   images?: boolean
 }
 
@@ -59,17 +64,23 @@ export function analystTools(sandbox: Sandbox, options: AnalystToolsOptions = {}
           timeoutMs: timeout_ms ?? options.timeoutMs,
           signal: abortSignal,
         }),
-      toModelOutput: ({ output }) => ({
-        type: 'content',
-        value: [
-          { type: 'text', text: output.text },
-          ...(options.images === false ? [] : output.images).map((image) => ({
-            type: 'image-data' as const,
-            data: image.data,
-            mediaType: image.mediaType,
-          })),
-        ],
-      }),
+      // Plain text unless there are charts to show: chat-completions providers (openai-compatible,
+      // openai.chat) send content parts to the model as JSON text, images as base64 in it.
+      toModelOutput: ({ output }) => {
+        const images = options.images === false ? [] : output.images
+        if (images.length === 0) return { type: 'text', value: output.text }
+        return {
+          type: 'content',
+          value: [
+            { type: 'text', text: output.text },
+            ...images.map((image) => ({
+              type: 'image-data' as const,
+              data: image.data,
+              mediaType: image.mediaType,
+            })),
+          ],
+        }
+      },
     }),
     list_data: tool({
       description:

@@ -3,12 +3,14 @@
  * by the AI SDK's MockLanguageModelV3, over a real sandbox (bubblewrap, Python).
  */
 import { resolve } from 'node:path'
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible'
 import type { LanguageModelV3CallOptions, LanguageModelV3GenerateResult } from '@ai-sdk/provider'
 import { generateText, stepCountIs } from 'ai'
 import { MockLanguageModelV3 } from 'ai/test'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
 import { analystTools } from '../../src/integrations/ai.js'
+import { startFakeOpenAI } from '../support/fake-openai.js'
 
 const SALES = resolve('examples/sales.csv')
 const provider = new LocalProvider({ poolSize: 0 })
@@ -101,7 +103,7 @@ describe('analystTools (AI SDK)', () => {
 
     // State carried from one call to the next.
     const counted = toolResults(calls[3]).at(-1)
-    expect(counted?.output).toEqual({ type: 'content', value: [{ type: 'text', text: '[result] 400' }] })
+    expect(counted?.output).toEqual({ type: 'text', value: '[result] 400' })
 
     // The chart reached the model as an image.
     const charted = toolResults(calls[4]).at(-1)
@@ -137,6 +139,35 @@ describe('analystTools (AI SDK)', () => {
     const raised = toolResults(model.doGenerateCalls[1]).at(-1)
     expect(JSON.stringify(raised?.output)).toContain("[error] KeyError: 'missing'")
     const chart = toolResults(model.doGenerateCalls[2]).at(-1)
-    expect(contentParts(chart?.output).map((p) => p.type)).toEqual(['text'])
+    expect(chart?.output).toEqual({ type: 'text', value: expect.stringContaining('[image] a chart (PNG') })
+  }, 120_000)
+
+  it('works with a real provider package over HTTP: @ai-sdk/openai-compatible against a chat completions server', async () => {
+    const server = await startFakeOpenAI([
+      { code: "import pandas as pd\ndf = pd.read_csv('data/sales.csv')\nlen(df)" },
+      { code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()' },
+      { content: 'There are 400 orders.' },
+    ])
+    try {
+      const provider = createOpenAICompatible({ name: 'fake', baseURL: server.url, apiKey: 'test-key' })
+      const result = await generateText({
+        model: provider.chatModel('fake-model'),
+        // A chat-completions provider sends images as base64 text: images off.
+        tools: analystTools(sandbox, { images: false }),
+        prompt: 'How many orders are there?',
+        stopWhen: stepCountIs(5),
+      })
+      expect(result.text).toBe('There are 400 orders.')
+      expect(server.requests).toHaveLength(3)
+      const offered = JSON.stringify(server.requests[0]?.tools)
+      expect(offered).toContain('"run_python"')
+      expect(offered).toContain('"list_data"')
+      // The model read each cell as plain text, not as JSON parts or base64.
+      const toolMessages = server.requests[2]?.messages.filter((m) => m.role === 'tool') ?? []
+      expect(toolMessages.map((m) => m.content)).toEqual(['[result] 400', expect.stringContaining('[image]')])
+      expect(JSON.stringify(server.requests[2]?.messages).length).toBeLessThan(5_000)
+    } finally {
+      await server.close()
+    }
   }, 120_000)
 })

@@ -9,10 +9,13 @@ import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import type { BaseMessage, ToolMessage } from '@langchain/core/messages'
 import { FakeListChatModel } from '@langchain/core/utils/testing'
+import { createReactAgent } from '@langchain/langgraph/prebuilt'
+import { ChatOpenAI } from '@langchain/openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildAnalystGraph, MAX_ITERATIONS } from '../../examples/langgraph/graph.mjs'
 import { LocalProvider, Sandbox } from '../../src/index.js'
 import { describeData, runPythonTool } from '../../src/integrations/langchain.js'
+import { startFakeOpenAI } from '../support/fake-openai.js'
 
 const SALES = resolve('examples/sales.csv')
 const provider = new LocalProvider({ poolSize: 0 })
@@ -58,6 +61,46 @@ describe('runPythonTool (LangChain)', () => {
     expect(raised.content).toContain("[error] KeyError: 'no_such_column'")
     // Called with plain arguments, it answers the text.
     expect(await tool.invoke({ code: 'print(len(df) * 2)' })).toBe('[stdout]\n800')
+  }, 120_000)
+})
+
+describe('over HTTP with @langchain/openai against a chat completions server on 127.0.0.1', () => {
+  it("serves a LangGraph ReAct agent's tool calls; the model reads each cell's text", async () => {
+    const server = await startFakeOpenAI([
+      { code: "import pandas as pd\ndf = pd.read_csv('data/sales.csv')\nlen(df)" },
+      { code: "import os\nos.system('id')" },
+      { content: 'There are 400 orders.' },
+    ])
+    try {
+      const llm = new ChatOpenAI({
+        model: 'fake-model',
+        apiKey: 'test-key',
+        configuration: { baseURL: server.url },
+      })
+      const agent = createReactAgent({ llm, tools: [runPythonTool(sandbox)] })
+      const { messages } = await agent.invoke({ messages: [{ role: 'user', content: 'How many orders?' }] })
+      expect(messages.at(-1)?.content).toBe('There are 400 orders.')
+      expect(server.requests).toHaveLength(3)
+      // The tool as the model is offered it: its name, description and JSON Schema.
+      expect(server.requests[0]?.tools).toEqual([
+        expect.objectContaining({
+          type: 'function',
+          function: expect.objectContaining({
+            name: 'run_python',
+            description: expect.stringContaining('stateful sandbox'),
+            parameters: expect.objectContaining({ required: ['code'] }),
+          }),
+        }),
+      ])
+      const toolMessages = server.requests[2]?.messages.filter((m) => m.role === 'tool') ?? []
+      expect(toolMessages.map((m) => m.content)).toEqual([
+        '[result] 400',
+        expect.stringContaining('Nothing ran: the guard stopped this code.'),
+      ])
+      expect(server.requests[0]?.headers.authorization).toBe('Bearer test-key')
+    } finally {
+      await server.close()
+    }
   }, 120_000)
 })
 
@@ -132,5 +175,44 @@ describe('the LangGraph analyst (examples/langgraph)', () => {
       iterations: 1,
       answer: 'There are 4 regions.',
     })
+  }, 120_000)
+
+  it('runs as a user runs it with OPENAI_API_KEY and OPENAI_BASE_URL: ChatOpenAI, a repair, the answer', async () => {
+    const server = await startFakeOpenAI([
+      {
+        prose: 'Counting regions.',
+        code: "import pandas as pd\nprint(pd.read_csv('data/sales.csv')['regoin'].nunique())",
+      },
+      { code: "import pandas as pd\nprint(pd.read_csv('data/sales.csv')['region'].nunique())" },
+      { content: 'There are 4 regions.' },
+    ])
+    try {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['examples/langgraph/run.mjs', 'How many regions?', '--data', SALES, '--json'],
+        {
+          env: {
+            PATH: process.env.PATH ?? '',
+            HOME: dir,
+            OPENAI_API_KEY: 'test-key',
+            OPENAI_BASE_URL: server.url,
+            OPENAI_MODEL: 'fake-model',
+          },
+          timeout: 120_000,
+        },
+      )
+      expect(JSON.parse(stdout)).toMatchObject({
+        output: '[stdout]\n4',
+        error: false,
+        iterations: 2,
+        answer: 'There are 4 regions.',
+      })
+      expect(server.requests.map((r) => r.model)).toEqual(['fake-model', 'fake-model', 'fake-model'])
+      // The data as Analyst describes it in the first prompt, the error of the first try in the second.
+      expect(JSON.stringify(server.requests[0]?.messages)).toContain("pd.read_csv('data/sales.csv'")
+      expect(JSON.stringify(server.requests[1]?.messages)).toContain("KeyError: 'regoin'")
+    } finally {
+      await server.close()
+    }
   }, 120_000)
 })
