@@ -4,7 +4,7 @@
  * uploads into an MCP session, and the session's end (DELETE, idle) stopping its sandbox. A mock
  * sandbox where no kernel is needed; the real one where its processes are watched.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
@@ -26,7 +26,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
 })
 
-async function serve(provider: SandboxProvider, options: { idleMs?: number } = {}): Promise<RunningServer> {
+async function serve(
+  provider: SandboxProvider,
+  options: { idleMs?: number; allowDirs?: string[] } = {},
+): Promise<RunningServer> {
   const home = mkdtempSync(join(tmpdir(), 'analyst-mcp-http-'))
   const model = new ScriptedModel([{ text: 'An answer.' }])
   const server = await startServer({
@@ -35,6 +38,7 @@ async function serve(provider: SandboxProvider, options: { idleMs?: number } = {
     tokens: TOKENS,
     provider,
     idleMs: options.idleMs,
+    allowDirs: options.allowDirs,
     model: async () => ({ model, spec: 'scripted:http', provider: 'custom', modelId: 'http', mode: 'tools' }),
   })
   cleanups.push(async () => {
@@ -136,6 +140,21 @@ describe('MCP over Streamable HTTP on analyst serve', () => {
     expect(upload.status).toBe(201)
     expect(textOf(await callTool(client, 'list_data'))).toContain('data/sales.csv')
     expect(mock.sandboxes[0]?.data).toEqual(['sales.csv'])
+  })
+
+  it('adds data from a folder given with serve --allow-dir, and from nowhere else', async () => {
+    const allowed = mkdtempSync(join(tmpdir(), 'analyst-mcp-http-allowed-'))
+    cleanups.push(async () => rmSync(allowed, { recursive: true, force: true }))
+    writeFileSync(join(allowed, 'targets.csv'), 'region,target\nNorth,100\n')
+    const mock = new MockSandboxProvider()
+    const server = await serve(mock, { allowDirs: [allowed] })
+    const { client } = await connect(server, TOKENS[0])
+    const outside = await callTool(client, 'add_data', { path: resolve('examples/sales.csv') })
+    expect(outside.isError).toBe(true)
+    expect(textOf(outside)).toContain('is outside the folders the user allowed')
+    const added = await callTool(client, 'add_data', { path: join(allowed, 'targets.csv') })
+    expect(added.isError, textOf(added)).toBeFalsy()
+    expect(textOf(await callTool(client, 'list_data'))).toContain('data/targets.csv')
   })
 
   it('refuses browser origins of other hosts (DNS rebinding), and takes those of this machine', async () => {
