@@ -243,9 +243,57 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .description('the HTTP API (with streaming) and the web UI; tokens from ANALYST_TOKEN')
     .option('--host <host>', 'address to listen on (anything but loopback needs ANALYST_TOKEN)', '127.0.0.1')
     .option('--port <port>', 'port (0 picks a free one)', port, 8787)
+    .option(
+      '--allow-dir <dir>',
+      "a folder from which MCP clients' models may add data files with add_data (repeatable)",
+      collect,
+    )
     .addOption(engineOption())
     .action((options: Record<string, unknown>) => {
-      result = onCommand('serve', { host: options.host, port: options.port, sandbox: options.sandbox })
+      result = onCommand('serve', {
+        host: options.host,
+        port: options.port,
+        sandbox: options.sandbox,
+        allowDir: (options.allowDir as string[] | undefined) ?? [],
+      })
+    })
+
+  cli
+    .command('mcp')
+    .description(
+      'an MCP server over stdio for Claude Desktop, Cursor, VS Code: run_python, data files, ask_analyst',
+    )
+    .option('--data <path>', 'a data file the session starts with (repeatable)', collect)
+    .option(
+      '--allow-dir <dir>',
+      "a folder from which the client's model may add data files with add_data (repeatable)",
+      collect,
+    )
+    .option('--model <spec>', 'the model for ask_analyst, provider:model (default ANALYST_MODEL)')
+    .option(
+      '--base-url <url>',
+      'chat completions server for openai-compatible models (default ANALYST_BASE_URL)',
+    )
+    .option('--max-steps <n>', 'code steps at most per ask_analyst question', whole, 8)
+    .addOption(new Option('--no-isolation', 'run without the jail (only for trusted clients and data)'))
+    .addOption(engineOption())
+    .addOption(jupyterKernelOption())
+    .addHelpText(
+      'after',
+      '\nExamples:\n  analyst mcp --data sales.csv\n  analyst mcp --allow-dir ~/data --model openai:gpt-4.1-mini\n\nstdout carries the protocol; messages go to stderr.',
+    )
+    .action((options: Record<string, unknown>) => {
+      result = onCommand('mcp', {
+        data: (options.data as string[] | undefined) ?? [],
+        allowDir: (options.allowDir as string[] | undefined) ?? [],
+        model: options.model as string | undefined,
+        baseUrl: options.baseUrl as string | undefined,
+        maxSteps: options.maxSteps as number,
+        isolation: options.isolation === false ? 'none' : 'sandbox',
+        sandbox: options.sandbox as string | undefined,
+        jupyterKernel: options.jupyterKernel as string | undefined,
+        cwd: process.cwd(),
+      })
     })
 
   cli
@@ -313,6 +361,8 @@ async function dispatch(name: string, options: unknown): Promise<number> {
       return (await import('./commands/serve.js')).serve(
         options as import('./commands/serve.js').ServeOptions,
       )
+    case 'mcp':
+      return (await import('./commands/mcp.js')).mcp(options as import('./commands/mcp.js').McpOptions)
     case 'doctor':
       return (await import('./commands/doctor.js')).doctor(
         options as import('./commands/doctor.js').DoctorOptions,

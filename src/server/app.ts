@@ -13,6 +13,7 @@ import { streamSSE } from 'hono/streaming'
 import mime from 'mime-types'
 import { z } from 'zod'
 import { AnalystError, InvalidArgumentError, RateLimitError, ShuttingDownError, statusOf } from '../errors.js'
+import type { McpHttp } from '../mcp/index.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
 import { EXPORT_FORMATS, EXPORT_TYPES, isExportFormat } from '../store/export/index.js'
 import { openApiDocument } from './openapi.js'
@@ -30,6 +31,8 @@ export interface AppOptions {
   webDir?: string
   /** @default 1 GiB */
   maxUploadBytes?: number
+  /** Answers MCP at /mcp when given. */
+  mcp?: McpHttp
   /** E2B-compatible API (src/server/e2b): served before Analyst's own routes. */
   e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }
 }
@@ -102,7 +105,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.get('/openapi.json', (c) => c.json(openApiDocument))
 
   // Auth: every /api request carries one of the tokens (downloads may use ?token=, for <img> and links).
-  app.use('/api/*', async (c, next) => {
+  const auth = async (c: Context<Env>, next: () => Promise<void>) => {
     if (options.tokens.length === 0) {
       c.set('owner', null)
       return next()
@@ -123,7 +126,15 @@ export function createApp(options: AppOptions): Hono<Env> {
       )
     c.set('owner', ownerOf(token))
     return next()
-  })
+  }
+  app.use('/api/*', auth)
+
+  // MCP over Streamable HTTP (src/mcp), behind the same tokens: an MCP session belongs to its token.
+  const { mcp } = options
+  if (mcp) {
+    app.use('/mcp', auth)
+    app.all('/mcp', (c) => mcp.handle(c.req.raw, c.get('owner')))
+  }
 
   /** The session the route names, if the caller may see it (else 404). */
   const sessionOf = async (c: Context<Env>) => {

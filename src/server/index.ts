@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
 import { InvalidArgumentError, ModelConfigError } from '../errors.js'
+import { AllowedFolders, McpHttp } from '../mcp/index.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
 import { createProvider } from '../providers.js'
@@ -45,6 +46,8 @@ export interface ServerOptions {
   webDir?: string
   maxUploadBytes?: number
   idleMs?: number
+  /** Folders from which MCP clients (/mcp) may add data files. */
+  allowDirs?: string[]
 }
 
 export interface RunningServer {
@@ -75,6 +78,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       { hint: 'Set ANALYST_TOKEN (comma-separated tokens), or listen on 127.0.0.1.' },
     )
   }
+  const folders = await AllowedFolders.open(options.allowDirs ?? [])
   const home = options.home ?? analystHome()
   const stores = await openStores(home)
   // Exactly one provider: the one the sessions use is the one warmed now and closed at the end.
@@ -118,6 +122,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     console.error(
       `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
     )
+  // MCP at /mcp (src/mcp): its sessions end on DELETE, when idle, or with the server.
+  const mcp = new McpHttp({ service, folders, idleMs: options.idleMs })
   // E2B-compatible API over the same provider as the sessions.
   const e2b = createE2BApi({ provider, tokens })
   const app = createApp({
@@ -127,6 +133,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     uploadDir: join(home, 'uploads'),
     webDir: options.webDir ?? WEB_DIR,
     maxUploadBytes: options.maxUploadBytes,
+    mcp,
   })
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const started = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () =>
@@ -135,6 +142,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     started.once('error', reject)
   }).catch(async (error: unknown) => {
     // The port is taken (or the like): let go of what was opened for it.
+    await mcp.close()
     await service.shutdown()
     await e2b.close()
     if (ownsProvider) await provider.close?.()
@@ -155,6 +163,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           server.close(() => resolve())
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
+        await mcp.close()
         await service.shutdown()
         await e2b.close() // the E2B API's sandboxes
         if (ownsProvider) await provider.close?.()

@@ -28,6 +28,7 @@ import {
 import { type DataFileInput, profileInputs, sandboxFiles } from './datasets.js'
 import type { SessionEvent } from './events.js'
 import { type AnalystSettings, LiveSession } from './live.js'
+import { isMissingModel, missingModel } from './no-model.js'
 import { Recorder } from './recorder.js'
 import { Turns, untilAborted } from './turns.js'
 
@@ -173,7 +174,8 @@ export class SessionService {
   ): AsyncGenerator<SessionEvent, AskResult> {
     const text = question.trim()
     if (!text) throw new InvalidArgumentError('The question is empty')
-    return this.inTurn(sessionId, text, { ...options, names: true }, async function* (live, recorder) {
+    const turn = { ...options, names: true, needsModel: true }
+    return this.inTurn(sessionId, text, turn, async function* (live, recorder) {
       let result: AskResult | undefined
       try {
         for await (const event of live.analyst.ask(text, { signal: options.signal })) {
@@ -208,6 +210,8 @@ export class SessionService {
       timeoutMs?: number
       /** Names the run in the history, e.g. the tool that sent the cell. @default 'run_python' */
       label?: string
+      /** Names the cell's images (1, 2… in the order of its PNG results). @default step-1-chart-N.png */
+      nameImage?: (index: number) => string
       /** Each event as it happens (preparing, ready, run-start, stdout…). */
       onEvent?: (event: SessionEvent) => void
     } = {},
@@ -225,6 +229,8 @@ export class SessionService {
             violations.length > 0
               ? undefined
               : await live.sandbox.runCode(code, { timeoutMs: options.timeoutMs, signal: options.signal })
+          const { nameImage } = options
+          const pngs = execution?.results.filter((result) => result.png) ?? []
           const record: StepRecord = {
             step: 1,
             code,
@@ -232,6 +238,7 @@ export class SessionService {
             artifacts: execution?.artifacts ?? [],
             violations: violations.length > 0 ? violations : undefined,
             durationMs: Date.now() - started,
+            images: nameImage && pngs.length > 0 ? pngs.map((_, i) => nameImage(i + 1)) : undefined,
           }
           live.analyst.noteCell(code, execution, violations)
           await recorder.handle({ type: 'step-end', step: 1, record })
@@ -253,12 +260,13 @@ export class SessionService {
   /**
    * Does `work` in the session's turn (questions and cells of a session go one at a time, in the
    * order they came), with its sandbox open (started and its state rebuilt first when need be)
-   * and a run recorded for it.
+   * and a run recorded for it. Work that does not need the model (a caller's cell) goes on
+   * without one when none can be had.
    */
   private async *inTurn<T>(
     sessionId: string,
     label: string,
-    options: { owner?: string | null; signal?: AbortSignal; names?: boolean },
+    options: { owner?: string | null; signal?: AbortSignal; names?: boolean; needsModel?: boolean },
     work: (live: LiveSession, recorder: Recorder) => AsyncGenerator<SessionEvent, T>,
   ): AsyncGenerator<SessionEvent, T> {
     if (this.closed) throw new ShuttingDownError()
@@ -279,7 +287,10 @@ export class SessionService {
       let opening = this.live.get(sessionId)
       if (!opening) {
         const [model, datasets, steps] = await Promise.all([
-          this.options.model(session.model),
+          this.options.model(session.model).catch((error: unknown) => {
+            if (options.needsModel) throw error
+            return missingModel(error)
+          }),
           this.options.history.datasets(sessionId),
           this.options.history.steps(sessionId),
         ])
@@ -301,7 +312,16 @@ export class SessionService {
       }
       clearTimeout(live.idleTimer)
       await untilAborted(turn.ready, options.signal)
-      if (session.model !== live.model.spec)
+      // An earlier turn may have reopened the session (below): work in the sandbox open now.
+      live = (await this.live.get(sessionId)?.catch(() => undefined)) ?? live
+      if (options.needsModel && isMissingModel(live.model)) {
+        // Opened without a model, for a caller's cells. The question needs one: its error says what
+        // to set; once there is one, the session reopens with it (its cells replayed).
+        const model = await this.options.model(session.model)
+        await this.close(sessionId)
+        live = await this.open(sessionId, model)
+      }
+      if (live.model.spec && session.model !== live.model.spec)
         await this.options.history.updateSession(sessionId, { model: live.model.spec })
       const stores = { history: this.options.history, blobs: this.options.blobs }
       const recorder = await Recorder.start(stores, live.analyst, live.sandbox, label)
