@@ -110,7 +110,9 @@ export class RateGate {
       signal?.throwIfAborted()
       const pause = this.resumeAt - Date.now()
       if (pause > 0) {
-        await sleep(pause, undefined, { signal })
+        await sleep(pause, undefined, { signal }).catch((error) => {
+          throw signal?.reason ?? error
+        })
         continue
       }
       if (this.inFlight < this.limit) {
@@ -135,8 +137,9 @@ export class RateGate {
 
   private release() {
     this.inFlight--
-    const [next] = this.waiting
-    next?.()
+    // As many waiters as there are free places (more after successes widened the limit).
+    const free = Math.max(1, this.limit - this.inFlight)
+    for (const wake of [...this.waiting].slice(0, free)) wake()
   }
 
   private limited(retryAfter?: number) {

@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Recording } from '../../src/eval/replay.js'
+import type { ChatRequest, FakeReply } from '../support/fake-openai.js'
 
 export interface SetQuestion {
   id: number
@@ -175,4 +176,47 @@ export function expectedScores(plan: Record<number, Answering>, questions = QUES
     psaq: proportional / questions.length,
     uasq: subRight / subTotal,
   }
+}
+
+/** What the fake model server does besides answering by the plan. */
+export interface OracleOptions {
+  /** An HTTP error instead of this reply of this question (0: its first model call). */
+  fail?: { question: number; reply: number; status: number }
+  /** This question's first reply comes only after this long (to kill the eval meanwhile). */
+  slow?: { question: number; ms: number }
+  /** The first N requests get HTTP 429 with Retry-After: 1. */
+  rateLimited?: number
+}
+
+/** The question (of `questions`) a chat request is about, from its first user message. */
+export function questionOfRequest(request: ChatRequest, questions = QUESTIONS): number {
+  const first = JSON.stringify(request.messages.find((m) => m.role === 'user')?.content ?? '')
+  return questions.find((q) => first.includes(JSON.stringify(q.question).slice(1, -1)))?.id ?? -1
+}
+
+/**
+ * Replies of a fake OpenAI-compatible server that answers every question by the plan: first code
+ * that reads the question's table, then the answer lines. Stateless per request (the question and
+ * the step come from the request), so questions may be asked in any order, several at once.
+ */
+export function oracle(plan: Record<number, Answering>, options: OracleOptions = {}, questions = QUESTIONS) {
+  let limited = 0
+  const reply = (request: ChatRequest): FakeReply => {
+    if (limited < (options.rateLimited ?? 0)) {
+      limited++
+      return { status: 429, message: 'Rate limit reached', headers: { 'retry-after': '1' } }
+    }
+    const id = questionOfRequest(request, questions)
+    const question = questions.find((q) => q.id === id)
+    if (!question) return { content: 'I do not know this question.' }
+    const step = request.messages.filter((m) => m.role === 'assistant').length
+    if (options.fail?.question === id && options.fail.reply === step)
+      return { status: options.fail.status, message: 'The request was refused.' }
+    const answer: FakeReply =
+      step === 0
+        ? { code: `import pandas as pd\ndf = pd.read_csv('data/${question.file_name}')\nprint(df.shape)` }
+        : { content: `Here is the result.\n${answerLines(question, plan[id] ?? 'wrong')}` }
+    return options.slow?.question === id && step === 0 ? { delayMs: options.slow.ms, reply: answer } : answer
+  }
+  return Array.from({ length: 500 }, () => reply)
 }
