@@ -121,7 +121,13 @@ async function askOne(
   emit: (event: EvalEvent) => void,
   closing: Array<Promise<void>>,
 ): Promise<QuestionResult | undefined> {
-  const { service, evals, run, set, signal } = options
+  const { service, evals, run, set } = options
+  // A signal of its own, so that what listens to it goes with the question, not with the eval.
+  const own = new AbortController()
+  const stop = () => own.abort(options.signal?.reason)
+  if (options.signal?.aborted) stop()
+  options.signal?.addEventListener('abort', stop, { once: true })
+  const signal = own.signal
   const started = Date.now()
   let sessionId: string | null = null
   let tokens = 0
@@ -181,6 +187,7 @@ async function askOne(
       error: reason(error),
     }
   } finally {
+    options.signal?.removeEventListener('abort', stop)
     if (sessionId) closing.push(service.close(sessionId).catch(() => {}))
   }
 }
