@@ -28,6 +28,7 @@ export class EvalProgress {
   private pausedUntil = 0
   private ticker: NodeJS.Timeout | undefined
   private lastDraw = 0
+  private stopped = false
 
   constructor(private readonly options: ProgressOptions) {}
 
@@ -69,7 +70,7 @@ export class EvalProgress {
   }
 
   private draw(force: boolean) {
-    if (!this.options.interactive || !this.total) return
+    if (!this.options.interactive || !this.total || this.stopped) return
     const now = Date.now()
     if (!force && now - this.lastDraw < 100) return
     this.lastDraw = now
@@ -84,12 +85,14 @@ export class EvalProgress {
     this.options.stream.write(`\r\x1b[2K${text}`)
   }
 
+  /** Ends the line (once). */
   stop() {
     clearInterval(this.ticker)
-    if (this.options.interactive && this.total) {
+    if (this.options.interactive && this.total && !this.stopped) {
       this.draw(true)
       this.options.stream.write('\n')
     }
+    this.stopped = true
   }
 }
 

@@ -268,6 +268,30 @@ describe('analyst eval', { timeout: 180_000 }, () => {
     )
   })
 
+  it('stops on Ctrl-C with what it has, exit 130, the run marked interrupted and resumable', async () => {
+    const { server, env } = await modelServer(planOf('right', 'right'), {
+      slow: { question: 1, ms: 120_000 },
+    })
+    const running = start(['eval', set.dir, '--ids', '0,1'], env)
+    await waitFor(() => server.requests.some((r) => questionOfRequest(r) === 1), {
+      what: () => `question 1 to be asked; stderr: ${running.stderr()}`,
+      timeoutMs: 90_000,
+    })
+    running.child.kill('SIGINT')
+    const { code, stdout, stderr } = await running.done
+    expect(code, stderr).toBe(130)
+    const runId = runIdOf(stderr)
+    expect(stderr).toContain('SIGINT: stopping')
+    expect(stdout).toContain(`1 of 2 questions (interrupted: resume with --resume ${runId.slice(0, 8)})`)
+    const stores = await openStores(join(dir, 'home'), {})
+    expect(await stores.evals.getEvalRun(runId)).toMatchObject({ status: 'interrupted' })
+    expect((await stores.evals.evalResults(runId)).map((r) => [r.questionId, r.status])).toEqual([
+      [0, 'done'],
+      [1, 'running'],
+    ])
+    await stores.close()
+  })
+
   it('compares two runs: the score difference and the questions that flipped', async () => {
     // Two runs as the harness records them, straight into the store that the command reads.
     const planA = planOf('right', 'wrong', 'right', 'wrong')

@@ -219,16 +219,21 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
       ? await resumedRun(stores.evals, options, options.resume)
       : await newRun(stores.evals, options)
     const { run, set, questions, settings } = plan
-    const concurrency = Math.max(1, Math.min(options.concurrency, questions.length))
+    const answered = (await stores.evals.evalResults(run.id)).filter((row) => row.status === 'done').length
+    const remaining = questions.length - answered
+    const concurrency = Math.max(1, Math.min(options.concurrency, remaining))
     stderr.write(
-      `Eval run ${pc.bold(run.id)}: ${questions.length} question(s) of ${set.name} with ${plan.model.spec}, ${concurrency} at a time\n` +
+      `Eval run ${pc.bold(run.id)}: ${questions.length} question(s) of ${set.name}${answered ? ` (${answered} answered before)` : ''} with ${plan.model.spec}, ${concurrency} at a time\n` +
         pc.dim(`(if it stops, continue it with: analyst eval --resume ${run.id.slice(0, 8)})\n`),
     )
     progress = new EvalProgress({ stream: stderr, interactive, quiet: options.json })
     const shown = progress
     const gate = new RateGate({ concurrency, onPause: (ms) => shown.paused(ms) })
     const model = { ...plan.model, model: throttle(plan.model.model, gate) }
-    provider = await createProvider(options.sandbox, { env: options.env, poolSize: concurrency })
+    provider = await createProvider(options.sandbox, {
+      env: options.env,
+      poolSize: remaining > 0 ? concurrency : 0,
+    })
     void provider.warm?.()
     service = new SessionService({
       history: stores.history,
