@@ -30,6 +30,8 @@ export interface AppOptions {
   webDir?: string
   /** @default 1 GiB */
   maxUploadBytes?: number
+  /** E2B-compatible API (src/server/e2b): served before Analyst's own routes. */
+  e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }
 }
 
 type Env = { Variables: { owner: string | null } }
@@ -91,6 +93,10 @@ export function createApp(options: AppOptions): Hono<Env> {
     console.error('analyst serve: internal error:', error)
     return fail(c, 500, 'Internal error', 'The server logged the details.')
   })
+
+  // E2B-compatible API: requests that name a sandbox (E2b-Sandbox-Id) or hit its control plane.
+  const e2b = options.e2b
+  if (e2b) app.use('*', async (c, next) => (e2b.handles(c.req.raw) ? e2b.fetch(c.req.raw) : next()))
 
   app.get('/healthz', (c) => c.json({ ok: true }))
   app.get('/openapi.json', (c) => c.json(openApiDocument))
