@@ -126,6 +126,14 @@ describe('analyst eval', { timeout: 180_000 }, () => {
     const report = JSON.parse(stdout)
     // The run id comes first on stderr, so that a killed run can be resumed.
     expect(stderr.split('\n')[0]).toContain(`Eval run ${report.runId}`)
+    // Each question is asked with the benchmark's own instructions and told to end with its lines.
+    for (const question of QUESTIONS) {
+      const asked = server.requests.find((r) => questionOfRequest(r) === question.id)
+      const prompt = JSON.stringify(asked?.messages.find((m) => m.role === 'user')?.content)
+      expect(prompt, `question ${question.id}`).toContain(JSON.stringify(question.format).slice(1, -1))
+      if (question.constraints) expect(prompt).toContain(JSON.stringify(question.constraints).slice(1, -1))
+      expect(prompt).toContain('End your final answer with one line per answer')
+    }
     for (const key of [
       'runId',
       'model',
