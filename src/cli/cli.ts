@@ -34,6 +34,13 @@ function seconds(value: string): number {
   return number
 }
 
+function questionIds(value: string): number[] {
+  const ids = value.split(',').map((id) => id.trim())
+  if (ids.some((id) => !/^\d+$/.test(id)))
+    throw new InvalidArgumentError('give question ids separated by commas, e.g. 0,5,7.')
+  return ids.map(Number)
+}
+
 /** --sandbox: the engine that runs code; the names come from the provider registry. */
 function engineOption(): Option {
   return new Option('--sandbox <engine>', 'where code runs (default ANALYST_SANDBOX, else local)').choices(
@@ -296,6 +303,52 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       })
     })
 
+  const evaluate = cli
+    .command('eval')
+    .description(
+      "run a benchmark set (InfiAgent-DABench's shape): each question in its own session, scored the benchmark's way",
+    )
+    .argument('[dir]', 'the set: a *questions*.jsonl, a *labels*.jsonl and tables/ (optional with --resume)')
+    .option('--model <spec>', 'provider:model, as for ask (default ANALYST_MODEL)')
+    .option(
+      '--base-url <url>',
+      'chat completions server for openai-compatible models (default ANALYST_BASE_URL)',
+    )
+    .addOption(new Option('--mode <mode>', 'how code reaches the sandbox').choices(['tools', 'text']))
+    .option('--concurrency <n>', 'questions asked at once, each in its own sandbox', whole, 1)
+    .option('--limit <n>', 'the first N questions only', whole)
+    .addOption(
+      new Option('--level <level>', 'questions of one level only').choices(['easy', 'medium', 'hard']),
+    )
+    .option('--ids <ids>', 'only these question ids, e.g. 0,5,7', questionIds)
+    .option('--max-steps <n>', 'code steps at most per question (default 8)', whole)
+    .option('--timeout <seconds>', 'time limit per code step (default 60)', seconds)
+    .option(
+      '--resume <run>',
+      'continue a stopped run (its id or a unique prefix); finished questions are kept',
+    )
+    .option('--out <dir>', 'write results.json and a self-contained report.html there')
+    .option('--json', 'one JSON object with the scores and every result on stdout')
+    .addOption(engineOption())
+    .addOption(new Option('--replay <file>', 'answer from recorded replies instead of a model').hideHelp())
+    .addHelpText(
+      'after',
+      '\nExamples:\n  analyst eval ../datasets/dabench --model openai:gpt-4.1-mini --concurrency 4 --out eval-report\n  analyst eval --resume 3f2a1b2c\n  analyst eval compare 3f2a1b2c 9d8e7f6a\n\nExit status: 0 every question answered (right or wrong), 130 stopped (resume it), 2 usage or set-up error.',
+    )
+    .action((dir: string | undefined, options: Record<string, unknown>) => {
+      result = onCommand('eval', { dir, ...options, json: Boolean(options.json), cwd: process.cwd() })
+    })
+  evaluate
+    .command('compare')
+    .description('two eval runs side by side: the score difference, and which questions flipped')
+    .argument('<runA>', 'eval run id (or a unique prefix)')
+    .argument('<runB>', 'eval run id (or a unique prefix)')
+    .option('--json', 'as JSON')
+    // `eval` itself takes --json wherever it stands: read it with the parent's options.
+    .action((a: string, b: string, _options: unknown, command: Command) => {
+      result = onCommand('eval-compare', { a, b, json: Boolean(command.optsWithGlobals().json) })
+    })
+
   cli
     .command('doctor')
     .description(
@@ -374,6 +427,14 @@ async function dispatch(name: string, options: unknown): Promise<number> {
     case 'profile':
       return (await import('./commands/profile.js')).profile(
         options as import('./commands/profile.js').ProfileOptions,
+      )
+    case 'eval':
+      return (await import('./commands/eval.js')).evalCommand(
+        options as import('./commands/eval.js').EvalOptions,
+      )
+    case 'eval-compare':
+      return (await import('./commands/eval.js')).compareCommand(
+        options as import('./commands/eval.js').CompareOptions,
       )
     default:
       throw new UsageError(`Unknown command: ${name}`)

@@ -7,11 +7,13 @@ import { mkdir } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { FileBlobStore } from './files/blobs.js'
+import { SqliteEvalStore } from './sqlite/evals.js'
 import { SqliteHistoryStore } from './sqlite/store.js'
-import type { BlobStore, HistoryStore } from './types.js'
+import type { BlobStore, EvalStore, HistoryStore } from './types.js'
 
 export { FileBlobStore } from './files/blobs.js'
 export { loadSessionHistory, loadSessionStats, type SessionStats, sessionStats } from './history.js'
+export { SqliteEvalStore } from './sqlite/evals.js'
 export { PREVIEW_CHARS, SqliteHistoryStore } from './sqlite/store.js'
 export type * from './types.js'
 
@@ -23,6 +25,8 @@ export function analystHome(env: NodeJS.ProcessEnv = process.env): string {
 export interface Stores {
   history: HistoryStore
   blobs: BlobStore
+  /** Eval runs and their results, in the same database as the history. */
+  evals: EvalStore
   /** Closes both. */
   close(): Promise<void>
 }
@@ -35,5 +39,5 @@ export async function openStores(
   await mkdir(home, { recursive: true, mode: 0o700 })
   const history = await SqliteHistoryStore.open(join(home, 'analyst.db'))
   const blobs = new FileBlobStore(env.ANALYST_BLOB_DIR || join(home, 'blobs'))
-  return { history, blobs, close: () => history.close() }
+  return { history, blobs, evals: new SqliteEvalStore(history.db), close: () => history.close() }
 }
