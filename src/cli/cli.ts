@@ -330,6 +330,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .option('--out <dir>', 'write results.json and a self-contained report.html there')
     .option('--json', 'one JSON object with the scores and every result on stdout')
     .addOption(engineOption())
+    .addOption(jupyterKernelOption())
     .addOption(new Option('--replay <file>', 'answer from recorded replies instead of a model').hideHelp())
     .addHelpText(
       'after',

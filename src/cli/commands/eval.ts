@@ -62,6 +62,8 @@ export interface EvalOptions {
   out?: string
   json: boolean
   sandbox?: string
+  /** The Jupyter engine's kernel name (--jupyter-kernel). */
+  jupyterKernel?: string
   /** Recorded replies instead of a model (tests, benchmarks of the harness). */
   replay?: string
   cwd: string
@@ -233,6 +235,7 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
     provider = await createProvider(options.sandbox, {
       env: options.env,
       poolSize: remaining > 0 ? concurrency : 0,
+      jupyterKernel: options.jupyterKernel,
     })
     void provider.warm?.()
     service = new SessionService({
