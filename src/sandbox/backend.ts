@@ -154,6 +154,12 @@ export interface SandboxCapabilities {
   limits: ReadonlyArray<keyof SandboxLimits>
   /** kill() ends every process the code started, daemons and double forks included. */
   fullTeardown: boolean
+  /**
+   * Code (cells and commands) sees its workspace at /home/user, the path the files API and
+   * artifacts use. Where false, code sees the engine's own folder for it (the files API still
+   * calls it /home/user): code that writes absolute paths must ask `os.getcwd()`.
+   */
+  homeWorkspace: boolean
 }
 
 export interface SandboxProvider {

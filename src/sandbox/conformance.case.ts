@@ -73,6 +73,11 @@ export function describeConformance({
     })
     const run = (code: string, options?: Parameters<Sandbox['runCode']>[1]): Promise<Execution> =>
       sandbox.runCode(code, options)
+    /** The workspace as code sees it: /home/user, or the engine's own folder (homeWorkspace false). */
+    const workspaceSeenByCode = async () =>
+      capabilities.homeWorkspace
+        ? '/home/user'
+        : (await run('import os\nprint(os.getcwd())')).logs.stdout.join('').trim()
 
     test('keeps variables, imports and functions between cells', async () => {
       await run('import math\nx = 40\ndef twice(v):\n    return 2 * v')
@@ -303,7 +308,7 @@ export function describeConformance({
       const result = await sandbox.commands.run('pwd; cat from-files.txt; echo err >&2')
       expect(result).toMatchObject({
         exitCode: 0,
-        stdout: '/home/user\nwritten by files\n',
+        stdout: `${await workspaceSeenByCode()}\nwritten by files\n`,
         stderr: 'err\n',
       })
       const failed = await sandbox.commands.run('echo partial; exit 3').catch((error: unknown) => error)
@@ -315,7 +320,7 @@ export function describeConformance({
 
     test('commands get envs, a cwd, stdin, streamed output, and can run in the background and be killed', async () => {
       const env = await sandbox.commands.run('echo "$ONE $HOME"; pwd', { envs: { ONE: 'uno' }, cwd: '/tmp' })
-      expect(env.stdout).toBe('uno /home/user\n/tmp\n')
+      expect(env.stdout).toBe(`uno ${await workspaceSeenByCode()}\n/tmp\n`)
       const chunks: string[] = []
       const cat = await sandbox.commands.run('cat; echo done', {
         background: true,
