@@ -110,25 +110,37 @@ export function describeConformance({
     })
 
     test('streams stdout and stderr line by line while the cell runs', async () => {
-      const seen: Array<{ message: OutputMessage; at: number }> = []
-      const started = Date.now()
+      // The cell goes on only once the host has seen its first line (the host then writes a file
+      // that the cell waits for), so that line cannot have come with the cell's end.
+      const seen: OutputMessage[] = []
+      let acknowledged: Promise<unknown> | undefined
       const execution = await run(
-        "import sys, time\nprint('one')\nsys.stdout.flush()\ntime.sleep(0.6)\nprint('two', file=sys.stderr)\nprint('three\\nfour', end='')",
+        [
+          'import os, sys, time',
+          "print('one')",
+          'sys.stdout.flush()',
+          'deadline = time.monotonic() + 30',
+          "while not os.path.exists('seen-one') and time.monotonic() < deadline:",
+          '    time.sleep(0.02)',
+          "os.remove('seen-one') if os.path.exists('seen-one') else print('never acknowledged')",
+          "print('two', file=sys.stderr)",
+          "print('three\\nfour', end='')",
+        ].join('\n'),
         {
-          onStdout: (message) => seen.push({ message, at: Date.now() }),
-          onStderr: (message) => seen.push({ message, at: Date.now() }),
+          onStdout: (message) => {
+            seen.push(message)
+            if (message.line === 'one\n') acknowledged = sandbox.files.write('seen-one', '')
+          },
+          onStderr: (message) => seen.push(message),
         },
       )
-      const ended = Date.now()
-      expect(seen.map(({ message }) => [message.line, message.error])).toEqual([
+      await acknowledged
+      expect(seen.map((message) => [message.line, message.error])).toEqual([
         ['one\n', false],
         ['two\n', true],
         ['three\n', false],
         ['four', false],
       ])
-      // 'one' arrived before the sleep ended, i.e. while the cell still ran.
-      expect(ended - (seen[0]?.at ?? ended)).toBeGreaterThanOrEqual(400)
-      expect(started).toBeLessThanOrEqual(seen[0]?.at ?? 0)
       expect(execution.logs).toEqual({ stdout: ['one\n', 'three\n', 'four'], stderr: ['two\n'] })
     })
 
@@ -340,7 +352,11 @@ export function describeConformance({
 
     test('interrupts a cell at its timeout and keeps the state', async () => {
       await run('kept = 123')
-      const execution = await run("import time\nprint('started')\ntime.sleep(30)", { timeoutMs: 500 })
+      // The timeout must come after the cell printed: 2 s is far more than a cell takes to start,
+      // even on a busy machine.
+      const execution = await run("import time\nprint('started', flush=True)\ntime.sleep(30)", {
+        timeoutMs: 2000,
+      })
       expect(execution.error?.name).toBe('TimeoutError')
       expect(execution.error?.value).toMatch(/variables and imports are kept/)
       expect(execution.error?.traceback).toContain('time.sleep(30)')
@@ -351,10 +367,13 @@ export function describeConformance({
     test('rejects with the abort reason when the caller aborts, and keeps the state', async () => {
       await run('kept = "still here"')
       const controller = new AbortController()
-      setTimeout(() => controller.abort(new Error('user pressed stop')), 300)
-      await expect(run('import time\ntime.sleep(20)', { signal: controller.signal })).rejects.toThrow(
-        'user pressed stop',
-      )
+      // Aborted once the cell says it runs.
+      await expect(
+        run("import time\nprint('running', flush=True)\ntime.sleep(20)", {
+          signal: controller.signal,
+          onStdout: () => controller.abort(new Error('user pressed stop')),
+        }),
+      ).rejects.toThrow('user pressed stop')
       expect((await run('kept')).text).toBe(str("'still here'"))
     })
   })
@@ -422,10 +441,9 @@ export function describeConformance({
 
     test('restarts a kernel that ignores the interrupt, and says the state was lost', async () => {
       await sandbox.runCode('kept = 456')
-      const execution = await sandbox.runCode(
-        'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)',
-        { timeoutMs: 300 },
-      )
+      // SIGINT is ignored from the cell before, so that the interrupt cannot come before it is ignored.
+      await sandbox.runCode('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)')
+      const execution = await sandbox.runCode('while True:\n    time.sleep(0.05)', { timeoutMs: 300 })
       expect(execution.error?.name).toBe('TimeoutError')
       expect(execution.error?.value).toMatch(/variables and imports were lost/)
       expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')

@@ -133,6 +133,27 @@ describe('local sandbox: timeouts and dying kernels', () => {
     await sandbox?.kill()
   })
 
+  it('interrupts a cell whose timeout comes before its code has started, and keeps the state', async () => {
+    // The interrupt reaches the kernel while it still reads or compiles the cell (a long list
+    // literal takes a while): it must be held for the cell, not dropped. A long grace period, so
+    // that a busy machine's slow compile is not taken for a cell that ignores the interrupt.
+    const patient = new LocalProvider({ poolSize: 0, interruptGraceMs: 20_000 })
+    const own = await Sandbox.create({ provider: patient })
+    try {
+      await own.runCode('kept = 789')
+      const slowToCompile = `import time\nlong = [${'0, '.repeat(3000)}]\ntime.sleep(30)`
+      // Interrupts that come at every moment: before the cell is read, while it compiles, as it starts.
+      for (const timeoutMs of [1, 1, 2, 5, 10, 20, 40, 80]) {
+        const execution = await own.runCode(slowToCompile, { timeoutMs })
+        expect(execution.error?.name, `timeout ${timeoutMs} ms`).toBe('TimeoutError')
+        expect(execution.error?.value).toMatch(/variables and imports are kept/)
+        expect((await own.runCode('kept')).text).toBe('789')
+      }
+    } finally {
+      await own.kill()
+    }
+  })
+
   it('says the exit code of a kernel that exits mid-cell', async () => {
     const execution = await sandbox.runCode('import os\nos._exit(3)')
     expect(execution.error?.name).toBe('KernelDied')
@@ -197,10 +218,11 @@ describe('local sandbox: limits', () => {
   })
 
   it('bounds CPU time per cell', async () => {
-    const execution = await sandbox.runCode('while True:\n    pass', { timeoutMs: 20_000 })
+    // 2 CPU seconds can take many more on a loaded machine: the wall-clock timeout stays out of the way.
+    const execution = await sandbox.runCode('while True:\n    pass', { timeoutMs: 100_000 })
     expect(execution.error?.name).toBe('CpuTimeExceeded')
     expect((await sandbox.runCode('1 + 2')).text).toBe('3')
-  })
+  }, 130_000)
 
   it('bounds open files', async () => {
     const execution = await sandbox.runCode(
@@ -210,7 +232,12 @@ describe('local sandbox: limits', () => {
   })
 
   it('drops output beyond the cap, with a marker', async () => {
-    const execution = await sandbox.runCode("for i in range(200_000):\n    print('line', i)")
+    // 200,000 lines in 100 writes: a flood that costs little CPU, so that this sandbox's CPU limit
+    // (2 s, which 200,000 separate prints can reach on a loaded machine) does not end it first.
+    const execution = await sandbox.runCode(
+      "for i in range(100):\n    print(''.join('line %d\\n' % j for j in range(i * 2000, (i + 1) * 2000)), end='')",
+    )
+    expect(execution.error).toBeUndefined()
     const kept = execution.logs.stdout.join('').length
     expect(kept).toBeLessThanOrEqual(MiB)
     expect(kept).toBeGreaterThan(MiB / 2)

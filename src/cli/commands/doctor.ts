@@ -24,7 +24,13 @@ export async function doctor(options: DoctorOptions): Promise<number> {
   // Which data formats the sandbox's pandas reads itself (Parquet without pyarrow is converted first).
   if (!chosen.check) {
     for (const reader of await readerChecks()) {
-      checks.push({ name: `reader ${reader.format}`, ok: reader.ok, detail: reader.detail, essential: false })
+      checks.push({
+        name: `reader ${reader.format}`,
+        ok: reader.ok,
+        detail: reader.detail,
+        fix: reader.fix,
+        essential: false,
+      })
     }
   }
   const healthy = checks.every((check) => check.ok || !check.essential)

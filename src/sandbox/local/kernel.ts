@@ -9,8 +9,10 @@ import { closeSync, openSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import type { Readable, Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { installHint, systemPackages } from '../../packages.js'
 import { SandboxError, SandboxUnavailableError } from '../errors.js'
 import { type HostRequest, type KernelMessage, parseMessage, readLines } from './protocol.js'
+import { MODULE_SOURCES } from './python.js'
 import { onExit } from './runtime.js'
 
 export interface KernelSpawnSpec {
@@ -172,7 +174,7 @@ export class Kernel {
           cause,
           hint:
             missing && spec.command.endsWith('bwrap')
-              ? 'Install bubblewrap: sudo apt-get install bubblewrap'
+              ? `Install bubblewrap: ${installHint(['bubblewrap'], systemPackages())}`
               : undefined,
         },
       )
@@ -390,7 +392,9 @@ export function startHint(output: string): string | undefined {
     )
   }
   if (/No module named|ModuleNotFoundError/.test(output)) {
-    return 'The sandbox Python lacks a module: sudo apt-get install python3-pandas python3-matplotlib'
+    const packages = [MODULE_SOURCES.pandas.package, MODULE_SOURCES.matplotlib.package]
+    const otherwise = 'set ANALYST_PYTHON to a Python 3 with pandas and matplotlib'
+    return `The sandbox Python lacks a module: ${installHint(packages, systemPackages(), otherwise)}`
   }
   return undefined
 }

@@ -358,6 +358,10 @@ def mime_bundle(obj):
 
 class Cells:
     current = None  # id of the cell that is running
+    # The last cell the host asked to interrupt. An interrupt can arrive before its cell reaches
+    # user code (still queued, or being compiled, while SIGINT is blocked): it is kept here and
+    # delivered when the cell starts, instead of being lost.
+    interrupted = None
 
 
 figures_shown = set()
@@ -483,7 +487,17 @@ class interruptible:
     def __enter__(self):
         while signal.sigtimedwait({signal.SIGINT}, 0) is not None:
             pass
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        # An interrupt for this cell that came before it started is delivered now, as a signal,
+        # so that code which ignores SIGINT still ignores it.
+        if Cells.interrupted is not None and Cells.interrupted == Cells.current:
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        except BaseException:
+            # The interrupt came as SIGINT was unblocked, before the block was entered: block it
+            # again, so that a second one waits for the next cell instead of hitting the kernel.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            raise
 
     def __exit__(self, *exc):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -601,6 +615,7 @@ def io_loop(requests, main_thread_id):
                 continue
             message = json.loads(line)
             if message.get('type') == 'interrupt':
+                Cells.interrupted = message.get('id')
                 if Cells.current is not None and Cells.current == message.get('id'):
                     signal.pthread_kill(main_thread_id, signal.SIGINT)
             elif not analyst_commands.handle(message, send, BASE_ENV):
@@ -657,6 +672,9 @@ def main():
             __import__(name)
         except Exception:
             pass
+    if 'pandas' in sys.modules:
+        import analyst_compat
+        analyst_compat.allow_packaged_xlrd()
     contexts['default'] = Context('default', WORKDIR)
     requests = queue.Queue()
     threading.Thread(target=io_loop, args=(requests, threading.get_ident()), daemon=True).start()
