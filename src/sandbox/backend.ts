@@ -160,6 +160,12 @@ export interface SandboxCapabilities {
    * calls it /home/user): code that writes absolute paths must ask `os.getcwd()`.
    */
   homeWorkspace: boolean
+  /**
+   * Aborting a cell (its `signal`) interrupts it at once. Where false, the call still rejects at
+   * once, but the cell runs on in the sandbox until it ends or reaches its timeoutMs, and the next
+   * cell waits for it (E2B: its SDK takes no abort signal and E2B has no interrupt call).
+   */
+  abortInterrupts: boolean
 }
 
 export interface SandboxProvider {

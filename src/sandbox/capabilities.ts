@@ -37,6 +37,7 @@ export const FULL_CAPABILITIES: SandboxCapabilities = {
   limits: ALL_LIMITS,
   fullTeardown: true,
   homeWorkspace: true,
+  abortInterrupts: true,
 }
 
 export function capabilitiesOf(provider: Pick<SandboxProvider, 'capabilities'>): SandboxCapabilities {
@@ -57,6 +58,8 @@ export function missingCapabilities(capabilities: SandboxCapabilities): string[]
     missing.push(
       "code sees its workspace at the engine's own path, not /home/user (the files API still names it /home/user)",
     )
+  if (!capabilities.abortInterrupts)
+    missing.push('an aborted cell runs on until its timeout (the next cell waits for it)')
   return missing
 }
 

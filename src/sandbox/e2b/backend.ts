@@ -38,9 +38,11 @@ import type {
   DoStartCommandOptions,
   EntryInfo,
   SandboxBackend,
+  SandboxCapabilities,
   SandboxCreateOptions,
   SandboxProvider,
 } from '../backend.js'
+import { FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
 import { killedError, timeoutError } from '../cell-output.js'
 import { sandboxKilled } from '../errors.js'
 import type { Artifact, MimeBundle } from '../messaging.js'
@@ -206,7 +208,8 @@ class E2BBackend implements SandboxBackend {
       onError: (error) =>
         onEvent({ type: 'error', name: error.name, value: error.value, traceback: error.traceback }),
     })
-    // E2B's SDK takes no abort signal: an abort returns now; the cell stops at its timeout.
+    // E2B's SDK takes no abort signal: an abort returns now; the cell stops at its timeout
+    // (E2B_CAPABILITIES.abortInterrupts, said to the user).
     const aborted = new Promise<never>((_, reject) => {
       options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true })
     })
@@ -429,10 +432,15 @@ class E2BBackend implements SandboxBackend {
   }
 }
 
+/** E2B's VM isolates; what it cannot do is cut an aborted cell short (no abort in the SDK, no interrupt call). */
+export const E2B_CAPABILITIES: SandboxCapabilities = { ...FULL_CAPABILITIES, abortInterrupts: false }
+
 export class E2BProvider implements SandboxProvider {
   readonly specificationVersion = 'v1'
   readonly name = 'e2b'
+  readonly capabilities = E2B_CAPABILITIES
   private readonly options: E2BProviderOptions
+  private told = false
 
   constructor(options: E2BProviderOptions = {}) {
     this.options = options
@@ -465,6 +473,13 @@ export class E2BProvider implements SandboxProvider {
       throw fromE2B(error, 'creating a sandbox')
     })
     const backend = new E2BBackend(sdk, interruptGraceMs)
+    if (!this.told) {
+      this.told = true
+      process.emitWarning(
+        `On E2B, ${missingCapabilities(this.capabilities).join('; ')}: E2B interrupts a cell only when its client hangs up at the timeout.`,
+        'AnalystWarning',
+      )
+    }
     try {
       for (const item of options.data ?? []) {
         const { path, name } =

@@ -71,6 +71,7 @@ export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
   limits: ['outputBytes', 'resultBytes'],
   fullTeardown: false,
   homeWorkspace: false,
+  abortInterrupts: true,
 }
 
 /** What a command's thread in the kernel sends (analyst_commands.py), as comm messages. */
@@ -389,8 +390,8 @@ class JupyterSandbox implements SandboxBackend {
 
   /**
    * Asks the server, while a cell is quiet, whether its kernel still runs it. A kernel can die and
-   * be restarted on new ports without the socket hearing of it; the server then reports it idle
-   * (or dead, or gone) while the cell waits for a reply that will never come.
+   * be restarted on new ports without the socket hearing of it; the server then reports it idle or
+   * starting (or dead, or gone) while the cell waits for a reply that will never come.
    */
   private watchdog(kernel: Kernel, lost: (error: KernelLost) => void) {
     let last = Date.now()
@@ -400,10 +401,12 @@ class JupyterSandbox implements SandboxBackend {
       const model = await getKernel(this.http, kernel.id).catch(() => null)
       if (model === null) return // the socket tells of a server that went away
       const state = model?.execution_state ?? 'gone'
-      idleChecks = state === 'idle' ? idleChecks + 1 : 0
+      // A kernel that runs the cell is busy. After a restart whose notice did not reach the socket,
+      // the server says 'starting' until the new kernel's first request, which never comes.
+      idleChecks = state === 'busy' ? 0 : idleChecks + 1
       if (state === 'dead' || state === 'gone' || idleChecks >= 2) {
         kernel.channel.close()
-        lost(new KernelLost(state === 'idle' ? 'restarting' : state))
+        lost(new KernelLost(state === 'dead' ? 'dead' : 'restarting'))
       }
     }, WATCHDOG_MS)
     timer.unref()
