@@ -166,6 +166,12 @@ export interface SandboxCapabilities {
    * cell waits for it (E2B: its SDK takes no abort signal and E2B has no interrupt call).
    */
   abortInterrupts: boolean
+  /**
+   * The files API and commands answer while a cell runs. Where false (a Jupyter server without a
+   * Contents API, such as Enterprise Gateway: both go through the kernel, which runs one request
+   * at a time), they wait for the running cell to end.
+   */
+  filesDuringCells: boolean
 }
 
 export interface SandboxProvider {

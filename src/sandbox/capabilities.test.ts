@@ -16,6 +16,7 @@ describe('capabilities', () => {
       fullTeardown: true,
       homeWorkspace: false,
       abortInterrupts: false,
+      filesDuringCells: true,
     })
     expect(missing).toEqual([
       'network access is not blocked by Analyst',

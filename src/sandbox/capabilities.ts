@@ -38,6 +38,7 @@ export const FULL_CAPABILITIES: SandboxCapabilities = {
   fullTeardown: true,
   homeWorkspace: true,
   abortInterrupts: true,
+  filesDuringCells: true,
 }
 
 export function capabilitiesOf(provider: Pick<SandboxProvider, 'capabilities'>): SandboxCapabilities {
@@ -60,6 +61,8 @@ export function missingCapabilities(capabilities: SandboxCapabilities): string[]
     )
   if (!capabilities.abortInterrupts)
     missing.push('an aborted cell runs on until its timeout (the next cell waits for it)')
+  if (!capabilities.filesDuringCells)
+    missing.push('the files API and commands wait while a cell runs (they go through the kernel)')
   return missing
 }
 

@@ -72,6 +72,13 @@ export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
   fullTeardown: false,
   homeWorkspace: false,
   abortInterrupts: true,
+  filesDuringCells: true,
+}
+
+/** On a server without a Contents API (Enterprise Gateway), files and commands go through the busy kernel. */
+export const JUPYTER_GATEWAY_CAPABILITIES: SandboxCapabilities = {
+  ...JUPYTER_CAPABILITIES,
+  filesDuringCells: false,
 }
 
 /** What a command's thread in the kernel sends (analyst_commands.py), as comm messages. */
@@ -694,10 +701,11 @@ function toInfo(folder: string, entry: FileEntry): EntryInfo {
 export class JupyterProvider implements SandboxProvider {
   readonly specificationVersion = 'v1'
   readonly name = 'jupyter'
-  readonly capabilities = JUPYTER_CAPABILITIES
   private server: Promise<ServerInfo> | undefined
   private readonly records: KernelRecords
   private told = false
+  /** Set once a sandbox had to reach its files through the kernel (no Contents API there). */
+  private filesThroughKernel = false
 
   constructor(private readonly settings: JupyterProviderOptions) {
     if (!settings.url) {
@@ -707,6 +715,11 @@ export class JupyterProvider implements SandboxProvider {
     }
     checkKernelEnv(settings.kernelEnv ?? {})
     this.records = new KernelRecords(settings.recordDir ?? defaultRecordDir())
+  }
+
+  /** What this engine enforces, as far as known: it depends on the server (see JUPYTER_GATEWAY_CAPABILITIES). */
+  get capabilities(): SandboxCapabilities {
+    return this.filesThroughKernel ? JUPYTER_GATEWAY_CAPABILITIES : JUPYTER_CAPABILITIES
   }
 
   /** What is at the URL: found once, then shared; a failure is retried by the next call. */
@@ -747,13 +760,6 @@ export class JupyterProvider implements SandboxProvider {
     assertSupported('jupyter', this.capabilities, options)
     options.signal?.throwIfAborted()
     const server = await this.connect()
-    if (!this.told) {
-      this.told = true
-      process.emitWarning(
-        `Sandboxes run on the Jupyter server at ${server.http.baseUrl}, isolated by it, not by Analyst: ${missingCapabilities(this.capabilities).join('; ')}. The guard still checks code (analyst doctor --sandbox jupyter).`,
-        'AnalystWarning',
-      )
-    }
     const sandboxId = randomBytes(6).toString('hex')
     const model = await startKernel(server, this.settings, options.signal)
     this.records.add(server.http.baseUrl, model.id)
@@ -773,7 +779,17 @@ export class JupyterProvider implements SandboxProvider {
       )
       await sandbox.prepare(main)
       // The Contents API sees the workspace only when the kernel started in the server's root.
-      if (!server.contents || !(await files.stat('').catch(() => undefined))) sandbox.useKernelFiles()
+      if (!server.contents || !(await files.stat('').catch(() => undefined))) {
+        sandbox.useKernelFiles()
+        this.filesThroughKernel = true
+      }
+      if (!this.told) {
+        this.told = true
+        process.emitWarning(
+          `Sandboxes run on the Jupyter server at ${server.http.baseUrl}, isolated by it, not by Analyst: ${missingCapabilities(this.capabilities).join('; ')}. The guard still checks code (analyst doctor --sandbox jupyter).`,
+          'AnalystWarning',
+        )
+      }
       for (const item of options.data ?? []) {
         const { path, name } = typeof item === 'string' ? { path: item, name: basename(item) } : item
         await sandbox.doAddData(path, name)
