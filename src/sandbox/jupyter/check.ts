@@ -8,7 +8,6 @@ import type { Check } from '../capabilities.js'
 import { missingCapabilities } from '../capabilities.js'
 import { Sandbox } from '../sandbox.js'
 import {
-  JUPYTER_CAPABILITIES,
   JUPYTER_GATEWAY_CAPABILITIES,
   JupyterProvider,
   type JupyterProviderOptions,
