@@ -7,11 +7,7 @@
 import type { Check } from '../capabilities.js'
 import { missingCapabilities } from '../capabilities.js'
 import { Sandbox } from '../sandbox.js'
-import {
-  JUPYTER_GATEWAY_CAPABILITIES,
-  JupyterProvider,
-  type JupyterProviderOptions,
-} from './backend.js'
+import { JUPYTER_GATEWAY_CAPABILITIES, JupyterProvider, type JupyterProviderOptions } from './backend.js'
 import { connect } from './server.js'
 
 /** A round trip slower than this on a cell as small as `1 + 1` points at Nagle's delay on the server. */
