@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto'
 import { open } from 'node:fs/promises'
 import { basename } from 'node:path'
 import mime from 'mime-types'
-import { z } from 'zod'
 import type {
   CommandEvent,
   CommandProcess,
@@ -25,6 +24,7 @@ import type {
 } from '../backend.js'
 import { assertSupported, missingCapabilities } from '../capabilities.js'
 import { CellOutput, CommandOutput, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
+import { CommandMessage } from '../command-messages.js'
 import {
   InvalidArgumentError,
   NotFoundError,
@@ -80,23 +80,6 @@ export const JUPYTER_GATEWAY_CAPABILITIES: SandboxCapabilities = {
   ...JUPYTER_CAPABILITIES,
   filesDuringCells: false,
 }
-
-/** What a command's thread in the kernel sends (analyst_commands.py), as comm messages. */
-const CommandMessage = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('proc-started'), id: z.string() }),
-  z.object({
-    type: z.literal('proc-out'),
-    id: z.string(),
-    stream: z.enum(['stdout', 'stderr']),
-    data: z.string(),
-  }),
-  z.object({
-    type: z.literal('proc-exit'),
-    id: z.string(),
-    code: z.number().int(),
-    error: z.string().optional(),
-  }),
-])
 
 /** A command started through the main kernel, until its exit. */
 interface RunningCommand {
