@@ -17,7 +17,14 @@ import type {
   SandboxCreateOptions,
   SandboxProvider,
 } from '../backend.js'
-import { CellOutput, formatBytes, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
+import {
+  CellOutput,
+  CommandOutput,
+  formatBytes,
+  killedError,
+  STATE_LOST,
+  timeoutError,
+} from '../cell-output.js'
 import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { kernelEnv, SANDBOX_HOME } from './jail.js'
@@ -267,9 +274,7 @@ class LocalSandbox implements SandboxBackend {
     }
     const kernel = this.kernel
     const id = randomBytes(8).toString('hex')
-    const cap = this.config.limits.outputBytes
-    let outputBytes = 0
-    let truncated = false
+    const output = new CommandOutput(options.onEvent, this.config.limits.outputBytes)
     const pid = await kernel.spawn(
       {
         type: 'spawn',
@@ -283,20 +288,7 @@ class LocalSandbox implements SandboxBackend {
         if (message.type === 'proc-exit') {
           return options.onEvent({ type: 'exit', exitCode: message.code, error: message.error })
         }
-        if (message.type !== 'proc-out' || truncated) return
-        const data = Buffer.from(message.data, 'base64')
-        const kept = data.subarray(0, Math.max(0, cap - outputBytes))
-        outputBytes += kept.length
-        if (kept.length > 0) options.onEvent({ type: message.stream, data: kept })
-        if (kept.length < data.length) {
-          truncated = true
-          options.onEvent({
-            type: 'stderr',
-            data: new TextEncoder().encode(
-              `\n[output truncated: the command printed more than ${formatBytes(cap)}; the rest was dropped (limits.outputBytes)]\n`,
-            ),
-          })
-        }
+        if (message.type === 'proc-out') output.output(message.stream, Buffer.from(message.data, 'base64'))
       },
     )
     return {
