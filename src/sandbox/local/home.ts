@@ -39,6 +39,7 @@ import {
 } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
 import { Workspace } from './workspace.js'
+import { type ColdStart, forkSpec, forkUnsupported, templateFor } from './zygote.js'
 
 export interface HomeConfig {
   python: PythonInfo
@@ -47,6 +48,8 @@ export interface HomeConfig {
   isolation: 'sandbox' | 'none'
   /** Environment variables given at creation. */
   envs: Record<string, string>
+  /** 'fork': from the template where it can run (zygote.ts). @default 'spawn' */
+  coldStart?: ColdStart
 }
 
 export interface Home {
@@ -55,6 +58,8 @@ export interface Home {
   workspace: Workspace
   cgroup?: Cgroup
   spec: KernelSpawnSpec
+  /** How its kernel starts: forked from the template, or a bubblewrap of its own. */
+  started: ColdStart
   /** Removes everything on the host: mount, cgroup, folders, uid. Synchronous (for the exit hook), idempotent. */
   release(): void
   /** The same, unmounting without blocking the event loop. */
@@ -190,17 +195,40 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     // RLIMIT_NPROC counts every process of the real uid: exact with a uid of our own, else on top of what runs.
     if (owner) kernelLimits.processes = config.limits.processes
     else if (sandboxed) kernelLimits.processes = config.limits.processes + processesOfThisUser()
-    const kernelConfig = JSON.stringify({
+    const preload = MODULES_TO_PRELOAD.filter((name) => config.python.modules[name]).concat(
+      config.python.modules.matplotlib ? ['matplotlib.pyplot'] : [],
+    )
+    const kernelConfigObject = {
       limits: kernelLimits,
       outputCap: config.limits.outputBytes,
       resultCap: config.limits.resultBytes,
-      preload: MODULES_TO_PRELOAD.filter((name) => config.python.modules[name]).concat(
-        config.python.modules.matplotlib ? ['matplotlib.pyplot'] : [],
-      ),
-    })
+      preload,
+    }
+    const kernelConfig = JSON.stringify(kernelConfigObject)
     const source = installKernel()
-    let spec: KernelSpawnSpec
-    if (sandboxed) {
+    let spec: KernelSpawnSpec | undefined
+    let started: ColdStart = 'spawn'
+    // Forked sandboxes have no network namespace with the host's network: those spawn.
+    if (sandboxed && config.coldStart === 'fork' && !config.network && owner && !forkUnsupported()) {
+      const template = await templateFor(config.python, source, preload).catch(() => undefined)
+      if (template) {
+        started = 'fork'
+        spec = forkSpec(config.python, template, {
+          launcher: join(source, 'analyst_launcher.py'),
+          work,
+          data,
+          uid: owner.uid,
+          gid: owner.gid,
+          tmpBytes: config.limits.workspaceBytes,
+          env: kernelEnv(SANDBOX_HOME, config.envs),
+          kernel: kernelConfigObject,
+          cgroupProcs: cgroup?.procsFiles ?? [],
+        })
+      }
+    }
+    if (spec) {
+      // forked from the template
+    } else if (sandboxed) {
       const jail = features()
       const command = [
         config.python.executable,
@@ -261,7 +289,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       }
       release()
     }
-    return { id, dir, workspace, cgroup, spec, release, releaseAsync }
+    return { id, dir, workspace, cgroup, spec, started, release, releaseAsync }
   } catch (error) {
     release()
     throw error
