@@ -39,7 +39,7 @@ import {
 } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
 import { Workspace } from './workspace.js'
-import { type ColdStart, forkSpec, forkUnsupported, templateFor } from './zygote.js'
+import { type ColdStart, forkSpec, forkUnsupported, type Template, templateFor } from './zygote.js'
 
 export interface HomeConfig {
   python: PythonInfo
@@ -101,6 +101,18 @@ function installKernel(): string {
   }
   kernelDir = dir
   return dir
+}
+
+/** Modules every kernel imports before it is ready: the template imports them once for all. */
+function preloadFor(python: PythonInfo): string[] {
+  return MODULES_TO_PRELOAD.filter((name) => python.modules[name]).concat(
+    python.modules.matplotlib ? ['matplotlib.pyplot'] : [],
+  )
+}
+
+/** This interpreter's sandbox template, started if it is not running (zygote.ts). */
+export function sandboxTemplate(python: PythonInfo): Promise<Template> {
+  return templateFor(python, installKernel(), preloadFor(python))
 }
 
 /** Processes this user runs now: without a uid of its own, the sandbox's process limit comes on top. */
@@ -195,14 +207,11 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     // RLIMIT_NPROC counts every process of the real uid: exact with a uid of our own, else on top of what runs.
     if (owner) kernelLimits.processes = config.limits.processes
     else if (sandboxed) kernelLimits.processes = config.limits.processes + processesOfThisUser()
-    const preload = MODULES_TO_PRELOAD.filter((name) => config.python.modules[name]).concat(
-      config.python.modules.matplotlib ? ['matplotlib.pyplot'] : [],
-    )
     const kernelConfigObject = {
       limits: kernelLimits,
       outputCap: config.limits.outputBytes,
       resultCap: config.limits.resultBytes,
-      preload,
+      preload: preloadFor(config.python),
     }
     const kernelConfig = JSON.stringify(kernelConfigObject)
     const source = installKernel()
@@ -210,7 +219,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     let started: ColdStart = 'spawn'
     // Forked sandboxes have no network namespace with the host's network: those spawn.
     if (sandboxed && config.coldStart === 'fork' && !config.network && owner && !forkUnsupported()) {
-      const template = await templateFor(config.python, source, preload).catch(() => undefined)
+      const template = await sandboxTemplate(config.python).catch(() => undefined)
       if (template) {
         started = 'fork'
         spec = forkSpec(config.python, template, {

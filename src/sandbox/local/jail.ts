@@ -67,7 +67,8 @@ export interface JailSpec {
   templateSocketDir?: string
 }
 
-export const TEMPLATE_SOCKET_DIR = '/run/zygote'
+/** In the template's own /tmp: each forked sandbox mounts a /tmp of its own over it. */
+export const TEMPLATE_SOCKET_DIR = '/tmp/.zygote'
 
 /** Top-level links such as /lib -> usr/lib (merged /usr), copied from the host as they are. */
 function topLevel(): string[] {
@@ -101,6 +102,8 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     ...(spec.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
     // No nested user namespaces: they would hand code capabilities (in a namespace of its own).
     ...(spec.disableUserns ? ['--disable-userns'] : []),
+    // As root (the template), bubblewrap makes the folders it needs for mounts 0700: sandbox uids could not enter.
+    ...(template ? ['--perms', '0755', '--dir', '/etc', '--perms', '0755', '--dir', '/opt'] : []),
     '--ro-bind',
     '/usr',
     '/usr',
@@ -130,7 +133,15 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     args.push('--ro-bind', spec.fontCache, `${MPL_CONFIG_DIR}/${name}`)
   }
   if (spec.templateSocketDir !== undefined) {
-    args.push('--dir', SANDBOX_HOME, '--bind', spec.templateSocketDir, TEMPLATE_SOCKET_DIR)
+    args.push(
+      '--dir',
+      SANDBOX_HOME,
+      '--dir',
+      TEMPLATE_SOCKET_DIR,
+      '--bind',
+      spec.templateSocketDir,
+      TEMPLATE_SOCKET_DIR,
+    )
   } else args.push('--bind', spec.workspace, SANDBOX_HOME, '--ro-bind', spec.data, SANDBOX_DATA)
   args.push(
     '--ro-bind',

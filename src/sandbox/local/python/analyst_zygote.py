@@ -4,18 +4,18 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
   T  the template. Runs as root in its own bubblewrap jail (read-only /usr and the allowed /etc,
      own PID, net, IPC and UTS namespaces, no host user namespace, so it keeps real capabilities
      to build jails). It imports numpy, pandas and matplotlib and never runs a line of user code.
-     It listens on /run/zygote/socket, a folder only root on the host can reach.
+     It listens on /tmp/.zygote/socket, a folder only root on the host can reach.
   L  the launcher (analyst_launcher.py), started by the host per sandbox like bubblewrap is. It
      clones the sandbox's workspace and data mounts (open_tree) and sends them, with the kernel's
      pipes, to T.
   G  forked by T into a new PID namespace (its init). It tells L its host PID (SCM_CREDENTIALS),
      L moves it into the sandbox's cgroups, then G unshares mount, net, IPC, UTS and cgroup
-     namespaces, drops /run/zygote, mounts the workspace at /home/user, data/ read-only, a fresh
-     /proc, a size-limited /tmp, /dev/shm and /dev/pts of its own, and becomes undumpable. It
-     reaps orphans and exits with the kernel's status.
-  K  forked by G: the kernel. It empties the capability bounding set, takes the sandbox's own
-     host uid (all capabilities gone), sets no_new_privs, installs the seccomp filter (the one
-     bubblewrap gets, plus no new user namespaces), closes every fd but 0-4, reseeds numpy's
+     namespaces, mounts the workspace at /home/user, data/ read-only, a fresh
+     /proc, a size-limited /tmp (hiding the template's, with its socket), /dev/shm and /dev/pts of
+     its own. Then it empties the capability bounding set, takes the sandbox's own host uid (all
+     capabilities gone), sets no_new_privs and installs the seccomp filter (the one bubblewrap
+     gets, plus no new user namespaces). It reaps orphans and exits with the kernel's status.
+  K  forked by G, with G's (lack of) privileges: the kernel. It closes every fd but 0-4, reseeds numpy's
      generator (Python's random reseeds itself after fork), and runs analyst_kernel.main().
 Sandboxes from one template share only read-only mounts and the copy-on-write pages of the
 imported libraries. They cannot see each other or T: each is in its own PID namespace below T's.
@@ -32,7 +32,7 @@ import socket
 import struct
 import sys
 
-SOCKET_PATH = '/run/zygote/socket'
+SOCKET_PATH = '/tmp/.zygote/socket'  # under the template's /tmp, which no sandbox mounts
 HOME = '/home/user'
 MAX_CONFIG = 4 << 20
 
@@ -117,9 +117,12 @@ def drop_privileges(config, seccomp, last_cap):
         install_seccomp(seccomp)
 
 
-def run_kernel(config, seccomp, last_cap):
+def run_kernel(config):
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    drop_privileges(config, seccomp, last_cap)
+    # What Python sets up at start, as a kernel started on its own has it.
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     os.closerange(5, os.sysconf('SC_OPEN_MAX'))
     os.chdir(HOME)
     os.environ.clear()
@@ -137,11 +140,21 @@ def run_kernel(config, seccomp, last_cap):
 # ---------------------------------------------------------------- G: the jail's init
 
 
+def loopback_up():
+    """A new network namespace has its loopback down; bubblewrap brings it up, and so do we."""
+    import fcntl
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack('16sh', b'lo', 0)
+        flags = struct.unpack('16sh', fcntl.ioctl(sock, 0x8913, request))[1]  # SIOCGIFFLAGS
+        fcntl.ioctl(sock, 0x8914, struct.pack('16sh', b'lo', flags | 0x1 | 0x40))  # SIOCSIFFLAGS: UP, RUNNING
+
+
 def build_jail(config, work_fd, data_fd):
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
     socket.sethostname('sandbox')
+    loopback_up()
     mount(None, '/', None, MS_REC | MS_PRIVATE)
-    libc.umount2(b'/run/zygote', MNT_DETACH)
     move_mount(work_fd, HOME)
     os.close(work_fd)
     move_mount(data_fd, f'{HOME}/data')
@@ -150,17 +163,25 @@ def build_jail(config, work_fd, data_fd):
     libc.umount2(b'/proc', MNT_DETACH)
     mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
     size = int(config['tmpBytes'])
-    libc.umount2(b'/tmp', MNT_DETACH)
+    libc.umount2(b'/tmp', MNT_DETACH)  # the template's, with its socket folder
     mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={size},mode=1777')
     os.mkdir('/tmp/.matplotlib', 0o700)
     os.chown('/tmp/.matplotlib', config['uid'], config['gid'])
     mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={size},mode=1777')
+    libc.umount2(b'/dev/pts', MNT_DETACH)
     mount('devpts', '/dev/pts', 'devpts', MS_NOSUID | MS_NOEXEC, 'newinstance,ptmxmode=0666,mode=620')
 
 
 def run_init(conn, config, fds, seccomp):
     """G: pid 1 of the sandbox's PID namespace."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # No handlers: PID 1 of a namespace then gets no signal from inside it (bubblewrap's init too).
+    for number in signal.valid_signals():
+        if number not in (signal.SIGKILL, signal.SIGSTOP):
+            try:
+                signal.signal(number, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
     os.setsid()
     stdout, stderr, requests, messages, work_fd, data_fd = fds
     # The kernel's pipes on 1-4: first out of the way of each other, then in place.
@@ -178,18 +199,19 @@ def run_init(conn, config, fds, seccomp):
     build_jail(config, work_fd, data_fd)
     with open('/proc/sys/kernel/cap_last_cap') as f:
         last_cap = int(f.read())
+    # Nothing privileged is left to do: the init becomes as unprivileged as the kernel it forks
+    # (same uid, no capabilities, same seccomp filter), so, as in bubblewrap's jail, code may look
+    # at it (dumpable) and find nothing of the host. As PID 1 it gets no signal it does not handle.
+    drop_privileges(config, seccomp, last_cap)
+    prctl(PR_SET_DUMPABLE, 1)
     kernel = os.fork()
     if kernel == 0:
         try:
-            run_kernel(config, seccomp, last_cap)
+            run_kernel(config)
         except BaseException as error:
             os.write(2, f'sandbox kernel failed to start: {error!r}\n'.encode())
         os._exit(71)
     os.closerange(3, os.sysconf('SC_OPEN_MAX'))
-    # The init needs nothing more than to reap: it becomes as unprivileged as the kernel, and
-    # undumpable. As PID 1 of the namespace, it gets no signal from inside that it does not handle.
-    drop_privileges(config, seccomp, last_cap)
-    prctl(PR_SET_DUMPABLE, 0)
     while True:
         pid, status = os.waitpid(-1, 0)
         if pid == kernel:
