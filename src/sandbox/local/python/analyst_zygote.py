@@ -13,8 +13,10 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
      namespaces, mounts the workspace at /home/user, data/ read-only, a fresh
      /proc, a size-limited /tmp (hiding the template's, with its socket), /dev/shm and /dev/pts of
      its own. Then it empties the capability bounding set, takes the sandbox's own host uid (all
-     capabilities gone), sets no_new_privs and installs the seccomp filter (the one bubblewrap
-     gets, plus no new user namespaces). It reaps orphans and exits with the kernel's status.
+     capabilities gone), enters a user namespace of its own where that uid is 1000 (as in
+     bubblewrap's jail; it owns no other namespace) and drops the capabilities it has there, sets
+     no_new_privs and installs the seccomp filter (the one bubblewrap gets, plus no new user
+     namespaces). It reaps orphans and exits with the kernel's status.
   K  forked by G, with G's (lack of) privileges: the kernel. It closes every fd but 0-4, reseeds numpy's
      generator (Python's random reseeds itself after fork), and runs analyst_kernel.main().
 Sandboxes from one template share only read-only mounts and the copy-on-write pages of the
@@ -36,6 +38,8 @@ SOCKET_PATH = '/tmp/.zygote/socket'  # under the template's /tmp, which no sandb
 HOME = '/home/user'
 MAX_CONFIG = 4 << 20
 
+SANDBOX_ID = 1000  # the uid and gid code sees, as in bubblewrap's jail
+CLONE_NEWUSER = 0x10000000
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
@@ -105,6 +109,13 @@ def install_seccomp(program):
 # ---------------------------------------------------------------- K: the kernel
 
 
+def drop_capabilities(last_cap):
+    for cap in range(last_cap + 1):
+        prctl(PR_CAPBSET_DROP, cap)
+    header = struct.pack('Ii', 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    check(libc.capset(header, bytes(24)), 'capset')
+
+
 def drop_privileges(config, seccomp, last_cap):
     for cap in range(last_cap + 1):
         prctl(PR_CAPBSET_DROP, cap)
@@ -112,6 +123,19 @@ def drop_privileges(config, seccomp, last_cap):
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setresuid(uid, uid, uid)  # from root to another uid: every capability goes
+    # The uid change made the process undumpable, so /proc/self is root's: its maps could not be
+    # written. Nothing privileged is left in it (as in bubblewrap's jail, code may look at it).
+    prctl(PR_SET_DUMPABLE, 1)
+    # As in bubblewrap's jail, code sees itself as uid 1000 of a user namespace of its own; the
+    # namespace owns none of the jail's other namespaces, and its capabilities are dropped at once.
+    unshare(CLONE_NEWUSER)
+    with open('/proc/self/setgroups', 'w') as f:
+        f.write('deny')
+    with open('/proc/self/uid_map', 'w') as f:
+        f.write(f'{SANDBOX_ID} {uid} 1')
+    with open('/proc/self/gid_map', 'w') as f:
+        f.write(f'{SANDBOX_ID} {gid} 1')
+    drop_capabilities(last_cap)
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     if seccomp:
         install_seccomp(seccomp)
@@ -203,7 +227,6 @@ def run_init(conn, config, fds, seccomp):
     # (same uid, no capabilities, same seccomp filter), so, as in bubblewrap's jail, code may look
     # at it (dumpable) and find nothing of the host. As PID 1 it gets no signal it does not handle.
     drop_privileges(config, seccomp, last_cap)
-    prctl(PR_SET_DUMPABLE, 1)
     kernel = os.fork()
     if kernel == 0:
         try:
@@ -308,8 +331,8 @@ class Template:
                 os.close(self.wake_read)
                 run_init(conn, config, fds, self.seccomp)
             except BaseException as error:
-                try:
-                    os.write(fds[1], f'sandbox jail failed: {error!r}\n'.encode())
+                try:  # fd 2 is the launcher's stderr once the pipes are in place, else the template's
+                    os.write(2, f'sandbox jail failed: {error!r}\n'.encode())
                 except OSError:
                     pass
             os._exit(72)
