@@ -81,9 +81,11 @@ describe.runIf(isRoot)('sandboxes forked from the template', () => {
     }
   })
 
-  it('come from a new template when the old one died', async () => {
+  it('come from a new template when the old one died, and the ones it had restart their kernel', async () => {
     const python = await findPython()
     const first = await sandboxTemplate(python)
+    const older = await create()
+    await older.files.write('kept.txt', 'kept')
     first.process.kill('SIGKILL')
     await waitFor(() => first.process.exitCode !== null || first.process.signalCode !== null, {
       what: 'the template to exit',
@@ -92,8 +94,21 @@ describe.runIf(isRoot)('sandboxes forked from the template', () => {
     try {
       expect(await init(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
       expect((await sandboxTemplate(python)).process.pid).not.toBe(first.process.pid)
+      // Its kernel died with the template: a cell says so (as it died in it, or before it), and the
+      // next runs in a new, forked kernel that has the workspace.
+      const told: string[] = []
+      const next = await waitFor(
+        async () => {
+          const run = await older.runCode("open('kept.txt').read()")
+          told.push(run.error?.name ?? '', run.logs.stderr.join(''))
+          return run.text === "'kept'" && told.some((text) => /KernelDied|kernel had stopped/.test(text))
+        },
+        { what: () => `a new kernel for the older sandbox; told: ${told.join(' | ')}` },
+      )
+      expect(next).toBe(true)
+      expect(await init(older)).toBe("'/opt/analyst/analyst_zygote.py'")
     } finally {
-      await sandbox.kill()
+      await Promise.all([sandbox.kill(), older.kill()])
     }
   })
 })

@@ -60,6 +60,8 @@ export interface Home {
   spec: KernelSpawnSpec
   /** How its kernel starts: forked from the template, or a bubblewrap of its own. */
   started: ColdStart
+  /** What must run before its kernel (re)starts: the template, when it died since. */
+  beforeStart?: () => Promise<unknown>
   /** Removes everything on the host: mount, cgroup, folders, uid. Synchronous (for the exit hook), idempotent. */
   release(): void
   /** The same, unmounting without blocking the event loop. */
@@ -298,7 +300,8 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       }
       release()
     }
-    return { id, dir, workspace, cgroup, spec, started, release, releaseAsync }
+    const beforeStart = started === 'fork' ? () => sandboxTemplate(config.python) : undefined
+    return { id, dir, workspace, cgroup, spec, started, beforeStart, release, releaseAsync }
   } catch (error) {
     release()
     throw error

@@ -7,6 +7,7 @@
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { SandboxUnavailableError } from '../errors.js'
@@ -65,8 +66,11 @@ async function startTemplate(python: PythonInfo, kernelDir: string, preload: str
   const reason = forkUnsupported()
   if (reason) throw new SandboxUnavailableError(reason)
   const runtime = getRuntime()
-  const socketDir = join(runtime.own, `zygote-${templates.size}-${Date.now()}`)
-  mkdirSync(socketDir, { mode: 0o700 })
+  // One folder per interpreter, the same for the template that replaces a dead one: the specs of
+  // running sandboxes name its socket, and their kernels restart through it.
+  const key = createHash('sha256').update(python.executable).digest('hex').slice(0, 12)
+  const socketDir = join(runtime.own, `zygote-${key}`)
+  mkdirSync(socketDir, { recursive: true, mode: 0o700 })
   const filter = seccompFilter(undefined, { denyUserns: true }) as Buffer
   const config = JSON.stringify({ preload, seccomp: filter.toString('hex') })
   const args = bwrapArgs(
@@ -155,6 +159,7 @@ export async function stopTemplates(): Promise<void> {
     const started = await template.catch(() => undefined)
     if (started && started.process.exitCode === null && started.process.signalCode === null) {
       const exited = new Promise((resolve) => started.process.once('exit', resolve))
+      started.process.ref() // an idle template is unref'd: the wait for its exit must hold the loop
       started.process.kill('SIGKILL')
       await exited
     }

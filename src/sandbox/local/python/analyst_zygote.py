@@ -250,6 +250,8 @@ class Template:
         self.seccomp = seccomp
         self.own_pid_ns = os.open('/proc/self/ns/pid', os.O_RDONLY | os.O_CLOEXEC)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if os.path.exists(SOCKET_PATH):
+            os.unlink(SOCKET_PATH)  # the socket of a template that died
         self.listener.bind(SOCKET_PATH)
         os.chmod(SOCKET_PATH, 0o600)
         self.listener.listen(128)
