@@ -141,10 +141,10 @@ export interface ForkRequest {
 
 /** The spec of a forked kernel: the launcher, spoken to like bubblewrap (pipes on 1-4, info on 5). */
 export function forkSpec(python: PythonInfo, template: Template, request: ForkRequest): KernelSpawnSpec {
-  const { launcher, env, ...rest } = request
+  const { launcher, env, work, data, cgroupProcs, ...rest } = request
   return {
     command: python.executable,
-    args: ['-I', '-S', launcher, template.socket, JSON.stringify(rest)],
+    args: ['-I', '-S', launcher, template.socket, work, data, cgroupProcs.join('\n'), JSON.stringify(rest)],
     env,
     infoFd: true,
     maxMessageBytes: 64 * 1024 * 1024,

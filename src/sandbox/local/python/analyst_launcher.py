@@ -1,16 +1,16 @@
 """Starts one sandbox from the template (analyst_zygote.py); run by the host as root, per sandbox.
 
-Usage: python3 -I -S analyst_launcher.py SOCKET CONFIG_JSON, with the kernel's pipes on fds 1-4
-and bubblewrap's info fd on 5. The kernel's environment is this process's own. Exits with the
-sandbox's status, so the host sees it as it sees bubblewrap's.
+Usage: python3 -I -S analyst_launcher.py SOCKET WORK DATA CGROUP_PROCS REQUEST, with the kernel's
+pipes on fds 1-4 and bubblewrap's info fd on 5. CGROUP_PROCS is newline-separated; REQUEST is the
+template's JSON, to which the kernel's environment (this process's own) is appended. Exits with
+the sandbox's status, so the host sees it as it sees bubblewrap's. It imports as little as it
+can (no json, no socket module): it is started for every sandbox.
 """
 
+import _socket
+import array
 import ctypes
-import json
 import os
-import signal
-import socket
-import struct
 import sys
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -30,39 +30,32 @@ def clone_mount(path):
 
 
 def main():
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: the host's death ends the sandbox
-    socket_path, raw = sys.argv[1], sys.argv[2]
-    config = json.loads(raw)
-    mounts = [clone_mount(config['work']), clone_mount(config['data'])]
-    request = json.dumps(
-        {
-            'uid': config['uid'],
-            'gid': config['gid'],
-            'tmpBytes': config['tmpBytes'],
-            'env': dict(os.environ),
-            'kernel': config['kernel'],
-        }
-    ).encode()
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG SIGKILL: the host's death ends the sandbox
+    socket_path, work, data, cgroup_procs, request = sys.argv[1:6]
+    mounts = [clone_mount(work), clone_mount(data)]
+    env = b'\0'.join(key + b'=' + value for key, value in os.environb.items())
+    message = request.encode() + b'\0' + env
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    conn.setsockopt(_socket.SOL_SOCKET, _socket.SO_PASSCRED, 1)
     conn.connect(socket_path)
-    conn.sendall(struct.pack('!I', len(request)))
-    socket.send_fds(conn, [request], [1, 2, 3, 4, *mounts])
+    conn.sendall(len(message).to_bytes(4, 'big'))
+    fds = array.array('i', [1, 2, 3, 4, *mounts])
+    conn.sendmsg([message], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds.tobytes())])
     for fd in mounts:
         os.close(fd)
     # The jail's init sends one byte with its credentials: the kernel gives its PID as we see it.
-    _, ancillary, _, _ = conn.recvmsg(1, socket.CMSG_SPACE(12))
+    _, ancillary, _, _ = conn.recvmsg(1, _socket.CMSG_SPACE(12))
     pid = next(
-        (struct.unpack('iII', data[:12])[0] for level, kind, data in ancillary if kind == socket.SCM_CREDENTIALS),
+        (int.from_bytes(data[:4], sys.byteorder) for _, kind, data in ancillary if kind == _socket.SCM_CREDENTIALS),
         None,
     )
     if not pid:
         sys.stderr.write('the sandbox template did not start a sandbox\n')
         sys.exit(1)
-    for procs in config.get('cgroupProcs') or []:
+    for procs in filter(None, cgroup_procs.split('\n')):
         with open(procs, 'w') as f:
             f.write(str(pid))
-    os.write(INFO_FD, json.dumps({'child-pid': pid}).encode())
+    os.write(INFO_FD, b'{"child-pid": %d}' % pid)
     conn.sendall(b'g')
     status = b''
     while not status.endswith(b'\n'):

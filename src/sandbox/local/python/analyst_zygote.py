@@ -297,7 +297,10 @@ class Template:
             message, fds, _, _ = socket.recv_fds(conn, size, 6, socket.MSG_WAITALL)
             if len(fds) != 6:
                 raise ValueError('expected 6 fds')
-            config = json.loads(message)
+            head, _, env = message.partition(b'\0')
+            config = json.loads(head)
+            pairs = (pair.partition(b'=') for pair in env.split(b'\0') if pair)
+            config['env'] = {key.decode(errors='surrogateescape'): value.decode(errors='surrogateescape') for key, _, value in pairs}
             conn.settimeout(None)
         except Exception as error:
             sys.stderr.write(f'zygote: bad request: {error!r}\n')
