@@ -16,7 +16,7 @@ import { forkUnsupported } from './zygote.js'
 /** Whether sandboxes can be forked from a template here (coldStart: 'fork'), and whether they are. */
 async function forkCheck(python: PythonInfo): Promise<Check> {
   const name = 'cold start from a template (fork)'
-  const chosen = process.env.ANALYST_COLD_START === 'fork' ? 'on (ANALYST_COLD_START=fork)' : 'off'
+  const on = process.env.ANALYST_COLD_START === 'fork'
   const unsupported = forkUnsupported()
   if (unsupported) {
     return {
@@ -31,11 +31,9 @@ async function forkCheck(python: PythonInfo): Promise<Check> {
     return {
       name,
       ok: true,
-      detail: `available, ${chosen}: new sandboxes are forked from a Python with pandas imported`,
-      fix:
-        chosen === 'off'
-          ? "Set ANALYST_COLD_START=fork (or new LocalProvider({ coldStart: 'fork' }))."
-          : undefined,
+      detail: on
+        ? 'on (ANALYST_COLD_START=fork): new sandboxes are forked from a Python with pandas imported'
+        : "available, off: set ANALYST_COLD_START=fork (or coldStart: 'fork') to fork new sandboxes from a Python with pandas imported",
       essential: false,
     }
   } catch (error) {
