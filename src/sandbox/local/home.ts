@@ -217,28 +217,23 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     }
     const kernelConfig = JSON.stringify(kernelConfigObject)
     const source = installKernel()
-    let spec: KernelSpawnSpec | undefined
-    let started: ColdStart = 'spawn'
     // Forked sandboxes have no network namespace with the host's network: those spawn.
-    if (sandboxed && config.coldStart === 'fork' && !config.network && owner && !forkUnsupported()) {
-      const template = await sandboxTemplate(config.python).catch(() => undefined)
-      if (template) {
-        started = 'fork'
-        spec = forkSpec(config.python, template, {
-          launcher: join(source, 'analyst_launcher.py'),
-          work,
-          data,
-          uid: owner.uid,
-          gid: owner.gid,
-          tmpBytes: config.limits.workspaceBytes,
-          env: kernelEnv(SANDBOX_HOME, config.envs),
-          kernel: kernelConfigObject,
-          cgroupProcs: cgroup?.procsFiles ?? [],
-        })
-      }
-    }
-    if (spec) {
-      // forked from the template
+    const forkable = sandboxed && config.coldStart === 'fork' && !config.network && !forkUnsupported()
+    const template = forkable ? await sandboxTemplate(config.python).catch(() => undefined) : undefined
+    const started: ColdStart = template && owner ? 'fork' : 'spawn'
+    let spec: KernelSpawnSpec
+    if (template && owner) {
+      spec = forkSpec(config.python, template, {
+        launcher: join(source, 'analyst_launcher.py'),
+        work,
+        data,
+        uid: owner.uid,
+        gid: owner.gid,
+        tmpBytes: config.limits.workspaceBytes,
+        env: kernelEnv(SANDBOX_HOME, config.envs),
+        kernel: kernelConfigObject,
+        cgroupProcs: cgroup?.procsFiles ?? [],
+      })
     } else if (sandboxed) {
       const jail = features()
       const command = [

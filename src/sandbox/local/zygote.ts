@@ -26,12 +26,9 @@ export interface Template {
 }
 
 const templates = new Map<string, Promise<Template>>()
-/** Why the last template could not start, for `analyst doctor`. */
-let lastFailure: string | undefined
-
-export function templateFailure(): string | undefined {
-  return lastFailure
-}
+/** A template that failed to start is not tried again before this long: creates spawn meanwhile. */
+const RETRY_AFTER_MS = 60_000
+const failures = new Map<string, { error: Error; at: number }>()
 
 /** Why forking cannot work on this machine at all, or undefined when it may. */
 export function forkUnsupported(): string | undefined {
@@ -44,6 +41,8 @@ export function forkUnsupported(): string | undefined {
 /** The running template for this interpreter, started (once) when needed. */
 export function templateFor(python: PythonInfo, kernelDir: string, preload: string[]): Promise<Template> {
   const key = python.executable
+  const failed = failures.get(key)
+  if (failed && Date.now() - failed.at < RETRY_AFTER_MS) return Promise.reject(failed.error)
   let template = templates.get(key)
   if (!template) {
     template = startTemplate(python, kernelDir, preload)
@@ -54,7 +53,7 @@ export function templateFor(python: PythonInfo, kernelDir: string, preload: stri
           if (templates.get(key) === template) templates.delete(key) // rebuilt by the next create
         }),
       (error: Error) => {
-        lastFailure = error.message
+        failures.set(key, { error, at: Date.now() })
         templates.delete(key)
       },
     )
@@ -122,7 +121,6 @@ async function startTemplate(python: PythonInfo, kernelDir: string, preload: str
   // An idle template must not keep the host process running.
   child.unref()
   for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref(): void }).unref()
-  lastFailure = undefined
   return { socket: join(socketDir, 'socket'), process: child }
 }
 
