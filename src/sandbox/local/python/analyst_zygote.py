@@ -382,7 +382,16 @@ class Template:
         conn.close()
 
 
+def require_mount_api():
+    """Forked sandboxes receive their mounts through open_tree and move_mount (Linux 5.2)."""
+    for name, number in (('open_tree', 428), ('move_mount', SYS_MOVE_MOUNT[MACHINE])):
+        if libc.syscall(number, -1, b'', -1, b'', 0) < 0 and ctypes.get_errno() == 38:  # ENOSYS
+            sys.stderr.write(f'this kernel lacks {name} (Linux 5.2 or later is needed)\n')
+            sys.exit(3)
+
+
 def main():
+    require_mount_api()
     config = json.loads(sys.argv[1])
     sys.path.insert(0, os.path.dirname(__file__))
     for name in config.get('preload') or []:
