@@ -32,12 +32,18 @@ import { Kernel, KernelExit } from './kernel.js'
 import { DEFAULT_LIMITS, resolveLimits } from './limits.js'
 import { findPython } from './python.js'
 import { splitPath } from './workspace.js'
+import type { ColdStart } from './zygote.js'
 
 export interface LocalProviderOptions {
   /** Kernels kept started and ready for `create`. @default ANALYST_POOL_SIZE or 1 */
   poolSize?: number
   /** How long an interrupted cell may take to stop before its kernel is killed. @default 2000 */
   interruptGraceMs?: number
+  /**
+   * 'fork': sandboxes are forked from a template with pandas already imported (zygote.ts), where
+   * that can run (as root); elsewhere, and with network on, they spawn. @default ANALYST_COLD_START or 'spawn'
+   */
+  coldStart?: ColdStart
 }
 
 interface Started {
@@ -98,6 +104,7 @@ class LocalSandbox implements SandboxBackend {
   private restart() {
     this.restarting ??= (async () => {
       try {
+        await this.home.beforeStart?.()
         this.kernel = await Kernel.start(this.home.spec)
         for (const context of this.contexts.values()) await this.kernel.createContext(context.id, context.cwd)
       } finally {
@@ -371,6 +378,7 @@ export class LocalProvider implements SandboxProvider {
   readonly name = 'local'
   readonly poolSize: number
   private readonly interruptGraceMs: number
+  readonly coldStart: ColdStart
   private readonly pool: Started[] = []
   private filling: Promise<void> | undefined
   private hits = 0
@@ -382,6 +390,10 @@ export class LocalProvider implements SandboxProvider {
       throw new InvalidArgumentError(`poolSize must be a whole number ≥ 0, not ${size}`)
     this.poolSize = size
     this.interruptGraceMs = options.interruptGraceMs ?? 2000
+    const coldStart = options.coldStart ?? process.env.ANALYST_COLD_START ?? 'spawn'
+    if (coldStart !== 'fork' && coldStart !== 'spawn')
+      throw new InvalidArgumentError(`coldStart must be 'fork' or 'spawn', not ${coldStart}`)
+    this.coldStart = coldStart
   }
 
   private async config(options: SandboxCreateOptions): Promise<HomeConfig> {
@@ -391,6 +403,7 @@ export class LocalProvider implements SandboxProvider {
       network: options.network ?? false,
       isolation: options.isolation ?? 'sandbox',
       envs: options.envs ?? {},
+      coldStart: this.coldStart,
     }
   }
 
