@@ -7,7 +7,8 @@ import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
-// --test: also what only the tests need (a browser for the web UI, nbformat to validate notebooks).
+// --test: also what only the tests need (a browser for the web UI, nbformat to validate notebooks,
+// a PostgreSQL server for the store and replica tests).
 const extra = new Set(process.argv.slice(2))
 
 function say(message) {
@@ -59,6 +60,11 @@ function missingPackages() {
     if (!existsSync('/usr/bin/chromium')) missing.push('chromium')
     const nbformat = spawnSync(PYTHON, ['-c', 'import nbformat'], { stdio: 'ignore' })
     if (nbformat.status !== 0) missing.push('python3-nbformat')
+    const postgres = '/usr/lib/postgresql'
+    const hasPostgres =
+      existsSync(postgres) &&
+      readdirSync(postgres).some((v) => existsSync(join(postgres, v, 'bin', 'initdb')))
+    if (!hasPostgres) missing.push('postgresql')
   }
   return missing
 }

@@ -10,7 +10,8 @@ import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { describeStoreConformance } from '../conformance.case.js'
 import { openStores } from '../index.js'
-import { SCHEMA_VERSION } from './schema.js'
+import { SqlBlobStore } from '../sql/blobs.js'
+import { SCHEMA_VERSION } from '../sql/schema.js'
 import { SqliteHistoryStore } from './store.js'
 
 describeStoreConformance({
@@ -22,6 +23,22 @@ describeStoreConformance({
       ...stores,
       close: async () => {
         await stores.close()
+        rmSync(home, { recursive: true, force: true })
+      },
+    }
+  },
+})
+
+describeStoreConformance({
+  name: 'sqlite + blobs in the database',
+  async open() {
+    const home = mkdtempSync(join(tmpdir(), 'analyst-store-'))
+    const history = await SqliteHistoryStore.open(join(home, 'analyst.db'))
+    return {
+      history,
+      blobs: new SqlBlobStore(history.db),
+      close: async () => {
+        await history.close()
         rmSync(home, { recursive: true, force: true })
       },
     }
