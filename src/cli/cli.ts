@@ -232,8 +232,17 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .option('--host <host>', 'address to listen on (anything but loopback needs ANALYST_TOKEN)', '127.0.0.1')
     .option('--port <port>', 'port (0 picks a free one)', port, 8787)
     .addOption(engineOption())
+    .option(
+      '--database-url <url>',
+      'PostgreSQL for replicas: postgres://… (default ANALYST_DATABASE_URL; else SQLite)',
+    )
     .action((options: Record<string, unknown>) => {
-      result = onCommand('serve', { host: options.host, port: options.port, sandbox: options.sandbox })
+      result = onCommand('serve', {
+        host: options.host,
+        port: options.port,
+        sandbox: options.sandbox,
+        databaseUrl: options.databaseUrl,
+      })
     })
 
   cli
