@@ -8,6 +8,9 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // expect.poll waits for a state (a page element, an image decoded): 1 s, the default, is too
+    // short on a loaded machine. A state that holds comes as soon as it holds; the deadline is for failures.
+    expect: { poll: { timeout: 30_000 } },
     reporters: ['default'],
   },
 })

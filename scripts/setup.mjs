@@ -3,12 +3,13 @@
 // the sandbox (as root through apt-get; otherwise it prints the command), and dist/.
 // Used by `npm test`, `npm run demo` and `npm run bench`. Dependency-free: it runs before npm install.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
 // --test: also what only the tests need (a browser for the web UI, nbformat to validate notebooks,
-// a PostgreSQL server for the store and replica tests).
+// Jupyter Server, ipykernel and JupyterHub for the Jupyter engine, a PostgreSQL server for the
+// store and replica tests).
 const extra = new Set(process.argv.slice(2))
 
 function say(message) {
@@ -41,7 +42,10 @@ const MODULE_PACKAGES = {
   seaborn: 'python3-seaborn',
   sklearn: 'python3-sklearn',
   statsmodels: 'python3-statsmodels',
+  xlrd: 'python3-xlrd',
 }
+// Packages that only widen what Analyst reads (old .xls workbooks): set up goes on without them.
+const OPTIONAL = new Set(['python3-xlrd'])
 function missingPackages() {
   const missing = []
   const hasBwrap = spawnSync('sh', ['-c', 'command -v bwrap'], { stdio: 'ignore' }).status === 0
@@ -60,6 +64,14 @@ function missingPackages() {
     if (!existsSync('/usr/bin/chromium')) missing.push('chromium')
     const nbformat = spawnSync(PYTHON, ['-c', 'import nbformat'], { stdio: 'ignore' })
     if (nbformat.status !== 0) missing.push('python3-nbformat')
+    // The Jupyter engine's tests start a real Jupyter Server (and JupyterHub) with an IPython kernel.
+    for (const [module, pkg] of [
+      ['jupyter_server', 'python3-jupyter-server'],
+      ['ipykernel', 'python3-ipykernel'],
+    ]) {
+      if (spawnSync(PYTHON, ['-c', `import ${module}`], { stdio: 'ignore' }).status !== 0) missing.push(pkg)
+    }
+    if (!existsSync('/usr/bin/jupyterhub')) missing.push('jupyterhub')
     const postgres = '/usr/lib/postgresql'
     const hasPostgres =
       existsSync(postgres) &&
@@ -69,14 +81,54 @@ function missingPackages() {
   return missing
 }
 
+/** The distribution, for messages: PRETTY_NAME from /etc/os-release. */
+function distributionName() {
+  try {
+    return readFileSync('/etc/os-release', 'utf8').match(/^PRETTY_NAME="?([^"\n]*)"?$/m)?.[1] ?? 'this system'
+  } catch {
+    return 'this system'
+  }
+}
+
+/** Whether apt has the package: its candidate version, after apt-get update. */
+function aptHas(name) {
+  const policy = spawnSync('apt-cache', ['policy', name], { encoding: 'utf8' })
+  const candidate = policy.stdout?.match(/Candidate:\s*(\S+)/)?.[1]
+  return candidate !== undefined && candidate !== '(none)'
+}
+
 const missing = missingPackages()
 if (missing.length > 0) {
-  const command = `apt-get update && apt-get install -y --no-install-recommends ${missing.join(' ')}`
-  if (process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
-    run('sh', ['-c', command], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } })
+  const hasApt = existsSync('/usr/bin/apt-get')
+  if (!hasApt) {
+    say(`Missing system packages (as Debian names them): ${missing.join(' ')}`)
+    say(
+      `${distributionName()} has no apt-get: install bubblewrap and, for /usr/bin/python3, the Python modules these packages hold, with its own package manager; then run this again.`,
+    )
+    process.exit(1)
+  }
+  if (process.getuid?.() === 0) {
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }
+    run('apt-get', ['update'], { env })
+    // Install what the distribution has; say what it lacks (and stop if Analyst needs it).
+    const lacking = missing.filter((name) => !aptHas(name))
+    for (const name of lacking) {
+      say(
+        OPTIONAL.has(name)
+          ? `${distributionName()} has no package ${name}: going on without it (old .xls workbooks will not be readable; save them as .xlsx)`
+          : `${distributionName()} has no package ${name}, which Analyst needs: install it from another source, or use Debian 12 or Ubuntu 22.04 or newer.`,
+      )
+    }
+    if (lacking.some((name) => !OPTIONAL.has(name))) process.exit(1)
+    const available = missing.filter((name) => !lacking.includes(name))
+    if (available.length > 0) {
+      run('apt-get', ['install', '-y', '--no-install-recommends', ...available], { env })
+    }
   } else {
     say(`Missing system packages: ${missing.join(' ')}`)
-    say(`Install them with: sudo sh -c '${command}'`)
+    say(
+      `Install them with: sudo sh -c 'apt-get update && apt-get install -y --no-install-recommends ${missing.join(' ')}'`,
+    )
     process.exit(1)
   }
 }

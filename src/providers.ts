@@ -4,7 +4,8 @@
  * only for those who use it (the sandbox core never imports a backend).
  * @module
  */
-import { InvalidArgumentError } from './errors.js'
+import { InvalidArgumentError, SandboxUnavailableError } from './errors.js'
+import type { Check } from './sandbox/capabilities.js'
 import type { SandboxProvider } from './sandbox/index.js'
 
 export interface EngineOptions {
@@ -12,6 +13,8 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv
   /** Sandboxes kept started and ready, where the engine has a pool. */
   poolSize?: number
+  /** The Jupyter kernel to start (--jupyter-kernel). @default ANALYST_JUPYTER_KERNEL, else python3 */
+  jupyterKernel?: string
 }
 
 /** One engine: how to make its provider from settings. */
@@ -20,6 +23,8 @@ export interface Engine {
   /** One line for help texts and `doctor`. */
   description: string
   create(options: EngineOptions): Promise<SandboxProvider>
+  /** `analyst doctor --sandbox NAME`: its settings and reachability, each with how to fix it. */
+  check?(options: EngineOptions): Promise<Check[]>
 }
 
 const ENGINES: Record<string, Engine> = {
@@ -29,6 +34,36 @@ const ENGINES: Record<string, Engine> = {
     async create(options) {
       const { LocalProvider } = await import('./sandbox/local/index.js')
       return new LocalProvider({ poolSize: options.poolSize })
+    },
+  },
+  e2b: {
+    name: 'e2b',
+    description: "E2B's cloud sandboxes (E2B_API_KEY), or any E2B-compatible server (E2B_API_URL)",
+    async create({ env = process.env }) {
+      if (!env.E2B_API_KEY) {
+        throw new SandboxUnavailableError('E2B_API_KEY is not set', {
+          hint: 'Get a key at e2b.dev/dashboard?tab=keys and set E2B_API_KEY, or choose --sandbox local.',
+        })
+      }
+      const { E2BProvider } = await import('./sandbox/e2b/index.js')
+      return new E2BProvider({
+        apiKey: env.E2B_API_KEY,
+        apiUrl: env.E2B_API_URL,
+        sandboxUrl: env.E2B_SANDBOX_URL,
+      })
+    },
+  },
+  jupyter: {
+    name: 'jupyter',
+    description:
+      'kernels on a Jupyter Server, a JupyterHub user server or Enterprise Gateway (ANALYST_JUPYTER_URL, ANALYST_JUPYTER_TOKEN)',
+    async create(options) {
+      const { JupyterProvider, jupyterSettings } = await import('./sandbox/jupyter/index.js')
+      return new JupyterProvider(jupyterSettings(options.env ?? process.env, options))
+    },
+    async check(options) {
+      const { checkJupyter, jupyterSettings } = await import('./sandbox/jupyter/index.js')
+      return checkJupyter(jupyterSettings(options.env ?? process.env, options))
     },
   },
 }

@@ -4,10 +4,18 @@
  * @module
  */
 import { execFile } from 'node:child_process'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { SandboxUnavailableError } from './errors.js'
 
 const run = promisify(execFile)
+
+/**
+ * Python modules Analyst puts on the path of every interpreter it runs, kernels and the host's
+ * profiler alike (e.g. analyst_compat: the same readers everywhere), in src/ or dist/.
+ */
+export const PYLIB_DIR = join(dirname(fileURLToPath(import.meta.url)), 'pylib')
 
 /** Finds the interpreter to use (data profiles take one as an option; this is the default). */
 export type FindPython = () => Promise<PythonInfo>
@@ -31,6 +39,7 @@ export const EXPECTED_MODULES = [
   'sklearn',
   'statsmodels',
   'openpyxl',
+  'xlrd',
   'pyarrow',
 ] as const
 

@@ -37,6 +37,12 @@ describe('observe', () => {
     expect(text).toContain('[note] same error')
   })
 
+  it('adds the data behind a chart, for a model that cannot see it', () => {
+    const chart = { type: 'pie', title: 'Share', elements: [{ label: 'No', angle: 324, radius: 1 }] }
+    const execution = new Execution([new Result({ 'image/png': PNG, 'analyst/chart': chart }, false)])
+    expect(observe({ execution })).toBe('[image] a chart (PNG 1×1). Its data: pie chart "Share": No 90%')
+  })
+
   it('says so when the code printed nothing', () => {
     expect(observe({ execution: new Execution() })).toMatch(/without printing anything/)
   })

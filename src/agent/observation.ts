@@ -4,7 +4,7 @@
  * errors keep their traceback.
  * @module
  */
-import type { Artifact, Execution, Result } from '../sandbox/index.js'
+import { type Artifact, type Execution, parseChart, type Result, summarizeChart } from '../sandbox/index.js'
 
 export interface ObservationLimits {
   /** Characters of stdout (and of stderr) kept. @default 4000 */
@@ -46,7 +46,10 @@ function describeResult(result: Result, limits: ObservationLimits, imageName?: s
     const size = result.png ? pngSize(result.png) : undefined
     const format = result.png ? 'PNG' : result.jpeg ? 'JPEG' : 'SVG'
     const dimensions = size ? ` ${size.width}×${size.height}` : ''
-    return `[image] a chart (${format}${dimensions})${imageName ? `, shown to the user as ${imageName}` : ''}`
+    const shown = `[image] a chart (${format}${dimensions})${imageName ? `, shown to the user as ${imageName}` : ''}`
+    // The data behind it, for a model that cannot see the image.
+    const chart = parseChart(result.chart)
+    return chart ? `${shown}. Its data: ${truncateMiddle(summarizeChart(chart), limits.resultChars)}` : shown
   }
   const label = result.isMainResult ? '[result]' : '[display]'
   if (result.data && result.text) {

@@ -41,6 +41,14 @@ function engineOption(): Option {
   )
 }
 
+/** --jupyter-kernel: an engine setting, passed to the engine through EngineOptions. */
+function jupyterKernelOption(): Option {
+  return new Option(
+    '--jupyter-kernel <name>',
+    'the kernel to start with --sandbox jupyter (default ANALYST_JUPYTER_KERNEL, else python3)',
+  )
+}
+
 /** The program, with `onCommand` receiving each command's normalized options (tests replace it). */
 export function program(onCommand: (name: string, options: unknown) => Promise<number>) {
   const cli = new Command('analyst')
@@ -67,6 +75,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     )
     .option('--guard', 'check each file with the static guard first; a file with violations is not run')
     .addOption(engineOption())
+    .addOption(jupyterKernelOption())
     .addHelpText(
       'after',
       '\nExamples:\n  analyst run analysis.py --data sales.csv\n  echo "print(1 + 1)" | analyst run -',
@@ -81,6 +90,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         isolation: options.isolation === false ? 'none' : 'sandbox',
         guard: Boolean(options.guard),
         sandbox: options.sandbox as string | undefined,
+        jupyterKernel: options.jupyterKernel as string | undefined,
         cwd: process.cwd(),
       })
     })
@@ -144,6 +154,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       .option('--no-stream', 'wait for whole model replies instead of streaming them')
       .addOption(new Option('--no-isolation', 'run without the jail (only for trusted models and data)'))
       .addOption(engineOption())
+      .addOption(jupyterKernelOption())
       .addOption(
         new Option('--replay <file>', 'replay recorded model replies instead of calling a model').hideHelp(),
       )
@@ -161,6 +172,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     stream: options.stream !== false,
     isolation: options.isolation === false ? 'none' : 'sandbox',
     sandbox: options.sandbox as string | undefined,
+    jupyterKernel: options.jupyterKernel as string | undefined,
     replay: options.replay as string | undefined,
     session: options.session as string | undefined,
     cwd: process.cwd(),
@@ -248,11 +260,17 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
   cli
     .command('doctor')
     .description(
-      'check Python, pandas, matplotlib, bubblewrap and namespaces, and say how to fix what is wrong',
+      'check Python, pandas, matplotlib, bubblewrap and namespaces (or, with --sandbox, that engine), and say how to fix what is wrong',
     )
     .option('--json', 'the checks as JSON')
+    .addOption(engineOption())
+    .addOption(jupyterKernelOption())
     .action((options: Record<string, unknown>) => {
-      result = onCommand('doctor', { json: Boolean(options.json) })
+      result = onCommand('doctor', {
+        json: Boolean(options.json),
+        sandbox: options.sandbox as string | undefined,
+        jupyterKernel: options.jupyterKernel as string | undefined,
+      })
     })
 
   cli

@@ -8,7 +8,7 @@
  * @module
  */
 import { spawn } from 'node:child_process'
-import { type FindPython, findPython } from '../python.js'
+import { type FindPython, findPython, PYLIB_DIR } from '../python.js'
 import type { Cell, ColumnProfile, SheetProfile } from './types.js'
 
 export interface PandasJob {
@@ -19,6 +19,8 @@ export interface PandasJob {
   compression?: 'gzip' | 'zip'
   /** Workbooks: read at most this many rows of each sheet (and estimate the rest). */
   nrows?: number
+  /** An old .xls workbook (read with xlrd). */
+  xls?: boolean
 }
 
 export interface PandasResult {
@@ -29,6 +31,8 @@ export interface PandasResult {
   warnings?: string[]
   sheets?: SheetProfile[]
   error?: string
+  /** The Python module whose absence caused `error`. */
+  missing?: string
 }
 
 const SCRIPT = String.raw`
@@ -36,6 +40,8 @@ import io, json, math, re, sys, warnings
 warnings.simplefilter('ignore')
 import numpy as np
 import pandas as pd
+from analyst_compat import allow_packaged_xlrd
+allow_packaged_xlrd()
 
 SENTINELS = {-9999999, -999999, -99999, -9999, -999, -99, 999, 9999, 99999, 999999, 9999999}
 NUMBER = re.compile(r'^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$')
@@ -159,7 +165,11 @@ def run(job):
         books = pd.read_excel(job['path'], sheet_name=None, nrows=nrows)
         sheets = []
         totals = {}
-        if nrows:
+        if nrows and job.get('xls'):
+            import xlrd
+            wb = xlrd.open_workbook(job['path'], on_demand=True)
+            totals = {ws.name: max(0, ws.nrows - 1) for ws in wb.sheets()}
+        elif nrows:
             import openpyxl
             wb = openpyxl.load_workbook(job['path'], read_only=True)
             totals = {ws.title: max(0, (ws.max_row or 1) - 1) for ws in wb.worksheets}
@@ -179,6 +189,9 @@ def main():
     for job in jobs:
         try:
             out.append(run(job))
+        except ImportError as e:
+            # A reader pandas needs is missing (or too old): say which, the host gives the fix.
+            out.append({'error': str(e).strip().splitlines()[0][:300], 'missing': getattr(e, 'name', None) or ('xlrd' if job.get('xls') else None)})
         except Exception as e:
             out.append({'error': '%s: %s' % (type(e).__name__, str(e).strip().splitlines()[0][:300] if str(e).strip() else '')})
     sys.stdout.write(json.dumps(out, allow_nan=False, default=str))
@@ -206,7 +219,13 @@ export async function profileWithPandas(
   }
   return new Promise((resolve) => {
     const child = spawn(executable, ['-s', '-c', SCRIPT], {
-      env: { PATH: '/usr/bin:/bin', PYTHONDONTWRITEBYTECODE: '1', OPENBLAS_NUM_THREADS: '1' },
+      env: {
+        PATH: '/usr/bin:/bin',
+        PYTHONDONTWRITEBYTECODE: '1',
+        OPENBLAS_NUM_THREADS: '1',
+        // analyst_compat: pandas reads what the sandbox's pandas reads.
+        PYTHONPATH: PYLIB_DIR,
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
       signal,
       timeout: timeoutMs,

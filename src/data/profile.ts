@@ -16,6 +16,7 @@
  */
 import { stat } from 'node:fs/promises'
 import { basename } from 'node:path'
+import { MODULE_SOURCES, moduleFix, systemPackages } from '../packages.js'
 import { type CsvInput, profileCsv } from './csv/profile.js'
 import { detect, formatFromName, jsonKind } from './detect.js'
 import { detectEncoding, looksBinary } from './encoding.js'
@@ -144,6 +145,9 @@ export async function profileFiles(
 }
 
 function mergePandas(profile: DatasetProfile, answer: PandasResult): DatasetProfile {
+  if (answer.missing && answer.missing in MODULE_SOURCES) {
+    return failed(profile, missingReader(answer.missing as keyof typeof MODULE_SOURCES, answer.error))
+  }
   if (answer.error) return failed(profile, `pandas cannot read it: ${answer.error}`)
   if (answer.sheets) {
     const sheets = answer.sheets.map((sheet, i) => ({
@@ -180,6 +184,17 @@ function mergePandas(profile: DatasetProfile, answer: PandasResult): DatasetProf
   }
 }
 
+/** The sandbox's pandas lacks the reader for this file: what to do about it on this machine. */
+function missingReader(module: keyof typeof MODULE_SOURCES, error?: string): string {
+  const source = MODULE_SOURCES[module]
+  const { fix, note } = moduleFix(source, systemPackages())
+  const what = module === 'xlrd' ? 'an old Excel .xls workbook' : 'a workbook'
+  const instead = module === 'xlrd' ? 'save it as .xlsx (or CSV)' : 'save it as CSV'
+  return `This is ${what}, and the sandbox's pandas cannot read it without ${module} (${error ?? 'missing'}). ${
+    fix ? `Install it: ${fix}; or ${instead}.` : `${note ?? `Or ${instead}`}.`
+  }`
+}
+
 type Outcome = DatasetProfile | { job: PandasJob; profile: DatasetProfile }
 
 async function profileOne(path: string, name: string, options: Context): Promise<Outcome> {
@@ -198,7 +213,7 @@ async function profileOne(path: string, name: string, options: Context): Promise
   const base = emptyProfile(
     path,
     name,
-    detected.format === 'xls' || detected.format === 'binary' ? 'unknown' : detected.format,
+    detected.format === 'xls' ? 'excel' : detected.format === 'binary' ? 'unknown' : detected.format,
     info.size,
   )
   if (info.size === 0) {
@@ -231,10 +246,19 @@ async function profileDetected(
 
   switch (detected.format) {
     case 'xls':
-      return failed(
-        base,
-        'This is an old Excel .xls workbook: the sandbox reads .xlsx only (no xlrd). Save it as .xlsx (or CSV) and try again.',
-      )
+    case 'excel': {
+      // pandas picks its reader by the content: openpyxl for .xlsx, xlrd for .xls.
+      const profile = { ...base, format: 'excel' as const }
+      return {
+        profile,
+        job: {
+          kind: 'excel',
+          path,
+          nrows: size > L.excelFullBytes ? L.excelSampleRows : undefined,
+          xls: detected.format === 'xls',
+        },
+      }
+    }
     case 'binary':
       return failed(
         base,
@@ -242,13 +266,6 @@ async function profileDetected(
       )
     case 'parquet':
       return (await import('./parquet.js')).profileParquet({ ...base, format: 'parquet' }, options)
-    case 'excel': {
-      const profile = { ...base, format: 'excel' as const }
-      return {
-        profile,
-        job: { kind: 'excel', path, nrows: size > L.excelFullBytes ? L.excelSampleRows : undefined },
-      }
-    }
     default:
   }
 

@@ -49,10 +49,19 @@ function ollamaHost(env: NodeJS.ProcessEnv): string {
   return (host.startsWith('http') ? host : `http://${host}`).replace(/\/+$/, '')
 }
 
+/**
+ * How long a local Ollama may take to list its models. Nothing listening is refused at once; a
+ * server that listens but answers slowly (a busy machine, the first request of this process) is
+ * worth a few seconds rather than a false "no model is configured".
+ */
+const OLLAMA_PROBE_MS = 3000
+
 /** The first model a local Ollama has, if one answers within a moment. */
 async function localOllamaModel(env: NodeJS.ProcessEnv, fetcher: typeof fetch): Promise<string | undefined> {
   try {
-    const response = await fetcher(`${ollamaHost(env)}/api/tags`, { signal: AbortSignal.timeout(500) })
+    const response = await fetcher(`${ollamaHost(env)}/api/tags`, {
+      signal: AbortSignal.timeout(OLLAMA_PROBE_MS),
+    })
     if (!response.ok) return undefined
     const body = (await response.json()) as { models?: Array<{ name?: string }> }
     return body.models?.find((model) => model.name)?.name

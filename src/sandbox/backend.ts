@@ -39,6 +39,35 @@ export interface EntryInfo {
   size: number
 }
 
+/** What a command reports, in order. `exit` comes last, exactly once. */
+export type CommandEvent =
+  | { type: 'stdout'; data: Uint8Array }
+  | { type: 'stderr'; data: Uint8Array }
+  /** `exitCode` 128 + N when signal N ended it; `error` says why when it did not exit by itself. */
+  | { type: 'exit'; exitCode: number; error?: string }
+
+export interface DoStartCommandOptions {
+  /** Runs as `/bin/bash -l -c cmd`, in the same isolation and limits as the kernel. */
+  cmd: string
+  /** Absolute inside the sandbox, or relative to the workspace. @default the workspace */
+  cwd?: string
+  /** On top of the sandbox's environment. */
+  envs?: Record<string, string>
+  /** Keep stdin open for `sendStdin`; otherwise it reads nothing. */
+  stdin: boolean
+  onEvent: (event: CommandEvent) => void
+}
+
+/** A command started in the sandbox, until its `exit` event. */
+export interface CommandProcess {
+  /** Its process id inside the sandbox. */
+  readonly pid: number
+  sendStdin(data: Uint8Array): Promise<void>
+  closeStdin(): Promise<void>
+  /** Signals the command and every process it started. */
+  kill(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>
+}
+
 export interface SandboxBackend {
   readonly specificationVersion: 'v1'
   /** e.g. `local`. */
@@ -53,8 +82,21 @@ export interface SandboxBackend {
   /** The entry at path, or undefined when there is none. */
   doStat(path: string): Promise<EntryInfo | undefined>
   doRemove(path: string): Promise<void>
+  /** Creates a folder and its parents; false when it existed. Optional, like commands. */
+  doMakeDir?(path: string): Promise<boolean>
+  /** Moves a file or folder. Optional, like commands. */
+  doRename?(from: string, to: string): Promise<EntryInfo>
   /** Makes a host file readable by code at `data/<name>`, read-only, without loading it into memory. */
   doAddData(hostPath: string, name: string): Promise<EntryInfo>
+  /**
+   * Starts a shell command beside the kernel. Optional: a backend that cannot run commands leaves
+   * it out, and `sandbox.commands` says so.
+   */
+  doStartCommand?(options: DoStartCommandOptions): Promise<CommandProcess>
+  /** Clears a context's variables (the default context's too). Optional, like commands. */
+  doRestartContext?(contextId: string): Promise<void>
+  /** Removes a context. Optional, like commands. */
+  doRemoveContext?(contextId: string): Promise<void>
   doKill(): Promise<void>
 }
 
@@ -96,9 +138,29 @@ export interface SandboxCreateOptions {
   signal?: AbortSignal
 }
 
+/**
+ * What Analyst itself enforces on an engine's sandboxes. Where a field is false (or a limit is not
+ * listed) the engine, or the server behind it, decides: Analyst says so to the user (`doctor`, the
+ * CLI, the conformance suite) instead of behaving differently in silence.
+ */
+export interface SandboxCapabilities {
+  /** Code cannot reach the network unless created with `network: true`. */
+  networkIsolation: boolean
+  /** Code sees none of the host's files or environment variables, only its workspace and inputs. */
+  hostIsolation: boolean
+  /** Files given as data are read-only for code. */
+  readOnlyData: boolean
+  /** The limits enforced. stdout/stderr and results are capped by the host on every engine. */
+  limits: ReadonlyArray<keyof SandboxLimits>
+  /** kill() ends every process the code started, daemons and double forks included. */
+  fullTeardown: boolean
+}
+
 export interface SandboxProvider {
   readonly specificationVersion: 'v1'
   readonly name: string
+  /** What this engine enforces; absent means everything (the local engine's jail). */
+  readonly capabilities?: SandboxCapabilities
   doCreate(options: SandboxCreateOptions): Promise<SandboxBackend>
   /** Starts what makes `doCreate` fast (a warm pool), if the engine has such a thing. */
   warm?(): Promise<void>

@@ -2,22 +2,66 @@
  * What every sandbox backend must do, as one suite each backend runs (as Hono's routers share
  * common.case.test.ts): `describeConformance({ name, create, skip })`.
  */
+import { createHash } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { CreateOpts, Execution, OutputMessage, Result, Sandbox } from './index.js'
+import { FULL_CAPABILITIES, missingCapabilities } from './capabilities.js'
+import {
+  CommandExitError,
+  type CreateOpts,
+  type Execution,
+  type OutputMessage,
+  type Result,
+  type Sandbox,
+  type SandboxCapabilities,
+} from './index.js'
 
 export interface ConformanceOptions {
   name: string
   create: (options?: CreateOpts) => Promise<Sandbox>
+  /** What the engine enforces (its provider's `capabilities`): tests of the rest are skipped, and said. @default all */
+  capabilities?: SandboxCapabilities
   /** Tests a backend cannot pass, each with the reason. */
   skip?: Array<{ reason: string; tests: string[] }>
+  /**
+   * How the text of a string result reads: Python's repr (`'a'`), or without its enclosing quotes
+   * (`a`), as E2B's code-interpreter server sends it. @default 'repr'
+   */
+  stringText?: 'repr' | 'unquoted'
 }
 
 const PNG_MAGIC = 'iVBORw0KGgo' // base64 of the PNG signature
 
-export function describeConformance({ name, create, skip = [] }: ConformanceOptions) {
+export function describeConformance({
+  name,
+  create,
+  capabilities = FULL_CAPABILITIES,
+  skip = [],
+  stringText = 'repr',
+}: ConformanceOptions) {
+  /** The text of a string result whose repr is `repr`. */
+  const str = (repr: string) => (stringText === 'repr' ? repr : repr.slice(1, -1))
   const skipped = new Set(skip.flatMap((entry) => entry.tests))
   const test = (title: string, fn: () => Promise<void>, timeout?: number) =>
     (skipped.has(title) ? it.skip : it)(title, fn, timeout)
+  const missing = missingCapabilities(capabilities)
+  if (missing.length > 0) {
+    // Said in the test output, as the user is told by doctor and the CLI.
+    console.info(`sandbox conformance: ${name} does not enforce: ${missing.join('; ')}`)
+  }
+  const hostFiles: string[] = []
+  afterAll(() => {
+    for (const dir of hostFiles) rmSync(dir, { recursive: true, force: true })
+  })
+  /** A host file for `data`, removed after the suite. */
+  const hostFile = (name: string, content: string): string => {
+    const dir = mkdtempSync(join(tmpdir(), 'analyst-conformance-'))
+    hostFiles.push(dir)
+    writeFileSync(join(dir, name), content)
+    return join(dir, name)
+  }
 
   describe(`sandbox conformance: ${name}`, () => {
     let sandbox: Sandbox
@@ -53,33 +97,45 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
     test('display() adds results that are not the main result', async () => {
       const execution = await run("display('first')\ndisplay(2, 3)\n'last'")
       expect(execution.results.map((r) => [r.text, r.isMainResult])).toEqual([
-        ["'first'", false],
+        [str("'first'"), false],
         ['2', false],
         ['3', false],
-        ["'last'", true],
+        [str("'last'"), true],
       ])
     })
 
     test('streams stdout and stderr line by line while the cell runs', async () => {
-      const seen: Array<{ message: OutputMessage; at: number }> = []
-      const started = Date.now()
+      // The cell goes on only once the host has seen its first line (the host then writes a file
+      // that the cell waits for), so that line cannot have come with the cell's end.
+      const seen: OutputMessage[] = []
+      let acknowledged: Promise<unknown> | undefined
       const execution = await run(
-        "import sys, time\nprint('one')\nsys.stdout.flush()\ntime.sleep(0.6)\nprint('two', file=sys.stderr)\nprint('three\\nfour', end='')",
+        [
+          'import os, sys, time',
+          "print('one')",
+          'sys.stdout.flush()',
+          'deadline = time.monotonic() + 30',
+          "while not os.path.exists('seen-one') and time.monotonic() < deadline:",
+          '    time.sleep(0.02)',
+          "os.remove('seen-one') if os.path.exists('seen-one') else print('never acknowledged')",
+          "print('two', file=sys.stderr)",
+          "print('three\\nfour', end='')",
+        ].join('\n'),
         {
-          onStdout: (message) => seen.push({ message, at: Date.now() }),
-          onStderr: (message) => seen.push({ message, at: Date.now() }),
+          onStdout: (message) => {
+            seen.push(message)
+            if (message.line === 'one\n') acknowledged = sandbox.files.write('seen-one', '')
+          },
+          onStderr: (message) => seen.push(message),
         },
       )
-      const ended = Date.now()
-      expect(seen.map(({ message }) => [message.line, message.error])).toEqual([
+      await acknowledged
+      expect(seen.map((message) => [message.line, message.error])).toEqual([
         ['one\n', false],
         ['two\n', true],
         ['three\n', false],
         ['four', false],
       ])
-      // 'one' arrived before the sleep ended, i.e. while the cell still ran.
-      expect(ended - (seen[0]?.at ?? ended)).toBeGreaterThanOrEqual(400)
-      expect(started).toBeLessThanOrEqual(seen[0]?.at ?? 0)
       expect(execution.logs).toEqual({ stdout: ['one\n', 'three\n', 'four'], stderr: ['two\n'] })
     })
 
@@ -118,7 +174,7 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
         onResult: (result) => results.push(result),
         onError: (error) => errors.push(error.name),
       })
-      expect(results.map((r) => r.text)).toEqual(["'shown'"])
+      expect(results.map((r) => r.text)).toEqual([str("'shown'")])
       expect(errors).toEqual(['ValueError'])
     })
 
@@ -164,11 +220,31 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
       expect(execution.results[0]?.isMainResult).toBe(true)
     })
 
+    test("gives the data behind a figure as chart, in E2B's shape", async () => {
+      const execution = await run(
+        "import matplotlib.pyplot as plt\nplt.bar(['a', 'b'], [3, 5], label='n')\nplt.title('Counts')\nplt.xlabel('Letter')\nplt.show()",
+      )
+      const [figure] = execution.results
+      expect(figure?.png?.startsWith(PNG_MAGIC)).toBe(true)
+      expect(figure?.chart).toEqual({
+        type: 'bar',
+        title: 'Counts',
+        x_label: 'Letter',
+        y_label: null,
+        x_unit: null,
+        y_unit: null,
+        elements: [
+          { label: 'a', group: 'n', value: 3 },
+          { label: 'b', group: 'n', value: 5 },
+        ],
+      })
+    })
+
     test('sets environment variables for one cell with envs', async () => {
       const execution = await run("import os\nos.environ.get('ANALYST_CELL_VAR')", {
         envs: { ANALYST_CELL_VAR: 'yes' },
       })
-      expect(execution.text).toBe("'yes'")
+      expect(execution.text).toBe(str("'yes'"))
       expect((await run("os.environ.get('ANALYST_CELL_VAR')")).results).toEqual([])
     })
 
@@ -176,8 +252,8 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
       const context = await sandbox.createContext()
       await run('shared = "default"')
       await run('shared = "other"', { context })
-      expect((await run('shared')).text).toBe("'default'")
-      expect((await run('shared', { context })).text).toBe("'other'")
+      expect((await run('shared')).text).toBe(str("'default'"))
+      expect((await run('shared', { context })).text).toBe(str("'other'"))
       expect((await run('x', { context })).error?.name).toBe('NameError')
     })
 
@@ -194,7 +270,7 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
 
     test('writes, reads, lists and removes files in the workspace', async () => {
       await sandbox.files.write('notes/hello.txt', 'héllo\n')
-      expect((await run("open('notes/hello.txt', encoding='utf-8').read()")).text).toBe("'héllo\\n'")
+      expect((await run("open('notes/hello.txt', encoding='utf-8').read()")).text).toBe(str("'héllo\\n'"))
       expect(await sandbox.files.read('notes/hello.txt')).toBe('héllo\n')
       expect(await sandbox.files.read('/home/user/notes/hello.txt')).toBe('héllo\n')
       const listed = await sandbox.files.list('notes')
@@ -223,6 +299,172 @@ export function describeConformance({ name, create, skip = [] }: ConformanceOpti
         ['out.csv', 'text/csv'],
       ])
       expect(await sandbox.files.read('out.csv')).toBe('a\n1\n2\n')
+    })
+
+    test('restarting a context clears its variables; a removed context is gone', async () => {
+      const context = await sandbox.createCodeContext()
+      await run('kept = 1', { context })
+      await sandbox.restartCodeContext(context)
+      expect((await run('kept', { context })).error?.name).toBe('NameError')
+      await sandbox.removeCodeContext(context)
+      await expect(run('1', { context })).rejects.toThrow(/context/i)
+    })
+
+    test('runs shell commands in the workspace, with stdout, stderr and exit codes', async () => {
+      await sandbox.files.write('from-files.txt', 'written by files\n')
+      const result = await sandbox.commands.run('pwd; cat from-files.txt; echo err >&2')
+      expect(result).toMatchObject({
+        exitCode: 0,
+        stdout: '/home/user\nwritten by files\n',
+        stderr: 'err\n',
+      })
+      const failed = await sandbox.commands.run('echo partial; exit 3').catch((error: unknown) => error)
+      expect(failed).toBeInstanceOf(CommandExitError)
+      expect(failed).toMatchObject({ exitCode: 3, stdout: 'partial\n' })
+      await sandbox.commands.run('echo made by a command > by-command.txt')
+      expect((await run("open('by-command.txt').read()")).text).toBe(str("'made by a command\\n'"))
+    })
+
+    test('commands get envs, a cwd, stdin, streamed output, and can run in the background and be killed', async () => {
+      const env = await sandbox.commands.run('echo "$ONE $HOME"; pwd', { envs: { ONE: 'uno' }, cwd: '/tmp' })
+      expect(env.stdout).toBe('uno /home/user\n/tmp\n')
+      const chunks: string[] = []
+      const cat = await sandbox.commands.run('cat; echo done', {
+        background: true,
+        stdin: true,
+        onStdout: (data) => void chunks.push(data),
+      })
+      await cat.sendStdin('first\n')
+      await cat.closeStdin()
+      expect((await cat.wait()).stdout).toBe('first\ndone\n')
+      expect(chunks.join('')).toBe('first\ndone\n')
+      const sleeper = await sandbox.commands.run('sleep 60', { background: true })
+      expect((await sandbox.commands.list()).map((p) => p.pid)).toContain(sleeper.pid)
+      expect(await sandbox.commands.kill(sleeper.pid)).toBe(true)
+      await expect(sleeper.wait()).rejects.toMatchObject({ exitCode: 137 })
+      expect((await sandbox.commands.list()).map((p) => p.pid)).not.toContain(sleeper.pid)
+    })
+
+    test('interrupts a cell at its timeout and keeps the state', async () => {
+      await run('kept = 123')
+      // The timeout must come after the cell printed: 2 s is far more than a cell takes to start,
+      // even on a busy machine.
+      const execution = await run("import time\nprint('started', flush=True)\ntime.sleep(30)", {
+        timeoutMs: 2000,
+      })
+      expect(execution.error?.name).toBe('TimeoutError')
+      expect(execution.error?.value).toMatch(/variables and imports are kept/)
+      expect(execution.error?.traceback).toContain('time.sleep(30)')
+      expect(execution.logs.stdout).toEqual(['started\n'])
+      expect((await run('kept')).text).toBe('123')
+    })
+
+    test('rejects with the abort reason when the caller aborts, and keeps the state', async () => {
+      await run('kept = "still here"')
+      const controller = new AbortController()
+      // Aborted once the cell says it runs.
+      await expect(
+        run("import time\nprint('running', flush=True)\ntime.sleep(20)", {
+          signal: controller.signal,
+          onStdout: () => controller.abort(new Error('user pressed stop')),
+        }),
+      ).rejects.toThrow('user pressed stop')
+      expect((await run('kept')).text).toBe(str("'still here'"))
+    })
+  })
+
+  describe(`sandbox conformance: ${name}: data files in`, () => {
+    let sandbox: Sandbox
+    beforeAll(async () => {
+      sandbox = await create({ data: [hostFile('input.csv', 'a,b\n1,2\n3,4\n')] })
+    })
+    afterAll(async () => {
+      await sandbox?.kill()
+    })
+
+    test('gives files passed at creation to code at data/<name>', async () => {
+      const execution = await sandbox.runCode(
+        "import pandas as pd\nprint(pd.read_csv('data/input.csv').to_dict('list'))",
+      )
+      expect(execution.logs.stdout).toEqual(["{'a': [1, 3], 'b': [2, 4]}\n"])
+      expect(await sandbox.files.read('data/input.csv')).toBe('a,b\n1,2\n3,4\n')
+      expect(await sandbox.files.list('data')).toEqual([
+        { name: 'input.csv', type: 'file', path: '/home/user/data/input.csv', size: 12 },
+      ])
+    })
+
+    test('adds a data file to a running sandbox, and does not report inputs as artifacts', async () => {
+      const info = await sandbox.files.addData(hostFile('more.csv', 'x\n7\n'), 'more.csv')
+      expect(info).toEqual({ name: 'more.csv', type: 'file', path: '/home/user/data/more.csv', size: 4 })
+      const execution = await sandbox.runCode("int(open('data/more.csv').read().split()[1]) * 6")
+      expect(execution.text).toBe('42')
+      expect(execution.artifacts).toEqual([])
+    })
+
+    test('moves files larger than one request both ways, byte for byte', async () => {
+      const big = new Uint8Array(9 * 1024 * 1024 + 7).map((_, i) => (i * 31 + (i >> 12)) & 255)
+      const path = hostFile('big.bin', '')
+      writeFileSync(path, big)
+      await sandbox.files.addData(path, 'big.bin')
+      await sandbox.files.write('copy.bin', big)
+      const check = await sandbox.runCode(
+        "import hashlib\nfor p in ('data/big.bin', 'copy.bin'):\n    print(hashlib.sha256(open(p, 'rb').read()).hexdigest())",
+      )
+      const digest = createHash('sha256').update(big).digest('hex')
+      expect(check.logs.stdout).toEqual([`${digest}\n`, `${digest}\n`])
+      await sandbox.runCode("open('made.bin', 'wb').write(open('copy.bin', 'rb').read()[::-1])")
+      const made = await sandbox.files.read('made.bin', { format: 'bytes' })
+      expect(Buffer.from(made).equals(Buffer.from(big).reverse())).toBe(true)
+    }, 120_000)
+
+    it.skipIf(!capabilities.readOnlyData)('keeps data files read-only for code', async () => {
+      const execution = await sandbox.runCode(
+        "try:\n    open('data/input.csv', 'a').write('x')\nexcept OSError as e:\n    print(type(e).__name__)",
+      )
+      expect(execution.logs.stdout).toEqual(['PermissionError\n'])
+    })
+  })
+
+  describe(`sandbox conformance: ${name}: kernels that stop`, () => {
+    let sandbox: Sandbox
+    beforeAll(async () => {
+      sandbox = await create()
+    })
+    afterAll(async () => {
+      await sandbox?.kill()
+    })
+
+    test('restarts a kernel that ignores the interrupt, and says the state was lost', async () => {
+      await sandbox.runCode('kept = 456')
+      // SIGINT is ignored from the cell before, so that the interrupt cannot come before it is ignored.
+      await sandbox.runCode('import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)')
+      const execution = await sandbox.runCode('while True:\n    time.sleep(0.05)', { timeoutMs: 300 })
+      expect(execution.error?.name).toBe('TimeoutError')
+      expect(execution.error?.value).toMatch(/variables and imports were lost/)
+      expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')
+      expect((await sandbox.runCode('1 + 1')).text).toBe('2')
+    }, 30_000)
+
+    test('reports a kernel that exits mid-cell, and runs the next cell in a fresh kernel', async () => {
+      await sandbox.runCode('kept = 1')
+      const execution = await sandbox.runCode("print('before')\nimport os\nos._exit(3)")
+      expect(execution.error?.name).toBe('KernelDied')
+      expect(execution.error?.value).toMatch(/variables and imports were lost/)
+      expect(execution.logs.stdout).toEqual(['before\n'])
+      expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')
+      expect((await sandbox.runCode('2 * 21')).text).toBe('42')
+    }, 30_000)
+  })
+
+  describe(`sandbox conformance: ${name}: kill`, () => {
+    test('kill() ends the sandbox: its files are gone and later calls reject', async () => {
+      const sandbox = await create()
+      await sandbox.files.write('left.txt', 'x')
+      await sandbox.runCode("open('made.txt', 'w').write('y')")
+      await sandbox.kill()
+      await sandbox.kill() // twice is fine
+      await expect(sandbox.runCode('1')).rejects.toThrow(/killed/)
+      await expect(sandbox.files.read('left.txt')).rejects.toThrow(/killed/)
     })
   })
 }

@@ -3,6 +3,8 @@
  * not thrown; it is `Execution.error`. They belong to the project's one hierarchy (src/errors.ts).
  * @module
  */
+import { SandboxError } from '../errors.js'
+
 export {
   AnalystError,
   InvalidArgumentError,
@@ -10,3 +12,8 @@ export {
   SandboxError,
   SandboxUnavailableError,
 } from '../errors.js'
+
+/** What every call on a killed sandbox throws. */
+export function sandboxKilled(): SandboxError {
+  return new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
+}

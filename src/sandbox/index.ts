@@ -4,15 +4,31 @@
  * @module
  */
 export type {
+  CommandEvent,
+  CommandProcess,
   Context,
   DoExecuteOptions,
+  DoStartCommandOptions,
   EntryInfo,
   ExecutionEvent,
   SandboxBackend,
+  SandboxCapabilities,
   SandboxCreateOptions,
   SandboxLimits,
   SandboxProvider,
 } from './backend.js'
+export { capabilitiesOf, FULL_CAPABILITIES, missingCapabilities } from './capabilities.js'
+export { type Chart, type ChartType, parseChart, summarizeChart } from './charts.js'
+export {
+  type CommandConnectOpts,
+  CommandExitError,
+  CommandHandle,
+  type CommandResult,
+  type CommandStartOpts,
+  Commands,
+  CommandTimeoutError,
+  type ProcessInfo,
+} from './commands.js'
 export * from './errors.js'
 export {
   type Artifact,

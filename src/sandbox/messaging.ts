@@ -39,7 +39,8 @@ export class ExecutionError {
 /** MIME type → data, as a Jupyter display message carries it. */
 export type MimeBundle = Record<string, unknown>
 
-const KNOWN_MIME = {
+/** The MIME types a `Result` has a field for, and the field's name (E2B's names). */
+export const KNOWN_MIME = {
   'text/plain': 'text',
   'text/html': 'html',
   'text/markdown': 'markdown',

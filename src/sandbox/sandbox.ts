@@ -7,7 +7,8 @@ import type {
   SandboxCreateOptions,
   SandboxProvider,
 } from './backend.js'
-import { InvalidArgumentError } from './errors.js'
+import { Commands } from './commands.js'
+import { InvalidArgumentError, SandboxUnavailableError } from './errors.js'
 import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js'
 
 /** Options of one `runCode` call (E2B's names and units). */
@@ -54,6 +55,11 @@ class LineSplitter {
   }
 }
 
+/** The error for an optional backend method that a backend leaves out. */
+export function unsupported(backend: SandboxBackend, what: string): SandboxUnavailableError {
+  return new SandboxUnavailableError(`The ${backend.provider} sandbox cannot ${what}`)
+}
+
 /** Reads and writes files in the sandbox's workspace. Paths are relative to it, or absolute inside the sandbox. */
 export class Files {
   constructor(private readonly backend: SandboxBackend) {}
@@ -92,6 +98,18 @@ export class Files {
     return this.backend.doStat(path)
   }
 
+  /** Creates a folder and its parents; false when it existed already. */
+  makeDir(path: string): Promise<boolean> {
+    if (!this.backend.doMakeDir) throw unsupported(this.backend, 'create folders')
+    return this.backend.doMakeDir(path)
+  }
+
+  /** Moves a file or folder; E2B's name. */
+  rename(from: string, to: string): Promise<EntryInfo> {
+    if (!this.backend.doRename) throw unsupported(this.backend, 'move files')
+    return this.backend.doRename(from, to)
+  }
+
   /** Makes a host file readable by code at `data/<name>` (read-only), without reading it into memory. */
   addData(hostPath: string, name = basename(hostPath)): Promise<EntryInfo> {
     return this.backend.doAddData(hostPath, name)
@@ -114,9 +132,12 @@ export class Sandbox {
   static defaultProvider: SandboxProvider | undefined
 
   readonly files: Files
+  /** Shell commands beside the kernel, in the same isolation (E2B's `sandbox.commands`). */
+  readonly commands: Commands
 
   protected constructor(private readonly backend: SandboxBackend) {
     this.files = new Files(backend)
+    this.commands = new Commands(backend)
   }
 
   static async create(options: CreateOpts = {}): Promise<Sandbox> {
@@ -204,6 +225,18 @@ export class Sandbox {
   /** E2B's name for `createContext`. */
   createCodeContext(options: { cwd?: string } = {}): Promise<Context> {
     return this.createContext(options)
+  }
+
+  /** Clears a context's variables and imports (files stay). */
+  restartCodeContext(context: Context | string): Promise<void> {
+    if (!this.backend.doRestartContext) throw unsupported(this.backend, 'restart contexts')
+    return this.backend.doRestartContext(typeof context === 'string' ? context : context.id)
+  }
+
+  /** Removes a context; running code in it afterwards fails. */
+  removeCodeContext(context: Context | string): Promise<void> {
+    if (!this.backend.doRemoveContext) throw unsupported(this.backend, 'remove contexts')
+    return this.backend.doRemoveContext(typeof context === 'string' ? context : context.id)
   }
 
   /** Ends every process of the sandbox and removes its files. Safe to call twice. */

@@ -41,6 +41,8 @@ export interface AppOptions {
   quotas?: Quotas
   /** /readyz's checks: each resolves to 'ok' or throws what is wrong. @default none */
   readiness?: Record<string, () => Promise<unknown>>
+  /** E2B-compatible API (src/server/e2b): served before Analyst's own routes. */
+  e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }
 }
 
 type Env = {
@@ -136,6 +138,9 @@ export function createApp(options: AppOptions): Hono<Env> {
       'request',
     )
   })
+  // E2B-compatible API: requests that name a sandbox (E2b-Sandbox-Id) or hit its control plane.
+  const e2b = options.e2b
+  if (e2b) app.use('*', async (c, next) => (e2b.handles(c.req.raw) ? e2b.fetch(c.req.raw) : next()))
 
   app.get('/healthz', (c) => c.json({ ok: true }))
 

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
 import type { Logger } from 'pino'
-import { InvalidArgumentError } from '../errors.js'
+import { InvalidArgumentError, ModelConfigError } from '../errors.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
 import { createProvider } from '../providers.js'
@@ -15,6 +15,7 @@ import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
 import { type AnalystSettings, SessionService } from '../session/index.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
 import { createApp } from './app.js'
+import { createE2BApi } from './e2b/index.js'
 import { createMetrics, type ServerMetrics } from './metrics.js'
 import { type QuotaConfig, Quotas, quotasFromEnv } from './quotas.js'
 
@@ -134,9 +135,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     model:
       options.model ??
       (() =>
-        (model ??= resolveModel().catch((error) => {
+        (model ??= resolveModel().catch((error: unknown) => {
           model = undefined
-          throw error
+          // The model's own hint speaks of --model; the service is configured by its environment.
+          throw ModelConfigError.isInstance(error)
+            ? new ModelConfigError(error.message, {
+                cause: error,
+                hint: 'Set ANALYST_MODEL (and the provider key, e.g. OPENAI_API_KEY) where analyst serve runs, then restart it.',
+              })
+            : error
         }))),
     cacheDir: join(home, 'cache'),
     idleMs: options.idleMs,
@@ -148,7 +155,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     console.error(
       `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
     )
+  // E2B-compatible API over the same provider as the sessions.
+  const e2b = createE2BApi({ provider, tokens })
   const app = createApp({
+    e2b,
     service,
     tokens,
     uploadDir: join(home, 'uploads'),
@@ -170,6 +180,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }).catch(async (error: unknown) => {
     // The port is taken (or the like): let go of what was opened for it.
     await service.shutdown()
+    await e2b.close()
     if (ownsProvider) await provider.close?.()
     await stores.close()
     throw error
@@ -194,6 +205,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
         await service.shutdown()
+        await e2b.close() // the E2B API's sandboxes
         if (ownsProvider) await provider.close?.()
         await stores.close()
       })()),

@@ -41,10 +41,10 @@ export interface ResultView {
   text?: string
   /** A table as { column: values }: render this, never raw HTML from the sandbox. */
   data?: Record<string, unknown[]>
-  /** Structured chart data (type, axes, elements), where the kernel extracted it. */
-  chart?: unknown
   /** A chart: the artifact name its image is stored under. */
   image?: ArtifactView
+  /** The data behind a chart (E2B's `Result.chart`, see src/sandbox/charts.ts): the web UI draws it. */
+  chart?: unknown
 }
 
 export interface StepView {

@@ -198,7 +198,7 @@ export class SessionService {
       datasets.push(dataset)
     }
     const live = await this.live.get(sessionId)?.catch(() => undefined)
-    if (live) live.addData(await sandboxFiles(datasets, this.filesContext(options.signal)))
+    if (live) await live.addData(await sandboxFiles(datasets, this.filesContext(options.signal)))
     return datasets
   }
 

@@ -20,3 +20,13 @@ describe('MockSandboxProvider', () => {
     await expect(sandbox.files.read('b.txt')).rejects.toThrow(/no such file/)
   })
 })
+
+describe('a provider without commands', () => {
+  it('says so when sandbox.commands is used', async () => {
+    const sandbox = await Sandbox.create({ provider: new MockSandboxProvider() })
+    await expect(sandbox.commands.run('ls')).rejects.toMatchObject({
+      name: 'SandboxUnavailableError',
+      message: 'The mock sandbox cannot run shell commands',
+    })
+  })
+})

@@ -5,6 +5,7 @@
  * @module
  */
 import type { Violation } from '../agent/events.js'
+import { type Chart, parseChart } from '../sandbox/charts.js'
 import type { ArtifactView, ResultView, RunStatus, RunView, StepView } from '../server/types.js'
 import type { StreamEvent } from './api.js'
 import { artifactUrl } from './api.js'
@@ -22,6 +23,8 @@ export interface UiResult {
   text?: string
   data?: Record<string, unknown[]>
   image?: UiImage
+  /** The data behind a chart, drawn by the UI (the image is the fallback). */
+  chart?: Chart
 }
 
 export interface UiStep {
@@ -81,6 +84,7 @@ function fromStoredStep(step: StepView): UiStep {
       text: result.text,
       data: isTable(result.data) ? result.data : undefined,
       image: imageOfStored(result),
+      chart: parseChart(result.chart),
     })),
     artifacts: step.artifacts,
     violations: step.violations,
@@ -186,6 +190,7 @@ export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): U
           text: typeof raw.text === 'string' ? raw.text : undefined,
           data: isTable(raw.data) ? raw.data : undefined,
           image,
+          chart: parseChart(raw.chart),
         }
         return { ...step, results: [...step.results, result] }
       })

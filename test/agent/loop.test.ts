@@ -303,7 +303,7 @@ describe('cancellation', () => {
     const { model } = mockModel([
       { code: "kept_value = 'still here'" },
       { text: 'Stored.' },
-      { code: 'import time\ntime.sleep(30)' },
+      { code: "import time\nprint('waiting', flush=True)\ntime.sleep(30)" },
       { code: 'kept_value' },
       { text: 'It is still here.' },
     ])
@@ -314,7 +314,8 @@ describe('cancellation', () => {
     const controller = new AbortController()
     const stopped = (async () => {
       for await (const event of session.ask('Wait a long time.', { signal: controller.signal })) {
-        if (event.type === 'code') setTimeout(() => controller.abort(new Error('stopped by the user')), 200)
+        // Stopped once the cell says it runs.
+        if (event.type === 'stdout') controller.abort(new Error('stopped by the user'))
       }
     })()
     await expect(stopped).rejects.toThrow('stopped by the user')

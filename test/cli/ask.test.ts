@@ -222,5 +222,6 @@ describe('history from the command line', () => {
     const missing = await analyst(['show', 'nope'], { env })
     expect(missing.code).toBe(2)
     expect(missing.stderr).toContain('No session nope')
-  })
+    // Six analyst processes, two of them with a sandbox: minutes on a loaded machine.
+  }, 240_000)
 })

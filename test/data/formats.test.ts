@@ -14,12 +14,38 @@ import {
   profileFiles,
   type SandboxFile,
 } from '../../src/data/index.js'
+import { LocalProvider, Sandbox } from '../../src/index.js'
+import { writeXls, type XlsSheet } from '../support/xls.js'
 import { onHost, type PandasView, pandasViews } from './pandas-truth.js'
 
 const RECORDS = [
   { id: 1, name: 'Ann', score: 9.5, joined: '2024-01-05', vip: true, tags: 'a' },
   { id: 2, name: 'Bob', score: null, joined: '2024-02-01', vip: false, tags: 'b' },
   { id: 3, name: 'Cy', score: 7.25, joined: '2024-03-09', vip: true, tags: null },
+]
+
+/** An old .xls workbook: numbers, text (not only ASCII), dates and empty cells, in two sheets. */
+const OLD_BOOK: XlsSheet[] = [
+  {
+    name: 'Sales',
+    rows: [
+      ['id', 'amount', 'when', 'region'],
+      [1, 1.5, new Date(Date.UTC(2024, 0, 1)), 'North'],
+      [2, null, new Date(Date.UTC(2024, 1, 29)), 'Süd'],
+      [3, 3.25, new Date(Date.UTC(2024, 2, 1)), null],
+    ],
+  },
+  {
+    name: 'Regions',
+    rows: [
+      ['region', 'manager'],
+      ['North', 'Ann'],
+      ['Süd', 'Björn'],
+    ],
+  },
+]
+const TALL_BOOK: XlsSheet[] = [
+  { name: 'Tall', rows: [['n', 'half'], ...Array.from({ length: 40 }, (_, i) => [i, i / 2])] },
 ]
 
 const CSV = 'city,temp\nOslo,1.5\nRome,14.25\nNice,\n'
@@ -49,7 +75,9 @@ function makeFiles(): { normal: string[]; sampled: string[] } {
     write('weather.csv.gz', gzipSync(CSV)),
     write('weather-gz.csv', gzipSync(CSV)),
     write('records.json.gz', gzipSync(JSON.stringify(RECORDS))),
-    write('old.xls', Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1, 0, 0])),
+    write('damaged.xls', Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1, 0, 0])),
+    write('old-book.xls', writeXls(OLD_BOOK)),
+    write('tall.xls', writeXls(TALL_BOOK)),
     write('broken.parquet', Buffer.from('PAR1 this is not parquet at all PAR0')),
     write('cut.csv.gz', gzipSync(CSV).subarray(0, 20)),
     write(
@@ -232,8 +260,58 @@ describe('Excel', () => {
     expect(profile?.sampled).toBe(true)
   })
 
-  it('refuses an old .xls workbook with what to do', () => {
-    expect(get('old.xls').error).toMatch(/Save it as \.xlsx/)
+  it('profiles an old .xls workbook (read with xlrd) as pd.read_excel reads it', () => {
+    const profile = get('old-book.xls')
+    expect(profile.format).toBe('excel')
+    expect(profile.readCall).toBe("pd.read_excel('data/old-book.xls')")
+    expect(profile.sheets?.map((s) => s.name)).toEqual(['Sales', 'Regions'])
+    expect(profile.columns.map((c) => `${c.name}:${c.dtype}:${c.nulls}`)).toEqual([
+      'id:int64:0',
+      'amount:float64:1',
+      'when:datetime64[ns]:0',
+      'region:object:1',
+    ])
+    expect(profile.columns.find((c) => c.name === 'when')?.dates).toEqual({
+      min: '2024-01-01T00:00:00',
+      max: '2024-03-01T00:00:00',
+      asText: false,
+    })
+    for (const sheet of profile.sheets ?? []) expectPandasView(sheet, `old-book.xls[${sheet.name}]`)
+  })
+
+  it('profiles a big .xls workbook on its first rows and takes the row count from the sheet', async () => {
+    const [profile] = await profileFiles([join(dir, 'tall.xls')], {
+      limits: { excelFullBytes: 1, excelSampleRows: 5 },
+    })
+    expect(profile?.error).toBeUndefined()
+    expect(profile?.rowsEstimated).toBe(true)
+    expect(profile?.rows).toBe(40)
+    expect(profile?.rows).toBe(views['tall.xls[Tall]']?.rows)
+  })
+
+  it('reads the .xls workbook in the sandbox with the read call of its profile', async () => {
+    const profile = get('old-book.xls')
+    const sandbox = await Sandbox.create({
+      provider: new LocalProvider({ poolSize: 0 }),
+      data: [await prepareForSandbox(profile).then((file) => file.hostPath)],
+    })
+    try {
+      const sales = await sandbox.runCode(
+        `import pandas as pd\ndf = ${profile.readCall}\n(df.dtypes.astype(str).tolist(), df['region'].tolist(), str(df['when'].max().date()))`,
+      )
+      expect(sales.error).toBeUndefined()
+      expect(sales.text).toBe(
+        "(['int64', 'float64', 'datetime64[ns]', 'object'], ['North', 'Süd', nan], '2024-03-01')",
+      )
+      const regions = await sandbox.runCode(`${profile.sheets?.[1]?.readCall}['manager'].tolist()`)
+      expect(regions.text).toBe("['Ann', 'Björn']")
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it('says a damaged .xls workbook cannot be read, and why', () => {
+    expect(get('damaged.xls').error).toMatch(/pandas cannot read it: .*(CompDoc|OLE2|xlrd|size)/i)
   })
 })
 

@@ -3,6 +3,7 @@
  * interpreter the sandbox uses: the reference the profiles are checked against.
  */
 import { execFileSync } from 'node:child_process'
+import { PYLIB_DIR } from '../../src/python.js'
 
 export interface PandasView {
   columns: string[]
@@ -17,6 +18,8 @@ import json, sys, warnings
 warnings.simplefilter('ignore')
 import zipfile
 import pandas as pd
+from analyst_compat import allow_packaged_xlrd
+allow_packaged_xlrd()  # as the kernel does: pandas reads .xls with the distribution's xlrd
 out = {}
 for item in json.load(sys.stdin):
     try:
@@ -38,7 +41,7 @@ export function pandasViews(calls: { key: string; call: string }[]): Record<stri
     input: JSON.stringify(calls),
     encoding: 'utf8',
     maxBuffer: 64 * 1024 * 1024,
-    env: { PATH: '/usr/bin:/bin' },
+    env: { PATH: '/usr/bin:/bin', PYTHONPATH: PYLIB_DIR, PYTHONDONTWRITEBYTECODE: '1' },
   })
   return JSON.parse(stdout) as Record<string, PandasView>
 }

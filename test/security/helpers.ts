@@ -23,6 +23,7 @@ import {
   type SandboxLimits,
 } from '../../src/index.js'
 import { CGROUPS_MARK, getRuntime } from '../../src/sandbox/local/runtime.js'
+import { waitFor } from '../support/wait.js'
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const MiB = 1024 ** 2
@@ -82,6 +83,16 @@ export function py(strings: TemplateStringsArray, ...values: unknown[]): string 
   )
   return lines.map((line) => line.slice(indent)).join('\n')
 }
+
+/**
+ * Python that starts a fork bomb in its own session and returns. A shell bomb (b() { b | b & })
+ * dies out at the process limit within milliseconds, as each shell exits when its fork fails; in
+ * this one every process forks again and again, pausing after a refused fork, so it keeps the
+ * process table of the sandbox full and is still forking whenever the test looks, or kills.
+ */
+export const FORK_BOMB = `import subprocess, sys
+subprocess.Popen([sys.executable, '-c', 'import os, time\\nwhile True:\\n    try:\\n        os.fork()\\n    except OSError:\\n        time.sleep(0.05)'],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)`
 
 /** A Python literal for a JS value (JSON is valid Python for strings, numbers, lists). */
 export const lit = (value: string | number | string[] | number[]) => JSON.stringify(value)
@@ -216,25 +227,20 @@ export function readNumber(file: string): number {
   return Number(readFileSync(file, 'utf8').trim())
 }
 
-export async function waitUntil(check: () => boolean, timeoutMs = 10_000, intervalMs = 50): Promise<boolean> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    if (check()) return true
-    if (Date.now() > end) return false
-    await new Promise((resolve) => setTimeout(resolve, intervalMs))
-  }
-}
-
 /**
  * After kill(): no process of the sandbox's uid remains, its folder is gone, its cgroups are gone.
- * Waits a little for the kernel to reap processes and for cgroups to empty.
+ * Waits for the kernel to reap the processes and for the cgroups to empty.
  */
 export async function expectGone(view: HostView) {
-  await waitUntil(() => processesOf(view.uid).length === 0, 5000)
-  expect(processesOf(view.uid), `processes of uid ${view.uid} after kill()`).toEqual([])
+  const names = () =>
+    processesOf(view.uid).map((process) => `${process.pid} ${process.name} (${process.state})`)
+  await waitFor(() => processesOf(view.uid).length === 0, {
+    what: () => `no process of uid ${view.uid} after kill(); left: ${names().join(', ')}`,
+  })
   expect(existsSync(view.dir), `${view.dir} after kill()`).toBe(false)
-  await waitUntil(() => view.cgroups.every((path) => !existsSync(path)), 5000)
-  for (const path of view.cgroups) expect(existsSync(path), `${path} after kill()`).toBe(false)
+  await waitFor(() => view.cgroups.every((path) => !existsSync(path)), {
+    what: () => `the cgroups to be removed; left: ${view.cgroups.filter(existsSync).join(', ')}`,
+  })
 }
 
 /** Ends processes that a failing case left behind: only those of this sandbox's uid, by pid. */

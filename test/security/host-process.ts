@@ -20,7 +20,8 @@ import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import ts from 'typescript'
 import { releaseSandboxDir } from '../../src/sandbox/local/runtime.js'
-import { killLeftovers, processesOf, REPO, waitUntil } from './helpers.js'
+import { waitFor } from '../support/wait.js'
+import { killLeftovers, processesOf, REPO } from './helpers.js'
 
 const HOST_SCRIPT = `
 import { readFileSync, statSync } from 'node:fs'
@@ -52,7 +53,7 @@ process.stdout.write(JSON.stringify({
 setInterval(() => {}, 1000) // stays up until it is killed
 `
 
-/** Transpiles src/index.ts and src/sandbox/** into a folder that `node` can run. */
+/** Transpiles src/ (all but the web UI and the tests) into a folder that `node` can run. */
 export function buildStandaloneHost(): string {
   const out = mkdtempSync(join(tmpdir(), 'analyst-hostile-host-'))
   const source = join(REPO, 'src')
@@ -74,18 +75,17 @@ export function buildStandaloneHost(): string {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name)
       if (entry.isDirectory()) {
-        if (entry.name !== '__pycache__') copy(path)
+        if (entry.name !== '__pycache__' && path !== join(source, 'web')) copy(path)
       } else if (
         entry.name.endsWith('.py') ||
-        (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts'))
+        (entry.name.endsWith('.ts') && !/\.(test|case)\.ts$/.test(entry.name))
       ) {
         emit(path)
       }
     }
   }
-  copy(join(source, 'sandbox'))
-  // The sandbox's own imports from the root: the errors and the host's Python.
-  for (const file of ['index.ts', 'errors.ts', 'python.ts']) emit(join(source, file))
+  // All of src, so that whatever the sandbox's modules import is there.
+  copy(source)
   writeFileSync(join(out, 'package.json'), '{ "type": "module" }\n')
   writeFileSync(join(out, 'host.mjs'), HOST_SCRIPT)
   symlinkSync(join(REPO, 'node_modules'), join(out, 'node_modules'))
@@ -142,7 +142,9 @@ export async function killAbruptly(child: ChildProcess) {
 /** Removes what a killed host process left: its sandbox's processes, mount, cgroups, folder, uid lock. */
 export async function cleanUpAfterHost(report: HostProcessReport) {
   killLeftovers(report.uid)
-  await waitUntil(() => processesOf(report.uid).length === 0, 5000)
+  await waitFor(() => processesOf(report.uid).length === 0, {
+    what: `the processes of uid ${report.uid} to end after SIGKILL`,
+  })
   const owner = dirname(report.dir)
   if (existsSync(report.dir)) releaseSandboxDir(report.dir)
   rmSync(owner, { recursive: true, force: true })

@@ -6,11 +6,13 @@
 import { rmSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Sandbox } from '../../src/index.js'
+import { waitFor } from '../support/wait.js'
 import {
   type Attempt,
   create,
   expectBlocked,
   expectGone,
+  FORK_BOMB,
   hostileFamily,
   hostView,
   killLeftovers,
@@ -20,7 +22,6 @@ import {
   py,
   run,
   SMALL,
-  waitUntil,
 } from './helpers.js'
 import {
   buildStandaloneHost,
@@ -62,31 +63,43 @@ const CLEAR_INIT_DEATH_SIGNAL = py`
       return regs.rax
 `
 
-/** Daemons that try to outlive the session, each its own way. */
-const DAEMONS = {
-  setsid: "subprocess.Popen(['setsid', 'sleep', '1000'])",
-  'double fork': py`
-    if os.fork() == 0:
-        if os.fork() == 0:
-            import time; time.sleep(1000)
-        os._exit(0)
-    os.wait()
-  `,
-  'nohup sleep &': "subprocess.run(['sh', '-c', 'nohup sleep 1000 >/dev/null 2>&1 &'])",
-  'os.fork() + os.setsid(), ignoring SIGTERM and SIGHUP': py`
-    import signal
-    if os.fork() == 0:
-        os.setsid()
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        import time; time.sleep(1000)
-        os._exit(0)
-  `,
-  'a nested PID namespace (unshare -Urpf)': "subprocess.Popen(['unshare', '-Urpf', 'sleep', '1000'])",
-  'a fork bomb still forking when kill() comes': py`
-    subprocess.Popen(['sh', '-c', 'b() { b | b & }; b'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True)
-  `,
+/**
+ * Daemons that try to outlive the session, each its own way, and how many processes each adds
+ * beside the jail and the kernel once it runs.
+ */
+const DAEMONS: Record<string, { code: string; adds: number }> = {
+  setsid: { code: "subprocess.Popen(['setsid', 'sleep', '1000'])", adds: 1 },
+  'double fork': {
+    code: py`
+      if os.fork() == 0:
+          if os.fork() == 0:
+              import time; time.sleep(1000)
+          os._exit(0)
+      os.wait()
+    `,
+    adds: 1,
+  },
+  'nohup sleep &': { code: "subprocess.run(['sh', '-c', 'nohup sleep 1000 >/dev/null 2>&1 &'])", adds: 1 },
+  'os.fork() + os.setsid(), ignoring SIGTERM and SIGHUP': {
+    code: py`
+      import signal
+      if os.fork() == 0:
+          os.setsid()
+          signal.signal(signal.SIGTERM, signal.SIG_IGN)
+          signal.signal(signal.SIGHUP, signal.SIG_IGN)
+          import time; time.sleep(1000)
+          os._exit(0)
+    `,
+    adds: 1,
+  },
+  'a nested PID namespace (unshare -Urpf)': {
+    code: "subprocess.Popen(['unshare', '-Urpf', 'sleep', '1000'])",
+    adds: 1,
+  },
+  'a fork bomb still forking when kill() comes': {
+    code: FORK_BOMB,
+    adds: 16,
+  },
 }
 
 describe('hostile code: signals and processes that try to outlive the session (guard off)', () => {
@@ -177,9 +190,9 @@ describe('hostile code: signals and processes that try to outlive the session (g
     })
 
     it('bounded: a kernel that stops itself (SIGSTOP) is killed at its timeout and restarted', async () => {
-      const ran = await run(sandbox, 'import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)', {
-        timeoutMs: 1500,
-      })
+      // SIGINT ignored first: an interrupt that came before the stop must not end the cell instead.
+      await run(sandbox, 'import os, signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)')
+      const ran = await run(sandbox, 'os.kill(os.getpid(), signal.SIGSTOP)', { timeoutMs: 1500 })
       expect(ran.execution.error?.name).toBe('TimeoutError')
       expect(ran.execution.error?.value).toMatch(/lost/)
       expect((await run(sandbox, '1 + 1')).execution.text).toBe('2')
@@ -188,19 +201,19 @@ describe('hostile code: signals and processes that try to outlive the session (g
   })
 
   describe('processes that try to outlive the session', () => {
-    for (const [name, code] of Object.entries(DAEMONS)) {
+    for (const [name, { code, adds }] of Object.entries(DAEMONS)) {
       it(`bounded: ${name} — after kill() no process of the sandbox remains`, async () => {
         const sandbox = await create({ limits: SMALL })
         const view = hostView(sandbox)
         try {
           const before = processesOf(view.uid).length
-          const ran = await run(
-            sandbox,
-            `import os, subprocess\n${code}\nimport time\ntime.sleep(0.3)\nprint('spawned')`,
-          )
+          const ran = await run(sandbox, `import os, subprocess, sys\n${code}\nprint('spawned')`)
           expect(ran.stdout, JSON.stringify(ran.execution.error)).toBe('spawned\n')
-          // The daemon runs (as sleep, or as a forked python3) beside the jail and the kernel.
-          expect(processesOf(view.uid).length).toBeGreaterThan(before)
+          // The daemon runs (as sleep, or as forked python3) beside the jail and the kernel.
+          await waitFor(() => processesOf(view.uid).length >= before + adds, {
+            what: () =>
+              `${adds} more processes than the ${before} before; found ${processesOf(view.uid).length}`,
+          })
           await sandbox.kill()
           await expectGone(view)
         } finally {
@@ -216,16 +229,16 @@ describe('hostile code: signals and processes that try to outlive the session (g
       try {
         await run(sandbox, "import subprocess\nsubprocess.Popen(['setsid', 'sleep', '1000'])")
         const sleeping = () => processesOf(view.uid).some((process) => process.name === 'sleep')
-        expect(await waitUntil(sleeping, 5000)).toBe(true)
-        const stuck = await run(
-          sandbox,
-          'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass',
-          { timeoutMs: 1000 },
-        )
+        await waitFor(sleeping, { what: 'the setsid sleep to run' })
+        // SIGINT is ignored from the cell before, so the interrupt never stops the loop, whenever it comes.
+        await run(sandbox, 'import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)')
+        const stuck = await run(sandbox, 'while True:\n    pass', { timeoutMs: 1000 })
         expect(stuck.execution.error?.name).toBe('TimeoutError')
+        expect(stuck.execution.error?.value).toMatch(/lost/)
         expect((await run(sandbox, '1 + 1')).execution.text).toBe('2')
-        await waitUntil(() => !sleeping(), 5000)
-        expect(processesOf(view.uid).map((process) => process.name)).not.toContain('sleep')
+        await waitFor(() => !sleeping(), {
+          what: () => `no sleep left; found ${processesOf(view.uid).map((process) => process.name)}`,
+        })
       } finally {
         await sandbox.kill()
         killLeftovers(view.uid)
@@ -240,8 +253,11 @@ describe('hostile code: signals and processes that try to outlive the session (g
           sandbox,
           `${CLEAR_INIT_DEATH_SIGNAL}\nimport subprocess\nsubprocess.Popen(['setsid', 'sleep', '1000'])\nprint(clear_death_signal(1))`,
         )
-        // Whether or not ptrace is allowed, kill() must end everything.
-        expect(ran.execution.error ?? ran.stdout).toBeDefined()
+        // Whether or not ptrace is allowed (the cell may have failed), kill() must end everything,
+        // the daemon it started included.
+        await waitFor(() => processesOf(view.uid).some((process) => process.name === 'sleep'), {
+          what: () => `the setsid sleep to run (cell: ${JSON.stringify(ran.execution.error ?? ran.stdout)})`,
+        })
         await sandbox.kill()
         await expectGone(view)
       } finally {
@@ -265,13 +281,14 @@ describe('hostile code: signals and processes that try to outlive the session (g
       let host: HostProcessReport | undefined = report
       try {
         expect(report.stdout, JSON.stringify(report.error)).toContain('spawned')
-        expect(
-          await waitUntil(() => processesOf(report.uid).some((process) => process.name === 'sleep')),
-        ).toBe(true)
+        await waitFor(() => processesOf(report.uid).some((process) => process.name === 'sleep'), {
+          what: 'the daemons to run',
+        })
         await killAbruptly(child)
-        await waitUntil(() => processesOf(report.uid).length === 0, 5000)
-        const left = processesOf(report.uid).map((process) => `${process.pid} ${process.name}`)
-        return left
+        await waitFor(() => processesOf(report.uid).length === 0, {
+          what: `the processes of uid ${report.uid} to end with their host`,
+        }).catch(() => undefined) // the assertion on what is left says which ones
+        return processesOf(report.uid).map((process) => `${process.pid} ${process.name}`)
       } finally {
         await killAbruptly(child)
         if (host) await cleanUpAfterHost(host)

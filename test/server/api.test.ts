@@ -241,7 +241,7 @@ describe.each(['sqlite', 'postgres'])('analyst serve over %s', (store) => {
 
   it('a client that disconnects interrupts its cell; the session keeps its state and goes on', async () => {
     const { url } = await start([
-      { code: "kept = 'here'\nimport time\nprint('sleeping', flush=True)\ntime.sleep(60)" },
+      { code: "kept = 'here'\nimport time\nprint('sleeping', flush=True)\ntime.sleep(600)" },
       { code: 'print(kept)' },
       { text: 'Still here.' },
     ])
@@ -258,10 +258,9 @@ describe.each(['sqlite', 'postgres'])('analyst serve over %s', (store) => {
       controller.signal,
     )
     await expect(cut).rejects.toThrow()
-    // The cut-off question is recorded as interrupted; the next one runs at once, with the state kept.
-    const started = Date.now()
+    // The cut-off question is recorded as interrupted; the next one runs with the state kept (a cell
+    // still sleeping its 600 s would hold it past the test's limit).
     const next = done(await askOverSse(url, id, 'Is it still there?'))
-    expect(Date.now() - started).toBeLessThan(30_000)
     expect(next?.answer).toBe('Still here.')
     const detail = (await api<SessionDetail>(url, `/api/sessions/${id}`)).body
     expect(detail.runs.map((r) => r.status)).toEqual(['interrupted', 'done'])

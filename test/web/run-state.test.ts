@@ -117,6 +117,46 @@ describe('applyEvent', () => {
     expect(run.steps[0]?.results[0]?.image?.src).toMatch(/^data:image\/svg\+xml;charset=utf-8,%3Csvg/)
   })
 
+  it('keeps the data behind a chart when it has a drawable shape, and drops it otherwise', () => {
+    const chart = { type: 'bar', title: 'T', elements: [{ label: 'a', group: 'g', value: 3 }] }
+    const run = play([
+      { type: 'code', step: 1, code: 'x', source: 'tool' },
+      { type: 'result', step: 1, result: { isMainResult: false, png: 'iVBOR', chart } as never },
+      {
+        type: 'result',
+        step: 1,
+        result: {
+          isMainResult: false,
+          png: 'iVBOR',
+          chart: { type: 'bar', elements: [{ value: '<b>' }] },
+        } as never,
+      },
+    ])
+    expect(run.steps[0]?.results[0]?.chart).toEqual(chart)
+    expect(run.steps[0]?.results[1]?.chart).toBeUndefined()
+    const stored = fromStored({
+      id: 'r',
+      question: 'q',
+      incomplete: false,
+      unsupportedNumbers: [],
+      status: 'done',
+      startedAt: '',
+      usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+      steps: [
+        {
+          step: 1,
+          code: 'x',
+          stdout: '',
+          stderr: '',
+          results: [{ isMainResult: false, chart }],
+          artifacts: [],
+          durationMs: 1,
+        },
+      ],
+    })
+    expect(stored.steps[0]?.results[0]?.chart).toEqual(chart)
+  })
+
   it('ends an unfinished run as interrupted', () => {
     const run = endRun(play([{ type: 'code', step: 1, code: 'x', source: 'tool' }]), 'closed')
     expect(run).toMatchObject({ status: 'interrupted', error: 'closed' })

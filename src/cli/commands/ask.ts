@@ -30,6 +30,8 @@ export interface AnalysisOptions {
   isolation: 'sandbox' | 'none'
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
+  /** --jupyter-kernel */
+  jupyterKernel?: string
   /** Recorded replies to replay instead of a model (the demo). */
   replay?: string
   /** Continue this stored session (its id or a unique prefix). */
@@ -89,12 +91,14 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
   const interactive = options.interactive ?? Boolean((stderr as NodeJS.WriteStream).isTTY)
   const home = analystHome(options.env)
   const stores = await openStores(home, options.env)
-  const provider = await createProvider(options.sandbox, { env: options.env, poolSize: 0 }).catch(
-    async (error: unknown) => {
-      await stores.close()
-      throw error
-    },
-  )
+  const provider = await createProvider(options.sandbox, {
+    env: options.env,
+    poolSize: 0,
+    jupyterKernel: options.jupyterKernel,
+  }).catch(async (error: unknown) => {
+    await stores.close()
+    throw error
+  })
   const service = new SessionService({
     history: stores.history,
     blobs: stores.blobs,
@@ -138,6 +142,8 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
     // A stored session keeps its model unless --model says otherwise.
     const stored = sessionId ? (await service.getSession(sessionId)).model : undefined
     model = await chooseModel({ ...options, model: options.model ?? stored })
+    if (options.replay && !options.json)
+      stderr.write(pc.yellow('Analyst · recorded replies, replayed: no model is called\n'))
     sessionId ??= (await service.createSession()).id
     if (options.data.length > 0) {
       if (!options.json) stderr.write(pc.dim(`Analyst · reading ${options.data.length} data file(s)…\n`))

@@ -1,19 +1,37 @@
 import pc from 'picocolors'
 import { readerChecks } from '../../data/index.js'
+import { engine } from '../../providers.js'
 import { runChecks } from '../../sandbox/local/checks.js'
 
 export interface DoctorOptions {
   json: boolean
+  /** The engine to check (--sandbox). @default ANALYST_SANDBOX or local */
+  sandbox?: string
+  /** --jupyter-kernel */
+  jupyterKernel?: string
+  env?: NodeJS.ProcessEnv
   stdout?: NodeJS.WritableStream
 }
 
 /** `analyst doctor`: exit 0 when everything essential is in place. */
 export async function doctor(options: DoctorOptions): Promise<number> {
   const stdout = options.stdout ?? process.stdout
-  const checks = await runChecks()
+  const env = options.env ?? process.env
+  const chosen = engine(options.sandbox, env)
+  const checks = chosen.check
+    ? await chosen.check({ env, jupyterKernel: options.jupyterKernel })
+    : await runChecks()
   // Which data formats the sandbox's pandas reads itself (Parquet without pyarrow is converted first).
-  for (const reader of await readerChecks()) {
-    checks.push({ name: `reader ${reader.format}`, ok: reader.ok, detail: reader.detail, essential: false })
+  if (!chosen.check) {
+    for (const reader of await readerChecks()) {
+      checks.push({
+        name: `reader ${reader.format}`,
+        ok: reader.ok,
+        detail: reader.detail,
+        fix: reader.fix,
+        essential: false,
+      })
+    }
   }
   const healthy = checks.every((check) => check.ok || !check.essential)
   if (options.json) {

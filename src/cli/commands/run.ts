@@ -18,6 +18,8 @@ export interface RunOptions {
   isolation: 'sandbox' | 'none'
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
+  /** --jupyter-kernel */
+  jupyterKernel?: string
   env?: NodeJS.ProcessEnv
   /** Check each cell with the static guard first; a cell with violations is not run and fails. */
   guard?: boolean
@@ -92,7 +94,11 @@ export async function run(options: RunOptions): Promise<number> {
   for (const cell of options.guard ? cells : []) violations.push(await checkCode(cell.code))
   // One command, one sandbox: a warm pool would only start a kernel nobody uses.
   const sandbox = await Sandbox.create({
-    provider: await createProvider(options.sandbox, { env: options.env, poolSize: 0 }),
+    provider: await createProvider(options.sandbox, {
+      env: options.env,
+      poolSize: 0,
+      jupyterKernel: options.jupyterKernel,
+    }),
     data,
     isolation: options.isolation,
   })

@@ -8,15 +8,17 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type {
+  CommandProcess,
   Context,
   DoExecuteOptions,
+  DoStartCommandOptions,
   EntryInfo,
-  ExecutionEvent,
   SandboxBackend,
   SandboxCreateOptions,
   SandboxProvider,
 } from '../backend.js'
-import { InvalidArgumentError, NotFoundError, SandboxError } from '../errors.js'
+import { CellOutput, formatBytes, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
+import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { kernelEnv, SANDBOX_HOME } from './jail.js'
 import { Kernel, KernelExit } from './kernel.js'
@@ -45,20 +47,6 @@ async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
     throw error
   }
 }
-
-function formatBytes(bytes: number): string {
-  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB']
-  let value = bytes
-  let unit = 0
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024
-    unit++
-  }
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`
-}
-
-const LOST =
-  'All variables and imports were lost (files in the workspace are kept); the next cell runs in a fresh kernel.'
 
 class LocalSandbox implements SandboxBackend {
   readonly specificationVersion = 'v1'
@@ -95,7 +83,7 @@ class LocalSandbox implements SandboxBackend {
     if (this.restarting) await this.restarting
     if (this.kernel.alive) return
     const exit = await this.kernel.whenExited()
-    this.lostBetweenCells = `[The kernel had stopped since the last cell (${this.describeExit(exit)}). ${LOST}]\n`
+    this.lostBetweenCells = `[The kernel had stopped since the last cell (${this.describeExit(exit)}). ${STATE_LOST}]\n`
     this.restart()
     await this.restarting
   }
@@ -124,8 +112,7 @@ class LocalSandbox implements SandboxBackend {
   }
 
   private async runCell(options: DoExecuteOptions) {
-    if (this.killed)
-      throw new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
+    if (this.killed) throw sandboxKilled()
     options.signal?.throwIfAborted()
     const contextId = options.contextId
     if (contextId !== undefined && contextId !== 'default' && !this.contexts.has(contextId)) {
@@ -145,39 +132,12 @@ class LocalSandbox implements SandboxBackend {
     }
     const kernel = this.kernel
     const id = randomBytes(8).toString('hex')
-    const cap = this.config.limits.outputBytes
-    let outputBytes = 0
-    let truncated = false
-    // The kernel caps results too, but it is not trusted: the host counts again.
-    let resultBytes = 0
-    let resultsDropped = false
+    const output = new CellOutput(onEvent, this.config.limits)
     let sawError = false
     let stopped: 'timeout' | 'abort' | undefined
     let killedByUs = false
     let graceTimer: NodeJS.Timeout | undefined
     const seconds = options.timeoutMs / 1000
-    const timeoutError = (traceback: string): ExecutionEvent => ({
-      type: 'error',
-      name: 'TimeoutError',
-      value: `The cell ran longer than its ${seconds} s timeout and was interrupted; variables and imports are kept. Pass a larger timeoutMs (analyst run --timeout) if it needs longer.`,
-      traceback,
-    })
-    const truncate = () => {
-      if (truncated) return
-      truncated = true
-      onEvent({
-        type: 'stderr',
-        text: `\n[output truncated: the cell printed more than ${formatBytes(cap)}; the rest was dropped (limits.outputBytes)]\n`,
-      })
-    }
-    const output = (type: 'stdout' | 'stderr', text: string) => {
-      if (truncated) return
-      const room = cap - outputBytes
-      const kept = text.length > room ? text.slice(0, room) : text
-      outputBytes += kept.length
-      if (kept) onEvent({ type, text: kept })
-      if (kept.length < text.length) truncate()
-    }
     const stop = (reason: 'timeout' | 'abort') => {
       if (stopped) return
       stopped = reason
@@ -198,27 +158,15 @@ class LocalSandbox implements SandboxBackend {
           switch (message.type) {
             case 'stdout':
             case 'stderr':
-              return output(message.type, message.text)
+              return output.output(message.type, message.text)
             case 'truncated':
-              return truncate()
-            case 'result': {
-              resultBytes += JSON.stringify(message.bundle).length
-              if (resultBytes > this.config.limits.resultBytes) {
-                if (!resultsDropped) {
-                  resultsDropped = true
-                  onEvent({
-                    type: 'stderr',
-                    text: `\n[results truncated: the cell displayed more than ${formatBytes(this.config.limits.resultBytes)}; the rest was dropped (limits.resultBytes)]\n`,
-                  })
-                }
-                return
-              }
-              return onEvent({ type: 'result', bundle: message.bundle, isMainResult: message.main })
-            }
+              return output.truncate()
+            case 'result':
+              return output.result(message.bundle, message.main)
             case 'error':
               sawError = true
               if (stopped === 'timeout' && message.name === 'KeyboardInterrupt') {
-                return onEvent(timeoutError(message.traceback))
+                return onEvent(timeoutError(seconds, message.traceback))
               }
               return onEvent({
                 type: 'error',
@@ -229,7 +177,7 @@ class LocalSandbox implements SandboxBackend {
           }
         },
       )
-      if (stopped === 'timeout' && !sawError) onEvent(timeoutError(''))
+      if (stopped === 'timeout' && !sawError) onEvent(timeoutError(seconds))
     } catch (error) {
       if (!(error instanceof KernelExit)) throw error
       if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
@@ -251,23 +199,10 @@ class LocalSandbox implements SandboxBackend {
     killedByUs: boolean,
     seconds: number,
   ) {
-    if (killedByUs && stopped === 'timeout') {
-      return {
-        name: 'TimeoutError',
-        value: `The cell ran longer than its ${seconds} s timeout and did not stop when interrupted, so its kernel was killed. ${LOST} Pass a larger timeoutMs if it needs longer.`,
-        traceback: '',
-      }
-    }
-    if (killedByUs) {
-      return {
-        name: 'KernelRestarted',
-        value: `The cell did not stop when interrupted, so its kernel was killed. ${LOST}`,
-        traceback: '',
-      }
-    }
+    if (killedByUs) return killedError(stopped, seconds)
     return {
       name: 'KernelDied',
-      value: `The Python kernel died while running this cell (${this.describeExit(exit)}). ${LOST}`,
+      value: `The Python kernel died while running this cell (${this.describeExit(exit)}). ${STATE_LOST}`,
       traceback: exit.output.trim().split('\n').slice(-20).join('\n'),
     }
   }
@@ -307,9 +242,94 @@ class LocalSandbox implements SandboxBackend {
     this.home.workspace.remove(path)
   }
 
+  async doMakeDir(path: string): Promise<boolean> {
+    this.assertAlive()
+    return this.home.workspace.makeDir(path)
+  }
+
+  async doRename(from: string, to: string): Promise<EntryInfo> {
+    this.assertAlive()
+    return this.home.workspace.rename(from, to)
+  }
+
   async doAddData(hostPath: string, name: string): Promise<EntryInfo> {
     this.assertAlive()
     return this.home.workspace.addData(hostPath, name)
+  }
+
+  /** A shell command started by the kernel, so it runs in the kernel's jail, limits and workspace. */
+  async doStartCommand(options: DoStartCommandOptions): Promise<CommandProcess> {
+    this.assertAlive()
+    try {
+      await this.ensureKernel()
+    } catch (cause) {
+      throw new SandboxError('The kernel could not be restarted', { cause })
+    }
+    const kernel = this.kernel
+    const id = randomBytes(8).toString('hex')
+    const cap = this.config.limits.outputBytes
+    let outputBytes = 0
+    let truncated = false
+    const pid = await kernel.spawn(
+      {
+        type: 'spawn',
+        id,
+        cmd: options.cmd,
+        cwd: this.commandCwd(options.cwd),
+        envs: options.envs,
+        stdin: options.stdin,
+      },
+      (message) => {
+        if (message.type === 'proc-exit') {
+          return options.onEvent({ type: 'exit', exitCode: message.code, error: message.error })
+        }
+        if (message.type !== 'proc-out' || truncated) return
+        const data = Buffer.from(message.data, 'base64')
+        const kept = data.subarray(0, Math.max(0, cap - outputBytes))
+        outputBytes += kept.length
+        if (kept.length > 0) options.onEvent({ type: message.stream, data: kept })
+        if (kept.length < data.length) {
+          truncated = true
+          options.onEvent({
+            type: 'stderr',
+            data: new TextEncoder().encode(
+              `\n[output truncated: the command printed more than ${formatBytes(cap)}; the rest was dropped (limits.outputBytes)]\n`,
+            ),
+          })
+        }
+      },
+    )
+    return {
+      pid,
+      sendStdin: async (data) =>
+        kernel.control({ type: 'proc-stdin', id, data: Buffer.from(data).toString('base64') }),
+      closeStdin: async () => kernel.control({ type: 'proc-close-stdin', id }),
+      kill: async (signal = 'SIGKILL') => kernel.control({ type: 'proc-signal', id, signal }),
+    }
+  }
+
+  /** A command's working folder as the kernel sees it: relative to the workspace, like files. */
+  private commandCwd(cwd: string | undefined): string {
+    const inside = cwd === undefined ? SANDBOX_HOME : cwd.startsWith('/') ? cwd : `${SANDBOX_HOME}/${cwd}`
+    if (this.config.isolation === 'sandbox') return inside
+    // Without a jail the workspace is a host folder.
+    if (inside === SANDBOX_HOME || inside.startsWith(`${SANDBOX_HOME}/`)) {
+      return this.home.workspace.work + inside.slice(SANDBOX_HOME.length)
+    }
+    return inside
+  }
+
+  async doRestartContext(contextId: string): Promise<void> {
+    const context = contextId === 'default' ? undefined : this.contexts.get(contextId)
+    if (contextId !== 'default' && !context)
+      throw new NotFoundError(`No context ${contextId} in this sandbox`)
+    await this.ensureKernel()
+    // A fresh namespace under the same id: the kernel replaces it.
+    await this.kernel.createContext(contextId, context?.cwd)
+  }
+
+  async doRemoveContext(contextId: string): Promise<void> {
+    if (!this.contexts.delete(contextId)) throw new NotFoundError(`No context ${contextId} in this sandbox`)
   }
 
   /** Environment variables given after the kernel started (a pooled kernel): for this kernel and its restarts. */
@@ -319,8 +339,7 @@ class LocalSandbox implements SandboxBackend {
   }
 
   private assertAlive() {
-    if (this.killed)
-      throw new SandboxError('This sandbox was killed', { hint: 'Create a new one with Sandbox.create().' })
+    if (this.killed) throw sandboxKilled()
   }
 
   async doKill(): Promise<void> {

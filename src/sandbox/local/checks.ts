@@ -4,38 +4,21 @@
  * @module
  */
 import { spawnSync } from 'node:child_process'
+import { installHint, moduleFix, type PipProbe, probePip, systemPackages } from '../../packages.js'
+import type { Check } from '../capabilities.js'
 import { Sandbox } from '../sandbox.js'
 import { LocalProvider } from './backend.js'
-import { EXPECTED_MODULES, findPython, type PythonInfo } from './python.js'
+import { EXPECTED_MODULES, findPython, MODULE_SOURCES, type PythonInfo } from './python.js'
 import { isRoot } from './runtime.js'
 
-export interface Check {
-  name: string
-  ok: boolean
-  /** What was found. */
-  detail: string
-  /** The command or step that fixes it. */
-  fix?: string
-  /** When false, a failure only limits what Analyst can do. */
-  essential: boolean
-}
+export type { Check } from '../capabilities.js'
 
-const APT = {
-  pandas: 'python3-pandas',
-  numpy: 'python3-numpy',
-  matplotlib: 'python3-matplotlib',
-  scipy: 'python3-scipy',
-  seaborn: 'python3-seaborn',
-  sklearn: 'python3-sklearn',
-  statsmodels: 'python3-statsmodels',
-  openpyxl: 'python3-openpyxl',
-  pyarrow: 'python3-pyarrow',
-} satisfies Record<(typeof EXPECTED_MODULES)[number], string>
 const ESSENTIAL_MODULES = new Set(['pandas', 'numpy', 'matplotlib'])
-const sudo = isRoot ? '' : 'sudo '
+const BASE_PACKAGES = ['pandas', 'matplotlib', 'numpy', 'scipy', 'openpyxl'] as const
 
 export async function runChecks(): Promise<Check[]> {
   const checks: Check[] = []
+  const system = systemPackages({ askApt: true })
   const [major] = process.versions.node.split('.').map(Number)
   checks.push({
     name: 'Node.js',
@@ -59,18 +42,37 @@ export async function runChecks(): Promise<Check[]> {
       name: 'Python',
       ok: false,
       detail: (error as Error).message,
-      fix: `${sudo}apt-get install python3-pandas python3-matplotlib python3-numpy python3-scipy python3-openpyxl (or set ANALYST_PYTHON)`,
+      fix: `${installHint(
+        BASE_PACKAGES.map((module) => MODULE_SOURCES[module].package),
+        system,
+        'set ANALYST_PYTHON to a Python 3 with pandas and matplotlib',
+      )} (or set ANALYST_PYTHON)`,
       essential: true,
     })
   }
   if (python) {
+    // One apt-cache run for every missing module's package.
+    const missing = EXPECTED_MODULES.filter((module) => python?.modules[module] !== true)
+    if (system.aptLists) system.aptLookup?.(missing.map((module) => MODULE_SOURCES[module].package))
+    let pip: PipProbe | undefined
     for (const module of EXPECTED_MODULES) {
       const ok = python.modules[module] === true
+      if (ok) {
+        checks.push({
+          name: `Python module ${module}`,
+          ok,
+          detail: 'importable',
+          essential: ESSENTIAL_MODULES.has(module),
+        })
+        continue
+      }
+      pip ??= probePip(python.executable)
+      const { fix, note } = moduleFix(MODULE_SOURCES[module], system, pip)
       checks.push({
         name: `Python module ${module}`,
         ok,
-        detail: ok ? 'importable' : 'missing',
-        fix: ok ? undefined : `${sudo}apt-get install ${APT[module]}`,
+        detail: note ? `missing (${note})` : 'missing',
+        fix,
         essential: ESSENTIAL_MODULES.has(module),
       })
     }
@@ -82,7 +84,9 @@ export async function runChecks(): Promise<Check[]> {
     name: 'bubblewrap',
     ok: hasBwrap,
     detail: hasBwrap ? bwrap.stdout.trim() : 'not installed',
-    fix: `${sudo}apt-get install bubblewrap`,
+    fix: hasBwrap
+      ? undefined
+      : installHint(['bubblewrap'], system, 'Analyst needs it to jail the code it runs'),
     essential: true,
   })
   if (hasBwrap) {

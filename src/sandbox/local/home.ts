@@ -20,11 +20,12 @@ import {
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { PYLIB_DIR } from '../../python.js'
 import type { SandboxLimits } from '../backend.js'
 import { type Cgroup, createCgroup } from './cgroup.js'
 import { bwrapArgs, kernelEnv, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
 import type { KernelSpawnSpec } from './kernel.js'
-import type { PythonInfo } from './python.js'
+import { KERNEL_PYTHON_DIR, type PythonInfo } from './python.js'
 import {
   allocateUid,
   CGROUPS_MARK,
@@ -60,7 +61,8 @@ export interface Home {
   releaseAsync(): Promise<void>
 }
 
-const KERNEL_SOURCE = join(dirname(fileURLToPath(import.meta.url)), 'python')
+/** Python shared by every engine's kernels (src/sandbox/python). */
+const SHARED_SOURCE = join(dirname(fileURLToPath(import.meta.url)), '..', 'python')
 const MODULES_TO_PRELOAD = ['numpy', 'pandas', 'matplotlib']
 
 const run = promisify(execFile)
@@ -87,8 +89,10 @@ function installKernel(): string {
   if (kernelDir) return kernelDir
   const dir = join(getRuntime().own, 'kernel')
   mkdirSync(dir, { recursive: true, mode: 0o755 })
-  for (const file of readdirSync(KERNEL_SOURCE).filter((name) => name.endsWith('.py'))) {
-    copyFileSync(join(KERNEL_SOURCE, file), join(dir, file))
+  for (const source of [PYLIB_DIR, SHARED_SOURCE, KERNEL_PYTHON_DIR]) {
+    for (const file of readdirSync(source).filter((name) => name.endsWith('.py'))) {
+      copyFileSync(join(source, file), join(dir, file))
+    }
   }
   kernelDir = dir
   return dir

@@ -4,10 +4,11 @@
  * @module
  */
 import { existsSync, lstatSync, readlinkSync } from 'node:fs'
+import { SANDBOX_HOME } from '../paths.js'
 import type { PythonInfo } from './python.js'
 
 /** Inside the sandbox. */
-export const SANDBOX_HOME = '/home/user'
+export { SANDBOX_HOME }
 export const SANDBOX_DATA = `${SANDBOX_HOME}/data`
 export const SANDBOX_KERNEL_DIR = '/opt/analyst'
 /** bubblewrap writes `{"child-pid": N}` here. fds 3 and 4 are the kernel's message pipes. */

@@ -9,8 +9,10 @@ import { closeSync, openSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import type { Readable, Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { installHint, systemPackages } from '../../packages.js'
 import { SandboxError, SandboxUnavailableError } from '../errors.js'
 import { type HostRequest, type KernelMessage, parseMessage, readLines } from './protocol.js'
+import { MODULE_SOURCES } from './python.js'
 import { onExit } from './runtime.js'
 
 export interface KernelSpawnSpec {
@@ -45,6 +47,8 @@ export class KernelExit extends Error {
 }
 
 type CellHandler = (message: KernelMessage) => void
+type ProcessMessage = Extract<KernelMessage, { type: 'proc-started' | 'proc-out' | 'proc-exit' }>
+type ProcessHandler = (message: ProcessMessage) => void
 
 const JOIN_CGROUPS =
   'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 111; shift; n=$((n-1)); done; exec "$@"'
@@ -52,6 +56,8 @@ const JOIN_CGROUPS =
 export class Kernel {
   private readonly cells = new Map<string, { handler: CellHandler; reject: (error: Error) => void }>()
   private readonly waiters = new Map<string, () => void>()
+  /** Shell commands that have not exited, by request id. */
+  private readonly processes = new Map<string, ProcessHandler>()
   private readonly requests: Writable
   private diagnostics = ''
   private exitError: KernelExit | undefined
@@ -97,6 +103,16 @@ export class Kernel {
         this.exitError = new KernelExit(code, signal, this.diagnostics)
         for (const { reject } of this.cells.values()) reject(this.exitError)
         this.cells.clear()
+        // Commands run in the kernel's jail: they ended with it.
+        for (const [id, handler] of this.processes) {
+          handler({
+            type: 'proc-exit',
+            id,
+            code: -1,
+            error: 'the sandbox kernel stopped, and its commands with it',
+          })
+        }
+        this.processes.clear()
         resolve(this.exitError)
       })
     })
@@ -158,7 +174,7 @@ export class Kernel {
           cause,
           hint:
             missing && spec.command.endsWith('bwrap')
-              ? 'Install bubblewrap: sudo apt-get install bubblewrap'
+              ? `Install bubblewrap: ${installHint(['bubblewrap'], systemPackages())}`
               : undefined,
         },
       )
@@ -211,6 +227,16 @@ export class Kernel {
     switch (message.type) {
       case 'ready':
         return this.waiters.get('ready')?.()
+      case 'proc-started':
+      case 'proc-out':
+      case 'proc-exit': {
+        const handler = this.processes.get(message.id)
+        if (message.type === 'proc-exit') {
+          this.processes.delete(message.id)
+          this.unrefWhenIdle()
+        }
+        return handler?.(message)
+      }
       case 'context-created':
       case 'env-set': {
         const key = `${message.type}:${message.id ?? ''}`
@@ -235,7 +261,7 @@ export class Kernel {
       this.ref()
       const finish = () => {
         this.cells.delete(request.id)
-        if (this.cells.size === 0) this.unref()
+        this.unrefWhenIdle()
       }
       this.cells.set(request.id, {
         handler: (message) => {
@@ -265,9 +291,38 @@ export class Kernel {
       this.waiters.set(key, resolve)
       this.exited.then(reject)
       this.send(request)
-    }).finally(() => {
-      if (this.cells.size === 0) this.unref()
+    }).finally(() => this.unrefWhenIdle())
+  }
+
+  /**
+   * Starts a shell command in the kernel's jail; resolves with its pid. `handler` sees its output
+   * and, last, its `proc-exit` (also when the kernel dies).
+   */
+  spawn(request: Extract<HostRequest, { type: 'spawn' }>, handler: ProcessHandler): Promise<number> {
+    return new Promise((resolve, reject) => {
+      if (!this.alive) return reject(this.exitError)
+      this.ref()
+      let started = false
+      this.processes.set(request.id, (message) => {
+        if (message.type === 'proc-started') {
+          started = true
+          resolve(message.pid)
+        } else if (!started && message.type === 'proc-exit') {
+          reject(new SandboxError(message.error ?? 'The command could not start'))
+        }
+        if (started) handler(message)
+      })
+      this.send(request)
     })
+  }
+
+  /** Sends stdin, close-stdin or a signal to a running command; ignored once it has exited. */
+  control(request: Extract<HostRequest, { type: 'proc-stdin' | 'proc-close-stdin' | 'proc-signal' }>) {
+    if (this.alive && this.processes.has(request.id)) this.send(request)
+  }
+
+  private unrefWhenIdle() {
+    if (this.cells.size === 0 && this.processes.size === 0) this.unref()
   }
 
   createContext(id: string, cwd?: string): Promise<void> {
@@ -337,7 +392,9 @@ export function startHint(output: string): string | undefined {
     )
   }
   if (/No module named|ModuleNotFoundError/.test(output)) {
-    return 'The sandbox Python lacks a module: sudo apt-get install python3-pandas python3-matplotlib'
+    const packages = [MODULE_SOURCES.pandas.package, MODULE_SOURCES.matplotlib.package]
+    const otherwise = 'set ANALYST_PYTHON to a Python 3 with pandas and matplotlib'
+    return `The sandbox Python lacks a module: ${installHint(packages, systemPackages(), otherwise)}`
   }
   return undefined
 }

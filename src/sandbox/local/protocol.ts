@@ -29,6 +29,19 @@ export const KernelMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('done'), id: cellId, count: z.number().nullable() }),
   z.object({ type: z.literal('context-created'), id: z.string() }),
   z.object({ type: z.literal('env-set'), id: z.string().nullish() }),
+  z.object({ type: z.literal('proc-started'), id: z.string(), pid: z.number().int() }),
+  z.object({
+    type: z.literal('proc-out'),
+    id: z.string(),
+    stream: z.enum(['stdout', 'stderr']),
+    data: z.string(),
+  }),
+  z.object({
+    type: z.literal('proc-exit'),
+    id: z.string(),
+    code: z.number().int(),
+    error: z.string().optional(),
+  }),
 ])
 export type KernelMessage = z.infer<typeof KernelMessage>
 
@@ -37,6 +50,10 @@ export type HostRequest =
   | { type: 'interrupt'; id: string }
   | { type: 'context'; id: string; cwd?: string }
   | { type: 'env'; id: string; envs: Record<string, string> }
+  | { type: 'spawn'; id: string; cmd: string; cwd?: string; envs?: Record<string, string>; stdin: boolean }
+  | { type: 'proc-stdin'; id: string; data: string }
+  | { type: 'proc-close-stdin'; id: string }
+  | { type: 'proc-signal'; id: string; signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT' }
 
 /**
  * Splits a byte stream into lines. One decoder with `stream: true`, so a character split across

@@ -20,17 +20,19 @@ import {
   openSync,
   readdirSync,
   readSync,
+  renameSync,
   rmdirSync,
   statSync,
   unlinkSync,
   writeSync,
 } from 'node:fs'
-import { posix } from 'node:path'
 import mime from 'mime-types'
 import type { EntryInfo } from '../backend.js'
 import { InvalidArgumentError, NotFoundError } from '../errors.js'
 import type { Artifact } from '../messaging.js'
-import { SANDBOX_HOME } from './jail.js'
+import { SANDBOX_HOME, splitPath } from '../paths.js'
+
+export { splitPath }
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants
 const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
@@ -66,25 +68,10 @@ function at(dirFd: number, name: string | Buffer): string | Buffer {
     : Buffer.concat([Buffer.from(`/proc/self/fd/${dirFd}/`), name])
 }
 
-function escapes(path: string): InvalidArgumentError {
-  return new InvalidArgumentError(`${path} is outside the sandbox's workspace`, {
-    hint: `Use a path relative to the workspace (${SANDBOX_HOME}), e.g. 'out/result.csv' or 'data/input.csv'.`,
+function readOnly(path: string): InvalidArgumentError {
+  return new InvalidArgumentError(`${path} is in data/, which is read-only`, {
+    hint: 'Write outside data/, e.g. out/.',
   })
-}
-
-/** A sandbox path → workspace-relative components. `data/...` is the read-only input area. */
-export function splitPath(path: string): { area: 'work' | 'data'; parts: string[] } {
-  if (typeof path !== 'string' || path.includes('\0')) throw escapes(String(path))
-  let relative = path
-  if (path.startsWith('/')) {
-    if (path !== SANDBOX_HOME && !path.startsWith(`${SANDBOX_HOME}/`)) throw escapes(path)
-    relative = path.slice(SANDBOX_HOME.length)
-  }
-  const normal = posix.normalize(`./${relative}`)
-  if (normal === '..' || normal.startsWith('../')) throw escapes(path)
-  const parts = normal.split('/').filter((part) => part && part !== '.')
-  if (parts[0] === 'data') return { area: 'data', parts: parts.slice(1) }
-  return { area: 'work', parts }
 }
 
 interface Owner {
@@ -284,6 +271,64 @@ export class Workspace {
     } finally {
       closeSync(dir)
     }
+  }
+
+  /** Creates a folder and its parents; false when it existed already. */
+  makeDir(path: string): boolean {
+    const { area, parts } = splitPath(path)
+    if (area === 'data') throw readOnly(path)
+    if (parts.length === 0) return false
+    const parent = this.openDir(this.work, parts.slice(0, -1), true)
+    try {
+      const name = parts.at(-1) as string
+      try {
+        mkdirSync(at(parent, name), { mode: 0o755 })
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        if (!lstatSync(at(parent, name)).isDirectory()) {
+          throw new InvalidArgumentError(`${path} exists and is not a folder`)
+        }
+        return false
+      }
+      if (this.owner) {
+        const fd = openSync(at(parent, name), DIR_FLAGS)
+        try {
+          fchownSync(fd, this.owner.uid, this.owner.gid)
+        } finally {
+          closeSync(fd)
+        }
+      }
+      return true
+    } finally {
+      closeSync(parent)
+    }
+  }
+
+  /** Moves a file or folder inside the workspace, creating the destination's parents. */
+  rename(from: string, to: string): EntryInfo {
+    const source = this.locate(from)
+    const target = this.locate(to)
+    if (source.area === 'data') throw readOnly(from)
+    if (target.area === 'data') throw readOnly(to)
+    if (!source.name || !target.name) throw new InvalidArgumentError('The workspace itself cannot be moved')
+    const sourceDir = this.openDir(this.work, source.dirs)
+    try {
+      const targetDir = this.openDir(this.work, target.dirs, true)
+      try {
+        renameSync(at(sourceDir, source.name), at(targetDir, target.name))
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+          throw new NotFoundError(`${from}: no such file in the sandbox`)
+        throw new InvalidArgumentError(
+          `${from} cannot be moved to ${to} (${(error as NodeJS.ErrnoException).code})`,
+        )
+      } finally {
+        closeSync(targetDir)
+      }
+    } finally {
+      closeSync(sourceDir)
+    }
+    return this.stat(to) as EntryInfo
   }
 
   /** Puts a host file at data/<name>: a hard link when it is cheap and safe, else a copy. */

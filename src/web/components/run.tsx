@@ -5,6 +5,7 @@ import { withToken } from '../api.js'
 import { bytes, count, seconds } from '../format.js'
 import { proseOf, type UiImage, type UiRun, type UiStep } from '../run-state.js'
 import { Markdown } from './answer.js'
+import { ChartView } from './chart-view.js'
 import { Code } from './code.js'
 import { DataTable } from './table.js'
 
@@ -117,7 +118,12 @@ function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
         </div>
       )}
       {images.map((result, index) => (
-        <Chart key={index} src={imageSrc(result.image as UiImage)} alt={(result.image as UiImage).alt} />
+        <ChartView
+          key={index}
+          chart={result.chart}
+          src={imageSrc(result.image as UiImage)}
+          alt={(result.image as UiImage).alt}
+        />
       ))}
       {imageFiles.map((artifact) => (
         <Chart key={artifact.name} src={withToken(artifact.url)} alt={artifact.name} />

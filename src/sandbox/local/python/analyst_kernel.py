@@ -3,7 +3,7 @@
 Wire protocol (NDJSON, one object per line):
   host -> kernel on fd 3: {"type": "execute", "id", "code", "context", "envs"},
                           {"type": "interrupt", "id"}, {"type": "context", "id", "cwd"},
-                          {"type": "env", "envs"}
+                          {"type": "env", "envs"}, and shell commands (analyst_commands.py)
   kernel -> host on fd 4: {"type": "ready"}, {"type": "stdout"|"stderr", "id", "text"},
                           {"type": "result", "id", "main", "bundle"}, {"type": "error", "id", "name",
                           "value", "traceback"}, {"type": "done", "id", "count"}
@@ -31,9 +31,11 @@ import threading
 import traceback
 import types
 
+import analyst_commands
+from analyst_data import json_safe_columns
+
 REQUEST_FD = 3
 MESSAGE_FD = 4
-DATA_ROWS_CAP = 10_000
 TEXT_CAP = 1_000_000
 CELL_PREFIX = '<cell-'
 
@@ -268,35 +270,23 @@ def _cap_text(text):
     return text
 
 
-def json_safe_columns(frame):
-    """A DataFrame as {column: [values]}: dates as ISO strings, NaN as null, the index kept when it
-    carries labels. At most DATA_ROWS_CAP rows."""
-    import pandas as pd
-
-    if isinstance(frame, pd.Series):
-        frame = frame.to_frame(name=frame.name if frame.name is not None else 'value')
-    frame = frame.head(DATA_ROWS_CAP)
-    if not isinstance(frame.index, pd.RangeIndex) or frame.index.name is not None:
-        names = [n if n is not None else ('index' if frame.index.nlevels == 1 else 'level_%d' % i)
-                 for i, n in enumerate(frame.index.names)]
-        frame = frame.copy()
-        frame.index = frame.index.set_names(names)
-        frame = frame.reset_index()
-    columns = [' / '.join(map(str, c)) if isinstance(c, tuple) else str(c) for c in frame.columns]
-    split = json.loads(frame.to_json(orient='split', date_format='iso', default_handler=str, index=False))
-    data = {}
-    for position, name in enumerate(columns):
-        key = name
-        while key in data:
-            key += '_'
-        data[key] = [row[position] for row in split['data']]
-    return data
-
-
 def figure_png(figure):
     buffer = io.BytesIO()
     figure.savefig(buffer, format='png', bbox_inches='tight')
     return base64.b64encode(buffer.getvalue()).decode('ascii')
+
+
+def figure_bundle(figure):
+    """A figure as a PNG and, when its data can be read, as chart data (E2B's `chart`)."""
+    bundle = {'image/png': figure_png(figure)}
+    try:
+        import analyst_charts
+        chart = analyst_charts.figure_chart(figure)
+    except Exception:
+        chart = None  # the PNG is what counts; the data is a bonus
+    if chart is not None:
+        bundle['analyst/chart'] = chart
+    return bundle
 
 
 _REPR_METHODS = (
@@ -346,7 +336,7 @@ def mime_bundle(obj):
     if module.startswith('matplotlib'):
         from matplotlib.figure import Figure
         if isinstance(obj, Figure):
-            bundle['image/png'] = figure_png(obj)
+            bundle.update(figure_bundle(obj))
             figures_shown.add(id(obj))
     if module.startswith('pandas'):
         import pandas as pd
@@ -368,6 +358,10 @@ def mime_bundle(obj):
 
 class Cells:
     current = None  # id of the cell that is running
+    # The last cell the host asked to interrupt. An interrupt can arrive before its cell reaches
+    # user code (still queued, or being compiled, while SIGINT is blocked): it is kept here and
+    # delivered when the cell starts, instead of being lost.
+    interrupted = None
 
 
 figures_shown = set()
@@ -415,7 +409,7 @@ def flush_figures():
             if id(figure) in figures_shown:
                 continue
             pipes.drain()
-            bundle = {'image/png': figure_png(figure), 'text/plain': repr(figure)}
+            bundle = dict(figure_bundle(figure), **{'text/plain': repr(figure)})
             send_result({'type': 'result', 'id': Cells.current, 'main': False, 'bundle': bundle})
     finally:
         figures_shown.clear()
@@ -450,6 +444,15 @@ def format_error(error, skip_kernel_frames=True):
     }
 
 
+def leading_indent(code):
+    """Code indented as a whole (pasted from a string in a program) runs as IPython runs it: dedented."""
+    first = next((line for line in code.splitlines() if line.strip()), '')
+    if first[:1] in (' ', '\t'):
+        import textwrap
+        return textwrap.dedent(code)
+    return code
+
+
 def suppresses_result(code):
     """A trailing semicolon hides the last expression's value, as in Jupyter."""
     import tokenize
@@ -473,7 +476,17 @@ class interruptible:
     def __enter__(self):
         while signal.sigtimedwait({signal.SIGINT}, 0) is not None:
             pass
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        # An interrupt for this cell that came before it started is delivered now, as a signal,
+        # so that code which ignores SIGINT still ignores it.
+        if Cells.interrupted is not None and Cells.interrupted == Cells.current:
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        except BaseException:
+            # The interrupt came as SIGINT was unblocked, before the block was entered: block it
+            # again, so that a second one waits for the next cell instead of hitting the kernel.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            raise
 
     def __exit__(self, *exc):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
@@ -505,7 +518,7 @@ def execute(request):
         return finish(cell_id, None, error)
     context.count += 1
     filename = '%s%d>' % (CELL_PREFIX, context.count) if context.id == 'default' else '<cell-%s-%d>' % (context.id, context.count)
-    code = request['code']
+    code = leading_indent(request['code'])
     envs = request.get('envs') or {}
     saved_env = {key: os.environ.get(key) for key in envs}
     try:
@@ -590,9 +603,10 @@ def io_loop(requests, main_thread_id):
                 continue
             message = json.loads(line)
             if message.get('type') == 'interrupt':
+                Cells.interrupted = message.get('id')
                 if Cells.current is not None and Cells.current == message.get('id'):
                     signal.pthread_kill(main_thread_id, signal.SIGINT)
-            else:
+            elif not analyst_commands.handle(message, send, BASE_ENV):
                 requests.put(message)
 
 
@@ -604,12 +618,16 @@ def handle(request):
         contexts[request['id']] = Context(request['id'], request.get('cwd') or WORKDIR)
         send({'type': 'context-created', 'id': request['id']})
     elif kind == 'env':
-        os.environ.update({str(k): str(v) for k, v in (request.get('envs') or {}).items()})
+        envs = {str(k): str(v) for k, v in (request.get('envs') or {}).items()}
+        os.environ.update(envs)
+        BASE_ENV.update(envs)
         send({'type': 'env-set', 'id': request.get('id')})
 
 
 def main():
-    global pipes, LIMITS, WORKDIR, CONFIG
+    global pipes, LIMITS, WORKDIR, CONFIG, BASE_ENV
+    # The environment commands start with: the kernel's, without what one cell sets for itself.
+    BASE_ENV = dict(os.environ)
     CONFIG = config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     LIMITS = config.get('limits') or {}
     WORKDIR = os.getcwd()
@@ -642,6 +660,9 @@ def main():
             __import__(name)
         except Exception:
             pass
+    if 'pandas' in sys.modules:
+        import analyst_compat
+        analyst_compat.allow_packaged_xlrd()
     contexts['default'] = Context('default', WORKDIR)
     requests = queue.Queue()
     threading.Thread(target=io_loop, args=(requests, threading.get_ident()), daemon=True).start()

@@ -1,0 +1,132 @@
+#!/usr/bin/env node
+// E2B-compatible API benchmark: the official SDK (@e2b/code-interpreter) against `analyst serve` on
+// loopback, `1 + 1` round trips and Sandbox.create from the warm pool, beside the same through
+// Analyst's library in the same run (the baseline: what the HTTP layer adds is the difference).
+// The server runs in a child process (this file with --serve), as it would for a real client.
+// Usage: node bench/e2b.mjs [--quick]   (run `npm run build` first; `npm run bench` does)
+import { fork } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Sandbox as E2BSandbox } from '@e2b/code-interpreter'
+import { LocalProvider, Sandbox } from '../dist/index.js'
+import { startServer } from '../dist/server/index.js'
+import { machine, percentile, table } from './util.mjs'
+
+const quick = process.argv.includes('--quick')
+const N = { roundTrip: quick ? 200 : 1000, create: quick ? 10 : 30, warmup: 50 }
+
+async function time(fn) {
+  const start = performance.now()
+  await fn()
+  return performance.now() - start
+}
+
+async function repeat(n, fn) {
+  const times = []
+  for (let i = 0; i < n; i++) times.push(await time(fn))
+  return times
+}
+
+const TOKEN = 'bench-token'
+
+/** The server side: `analyst serve` with a warm pool; the parent asks it to refill the pool. */
+async function serve() {
+  const home = mkdtempSync(join(tmpdir(), 'analyst-bench-e2b-'))
+  const provider = new LocalProvider({ poolSize: 1 })
+  const server = await startServer({ port: 0, home, tokens: [TOKEN], provider })
+  await provider.warm()
+  process.on('message', async (message) => {
+    if (message === 'warm') {
+      await provider.warm()
+      process.send('warm')
+    } else if (message === 'close') {
+      await server.close()
+      await provider.close()
+      rmSync(home, { recursive: true, force: true })
+      process.exit(0)
+    }
+  })
+  process.send({ url: server.url })
+}
+
+if (process.argv.includes('--serve')) {
+  await serve()
+} else {
+  const child = fork(fileURLToPath(import.meta.url), ['--serve'], {
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  })
+  const reply = () => new Promise((resolve) => child.once('message', resolve))
+  const { url } = await reply()
+  /** Each create refills a pool in the background: wait for it, so no kernel starts while timing. */
+  const warmRemote = async () => {
+    child.send('warm')
+    await reply()
+  }
+  process.env.E2B_API_URL = url
+  process.env.E2B_SANDBOX_URL = url
+  process.env.E2B_API_KEY = TOKEN
+  const provider = new LocalProvider({ poolSize: 1 })
+  try {
+    // Round trips on a warm kernel: the SDK over HTTP, then the library in process.
+    const remote = await E2BSandbox.create()
+    await warmRemote()
+    for (let i = 0; i < N.warmup; i++) await remote.runCode('1 + 1')
+    const sdkTrips = await repeat(N.roundTrip, async () => {
+      if ((await remote.runCode('1 + 1')).text !== '2') throw new Error('wrong answer from the SDK')
+    })
+    await remote.kill()
+
+    await provider.warm()
+    const local = await Sandbox.create({ provider })
+    await provider.warm()
+    for (let i = 0; i < N.warmup; i++) await local.runCode('1 + 1')
+    const libraryTrips = await repeat(N.roundTrip, async () => {
+      if ((await local.runCode('1 + 1')).text !== '2') throw new Error('wrong answer from the library')
+    })
+    await local.kill()
+
+    // Create from the warm pool: refilled (untimed) before each create, killed (untimed) after.
+    const sdkCreates = []
+    const libraryCreates = []
+    for (let i = 0; i < N.create; i++) {
+      await warmRemote()
+      let made
+      sdkCreates.push(await time(async () => (made = await E2BSandbox.create())))
+      await made.kill()
+      await provider.warm()
+      libraryCreates.push(await time(async () => (made = await Sandbox.create({ provider }))))
+      await made.kill()
+    }
+
+    const ms = (value) => `${value.toFixed(2)} ms`
+    const row = (name, times) => [
+      name,
+      String(times.length),
+      ms(percentile(times, 50)),
+      ms(percentile(times, 99)),
+    ]
+    const p50 = (times) => percentile(times, 50)
+    const load = loadavg()[0].toFixed(1)
+    console.log(`### E2B-compatible API (${machine()}, load average ${load} when it ended)
+
+The official JS SDK (@e2b/code-interpreter 2.8.0, e2b 2.51.0), unchanged, against \`analyst serve\` in
+another process on 127.0.0.1, beside Analyst's library calling a local provider in process.
+
+${table(
+  ['operation', 'n', 'p50', 'p99'],
+  [
+    row('SDK `runCode("1 + 1")`', sdkTrips),
+    row('library `runCode("1 + 1")`', libraryTrips),
+    row('SDK `Sandbox.create()` (warm pool)', sdkCreates),
+    row('library `Sandbox.create()` (warm pool)', libraryCreates),
+  ],
+)}
+
+HTTP and the SDK add ${ms(p50(sdkTrips) - p50(libraryTrips))} to a round trip and ${ms(p50(sdkCreates) - p50(libraryCreates))} to a create at p50 (goals: round trip ≤ 3 ms, create ≤ 20 ms at p50; E2B's cloud gives ~150 ms for a create, their figure, not measured here).`)
+  } finally {
+    await provider.close()
+    child.send('close')
+  }
+}

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest'
+import { assertSupported, capabilitiesOf, FULL_CAPABILITIES, missingCapabilities } from './capabilities.js'
+
+describe('capabilities', () => {
+  it('are complete for a provider that declares none, and nothing is said', () => {
+    expect(capabilitiesOf({})).toBe(FULL_CAPABILITIES)
+    expect(missingCapabilities(FULL_CAPABILITIES)).toEqual([])
+  })
+
+  it('say, one sentence each, what an engine does not enforce', () => {
+    const missing = missingCapabilities({
+      networkIsolation: false,
+      hostIsolation: true,
+      readOnlyData: false,
+      limits: ['outputBytes', 'resultBytes'],
+      fullTeardown: true,
+    })
+    expect(missing).toEqual([
+      'network access is not blocked by Analyst',
+      'data files are not read-only for code',
+      'limits not enforced: memoryBytes, processes, fileSizeBytes, workspaceBytes, cpuSeconds, openFiles',
+    ])
+  })
+
+  it('refuse a limit given explicitly that the engine cannot enforce, and accept the rest', () => {
+    const capabilities = { ...FULL_CAPABILITIES, limits: ['outputBytes' as const] }
+    expect(() => assertSupported('remote', capabilities, { limits: { outputBytes: 1024 } })).not.toThrow()
+    expect(() =>
+      assertSupported('remote', capabilities, { limits: { memoryBytes: 1, cpuSeconds: 2 } }),
+    ).toThrow('The remote engine cannot enforce limits.memoryBytes, limits.cpuSeconds')
+  })
+})

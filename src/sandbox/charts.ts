@@ -1,0 +1,212 @@
+/**
+ * `Result.chart`: the data behind a matplotlib figure, in the shapes (and snake_case field names)
+ * of E2B's code interpreter (js/src/charts.ts), read defensively since it comes from the sandbox,
+ * and summarized in a few lines for a model that cannot see the image. No Node imports: the web
+ * UI uses it too.
+ * @module
+ */
+
+export type ChartType = 'line' | 'scatter' | 'bar' | 'pie' | 'box_and_whisker' | 'superchart' | 'unknown'
+
+interface ChartBase {
+  title: string | null
+}
+
+interface Chart2D extends ChartBase {
+  x_label: string | null
+  y_label: string | null
+  x_unit: string | null
+  y_unit: string | null
+}
+
+export interface PointData {
+  label: string
+  points: Array<[number | string, number | string]>
+}
+
+export interface PointChart extends Chart2D {
+  type: 'line' | 'scatter'
+  x_ticks: Array<number | string>
+  x_tick_labels: string[]
+  x_scale: string
+  y_ticks: Array<number | string>
+  y_tick_labels: string[]
+  y_scale: string
+  elements: PointData[]
+}
+
+export interface BarData {
+  label: string
+  group: string
+  value: number
+}
+
+export interface BarChart extends Chart2D {
+  type: 'bar'
+  elements: BarData[]
+}
+
+export interface PieData {
+  label: string
+  angle: number
+  radius: number
+}
+
+export interface PieChart extends ChartBase {
+  type: 'pie'
+  elements: PieData[]
+}
+
+export interface BoxAndWhiskerData {
+  label: string
+  min: number
+  first_quartile: number
+  median: number
+  third_quartile: number
+  max: number
+  outliers: number[]
+}
+
+export interface BoxAndWhiskerChart extends Chart2D {
+  type: 'box_and_whisker'
+  elements: BoxAndWhiskerData[]
+}
+
+export interface SuperChart extends ChartBase {
+  type: 'superchart'
+  elements: Chart[]
+}
+
+export interface UnknownChart extends ChartBase {
+  type: 'unknown'
+  elements: unknown[]
+}
+
+export type Chart = PointChart | BarChart | PieChart | BoxAndWhiskerChart | SuperChart | UnknownChart
+
+const TYPES = new Set<string>(['line', 'scatter', 'bar', 'pie', 'box_and_whisker', 'superchart', 'unknown'])
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+const isValue = (v: unknown): v is number | string => typeof v === 'number' || typeof v === 'string'
+
+function validElement(type: ChartType, element: unknown): boolean {
+  if (!isRecord(element)) return false
+  switch (type) {
+    case 'line':
+    case 'scatter':
+      return (
+        Array.isArray(element.points) &&
+        element.points.every((p) => Array.isArray(p) && p.length === 2 && isValue(p[0]) && isValue(p[1]))
+      )
+    case 'bar':
+      return typeof element.value === 'number'
+    case 'pie':
+      return typeof element.angle === 'number'
+    case 'box_and_whisker':
+      return ['min', 'first_quartile', 'median', 'third_quartile', 'max'].every(
+        (key) => typeof element[key] === 'number',
+      )
+    case 'superchart':
+      return parseChart(element) !== undefined
+    default:
+      return true
+  }
+}
+
+/** The chart in a result, when it has a shape that can be drawn; undefined otherwise. */
+export function parseChart(value: unknown): Chart | undefined {
+  if (!isRecord(value) || typeof value.type !== 'string' || !TYPES.has(value.type)) return undefined
+  if (!Array.isArray(value.elements)) return undefined
+  const type = value.type as ChartType
+  if (!value.elements.every((element) => validElement(type, element))) return undefined
+  return value as unknown as Chart
+}
+
+function format(value: number | string): string {
+  if (typeof value === 'string') return value
+  if (Number.isInteger(value)) return String(value)
+  return Number(value.toPrecision(4)).toString()
+}
+
+function axes(chart: Chart2D): string {
+  const x = chart.x_label ? `x: ${chart.x_label}` : undefined
+  const y = chart.y_label ? `y: ${chart.y_label}` : undefined
+  return [x, y].filter(Boolean).join(', ')
+}
+
+function numbers(values: Array<number | string>): number[] {
+  return values.filter((v): v is number => typeof v === 'number')
+}
+
+/** A series in a line: its size, range, first and last points, and where it peaks. */
+function describeSeries(series: PointData): string {
+  const points = series.points
+  if (points.length === 0) return `${series.label}: no points`
+  const ys = numbers(points.map((p) => p[1]))
+  const first = points[0] as [number | string, number | string]
+  const last = points[points.length - 1] as [number | string, number | string]
+  const parts = [
+    `${series.label}: ${points.length} points`,
+    `from (${format(first[0])}, ${format(first[1])})`,
+  ]
+  if (points.length > 1) parts.push(`to (${format(last[0])}, ${format(last[1])})`)
+  if (ys.length > 0) {
+    const max = Math.max(...ys)
+    const min = Math.min(...ys)
+    const at = (y: number) => format((points.find((p) => p[1] === y) as [number | string, number])[0])
+    parts.push(`y from ${format(min)} (at x=${at(min)}) to ${format(max)} (at x=${at(max)})`)
+  }
+  return parts.join(', ')
+}
+
+/**
+ * A few lines that say what a chart shows, with its values (the first `maxItems` of each list), so
+ * that a model without vision can read what it plotted.
+ */
+export function summarizeChart(chart: Chart, maxItems = 12): string {
+  const title = chart.title ? ` "${chart.title}"` : ''
+  const more = (n: number) => (n > maxItems ? `; … ${n - maxItems} more` : '')
+  switch (chart.type) {
+    case 'line':
+    case 'scatter': {
+      const head = `${chart.type} chart${title} (${[axes(chart), `x scale ${chart.x_scale}`, `y scale ${chart.y_scale}`].filter(Boolean).join('; ')})`
+      const series = chart.elements.slice(0, maxItems).map((s) => `  ${describeSeries(s)}`)
+      return [head, ...series].join('\n') + more(chart.elements.length)
+    }
+    case 'bar': {
+      const groups = new Set(chart.elements.map((b) => b.group))
+      const bars = chart.elements
+        .slice(0, maxItems)
+        .map((b) => `${groups.size > 1 ? `${b.group} / ` : ''}${b.label}=${format(b.value)}`)
+      return `bar chart${title} (${axes(chart)}): ${bars.join(', ')}${more(chart.elements.length)}`
+    }
+    case 'pie': {
+      const slices = chart.elements
+        .slice(0, maxItems)
+        .map((p) => `${p.label} ${format((p.angle / 360) * 100)}%`)
+      return `pie chart${title}: ${slices.join(', ')}${more(chart.elements.length)}`
+    }
+    case 'box_and_whisker': {
+      const boxes = chart.elements
+        .slice(0, maxItems)
+        .map(
+          (b) =>
+            `${b.label}: min ${format(b.min)}, q1 ${format(b.first_quartile)}, median ${format(b.median)}, q3 ${format(b.third_quartile)}, max ${format(b.max)}${b.outliers.length ? `, outliers ${b.outliers.map(format).join(' ')}` : ''}`,
+        )
+      return (
+        [`box plot${title} (${axes(chart)})`, ...boxes.map((b) => `  ${b}`)].join('\n') +
+        more(chart.elements.length)
+      )
+    }
+    case 'superchart':
+      return [
+        `figure${title} with ${chart.elements.length} charts:`,
+        ...chart.elements.map((c) => summarizeChart(c, maxItems).replace(/^/gm, '  ')),
+      ].join('\n')
+    default:
+      return `a figure${title} whose data could not be read (not a line, scatter, bar, pie or box plot)`
+  }
+}

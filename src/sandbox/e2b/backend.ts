@@ -1,0 +1,401 @@
+/**
+ * The e2b backend: Analyst's sandboxes on E2B's cloud (or on any E2B-compatible server, such as
+ * `analyst serve`), through the official `@e2b/code-interpreter` SDK. Cells run in E2B's
+ * code-interpreter kernel, files go through envd, commands are E2B's own. What E2B does not
+ * report, the files a cell created or changed, comes from one `find` after each cell.
+ * @module
+ */
+import { createReadStream, statSync } from 'node:fs'
+import { Readable } from 'node:stream'
+import {
+  AuthenticationError,
+  CommandExitError,
+  type ConnectionOpts,
+  NotFoundError as E2BNotFoundError,
+  RateLimitError as E2BRateLimitError,
+  Sandbox as E2BSandbox,
+  TimeoutError as E2BTimeoutError,
+  FileNotFoundError,
+} from '@e2b/code-interpreter'
+import mime from 'mime-types'
+import {
+  InvalidArgumentError,
+  NotFoundError,
+  RateLimitError,
+  SandboxError,
+  SandboxUnavailableError,
+} from '../../errors.js'
+import type {
+  CommandProcess,
+  Context,
+  DoExecuteOptions,
+  DoStartCommandOptions,
+  EntryInfo,
+  SandboxBackend,
+  SandboxCreateOptions,
+  SandboxProvider,
+} from '../backend.js'
+import type { Artifact, MimeBundle } from '../messaging.js'
+
+const HOME = '/home/user'
+/** E2B's result fields → the MIME types Analyst's `Result` reads them from. */
+const MIME_OF: Record<string, string> = {
+  text: 'text/plain',
+  html: 'text/html',
+  markdown: 'text/markdown',
+  svg: 'image/svg+xml',
+  png: 'image/png',
+  jpeg: 'image/jpeg',
+  pdf: 'application/pdf',
+  latex: 'text/latex',
+  json: 'application/json',
+  javascript: 'application/javascript',
+  data: 'analyst/data',
+  chart: 'analyst/chart',
+}
+/** Lists the workspace's files (size and time) after each cell, to tell the cell's artifacts. */
+const SNAPSHOT =
+  "find /home/user -path /home/user/data -prune -o -type f -printf '%P\\t%s\\t%T@\\n' 2>/dev/null | head -n 20000"
+
+export interface E2BProviderOptions
+  extends Pick<ConnectionOpts, 'apiUrl' | 'sandboxUrl' | 'domain' | 'requestTimeoutMs'> {
+  /** @default E2B_API_KEY */
+  apiKey?: string
+  /** @default 'code-interpreter-v1' */
+  template?: string
+  /** How long a sandbox lives without being killed; E2B kills it then. @default 1 hour */
+  lifetimeMs?: number
+}
+
+/** E2B's errors as Analyst's, with what to do about them. */
+function fromE2B(error: unknown, doing: string): Error {
+  if (error instanceof AuthenticationError) {
+    return new SandboxUnavailableError(`E2B refused the API key while ${doing}`, {
+      cause: error,
+      hint: 'Check E2B_API_KEY (e2b.dev/dashboard?tab=keys), or choose --sandbox local.',
+    })
+  }
+  if (error instanceof E2BRateLimitError)
+    return new RateLimitError(`E2B rate-limited ${doing}`, { cause: error })
+  if (error instanceof FileNotFoundError) {
+    return new NotFoundError(`${doing}: no such file in the sandbox`, { cause: error })
+  }
+  if (error instanceof E2BNotFoundError)
+    return new NotFoundError(`${doing}: ${error.message}`, { cause: error })
+  if (error instanceof Error && /not available on this server|Only Python/.test(error.message)) {
+    return new InvalidArgumentError(error.message, { cause: error })
+  }
+  const message = error instanceof Error ? error.message : String(error)
+  return new SandboxError(`E2B failed while ${doing}: ${message}`, { cause: error })
+}
+
+function inside(path: string): string {
+  if (path.startsWith('/')) return path
+  const relative = path.replace(/^\.\/?/, '')
+  return relative ? `${HOME}/${relative}` : HOME
+}
+
+function resultBundle(result: Record<string, unknown>): MimeBundle {
+  const bundle: MimeBundle = {}
+  for (const [field, mimeType] of Object.entries(MIME_OF)) {
+    if (result[field] !== undefined && result[field] !== null) bundle[mimeType] = result[field]
+  }
+  for (const [key, value] of Object.entries((result.extra as Record<string, unknown>) ?? {}))
+    bundle[key] = value
+  return bundle
+}
+
+class E2BBackend implements SandboxBackend {
+  readonly specificationVersion = 'v1'
+  readonly provider = 'e2b'
+  private snapshot = new Map<string, string>()
+  /** Set after the host wrote files: the next cell takes a fresh snapshot first, so they are not its artifacts. */
+  private stale = true
+
+  constructor(private readonly sdk: E2BSandbox) {}
+
+  get sandboxId(): string {
+    return this.sdk.sandboxId
+  }
+
+  private async files(): Promise<Map<string, string>> {
+    const { stdout } = await this.sdk.commands.run(SNAPSHOT, { timeoutMs: 60_000 })
+    const files = new Map<string, string>()
+    for (const line of stdout.split('\n')) {
+      const [name, size, time] = line.split('\t')
+      if (name && size !== undefined) files.set(name, `${size}:${time}`)
+    }
+    return files
+  }
+
+  private async artifacts(): Promise<Artifact[]> {
+    const now = await this.files()
+    const changed: Artifact[] = []
+    for (const [name, state] of now) {
+      if (this.snapshot.get(name) === state) continue
+      changed.push({
+        name,
+        path: `${HOME}/${name}`,
+        size: Number(state.split(':')[0]),
+        mimeType: mime.lookup(name) || 'application/octet-stream',
+      })
+    }
+    this.snapshot = now
+    return changed.sort((a, b) => a.name.localeCompare(b.name))
+  }
+
+  async doExecute(options: DoExecuteOptions): Promise<void> {
+    const { onEvent } = options
+    options.signal?.throwIfAborted()
+    if (this.stale) {
+      this.snapshot = await this.files().catch(() => this.snapshot)
+      this.stale = false
+    }
+    const context: Context | undefined =
+      options.contextId && options.contextId !== 'default'
+        ? { id: options.contextId, language: 'python', cwd: HOME }
+        : undefined
+    const running = this.sdk.runCode(options.code, {
+      context,
+      envs: options.envs,
+      timeoutMs: options.timeoutMs,
+      onStdout: (message) => onEvent({ type: 'stdout', text: message.line }),
+      onStderr: (message) => onEvent({ type: 'stderr', text: message.line }),
+      onResult: (result) =>
+        onEvent({
+          type: 'result',
+          bundle: resultBundle(result as unknown as Record<string, unknown>),
+          isMainResult: result.isMainResult,
+        }),
+      onError: (error) =>
+        onEvent({ type: 'error', name: error.name, value: error.value, traceback: error.traceback }),
+    })
+    // E2B's SDK takes no abort signal: an abort returns now; the cell stops at its timeout.
+    const aborted = new Promise<never>((_, reject) => {
+      options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true })
+    })
+    let executionCount: number | undefined
+    try {
+      executionCount = (await Promise.race([running, aborted])).executionCount
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason
+      if (!(error instanceof E2BTimeoutError)) throw fromE2B(error, 'running the cell')
+      onEvent({
+        type: 'error',
+        name: 'TimeoutError',
+        value: `The cell ran longer than its ${options.timeoutMs / 1000} s timeout and was interrupted. Pass a larger timeoutMs if it needs longer.`,
+        traceback: '',
+      })
+    }
+    for (const artifact of await this.artifacts().catch(() => [])) onEvent({ type: 'artifact', artifact })
+    onEvent({ type: 'finish', executionCount })
+  }
+
+  async doCreateContext(options: { cwd?: string }): Promise<Context> {
+    const cwd = inside(options.cwd ?? HOME)
+    const context = await this.sdk.createCodeContext({ cwd, language: 'python' }).catch((error: unknown) => {
+      throw fromE2B(error, 'creating a context')
+    })
+    return { id: context.id, language: 'python', cwd: context.cwd }
+  }
+
+  async doRestartContext(contextId: string): Promise<void> {
+    let id = contextId
+    if (id === 'default') {
+      // E2B's default context has the kernel's id: the first Python context it lists.
+      const contexts = await this.sdk.listCodeContexts()
+      id = contexts.find((c) => c.language === 'python')?.id ?? id
+    }
+    await this.sdk.restartCodeContext(id).catch((error: unknown) => {
+      throw fromE2B(error, `restarting context ${contextId}`)
+    })
+  }
+
+  async doRemoveContext(contextId: string): Promise<void> {
+    await this.sdk.removeCodeContext(contextId).catch((error: unknown) => {
+      throw fromE2B(error, `removing context ${contextId}`)
+    })
+  }
+
+  async doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo> {
+    const target = inside(path)
+    const info = await this.sdk.files.write(target, data.slice().buffer).catch((error: unknown) => {
+      throw fromE2B(error, `writing ${path}`)
+    })
+    this.stale = true
+    return { name: info.name, type: 'file', path: info.path, size: data.length }
+  }
+
+  async doReadFile(path: string): Promise<Uint8Array> {
+    return this.sdk.files.read(inside(path), { format: 'bytes' }).catch((error: unknown) => {
+      throw fromE2B(error, path)
+    })
+  }
+
+  async doList(path: string): Promise<EntryInfo[]> {
+    const entries = await this.sdk.files.list(inside(path)).catch((error: unknown) => {
+      throw fromE2B(error, `listing ${path}`)
+    })
+    return entries
+      .filter((entry) => entry.type === 'file' || entry.type === 'dir')
+      .map((entry) => ({
+        name: entry.name,
+        type: entry.type as 'file' | 'dir',
+        path: entry.path,
+        size: entry.size,
+      }))
+      .sort((a, b) => a.name.localeCompare(b.name))
+  }
+
+  async doStat(path: string): Promise<EntryInfo | undefined> {
+    try {
+      const entry = await this.sdk.files.getInfo(inside(path))
+      return {
+        name: entry.name,
+        type: entry.type === 'dir' ? 'dir' : 'file',
+        path: entry.path,
+        size: entry.size,
+      }
+    } catch (error) {
+      if (error instanceof FileNotFoundError || error instanceof E2BNotFoundError) return undefined
+      throw fromE2B(error, `looking at ${path}`)
+    }
+  }
+
+  async doRemove(path: string): Promise<void> {
+    await this.sdk.files.remove(inside(path)).catch((error: unknown) => {
+      throw fromE2B(error, `removing ${path}`)
+    })
+    this.stale = true
+  }
+
+  async doMakeDir(path: string): Promise<boolean> {
+    return this.sdk.files.makeDir(inside(path)).catch((error: unknown) => {
+      throw fromE2B(error, `creating ${path}`)
+    })
+  }
+
+  async doRename(from: string, to: string): Promise<EntryInfo> {
+    const entry = await this.sdk.files.rename(inside(from), inside(to)).catch((error: unknown) => {
+      throw fromE2B(error, `moving ${from}`)
+    })
+    this.stale = true
+    return {
+      name: entry.name,
+      type: entry.type === 'dir' ? 'dir' : 'file',
+      path: entry.path,
+      size: entry.size,
+    }
+  }
+
+  /** Streams a host file to data/<name>, without reading it into memory. */
+  async doAddData(hostPath: string, name: string): Promise<EntryInfo> {
+    if (!name || name.includes('/') || name === '.' || name === '..') {
+      throw new InvalidArgumentError(`${JSON.stringify(name)} is not a valid file name for data/`)
+    }
+    let size: number
+    try {
+      size = statSync(hostPath).size
+    } catch (cause) {
+      throw new NotFoundError(`${hostPath}: no such file`, {
+        cause,
+        hint: 'Check the path of the data file.',
+      })
+    }
+    const target = `${HOME}/data/${name}`
+    const stream = Readable.toWeb(createReadStream(hostPath)) as ReadableStream<Uint8Array>
+    await this.sdk.files.write(target, stream).catch((error: unknown) => {
+      throw fromE2B(error, `uploading ${hostPath}`)
+    })
+    // Read-only for the code, as data/ is everywhere (best effort: a server may have it read-only already).
+    await this.sdk.commands.run(`chmod a-w ${JSON.stringify(target)}`).catch(() => {})
+    this.stale = true
+    return { name, type: 'file', path: target, size }
+  }
+
+  async doStartCommand(options: DoStartCommandOptions): Promise<CommandProcess> {
+    const encoder = new TextEncoder()
+    const handle = await this.sdk.commands
+      .run(options.cmd, {
+        background: true,
+        stdin: options.stdin,
+        envs: options.envs,
+        cwd: options.cwd === undefined ? undefined : inside(options.cwd),
+        timeoutMs: 0,
+        onStdout: (text) => options.onEvent({ type: 'stdout', data: encoder.encode(text) }),
+        onStderr: (text) => options.onEvent({ type: 'stderr', data: encoder.encode(text) }),
+      })
+      .catch((error: unknown) => {
+        throw fromE2B(error, 'starting a command')
+      })
+    handle.wait().then(
+      (result) => options.onEvent({ type: 'exit', exitCode: result.exitCode, error: result.error }),
+      (error: unknown) =>
+        options.onEvent(
+          error instanceof CommandExitError
+            ? { type: 'exit', exitCode: error.exitCode, error: error.error }
+            : { type: 'exit', exitCode: -1, error: (error as Error).message },
+        ),
+    )
+    this.stale = true
+    const pid = handle.pid
+    return {
+      pid,
+      sendStdin: (data) => this.sdk.commands.sendStdin(pid, data),
+      closeStdin: () => this.sdk.commands.closeStdin(pid),
+      kill: async () => {
+        await this.sdk.commands.kill(pid)
+      },
+    }
+  }
+
+  async doKill(): Promise<void> {
+    await this.sdk.kill().catch(() => {})
+  }
+}
+
+export class E2BProvider implements SandboxProvider {
+  readonly specificationVersion = 'v1'
+  readonly name = 'e2b'
+  private readonly options: E2BProviderOptions
+
+  constructor(options: E2BProviderOptions = {}) {
+    this.options = options
+  }
+
+  async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
+    // E2B's template sets the limits and its VM is the isolation: asking for others cannot be honoured.
+    if (options.limits && Object.values(options.limits).some((value) => value !== undefined)) {
+      throw new InvalidArgumentError('The e2b provider cannot set limits: the E2B template decides them', {
+        hint: 'Leave out limits, or use the local provider.',
+      })
+    }
+    if (options.isolation === 'none') {
+      throw new InvalidArgumentError("isolation 'none' does not apply to E2B: its sandboxes are VMs")
+    }
+    options.signal?.throwIfAborted()
+    const { template = 'code-interpreter-v1', lifetimeMs = 3_600_000, ...connection } = this.options
+    const sdk = await E2BSandbox.create(template, {
+      ...connection,
+      timeoutMs: lifetimeMs,
+      envs: options.envs,
+      // Secure by default: no network unless asked for.
+      allowInternetAccess: options.network ?? false,
+    }).catch((error: unknown) => {
+      throw fromE2B(error, 'creating a sandbox')
+    })
+    const backend = new E2BBackend(sdk)
+    try {
+      for (const item of options.data ?? []) {
+        const { path, name } =
+          typeof item === 'string' ? { path: item, name: item.slice(item.lastIndexOf('/') + 1) } : item
+        await backend.doAddData(path, name)
+      }
+      options.signal?.throwIfAborted()
+    } catch (error) {
+      await backend.doKill()
+      throw error
+    }
+    return backend
+  }
+}

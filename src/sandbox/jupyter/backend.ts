@@ -1,0 +1,645 @@
+/**
+ * The Jupyter engine: each sandbox is a kernel on a Jupyter server (Jupyter Server, a JupyterHub
+ * user's server, Enterprise Gateway), in a workspace folder of its own; each extra context is one
+ * more kernel in the same folder. Analyst keeps its own guarantees where the protocol lets it
+ * (results, caps, timeouts that interrupt, artifacts, teardown of kernels); isolation, network and
+ * resource limits are the server's (see `capabilities`).
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import { open } from 'node:fs/promises'
+import { basename } from 'node:path'
+import mime from 'mime-types'
+import type {
+  Context,
+  DoExecuteOptions,
+  EntryInfo,
+  SandboxBackend,
+  SandboxCapabilities,
+  SandboxCreateOptions,
+  SandboxProvider,
+} from '../backend.js'
+import { assertSupported, missingCapabilities } from '../capabilities.js'
+import { CellOutput, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
+import {
+  InvalidArgumentError,
+  NotFoundError,
+  SandboxError,
+  SandboxUnavailableError,
+  sandboxKilled,
+} from '../errors.js'
+import { SANDBOX_HOME, splitPath } from '../paths.js'
+import { type ExecuteReply, KernelChannel, KernelLost, type KernelMessage } from './channel.js'
+import { ContentsFiles, type FileEntry, KernelFiles, type WorkspaceFiles } from './files.js'
+import { defaultRecordDir, KernelRecords } from './leftovers.js'
+import { CELL_END_MIME, cellEndFrom, cellEnvsCode, MODULE, preludeCode } from './prelude.js'
+import {
+  checkKernelEnv,
+  connect,
+  deleteKernel,
+  getKernel,
+  interruptKernel,
+  type JupyterSettings,
+  restartKernel,
+  type ServerInfo,
+  startKernel,
+} from './server.js'
+
+export interface JupyterProviderOptions extends JupyterSettings {
+  /** How long an interrupted cell may take to stop before its kernel is restarted. @default 3000 */
+  interruptGraceMs?: number
+  /** Where started kernels are recorded, to shut down those of a crashed run. @default ANALYST_HOME/jupyter-kernels */
+  recordDir?: string
+}
+
+/** What Analyst enforces on a Jupyter engine: the output caps. The rest is the server's. */
+export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
+  networkIsolation: false,
+  hostIsolation: false,
+  readOnlyData: false,
+  limits: ['outputBytes', 'resultBytes'],
+  fullTeardown: false,
+}
+
+const DEFAULT_OUTPUT_BYTES = 10 * 1024 * 1024
+
+/** ANSI colour codes in tracebacks (the prelude turns colours off; a restarted kernel before it may not). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: escape codes are what it removes
+const ANSI = /\u001b\[[0-9;]*[A-Za-z]/g
+
+function tracebackText(lines: unknown): string {
+  return Array.isArray(lines) ? lines.map(String).join('\n').replace(ANSI, '').trimEnd() : ''
+}
+
+/** How long a cell may be silent before the server is asked whether its kernel still runs it. */
+const WATCHDOG_MS = 2000
+
+const RATE_LIMIT = /^IOPub (data|message) rate exceeded/
+
+/** One kernel of a sandbox: the default context or another. */
+class Kernel {
+  /** The prelude must run (again) before the next cell: a new or restarted kernel. */
+  needsPrelude = true
+  /** Why the kernel stopped between cells, told to the next cell. */
+  lostBetweenCells: string | undefined
+
+  constructor(
+    public id: string,
+    public channel: KernelChannel,
+    readonly cwd: string,
+  ) {}
+}
+
+class JupyterSandbox implements SandboxBackend {
+  readonly specificationVersion = 'v1'
+  readonly provider = 'jupyter'
+  private readonly contexts = new Map<string, Kernel>()
+  private queue: Promise<unknown> = Promise.resolve()
+  private killed = false
+  /** Every file of the workspace as last reported by any kernel: `size:mtime_ns:inode`. */
+  private readonly known = new Map<string, string>()
+  /** Files written through the files API since the last cell, with their size: not artifacts. */
+  private readonly written = new Map<string, number>()
+  private readonly outputLimits: { outputBytes: number; resultBytes: number }
+
+  constructor(
+    readonly sandboxId: string,
+    private readonly server: ServerInfo,
+    private readonly settings: JupyterProviderOptions,
+    private readonly records: KernelRecords,
+    private readonly main: Kernel,
+    private files: WorkspaceFiles,
+    private readonly envs: Record<string, string>,
+    limits: SandboxCreateOptions['limits'],
+  ) {
+    const outputBytes = limits?.outputBytes ?? DEFAULT_OUTPUT_BYTES
+    this.outputLimits = { outputBytes, resultBytes: limits?.resultBytes ?? 8 * outputBytes }
+    this.watch(main)
+  }
+
+  /** The workspace folder, relative to the kernel's start directory (the server's root). */
+  get workspace(): string {
+    return `analyst-${this.sandboxId}`
+  }
+
+  private get http() {
+    return this.server.http
+  }
+
+  /** A restart by the server between cells (the kernel died) is told to the next cell. */
+  private watch(kernel: Kernel) {
+    kernel.channel.onKernelState = (state) => {
+      if (state === 'restarting' || state === 'dead') {
+        // A restarted kernel may listen on new ports: a new socket reaches it, this one may not.
+        kernel.channel.close()
+        kernel.needsPrelude = true
+        kernel.lostBetweenCells = `[The kernel had stopped since the last cell (the Jupyter server ${state === 'dead' ? 'could not restart it' : 'restarted it'}). ${STATE_LOST}]\n`
+      }
+    }
+  }
+
+  /** Runs the prelude in a kernel (new, or restarted: its state is gone). */
+  async prepare(kernel: Kernel) {
+    const reply = await kernel.channel.execute({
+      code: preludeCode({ workspace: this.workspace, cwd: kernel.cwd, envs: this.envs }),
+      silent: true,
+    })
+    if (reply.status !== 'ok') {
+      throw new SandboxUnavailableError(
+        `The Jupyter kernel could not be set up for Analyst: ${reply.ename}: ${reply.evalue}`,
+        {
+          hint: 'Analyst needs an IPython kernel (ipykernel 6 or newer) for Python 3: choose it with --jupyter-kernel.',
+        },
+      )
+    }
+    kernel.needsPrelude = false
+  }
+
+  /** A new kernel for a context (or to replace one that is gone), set up in the workspace. */
+  async startKernel(cwd: string): Promise<Kernel> {
+    const model = await startKernel(this.server, this.settings)
+    this.records.add(this.http.baseUrl, model.id)
+    try {
+      const kernel = new Kernel(model.id, await KernelChannel.open(this.http, model.id), cwd)
+      this.watch(kernel)
+      await this.prepare(kernel)
+      return kernel
+    } catch (error) {
+      await this.dropKernel(model.id)
+      throw error
+    }
+  }
+
+  private async dropKernel(id: string) {
+    await deleteKernel(this.http, id).catch(() => {})
+    this.records.remove(id)
+  }
+
+  doExecute(options: DoExecuteOptions): Promise<void> {
+    // One cell at a time across the sandbox's kernels, as the local engine does.
+    const run = this.queue.then(() => this.runCell(options))
+    this.queue = run.catch(() => {})
+    return run
+  }
+
+  private kernelOf(contextId: string | undefined): Kernel {
+    if (contextId === undefined || contextId === 'default') return this.main
+    const kernel = this.contexts.get(contextId)
+    if (!kernel)
+      throw new NotFoundError(`No context ${contextId} in this sandbox`, {
+        hint: 'Create one with createContext().',
+      })
+    return kernel
+  }
+
+  /** Makes the kernel usable: a channel open, the prelude run; a kernel the server lost is replaced. */
+  private async ready(kernel: Kernel) {
+    if (kernel.channel.closed) {
+      if (!(await getKernel(this.http, kernel.id))) {
+        await this.dropKernel(kernel.id)
+        const model = await startKernel(this.server, this.settings)
+        this.records.add(this.http.baseUrl, model.id)
+        kernel.id = model.id
+        kernel.needsPrelude = true
+        kernel.lostBetweenCells = `[The kernel was gone from the Jupyter server since the last cell; a new one was started. ${STATE_LOST}]\n`
+      }
+      kernel.channel = await KernelChannel.open(this.http, kernel.id)
+      this.watch(kernel)
+    }
+    if (kernel.needsPrelude) await this.prepare(kernel)
+  }
+
+  private async runCell(options: DoExecuteOptions) {
+    this.assertAlive()
+    options.signal?.throwIfAborted()
+    const kernel = this.kernelOf(options.contextId)
+    await this.ready(kernel)
+    const { onEvent } = options
+    if (kernel.lostBetweenCells) {
+      onEvent({ type: 'stderr', text: kernel.lostBetweenCells })
+      kernel.lostBetweenCells = undefined
+    }
+    const output = new CellOutput(onEvent, this.outputLimits)
+    const seconds = options.timeoutMs / 1000
+    let stopped: 'timeout' | 'abort' | undefined
+    let sawError = false
+    let cellEnd: ReturnType<typeof cellEndFrom>
+    let graceTimer: NodeJS.Timeout | undefined
+    let restartedByUs: Promise<void> | undefined
+    let giveUp: ((why: 'restarted' | KernelLost) => void) | undefined
+    const abandoned = new Promise<'restarted' | KernelLost>((resolve) => {
+      giveUp = resolve
+    })
+    const watchdog = this.watchdog(kernel, (lost) => giveUp?.(lost))
+    const stop = (reason: 'timeout' | 'abort') => {
+      if (stopped) return
+      stopped = reason
+      interruptKernel(this.http, kernel.id).catch(() => {})
+      graceTimer = setTimeout(() => {
+        // The cell ignores the interrupt: restart its kernel (state lost), as the local engine kills it.
+        restartedByUs = this.restart(kernel)
+        giveUp?.('restarted')
+      }, this.settings.interruptGraceMs ?? 3000)
+    }
+    const timer = setTimeout(() => stop('timeout'), options.timeoutMs)
+    const onAbort = () => stop('abort')
+    options.signal?.addEventListener('abort', onAbort, { once: true })
+    const onMessage = (message: KernelMessage) => {
+      watchdog.heard()
+      const { content } = message
+      switch (message.header.msg_type) {
+        case 'stream': {
+          const text = String(content.text ?? '')
+          if (content.name === 'stderr' && RATE_LIMIT.test(text)) {
+            return output.droppedByEngine(
+              'the Jupyter server dropped output over its IOPub rate limit (ServerApp.iopub_data_rate_limit, iopub_msg_rate_limit); print less, or write big output to a file',
+            )
+          }
+          return output.output(content.name === 'stderr' ? 'stderr' : 'stdout', text)
+        }
+        case 'execute_result':
+          return output.result((content.data ?? {}) as Record<string, unknown>, true)
+        case 'display_data':
+        case 'update_display_data': {
+          const data = (content.data ?? {}) as Record<string, unknown>
+          if (CELL_END_MIME in data) {
+            cellEnd = cellEndFrom(data[CELL_END_MIME])
+            return
+          }
+          return output.result(data, false)
+        }
+        case 'error':
+          sawError = true
+          if (stopped === 'timeout' && content.ename === 'KeyboardInterrupt') {
+            return onEvent(timeoutError(seconds, tracebackText(content.traceback)))
+          }
+          return onEvent({
+            type: 'error',
+            name: String(content.ename ?? 'Error'),
+            value: String(content.evalue ?? ''),
+            traceback: tracebackText(content.traceback),
+          })
+      }
+    }
+    let reply: ExecuteReply | undefined
+    try {
+      const envs = options.envs && Object.keys(options.envs).length > 0 ? options.envs : undefined
+      // Sent together: the kernel runs them in order, with no round trip in between.
+      const setEnvs = envs && kernel.channel.execute({ code: cellEnvsCode(envs), silent: true })
+      const cell = kernel.channel.execute({ code: options.code }, onMessage)
+      setEnvs?.catch(() => {})
+      const settled = await Promise.race([cell, abandoned])
+      if (settled instanceof KernelLost) {
+        cell.catch(() => {})
+        throw settled
+      }
+      if (settled === 'restarted') {
+        cell.catch(() => {})
+        await restartedByUs
+        onEvent({ type: 'error', ...killedError(stopped, seconds) })
+      } else {
+        reply = settled
+        if (stopped === 'timeout' && !sawError) onEvent(timeoutError(seconds))
+      }
+    } catch (error) {
+      if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
+      if (!(error instanceof KernelLost)) throw error
+      kernel.needsPrelude = true
+      kernel.lostBetweenCells = undefined
+      onEvent({
+        type: 'error',
+        name: 'KernelDied',
+        value: `The Python kernel died while running this cell (the Jupyter server ${error.state === 'dead' ? 'could not restart it' : 'restarted it'}). ${STATE_LOST}`,
+        traceback: '',
+      })
+    } finally {
+      watchdog.stop()
+      clearTimeout(timer)
+      clearTimeout(graceTimer)
+      options.signal?.removeEventListener('abort', onAbort)
+    }
+    if (cellEnd) for (const artifact of this.artifacts(cellEnd)) onEvent({ type: 'artifact', artifact })
+    onEvent({ type: 'finish', executionCount: reply?.execution_count })
+    if (stopped === 'abort') throw options.signal?.reason ?? new Error('aborted')
+  }
+
+  /**
+   * Asks the server, while a cell is quiet, whether its kernel still runs it. A kernel can die and
+   * be restarted on new ports without the socket hearing of it; the server then reports it idle
+   * (or dead, or gone) while the cell waits for a reply that will never come.
+   */
+  private watchdog(kernel: Kernel, lost: (error: KernelLost) => void) {
+    let last = Date.now()
+    let idleChecks = 0
+    const timer = setInterval(async () => {
+      if (Date.now() - last < WATCHDOG_MS) return
+      const model = await getKernel(this.http, kernel.id).catch(() => null)
+      if (model === null) return // the socket tells of a server that went away
+      const state = model?.execution_state ?? 'gone'
+      idleChecks = state === 'idle' ? idleChecks + 1 : 0
+      if (state === 'dead' || state === 'gone' || idleChecks >= 2) {
+        kernel.channel.close()
+        lost(new KernelLost(state === 'idle' ? 'restarting' : state))
+      }
+    }, WATCHDOG_MS)
+    timer.unref()
+    return {
+      heard: () => {
+        last = Date.now()
+        idleChecks = 0
+      },
+      stop: () => clearInterval(timer),
+    }
+  }
+
+  /** Restarts a kernel through the server (its state is lost) and sets it up again. */
+  private async restart(kernel: Kernel) {
+    try {
+      await restartKernel(this.http, kernel.id)
+      kernel.channel.close()
+      kernel.channel = await KernelChannel.open(this.http, kernel.id)
+      this.watch(kernel)
+      kernel.needsPrelude = true
+    } catch {
+      kernel.channel.close() // the next cell finds out what is left
+    }
+  }
+
+  /** Files a cell created or changed, from its kernel's report, against what every kernel reported. */
+  private artifacts(end: NonNullable<ReturnType<typeof cellEndFrom>>) {
+    for (const name of end.removed) this.known.delete(name)
+    const artifacts = []
+    for (const [name, state, size] of end.changed) {
+      if (!isWorkspacePath(name)) continue
+      const before = this.known.get(name)
+      this.known.set(name, state)
+      if (before === state) continue
+      if (before === undefined && this.written.get(name) === size) continue
+      artifacts.push({
+        name,
+        path: `${SANDBOX_HOME}/${name}`,
+        size,
+        mimeType: mime.lookup(name) || 'application/octet-stream',
+      })
+    }
+    this.written.clear()
+    return artifacts.sort((a, b) => a.name.localeCompare(b.name))
+  }
+
+  async doCreateContext(options: { cwd?: string }): Promise<Context> {
+    this.assertAlive()
+    const relative = workspacePath(options.cwd ?? SANDBOX_HOME)
+    const kernel = await this.startKernel(relative)
+    const id = randomBytes(6).toString('hex')
+    this.contexts.set(id, kernel)
+    return { id, language: 'python', cwd: relative ? `${SANDBOX_HOME}/${relative}` : SANDBOX_HOME }
+  }
+
+  /** Runs one file operation of the prelude in the main kernel. */
+  private async kernelOp(expression: string): Promise<ExecuteReply> {
+    await this.ready(this.main)
+    return this.main.channel.execute({ code: '', silent: true, userExpressions: { result: expression } })
+  }
+
+  kernelFiles(): KernelFiles {
+    return new KernelFiles((expression) => this.kernelOp(expression))
+  }
+
+  useKernelFiles() {
+    this.files = this.kernelFiles()
+  }
+
+  async doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo> {
+    this.assertAlive()
+    const relative = workspacePath(path)
+    if (!relative || relative === 'data')
+      throw new InvalidArgumentError(`${path} names a folder; give a file name`)
+    const chunk = this.files.chunkBytes
+    let offset = 0
+    do {
+      await this.files.write(relative, data.subarray(offset, offset + chunk), offset > 0)
+      offset += chunk
+    } while (offset < data.length)
+    this.written.set(relative, data.length)
+    return { name: basename(relative), type: 'file', path: `${SANDBOX_HOME}/${relative}`, size: data.length }
+  }
+
+  async doReadFile(path: string): Promise<Uint8Array> {
+    this.assertAlive()
+    const relative = workspacePath(path)
+    if (!relative) throw new InvalidArgumentError(`${path} is a folder; read a file`)
+    return this.files.read(relative)
+  }
+
+  async doList(path: string): Promise<EntryInfo[]> {
+    this.assertAlive()
+    const relative = workspacePath(path)
+    return (await this.files.list(relative)).map((entry) => toInfo(relative, entry))
+  }
+
+  async doStat(path: string): Promise<EntryInfo | undefined> {
+    this.assertAlive()
+    const relative = workspacePath(path)
+    if (!relative) return { name: 'user', type: 'dir', path: SANDBOX_HOME, size: 0 }
+    const entry = await this.files.stat(relative)
+    return entry && toInfo(relative.split('/').slice(0, -1).join('/'), entry)
+  }
+
+  async doRemove(path: string): Promise<void> {
+    this.assertAlive()
+    const relative = workspacePath(path)
+    if (!relative) throw new InvalidArgumentError('The workspace itself cannot be removed')
+    // Through the kernel: the Contents API moves files to the server's trash and keeps folders that are not empty.
+    await this.kernelFiles().call('remove', relative)
+  }
+
+  async doAddData(hostPath: string, name: string): Promise<EntryInfo> {
+    this.assertAlive()
+    if (!name || name.includes('/') || name === '.' || name === '..' || name.includes('\0')) {
+      throw new InvalidArgumentError(`${JSON.stringify(name)} is not a valid file name for data/`)
+    }
+    let file: Awaited<ReturnType<typeof open>>
+    try {
+      file = await open(hostPath, 'r')
+    } catch (cause) {
+      throw new NotFoundError(`${hostPath}: no such file`, {
+        cause,
+        hint: 'Check the path of the data file.',
+      })
+    }
+    try {
+      const stat = await file.stat()
+      if (!stat.isFile()) throw new InvalidArgumentError(`${hostPath} is not a regular file`)
+      const chunk = this.files.chunkBytes
+      const buffer = Buffer.allocUnsafe(chunk)
+      let offset = 0
+      do {
+        const { bytesRead } = await file.read(buffer, 0, chunk, offset)
+        await this.files.write(`data/${name}`, buffer.subarray(0, bytesRead), offset > 0)
+        offset += bytesRead
+        if (bytesRead === 0) break
+      } while (offset < stat.size)
+      return { name, type: 'file', path: `${SANDBOX_HOME}/data/${name}`, size: offset }
+    } finally {
+      await file.close()
+    }
+  }
+
+  private assertAlive() {
+    if (this.killed) throw sandboxKilled()
+  }
+
+  /** Removes the workspace (through the main kernel, when it answers) and deletes every kernel. */
+  async doKill(): Promise<void> {
+    if (this.killed) return
+    this.killed = true
+    const kernels = [this.main, ...this.contexts.values()]
+    await interruptKernel(this.http, this.main.id).catch(() => {})
+    if (!this.main.channel.closed && !this.main.needsPrelude) {
+      const clear = this.main.channel.execute({
+        code: '',
+        silent: true,
+        userExpressions: { result: `${MODULE}.op('clear', '')` },
+      })
+      await Promise.race([clear, new Promise((resolve) => setTimeout(resolve, 5000).unref())]).catch(() => {})
+    }
+    for (const kernel of kernels) kernel.channel.close()
+    await Promise.all(kernels.map((kernel) => this.dropKernel(kernel.id)))
+  }
+}
+
+function isWorkspacePath(name: string): boolean {
+  return (
+    !name.startsWith('/') && !name.split('/').some((part) => part === '..' || part === '' || part === '.')
+  )
+}
+
+/** A sandbox path → the path relative to the workspace folder ('' for the workspace). */
+function workspacePath(path: string): string {
+  const { area, parts } = splitPath(path)
+  return [...(area === 'data' ? ['data'] : []), ...parts].join('/')
+}
+
+function toInfo(folder: string, entry: FileEntry): EntryInfo {
+  const relative = folder ? `${folder}/${entry.name}` : entry.name
+  return { name: entry.name, type: entry.type, path: `${SANDBOX_HOME}/${relative}`, size: entry.size }
+}
+
+export class JupyterProvider implements SandboxProvider {
+  readonly specificationVersion = 'v1'
+  readonly name = 'jupyter'
+  readonly capabilities = JUPYTER_CAPABILITIES
+  private server: Promise<ServerInfo> | undefined
+  private readonly records: KernelRecords
+  private told = false
+
+  constructor(private readonly settings: JupyterProviderOptions) {
+    if (!settings.url) {
+      throw new SandboxUnavailableError('No Jupyter server configured: ANALYST_JUPYTER_URL is not set', {
+        hint: 'Set ANALYST_JUPYTER_URL (and ANALYST_JUPYTER_TOKEN) to the server, e.g. http://127.0.0.1:8888/.',
+      })
+    }
+    checkKernelEnv(settings.kernelEnv ?? {})
+    this.records = new KernelRecords(settings.recordDir ?? defaultRecordDir())
+  }
+
+  /** What is at the URL: found once, then shared; a failure is retried by the next call. */
+  connect(): Promise<ServerInfo> {
+    this.server ??= connect(this.settings).then(
+      async (server) => {
+        await this.cleanUpLeftovers(server).catch(() => {})
+        return server
+      },
+      (error) => {
+        this.server = undefined
+        throw error
+      },
+    )
+    return this.server
+  }
+
+  /** Shuts down the kernels that Analyst processes on this machine started and left behind when they crashed. */
+  async cleanUpLeftovers(server?: ServerInfo): Promise<string[]> {
+    const { http } = server ?? (await this.connect())
+    const removed: string[] = []
+    for (const record of this.records.leftovers(http.baseUrl)) {
+      if (await getKernel(http, record.kernelId).catch(() => undefined)) {
+        await clearLeftover(server ?? (await this.connect()), record.kernelId)
+        await deleteKernel(http, record.kernelId)
+        removed.push(record.kernelId)
+      }
+      this.records.remove(record.kernelId)
+    }
+    return removed
+  }
+
+  warm(): Promise<void> {
+    return this.connect().then(() => {})
+  }
+
+  async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
+    assertSupported('jupyter', this.capabilities, options)
+    options.signal?.throwIfAborted()
+    const server = await this.connect()
+    if (!this.told) {
+      this.told = true
+      process.emitWarning(
+        `Sandboxes run on the Jupyter server at ${server.http.baseUrl}, isolated by it, not by Analyst: ${missingCapabilities(this.capabilities).join('; ')}. The guard still checks code (analyst doctor --sandbox jupyter).`,
+        'AnalystWarning',
+      )
+    }
+    const sandboxId = randomBytes(6).toString('hex')
+    const model = await startKernel(server, this.settings, options.signal)
+    this.records.add(server.http.baseUrl, model.id)
+    let sandbox: JupyterSandbox | undefined
+    try {
+      const main = new Kernel(model.id, await KernelChannel.open(server.http, model.id), '')
+      const files: WorkspaceFiles = new ContentsFiles(server.http, `analyst-${sandboxId}`)
+      sandbox = new JupyterSandbox(
+        sandboxId,
+        server,
+        this.settings,
+        this.records,
+        main,
+        files,
+        options.envs ?? {},
+        options.limits,
+      )
+      await sandbox.prepare(main)
+      // The Contents API sees the workspace only when the kernel started in the server's root.
+      if (!server.contents || !(await files.stat('').catch(() => undefined))) sandbox.useKernelFiles()
+      for (const item of options.data ?? []) {
+        const { path, name } = typeof item === 'string' ? { path: item, name: basename(item) } : item
+        await sandbox.doAddData(path, name)
+      }
+      options.signal?.throwIfAborted()
+      return sandbox
+    } catch (error) {
+      if (sandbox) await sandbox.doKill()
+      else {
+        await deleteKernel(server.http, model.id).catch(() => {})
+        this.records.remove(model.id)
+      }
+      throw error
+    }
+  }
+}
+
+/** Removes a leftover kernel's workspace through the kernel itself, if it is idle and answers quickly. */
+async function clearLeftover(server: ServerInfo, kernelId: string) {
+  await interruptKernel(server.http, kernelId).catch(() => {})
+  const channel = await KernelChannel.open(server.http, kernelId, 5000).catch(() => undefined)
+  if (!channel) return
+  try {
+    const clear = channel.execute({
+      code: '',
+      silent: true,
+      userExpressions: {
+        result: `${MODULE}.op('clear', '') if 'analyst_jupyter' in __import__('sys').modules else None`,
+      },
+    })
+    await Promise.race([clear, new Promise((resolve) => setTimeout(resolve, 5000).unref())]).catch(() => {})
+  } finally {
+    channel.close()
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Paths as every engine shows them: the workspace is `/home/user` (E2B's home), inputs are under
+ * `data/`, and a path given to the files API is relative to the workspace or absolute inside it.
+ * @module
+ */
+import { posix } from 'node:path'
+import { InvalidArgumentError } from './errors.js'
+
+/** The working directory of code, as the files API and artifacts name it on every engine. */
+export const SANDBOX_HOME = '/home/user'
+
+function escapes(path: string): InvalidArgumentError {
+  return new InvalidArgumentError(`${path} is outside the sandbox's workspace`, {
+    hint: `Use a path relative to the workspace (${SANDBOX_HOME}), e.g. 'out/result.csv' or 'data/input.csv'.`,
+  })
+}
+
+/** A sandbox path → workspace-relative components. `data/...` is the read-only input area. */
+export function splitPath(path: string): { area: 'work' | 'data'; parts: string[] } {
+  if (typeof path !== 'string' || path.includes('\0')) throw escapes(String(path))
+  let relative = path
+  if (path.startsWith('/')) {
+    if (path !== SANDBOX_HOME && !path.startsWith(`${SANDBOX_HOME}/`)) throw escapes(path)
+    relative = path.slice(SANDBOX_HOME.length)
+  }
+  const normal = posix.normalize(`./${relative}`)
+  if (normal === '..' || normal.startsWith('../')) throw escapes(path)
+  const parts = normal.split('/').filter((part) => part && part !== '.')
+  if (parts[0] === 'data') return { area: 'data', parts: parts.slice(1) }
+  return { area: 'work', parts }
+}

@@ -1,0 +1,107 @@
+/**
+ * An E2B-compatible API over any sandbox provider, so the official E2B SDKs run unchanged against
+ * `analyst serve`: E2B_API_URL and E2B_SANDBOX_URL point at the server, E2B_API_KEY is one of its
+ * tokens. It serves raw sandboxes, not Analyst sessions.
+ *
+ * With both URLs set, the SDK sends everything to this one server: control-plane calls carry
+ * `X-API-KEY` and no `E2b-Sandbox-Id`; calls into a sandbox carry `E2b-Sandbox-Id` and
+ * `E2b-Sandbox-Port` (49983 envd: files, commands; 49999 the code interpreter).
+ * @module
+ */
+import { Hono } from 'hono'
+import type { SandboxProvider } from '../../sandbox/index.js'
+import { ownerOf } from '../app.js'
+import { controlRoutes, e2bError } from './control.js'
+import { envdRoutes } from './envd.js'
+import { interpreterRoutes } from './interpreter.js'
+import { Registry, sameSecret } from './registry.js'
+
+export { ENVD_VERSION } from './registry.js'
+
+export const ENVD_PORT = '49983'
+export const INTERPRETER_PORT = '49999'
+const CONTROL_PATH = /^\/(v2\/)?sandboxes(\/|$)/
+
+export interface E2BApiOptions {
+  provider: SandboxProvider
+  /** The server's tokens (ANALYST_TOKEN); empty: any key is accepted (loopback only). */
+  tokens: string[]
+  /** Let a client that asks for `allowInternetAccess: true` have network. @default false */
+  allowNetwork?: boolean
+  /** Largest upload through `files.write`. @default 256 MiB */
+  maxUploadBytes?: number
+}
+
+export interface E2BApi {
+  /** Whether a request is for this API: it names a sandbox, or a control-plane path. */
+  handles(request: Request): boolean
+  fetch(request: Request): Response | Promise<Response>
+  /** Kills every sandbox it made and takes no new ones. */
+  close(): Promise<void>
+}
+
+export function createE2BApi(options: E2BApiOptions): E2BApi {
+  const registry = new Registry()
+  let closing = false
+  const control = controlRoutes({
+    provider: options.provider,
+    registry,
+    allowNetwork: options.allowNetwork,
+    closing: () => closing,
+  })
+  const envd = envdRoutes({ registry, maxUploadBytes: options.maxUploadBytes })
+  const interpreter = interpreterRoutes()
+
+  const app = new Hono()
+  app.all('*', (c) => {
+    const sandboxId = c.req.header('e2b-sandbox-id')
+    if (sandboxId === undefined) {
+      const key = c.req.header('x-api-key')
+      const token = options.tokens.length === 0 ? '' : options.tokens.find((t) => sameSecret(key, t))
+      if (token === undefined) {
+        return e2bError(
+          c,
+          401,
+          key
+            ? 'The API key is not valid'
+            : 'An API key is required: set E2B_API_KEY to one of ANALYST_TOKEN',
+        )
+      }
+      return control.fetch(c.req.raw, { owner: token === '' ? null : ownerOf(token) })
+    }
+    // A sandbox's own calls: its id is unguessable, and its access tokens are checked as well.
+    const entry = registry.get(sandboxId)
+    if (!entry) {
+      // What E2B's edge answers for a sandbox that is gone: the SDK reports it as timed out.
+      return c.text(`The sandbox ${sandboxId} was not found: it was killed or timed out`, 502)
+    }
+    const port = c.req.header('e2b-sandbox-port')
+    if (port === INTERPRETER_PORT) {
+      const traffic = c.req.header('e2b-traffic-access-token')
+      const access = c.req.header('x-access-token')
+      if (
+        !sameSecret(traffic, entry.trafficAccessToken) ||
+        (access && !sameSecret(access, entry.envdAccessToken))
+      )
+        return c.text('The sandbox access token is not valid', 401)
+      return interpreter.fetch(c.req.raw, { entry })
+    }
+    if (port === ENVD_PORT || port === undefined) {
+      const isHealth = c.req.method === 'GET' && c.req.path === '/health'
+      if (!isHealth && !sameSecret(c.req.header('x-access-token'), entry.envdAccessToken))
+        return c.json({ code: 401, message: 'The sandbox access token is not valid' }, 401)
+      return envd.fetch(c.req.raw, { entry })
+    }
+    return c.text(`Nothing listens on port ${port} in an Analyst sandbox (only 49983 and 49999)`, 502)
+  })
+
+  return {
+    handles: (request) =>
+      request.headers.has('e2b-sandbox-id') || CONTROL_PATH.test(new URL(request.url).pathname),
+    fetch: (request) => app.fetch(request),
+    close: async () => {
+      closing = true
+      await registry.killAll()
+    },
+  }
+}

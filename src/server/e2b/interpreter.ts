@@ -1,0 +1,196 @@
+/**
+ * The code interpreter of an E2B sandbox (port 49999): `/execute` answered as NDJSON, and contexts.
+ * The formats follow E2B's template/server (api/models/*.py, stream.py).
+ * @module
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Hono, type Context as HonoContext } from 'hono'
+import { z } from 'zod'
+import { AnalystError, statusOf } from '../../errors.js'
+import type { Context, MimeBundle } from '../../sandbox/index.js'
+import { KNOWN_MIME } from '../../sandbox/messaging.js'
+import type { SandboxEntry } from './registry.js'
+
+export type SandboxEnv = { Bindings: { entry: SandboxEntry } }
+
+const KEEPALIVE_MS = 5000
+/** How long a cell's first lines may wait, so that a quick cell is answered in one write. */
+const BUFFER_MS = 20
+/** The cell's own limit is the client's: it disconnects at its timeoutMs, which interrupts the cell. */
+const SERVER_CELL_LIMIT_MS = 24 * 3600 * 1000
+
+const FIELDS: Record<string, string> = KNOWN_MIME
+
+/**
+ * One result as E2B's server sends it. Like template/server/api/models/result.py, `text` loses one
+ * pair of enclosing quotes (`'/home/user'` → `/home/user`): code written for E2B relies on it.
+ */
+export function e2bResult(bundle: MimeBundle, isMainResult: boolean): Record<string, unknown> {
+  const result: Record<string, unknown> = { type: 'result' }
+  const extra: Record<string, unknown> = {}
+  for (const [mime, value] of Object.entries(bundle)) {
+    const field = FIELDS[mime]
+    if (field) result[field] = value
+    else extra[mime] = value
+  }
+  const text = result.text
+  if (typeof text === 'string' && text.length >= 2 && /^(['"]).*\1$/s.test(text)) {
+    result.text = text.slice(1, -1)
+  }
+  result.extra = extra
+  result.is_main_result = isMainResult
+  return result
+}
+
+/**
+ * One NDJSON line, ASCII only: the SDK decodes each network chunk with a fresh TextDecoder, which
+ * garbles a character split across two chunks; escaped, none can be split.
+ */
+export function ndjsonLine(message: unknown): string {
+  return `${JSON.stringify(message).replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`)}\n`
+}
+
+const Execute = z.object({
+  code: z.string(),
+  context_id: z.string().nullish(),
+  language: z.string().nullish(),
+  env_vars: z.record(z.string(), z.string()).nullish(),
+})
+
+const NewContext = z.object({ language: z.string().nullish(), cwd: z.string().nullish() })
+
+function isPython(language: string | null | undefined): boolean {
+  return !language || language.trim().toLowerCase() === 'python'
+}
+
+async function json<T>(c: HonoContext, schema: z.ZodType<T>): Promise<T> {
+  let value: unknown
+  try {
+    value = JSON.parse((await c.req.text()) || '{}')
+  } catch {
+    throw new AnalystError('The body is not valid JSON')
+  }
+  const parsed = schema.safeParse(value)
+  if (!parsed.success) throw new AnalystError(`Invalid request: ${parsed.error.issues[0]?.message}`)
+  return parsed.data
+}
+
+export function interpreterRoutes() {
+  const app = new Hono<SandboxEnv>()
+  // Plain text errors, as E2B's server sends them (the SDK reads 404 and 502 bodies).
+  app.onError((error, c) => c.text(error.message, statusOf(error) as 400))
+
+  /** Contexts made through this API, beside the default one, per sandbox. */
+  const contexts = new WeakMap<SandboxEntry, Map<string, Context>>()
+  const contextsOf = (entry: SandboxEntry) => {
+    let map = contexts.get(entry)
+    if (!map) {
+      map = new Map([['default', { id: 'default', language: 'python', cwd: '/home/user' }]])
+      contexts.set(entry, map)
+    }
+    return map
+  }
+
+  app.get('/health', (c) => c.text('OK'))
+
+  app.post('/execute', async (c) => {
+    const entry = c.env.entry
+    const request = await json(c, Execute)
+    if (request.context_id && request.language) {
+      return c.text('Only one of context_id or language can be provided', 400)
+    }
+    if (!isPython(request.language)) {
+      return c.text(`Only Python runs in Analyst's sandboxes, not ${request.language}`, 400)
+    }
+    const context = request.context_id ? contextsOf(entry).get(request.context_id) : undefined
+    if (request.context_id && !context) return c.text(`Context ${request.context_id} not found`, 404)
+    const controller = new AbortController()
+    const stop = () => controller.abort(new Error('the client disconnected'))
+    c.req.raw.signal.addEventListener('abort', stop, { once: true })
+    // Lines wait here until the response streams; a cell that ends first goes out in one write.
+    const buffered: string[] = []
+    let sink: ((line: string) => void) | undefined
+    const send = (message: unknown) => {
+      if (controller.signal.aborted) return
+      const line = ndjsonLine(message)
+      if (sink) sink(line)
+      else buffered.push(line)
+    }
+    const keepalive = setInterval(() => send({ type: 'keepalive' }), KEEPALIVE_MS)
+    const finished = entry.sandbox
+      .runCode(request.code, {
+        context: context?.id === 'default' ? undefined : context,
+        envs: request.env_vars ?? undefined,
+        timeoutMs: SERVER_CELL_LIMIT_MS,
+        signal: controller.signal,
+        onStdout: (message) => send({ type: 'stdout', text: message.line, timestamp: isoNow() }),
+        onStderr: (message) => send({ type: 'stderr', text: message.line, timestamp: isoNow() }),
+        onResult: (result) => send(e2bResult(result.raw, result.isMainResult)),
+        onError: (error) => send({ type: 'error', ...error.toJSON() }),
+      })
+      .then((execution) => {
+        if (execution.executionCount !== undefined)
+          send({ type: 'number_of_executions', execution_count: execution.executionCount })
+      })
+      .catch((error: unknown) => {
+        const e = error as Error
+        send({ type: 'error', name: e.name ?? 'Error', value: e.message ?? String(error), traceback: '' })
+      })
+      .finally(() => {
+        clearInterval(keepalive)
+        c.req.raw.signal.removeEventListener('abort', stop)
+        send({ type: 'end_of_execution' })
+      })
+    const headers = { 'content-type': 'application/x-ndjson' }
+    const quick = await Promise.race([finished.then(() => true), sleep(BUFFER_MS).then(() => false)])
+    if (quick) return new Response(buffered.join(''), { headers })
+    const encoder = new TextEncoder()
+    const stream = new ReadableStream<Uint8Array>({
+      start(out) {
+        for (const line of buffered.splice(0)) out.enqueue(encoder.encode(line))
+        sink = (line) => out.enqueue(encoder.encode(line))
+        void finished.then(() => {
+          if (!controller.signal.aborted) out.close()
+        })
+      },
+      cancel: stop,
+    })
+    return new Response(stream, { headers })
+  })
+
+  app.post('/contexts', async (c) => {
+    const entry = c.env.entry
+    const request = await json(c, NewContext)
+    if (!isPython(request.language)) {
+      return c.text(`Only Python contexts exist in Analyst's sandboxes, not ${request.language}`, 400)
+    }
+    const context = await entry.sandbox.createCodeContext({ cwd: request.cwd ?? undefined })
+    contextsOf(entry).set(context.id, context)
+    return c.json(context)
+  })
+
+  app.get('/contexts', (c) => c.json([...contextsOf(c.env.entry).values()]))
+
+  app.post('/contexts/:id/restart', async (c) => {
+    const id = c.req.param('id')
+    if (!contextsOf(c.env.entry).has(id)) return c.text(`Context ${id} not found`, 404)
+    await c.env.entry.sandbox.restartCodeContext(id)
+    return c.body(null, 204)
+  })
+
+  app.delete('/contexts/:id', async (c) => {
+    const id = c.req.param('id')
+    const map = contextsOf(c.env.entry)
+    if (id === 'default' || !map.has(id)) return c.text(`Context ${id} not found`, 404)
+    await c.env.entry.sandbox.removeCodeContext(id)
+    map.delete(id)
+    return c.body(null, 204)
+  })
+
+  app.all('*', (c) => c.text(`No route ${c.req.method} ${new URL(c.req.url).pathname}`, 404))
+  return app
+}
+
+function isoNow(): string {
+  return new Date().toISOString()
+}

@@ -1,0 +1,161 @@
+/**
+ * The control plane and the access checks of the E2B-compatible API, through the official SDK
+ * where it reaches them and raw HTTP where it does not (a missing key, a wrong access token).
+ */
+import { AuthenticationError, Sandbox } from '@e2b/code-interpreter'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type E2BServer, startE2BServer } from './server.js'
+
+let e2b: E2BServer
+beforeAll(async () => {
+  e2b = await startE2BServer()
+})
+afterAll(async () => {
+  await e2b?.close()
+})
+
+/** The tokens the server handed to the SDK, which it keeps on the instance. */
+function tokensOf(sandbox: Sandbox) {
+  const { envdAccessToken, trafficAccessToken } = sandbox as unknown as Record<string, string>
+  return { envdAccessToken: envdAccessToken as string, trafficAccessToken: trafficAccessToken as string }
+}
+
+describe('E2B API: keys and access tokens', () => {
+  it('refuses a wrong API key, and a missing one with a clear message', async () => {
+    await expect(Sandbox.create({ apiKey: 'not-a-token' })).rejects.toBeInstanceOf(AuthenticationError)
+    const response = await fetch(`${e2b.url}/v2/sandboxes`, { method: 'POST', body: '{"templateID":"base"}' })
+    expect(response.status).toBe(401)
+    expect(await response.json()).toEqual({ code: 401, message: expect.stringMatching(/E2B_API_KEY/) })
+  })
+
+  it('refuses calls into a sandbox without its access tokens', async () => {
+    const sandbox = await Sandbox.create()
+    try {
+      const { envdAccessToken, trafficAccessToken } = tokensOf(sandbox)
+      expect(envdAccessToken).toMatch(/^[0-9a-z]{16,}$/)
+      const headers = { 'E2b-Sandbox-Id': sandbox.sandboxId, 'content-type': 'application/json' }
+      const execute = (extra: Record<string, string>) =>
+        fetch(`${e2b.url}/execute`, {
+          method: 'POST',
+          headers: { ...headers, 'E2b-Sandbox-Port': '49999', ...extra },
+          body: JSON.stringify({ code: '1' }),
+        })
+      expect((await execute({})).status).toBe(401)
+      expect((await execute({ 'E2B-Traffic-Access-Token': 'wrong' })).status).toBe(401)
+      expect(
+        (await execute({ 'E2B-Traffic-Access-Token': trafficAccessToken, 'X-Access-Token': 'wrong' })).status,
+      ).toBe(401)
+      const ok = await execute({ 'E2B-Traffic-Access-Token': trafficAccessToken })
+      expect(ok.status).toBe(200)
+      const lines = (await ok.text()).split('\n')
+      expect(lines.at(-1)).toBe('')
+      expect(lines.slice(0, -1).map((line) => JSON.parse(line).type)).toEqual([
+        'result',
+        'number_of_executions',
+        'end_of_execution',
+      ])
+      const files = (token?: string) =>
+        fetch(`${e2b.url}/files?path=x.txt`, {
+          headers: { ...headers, 'E2b-Sandbox-Port': '49983', ...(token ? { 'X-Access-Token': token } : {}) },
+        })
+      expect((await files()).status).toBe(401)
+      expect((await files('wrong')).status).toBe(401)
+      expect((await files(envdAccessToken)).status).toBe(404)
+      const unknown = await fetch(`${e2b.url}/execute`, {
+        method: 'POST',
+        headers: { ...headers, 'E2b-Sandbox-Id': 'inotasandbox', 'E2b-Sandbox-Port': '49999' },
+        body: '{"code":"1"}',
+      })
+      expect(unknown.status).toBe(502)
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it("keeps each token's sandboxes to itself", async () => {
+    const mine = await Sandbox.create({ metadata: { who: 'me' } })
+    try {
+      const theirs = { apiKey: e2b.otherToken }
+      await expect(Sandbox.getInfo(mine.sandboxId, theirs)).rejects.toThrow(/not found/i)
+      expect(await Sandbox.kill(mine.sandboxId, theirs)).toBe(false)
+      await expect(Sandbox.connect(mine.sandboxId, theirs)).rejects.toThrow(/not found/i)
+      const listed = await Sandbox.list(theirs).nextItems()
+      expect(listed.map((s) => s.sandboxId)).not.toContain(mine.sandboxId)
+      expect((await mine.runCode('1 + 1')).text).toBe('2')
+    } finally {
+      await mine.kill()
+    }
+  })
+})
+
+describe('E2B API: the control plane', () => {
+  it('refuses templates it does not have and internet access it does not give', async () => {
+    await expect(Sandbox.create('some-custom-template')).rejects.toThrow(/not available on this server/)
+    await expect(Sandbox.create({ allowInternetAccess: true })).rejects.toThrow(/Internet access is off/)
+  })
+
+  it('creates, connects, describes, lists with a metadata filter and pages, and kills', async () => {
+    const tag = `t${Date.now()}`
+    const sandboxes = await Promise.all(
+      [0, 1, 2].map((i) => Sandbox.create('base', { metadata: { tag, i: String(i) } })),
+    )
+    try {
+      const [first] = sandboxes as [Sandbox, ...Sandbox[]]
+      const info = await first.getInfo()
+      expect(info).toMatchObject({ sandboxId: first.sandboxId, templateId: 'base', state: 'running' })
+      expect(info.metadata).toEqual({ tag, i: '0' })
+      expect(info.endAt.getTime() - info.startedAt.getTime()).toBe(300_000)
+
+      const again = await Sandbox.connect(first.sandboxId)
+      await again.runCode('shared = 5')
+      expect((await first.runCode('shared')).text).toBe('5')
+
+      const paginator = Sandbox.list({ query: { metadata: { tag } }, limit: 2 })
+      const pageOne = await paginator.nextItems()
+      expect(pageOne).toHaveLength(2)
+      expect(paginator.hasNext).toBe(true)
+      const pageTwo = await paginator.nextItems()
+      expect(pageTwo).toHaveLength(1)
+      expect(paginator.hasNext).toBe(false)
+      expect(new Set([...pageOne, ...pageTwo].map((s) => s.sandboxId))).toEqual(
+        new Set(sandboxes.map((s) => s.sandboxId)),
+      )
+      const one = await Sandbox.list({ query: { metadata: { tag, i: '1' } } }).nextItems()
+      expect(one.map((s) => s.sandboxId)).toEqual([sandboxes[1]?.sandboxId])
+
+      expect(await Sandbox.kill(first.sandboxId)).toBe(true)
+      expect(await Sandbox.kill(first.sandboxId)).toBe(false)
+      const gone = await fetch(`${e2b.url}/sandboxes/${first.sandboxId}`, {
+        method: 'DELETE',
+        headers: { 'X-API-KEY': e2b.token },
+      })
+      expect(gone.status).toBe(404)
+      expect(await gone.json()).toMatchObject({ code: 404 })
+    } finally {
+      await Promise.all(sandboxes.map((s) => s.kill()))
+    }
+  })
+
+  it('kills a sandbox when its timeout ends, and setTimeout moves the end', async () => {
+    const sandbox = await Sandbox.create({ timeoutMs: 2000 })
+    await sandbox.setTimeout(60_000)
+    const info = await sandbox.getInfo()
+    expect(info.endAt.getTime() - Date.now()).toBeGreaterThan(50_000)
+    await sandbox.setTimeout(1000)
+    await expect.poll(() => sandbox.isRunning(), { timeout: 15_000, interval: 250 }).toBe(false)
+    await expect(Sandbox.getInfo(sandbox.sandboxId)).rejects.toThrow(/not found/i)
+  })
+
+  it("leaves Analyst's own routes and web UI where they were", async () => {
+    expect(await (await fetch(`${e2b.url}/healthz`)).json()).toEqual({ ok: true })
+    const sessions = await fetch(`${e2b.url}/api/sessions`, {
+      headers: { authorization: `Bearer ${e2b.token}` },
+    })
+    expect(sessions.status).toBe(200)
+    const unknownControl = await fetch(`${e2b.url}/v2/sandboxes/x/pause`, {
+      method: 'POST',
+      headers: { 'X-API-KEY': e2b.token },
+    })
+    expect(unknownControl.status).toBe(404)
+  })
+})

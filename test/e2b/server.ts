@@ -1,0 +1,44 @@
+/**
+ * `analyst serve` on 127.0.0.1 for the E2B SDK tests: a real server on a free port, a local
+ * provider, and the SDK pointed at it through its own environment variables.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { LocalProvider } from '../../src/index.js'
+import { type RunningServer, startServer } from '../../src/server/index.js'
+
+export interface E2BServer {
+  server: RunningServer
+  provider: LocalProvider
+  url: string
+  token: string
+  /** A second token: another owner. */
+  otherToken: string
+  close(): Promise<void>
+}
+
+/** Starts the server with one token and sets E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY. */
+export async function startE2BServer(options: { poolSize?: number } = {}): Promise<E2BServer> {
+  const home = mkdtempSync(join(tmpdir(), 'analyst-e2b-'))
+  const provider = new LocalProvider({ poolSize: options.poolSize ?? 1, interruptGraceMs: 1000 })
+  void provider.warm()
+  const token = `tok-${Math.random().toString(36).slice(2)}`
+  const otherToken = `tok-${Math.random().toString(36).slice(2)}`
+  const server = await startServer({ port: 0, home, tokens: [token, otherToken], provider })
+  process.env.E2B_API_URL = server.url
+  process.env.E2B_SANDBOX_URL = server.url
+  process.env.E2B_API_KEY = token
+  return {
+    server,
+    provider,
+    url: server.url,
+    token,
+    otherToken,
+    close: async () => {
+      await server.close()
+      await provider.close()
+      rmSync(home, { recursive: true, force: true })
+    },
+  }
+}

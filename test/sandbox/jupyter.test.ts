@@ -1,0 +1,177 @@
+/**
+ * The Jupyter engine against a real Jupyter Server from Debian's packages: the shared conformance
+ * suite, then what only a remote engine can get wrong: a wrong token, a server that goes away
+ * mid-cell, rate-limited output, kernels left behind by a crashed run.
+ */
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describeConformance } from '../../src/sandbox/conformance.case.js'
+import { Sandbox } from '../../src/sandbox/index.js'
+import { JUPYTER_CAPABILITIES, JupyterProvider } from '../../src/sandbox/jupyter/index.js'
+import { freePort, type RunningJupyter, startJupyterServer } from '../../src/test/jupyter-server.js'
+
+let server: RunningJupyter
+let recordDir: string
+let provider: JupyterProvider
+
+beforeAll(async () => {
+  server = await startJupyterServer()
+  recordDir = mkdtempSync(join(tmpdir(), 'analyst-records-'))
+  provider = new JupyterProvider({ url: server.url, token: server.token, interruptGraceMs: 1000, recordDir })
+}, 90_000)
+
+afterAll(async () => {
+  await server?.stop()
+  rmSync(recordDir, { recursive: true, force: true })
+})
+
+describeConformance({
+  name: 'jupyter',
+  create: (options = {}) => Sandbox.create({ provider, ...options }),
+  capabilities: JUPYTER_CAPABILITIES,
+})
+
+const errorOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => error as Error & { hint?: string },
+  )
+
+describe('jupyter engine: settings and failures', () => {
+  it('says the token is wrong, and which setting to fix, before starting anything', async () => {
+    const wrong = new JupyterProvider({ url: server.url, token: 'not-the-token', recordDir })
+    const error = await errorOf(Sandbox.create({ provider: wrong }))
+    expect(error?.name).toBe('UnauthorizedError')
+    expect(error?.message).toMatch(/refused the token/)
+    expect(error?.hint).toMatch(/ANALYST_JUPYTER_TOKEN/)
+    expect(await server.kernelIds()).toEqual([])
+  })
+
+  it('says when no server is configured, or none answers', async () => {
+    expect(() => new JupyterProvider({ url: '', recordDir })).toThrow(/ANALYST_JUPYTER_URL/)
+    const port = await freePort()
+    const error = await errorOf(
+      Sandbox.create({ provider: new JupyterProvider({ url: `http://127.0.0.1:${port}/`, recordDir }) }),
+    )
+    expect(error?.name).toBe('SandboxUnavailableError')
+    expect(error?.message).toMatch(/Cannot reach the Jupyter server .*ECONNREFUSED/)
+  })
+
+  it('names the kernels there are when the one asked for is missing', async () => {
+    const provider = new JupyterProvider({
+      url: server.url,
+      token: server.token,
+      kernelName: 'julia-1.9',
+      recordDir,
+    })
+    const error = await errorOf(Sandbox.create({ provider }))
+    expect(error?.message).toMatch(/no kernel named julia-1.9/)
+    expect(error?.hint).toMatch(/python3.*--jupyter-kernel/)
+  })
+
+  it('refuses limits it cannot enforce instead of ignoring them', async () => {
+    const error = await errorOf(Sandbox.create({ provider, limits: { memoryBytes: 1 << 30 } }))
+    expect(error?.name).toBe('InvalidArgumentError')
+    expect(error?.message).toMatch(/cannot enforce limits.memoryBytes/)
+  })
+
+  it('sets the sandbox envs in the kernel itself (the server ignores env in the start request)', async () => {
+    const sandbox = await Sandbox.create({ provider, envs: { ANALYST_GIVEN: 'by caller' } })
+    try {
+      expect((await sandbox.runCode("import os\nos.environ['ANALYST_GIVEN'], os.getcwd()")).text).toMatch(
+        /^\('by caller', '.*\/analyst-[0-9a-f]+'\)$/,
+      )
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it('removes its workspace and deletes its kernels on kill()', async () => {
+    const before = new Set(await server.kernelIds())
+    const sandbox = await Sandbox.create({ provider })
+    await sandbox.createContext()
+    const folder = (await sandbox.runCode('import os\nos.getcwd()')).text?.slice(1, -1) ?? ''
+    expect(existsSync(folder)).toBe(true)
+    expect((await server.kernelIds()).filter((id) => !before.has(id))).toHaveLength(2)
+    await sandbox.kill()
+    expect(existsSync(folder)).toBe(false)
+    expect((await server.kernelIds()).filter((id) => !before.has(id))).toEqual([])
+    expect(readdirSync(recordDir)).toEqual([])
+  })
+
+  it('shuts down the kernels a crashed run left behind, and their workspaces', async () => {
+    // A run that crashed: its kernel runs on, recorded with the pid of a process that is gone.
+    const crashed = await Sandbox.create({ provider })
+    const folder = (await crashed.runCode('import os\nos.getcwd()')).text?.slice(1, -1) ?? ''
+    const [record] = readdirSync(recordDir)
+    const dead = spawnSync('true').pid
+    const file = join(recordDir, record ?? '')
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), pid: dead }))
+    const leftover = JSON.parse(readFileSync(file, 'utf8')).kernelId
+    expect(await server.kernelIds()).toContain(leftover)
+
+    const next = new JupyterProvider({ url: server.url, token: server.token, recordDir })
+    const sandbox = await Sandbox.create({ provider: next })
+    try {
+      expect(await server.kernelIds()).not.toContain(leftover)
+      expect(existsSync(folder)).toBe(false)
+      expect(readdirSync(recordDir)).toHaveLength(1) // the new sandbox's own
+    } finally {
+      await sandbox.kill()
+    }
+  })
+})
+
+describe('jupyter engine: a server that goes away', () => {
+  it('ends a running cell with a clear error, without hanging, and says so to later calls', async () => {
+    const doomed = await startJupyterServer()
+    try {
+      const provider = new JupyterProvider({ url: doomed.url, token: doomed.token, recordDir })
+      const sandbox = await Sandbox.create({ provider })
+      const running = sandbox.runCode("import time\nprint('working', flush=True)\ntime.sleep(60)", {
+        onStdout: () => {
+          doomed.process.kill('SIGKILL')
+        },
+      })
+      const error = await errorOf(running)
+      expect(error?.name).toBe('SandboxUnavailableError')
+      expect(error?.message).toMatch(/connection to kernel .* closed/)
+      const next = await errorOf(sandbox.runCode('1'))
+      expect(next?.message).toMatch(/Cannot reach the Jupyter server/)
+      expect(next?.hint).toMatch(/ANALYST_JUPYTER_URL/)
+      await sandbox.kill() // still safe
+    } finally {
+      await doomed.stop()
+    }
+  }, 60_000)
+})
+
+describe('jupyter engine: output over the server IOPub rate limit', () => {
+  it('reports the dropped output as truncated, not as the server message', async () => {
+    const limited = await startJupyterServer({
+      args: ['--ServerApp.iopub_msg_rate_limit=100', '--ServerApp.rate_limit_window=1'],
+    })
+    try {
+      const provider = new JupyterProvider({ url: limited.url, token: limited.token, recordDir })
+      const sandbox = await Sandbox.create({ provider })
+      try {
+        const execution = await sandbox.runCode(
+          "import time\nfor i in range(400):\n    print(i, flush=True)\n    time.sleep(0.001)\nprint('last', flush=True)",
+        )
+        const stderr = execution.logs.stderr.join('')
+        expect(stderr).toMatch(
+          /output truncated: the Jupyter server dropped output over its IOPub rate limit/,
+        )
+        expect(stderr).not.toContain('IOPub message rate exceeded')
+        expect(execution.logs.stdout.length).toBeLessThan(401)
+      } finally {
+        await sandbox.kill()
+      }
+    } finally {
+      await limited.stop()
+    }
+  }, 60_000)
+})
