@@ -67,7 +67,11 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
   }
   const port = await freePort()
   let child: ChildProcess | undefined
-  const kill = () => child?.kill('SIGKILL')
+  // The test process ends without stop() (a crash, a killed worker): no server or folder left.
+  const kill = () => {
+    child?.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  }
   try {
     execFileSync(
       join(bin, 'initdb'),
@@ -125,10 +129,13 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
       },
       async stop() {
         process.removeListener('exit', kill)
-        if (started.exitCode === null) {
+        if (started.exitCode === null && started.signalCode === null) {
           const gone = new Promise((resolve) => started.once('exit', resolve))
           started.kill('SIGINT') // fast shutdown: active connections are closed
+          // A server that does not stop within a deadline (a machine too busy) is killed.
+          const timer = setTimeout(() => started.kill('SIGKILL'), 20_000)
           await gone
+          clearTimeout(timer)
         }
         rmSync(dir, { recursive: true, force: true })
       },
@@ -136,7 +143,6 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
   } catch (error) {
     kill()
     process.removeListener('exit', kill)
-    rmSync(dir, { recursive: true, force: true })
     throw error
   }
 }
