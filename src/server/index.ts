@@ -177,6 +177,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       resolve(started),
     )
     started.once('error', reject)
+    // Keep idle connections longer than a load balancer or client does (60 s is the common idle
+    // timeout): when the server closes first, a request sent on the closing socket gets a reset.
+    Object.assign(started, { keepAliveTimeout: 65_000, headersTimeout: 66_000 })
   }).catch(async (error: unknown) => {
     // The port is taken (or the like): let go of what was opened for it.
     await service.shutdown()
