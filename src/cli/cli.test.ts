@@ -52,6 +52,37 @@ describe('analyst command line', () => {
     expect(calls[0]?.[1]).toMatchObject(expected)
   })
 
+  it.each([
+    [['mcp'], { data: [], allowDir: [], maxSteps: 8, isolation: 'sandbox', model: undefined }],
+    [
+      [
+        'mcp',
+        '--data',
+        'a.csv',
+        '--allow-dir',
+        'd1',
+        '--allow-dir',
+        'd2',
+        '--model',
+        'openai:x',
+        '--max-steps',
+        '3',
+      ],
+      { data: ['a.csv'], allowDir: ['d1', 'd2'], model: 'openai:x', maxSteps: 3 },
+    ],
+    [['mcp', '--no-isolation', '--sandbox', 'local'], { isolation: 'none', sandbox: 'local' }],
+  ])('mcp %j', async (argv, expected) => {
+    const { calls } = await parse(argv)
+    expect(calls[0]?.[0]).toBe('mcp')
+    expect(calls[0]?.[1]).toMatchObject(expected)
+  })
+
+  it('serve --allow-dir', async () => {
+    const { calls } = await parse(['serve', '--allow-dir', 'd1', '--port', '0'])
+    expect(calls[0]?.[1]).toMatchObject({ allowDir: ['d1'], port: 0 })
+    expect((await parse(['serve'])).calls[0]?.[1]).toMatchObject({ allowDir: [] })
+  })
+
   it('doctor --json', async () => {
     expect((await parse(['doctor', '--json'])).calls).toEqual([['doctor', { json: true }]])
   })

@@ -34,6 +34,13 @@ function seconds(value: string): number {
   return number
 }
 
+function questionIds(value: string): number[] {
+  const ids = value.split(',').map((id) => id.trim())
+  if (ids.some((id) => !/^\d+$/.test(id)))
+    throw new InvalidArgumentError('give question ids separated by commas, e.g. 0,5,7.')
+  return ids.map(Number)
+}
+
 /** --sandbox: the engine that runs code; the names come from the provider registry. */
 function engineOption(): Option {
   return new Option('--sandbox <engine>', 'where code runs (default ANALYST_SANDBOX, else local)').choices(
@@ -243,6 +250,11 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .description('the HTTP API (with streaming) and the web UI; tokens from ANALYST_TOKEN')
     .option('--host <host>', 'address to listen on (anything but loopback needs ANALYST_TOKEN)', '127.0.0.1')
     .option('--port <port>', 'port (0 picks a free one)', port, 8787)
+    .option(
+      '--allow-dir <dir>',
+      "a folder from which MCP clients' models may add data files with add_data (repeatable)",
+      collect,
+    )
     .addOption(engineOption())
     .option(
       '--database-url <url>',
@@ -254,7 +266,93 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         port: options.port,
         sandbox: options.sandbox,
         databaseUrl: options.databaseUrl,
+        allowDir: (options.allowDir as string[] | undefined) ?? [],
       })
+    })
+
+  cli
+    .command('mcp')
+    .description(
+      'an MCP server over stdio for Claude Desktop, Cursor, VS Code: run_python, data files, ask_analyst',
+    )
+    .option('--data <path>', 'a data file the session starts with (repeatable)', collect)
+    .option(
+      '--allow-dir <dir>',
+      "a folder from which the client's model may add data files with add_data (repeatable)",
+      collect,
+    )
+    .option('--model <spec>', 'the model for ask_analyst, provider:model (default ANALYST_MODEL)')
+    .option(
+      '--base-url <url>',
+      'chat completions server for openai-compatible models (default ANALYST_BASE_URL)',
+    )
+    .option('--max-steps <n>', 'code steps at most per ask_analyst question', whole, 8)
+    .addOption(new Option('--no-isolation', 'run without the jail (only for trusted clients and data)'))
+    .addOption(engineOption())
+    .addOption(jupyterKernelOption())
+    .addHelpText(
+      'after',
+      '\nExamples:\n  analyst mcp --data sales.csv\n  analyst mcp --allow-dir ~/data --model openai:gpt-4.1-mini\n\nstdout carries the protocol; messages go to stderr.',
+    )
+    .action((options: Record<string, unknown>) => {
+      result = onCommand('mcp', {
+        data: (options.data as string[] | undefined) ?? [],
+        allowDir: (options.allowDir as string[] | undefined) ?? [],
+        model: options.model as string | undefined,
+        baseUrl: options.baseUrl as string | undefined,
+        maxSteps: options.maxSteps as number,
+        isolation: options.isolation === false ? 'none' : 'sandbox',
+        sandbox: options.sandbox as string | undefined,
+        jupyterKernel: options.jupyterKernel as string | undefined,
+        cwd: process.cwd(),
+      })
+    })
+
+  const evaluate = cli
+    .command('eval')
+    .description(
+      "run a benchmark set (InfiAgent-DABench's shape): each question in its own session, scored the benchmark's way",
+    )
+    .argument('[dir]', 'the set: a *questions*.jsonl, a *labels*.jsonl and tables/ (optional with --resume)')
+    .option('--model <spec>', 'provider:model, as for ask (default ANALYST_MODEL)')
+    .option(
+      '--base-url <url>',
+      'chat completions server for openai-compatible models (default ANALYST_BASE_URL)',
+    )
+    .addOption(new Option('--mode <mode>', 'how code reaches the sandbox').choices(['tools', 'text']))
+    .option('--concurrency <n>', 'questions asked at once, each in its own sandbox', whole, 1)
+    .option('--limit <n>', 'the first N questions only', whole)
+    .addOption(
+      new Option('--level <level>', 'questions of one level only').choices(['easy', 'medium', 'hard']),
+    )
+    .option('--ids <ids>', 'only these question ids, e.g. 0,5,7', questionIds)
+    .option('--max-steps <n>', 'code steps at most per question (default 8)', whole)
+    .option('--timeout <seconds>', 'time limit per code step (default 60)', seconds)
+    .option(
+      '--resume <run>',
+      'continue a stopped run (its id or a unique prefix); finished questions are kept',
+    )
+    .option('--out <dir>', 'write results.json and a self-contained report.html there')
+    .option('--json', 'one JSON object with the scores and every result on stdout')
+    .addOption(engineOption())
+    .addOption(jupyterKernelOption())
+    .addOption(new Option('--replay <file>', 'answer from recorded replies instead of a model').hideHelp())
+    .addHelpText(
+      'after',
+      '\nExamples:\n  analyst eval ../datasets/dabench --model openai:gpt-4.1-mini --concurrency 4 --out eval-report\n  analyst eval --resume 3f2a1b2c\n  analyst eval compare 3f2a1b2c 9d8e7f6a\n\nExit status: 0 every question answered (right or wrong), 130 stopped (resume it), 2 usage or set-up error.',
+    )
+    .action((dir: string | undefined, options: Record<string, unknown>) => {
+      result = onCommand('eval', { dir, ...options, json: Boolean(options.json), cwd: process.cwd() })
+    })
+  evaluate
+    .command('compare')
+    .description('two eval runs side by side: the score difference, and which questions flipped')
+    .argument('<runA>', 'eval run id (or a unique prefix)')
+    .argument('<runB>', 'eval run id (or a unique prefix)')
+    .option('--json', 'as JSON')
+    // `eval` itself takes --json wherever it stands: read it with the parent's options.
+    .action((a: string, b: string, _options: unknown, command: Command) => {
+      result = onCommand('eval-compare', { a, b, json: Boolean(command.optsWithGlobals().json) })
     })
 
   cli
@@ -322,6 +420,8 @@ async function dispatch(name: string, options: unknown): Promise<number> {
       return (await import('./commands/serve.js')).serve(
         options as import('./commands/serve.js').ServeOptions,
       )
+    case 'mcp':
+      return (await import('./commands/mcp.js')).mcp(options as import('./commands/mcp.js').McpOptions)
     case 'doctor':
       return (await import('./commands/doctor.js')).doctor(
         options as import('./commands/doctor.js').DoctorOptions,
@@ -333,6 +433,14 @@ async function dispatch(name: string, options: unknown): Promise<number> {
     case 'profile':
       return (await import('./commands/profile.js')).profile(
         options as import('./commands/profile.js').ProfileOptions,
+      )
+    case 'eval':
+      return (await import('./commands/eval.js')).evalCommand(
+        options as import('./commands/eval.js').EvalOptions,
+      )
+    case 'eval-compare':
+      return (await import('./commands/eval.js')).compareCommand(
+        options as import('./commands/eval.js').CompareOptions,
       )
     default:
       throw new UsageError(`Unknown command: ${name}`)

@@ -154,6 +154,24 @@ export interface SandboxCapabilities {
   limits: ReadonlyArray<keyof SandboxLimits>
   /** kill() ends every process the code started, daemons and double forks included. */
   fullTeardown: boolean
+  /**
+   * Code (cells and commands) sees its workspace at /home/user, the path the files API and
+   * artifacts use. Where false, code sees the engine's own folder for it (the files API still
+   * calls it /home/user): code that writes absolute paths must ask `os.getcwd()`.
+   */
+  homeWorkspace: boolean
+  /**
+   * Aborting a cell (its `signal`) interrupts it at once. Where false, the call still rejects at
+   * once, but the cell runs on in the sandbox until it ends or reaches its timeoutMs, and the next
+   * cell waits for it (E2B: its SDK takes no abort signal and E2B has no interrupt call).
+   */
+  abortInterrupts: boolean
+  /**
+   * The files API and commands answer while a cell runs. Where false (a Jupyter server without a
+   * Contents API, such as Enterprise Gateway: both go through the kernel, which runs one request
+   * at a time), they wait for the running cell to end.
+   */
+  filesDuringCells: boolean
 }
 
 export interface SandboxProvider {

@@ -14,11 +14,16 @@ describe('capabilities', () => {
       readOnlyData: false,
       limits: ['outputBytes', 'resultBytes'],
       fullTeardown: true,
+      homeWorkspace: false,
+      abortInterrupts: false,
+      filesDuringCells: true,
     })
     expect(missing).toEqual([
       'network access is not blocked by Analyst',
       'data files are not read-only for code',
       'limits not enforced: memoryBytes, processes, fileSizeBytes, workspaceBytes, cpuSeconds, openFiles',
+      "code sees its workspace at the engine's own path, not /home/user (the files API still names it /home/user)",
+      'an aborted cell runs on until its timeout (the next cell waits for it)',
     ])
   })
 

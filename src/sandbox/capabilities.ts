@@ -36,6 +36,9 @@ export const FULL_CAPABILITIES: SandboxCapabilities = {
   readOnlyData: true,
   limits: ALL_LIMITS,
   fullTeardown: true,
+  homeWorkspace: true,
+  abortInterrupts: true,
+  filesDuringCells: true,
 }
 
 export function capabilitiesOf(provider: Pick<SandboxProvider, 'capabilities'>): SandboxCapabilities {
@@ -52,6 +55,14 @@ export function missingCapabilities(capabilities: SandboxCapabilities): string[]
   const limits = ALL_LIMITS.filter((limit) => !capabilities.limits.includes(limit))
   if (limits.length > 0) missing.push(`limits not enforced: ${limits.join(', ')}`)
   if (!capabilities.fullTeardown) missing.push('kill() does not end background processes that code started')
+  if (!capabilities.homeWorkspace)
+    missing.push(
+      "code sees its workspace at the engine's own path, not /home/user (the files API still names it /home/user)",
+    )
+  if (!capabilities.abortInterrupts)
+    missing.push('an aborted cell runs on until its timeout (the next cell waits for it)')
+  if (!capabilities.filesDuringCells)
+    missing.push('the files API and commands wait while a cell runs (they go through the kernel)')
   return missing
 }
 

@@ -3,7 +3,7 @@
  * results (the kernel is not trusted to), and words a timeout or a lost kernel the same way.
  * @module
  */
-import type { ExecutionEvent, SandboxLimits } from './backend.js'
+import type { CommandEvent, ExecutionEvent, SandboxLimits } from './backend.js'
 import type { MimeBundle } from './messaging.js'
 
 export function formatBytes(bytes: number): string {
@@ -98,5 +98,32 @@ export class CellOutput {
       return
     }
     this.onEvent({ type: 'result', bundle, isMainResult })
+  }
+}
+
+/** One command's stdout and stderr on their way to the caller, within `outputBytes` (said once). */
+export class CommandOutput {
+  private outputBytes = 0
+  private truncated = false
+
+  constructor(
+    private readonly onEvent: (event: CommandEvent) => void,
+    private readonly cap: number,
+  ) {}
+
+  output(stream: 'stdout' | 'stderr', data: Uint8Array) {
+    if (this.truncated) return
+    const kept = data.subarray(0, Math.max(0, this.cap - this.outputBytes))
+    this.outputBytes += kept.length
+    if (kept.length > 0) this.onEvent({ type: stream, data: kept })
+    if (kept.length < data.length) {
+      this.truncated = true
+      this.onEvent({
+        type: 'stderr',
+        data: new TextEncoder().encode(
+          `\n[output truncated: the command printed more than ${formatBytes(this.cap)}; the rest was dropped (limits.outputBytes)]\n`,
+        ),
+      })
+    }
   }
 }

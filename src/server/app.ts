@@ -14,6 +14,7 @@ import mime from 'mime-types'
 import type { Logger } from 'pino'
 import { z } from 'zod'
 import { AnalystError, InvalidArgumentError, RateLimitError, ShuttingDownError, statusOf } from '../errors.js'
+import type { McpHttp } from '../mcp/index.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
 import { EXPORT_FORMATS, EXPORT_TYPES, isExportFormat } from '../store/export/index.js'
 import type { ServerMetrics } from './metrics.js'
@@ -41,6 +42,8 @@ export interface AppOptions {
   quotas?: Quotas
   /** /readyz's checks: each resolves to 'ok' or throws what is wrong. @default none */
   readiness?: Record<string, () => Promise<unknown>>
+  /** Answers MCP at /mcp when given. */
+  mcp?: McpHttp
   /** E2B-compatible API (src/server/e2b): served before Analyst's own routes. */
   e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }
 }
@@ -169,7 +172,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.get('/openapi.json', (c) => c.json(openApiDocument))
 
   // Auth: every /api request carries one of the tokens (downloads may use ?token=, for <img> and links).
-  app.use('/api/*', async (c, next) => {
+  const auth = async (c: Context<Env>, next: () => Promise<void>) => {
     if (options.tokens.length === 0) {
       c.set('owner', null)
       return next()
@@ -191,7 +194,8 @@ export function createApp(options: AppOptions): Hono<Env> {
     c.set('owner', ownerOf(token))
     c.set('token', token)
     return next()
-  })
+  }
+  app.use('/api/*', auth)
 
   // Quotas, per token: requests per minute on every /api request; the rest where they apply.
   const limitsOf = (c: Context<Env>) => quotas?.limits(c.get('token'), c.get('owner')) ?? {}
@@ -199,6 +203,13 @@ export function createApp(options: AppOptions): Hono<Env> {
     if (quotas?.enabled) await quotas.request(limitsOf(c), c.get('owner'))
     return next()
   })
+
+  // MCP over Streamable HTTP (src/mcp), behind the same tokens: an MCP session belongs to its token.
+  const { mcp } = options
+  if (mcp) {
+    app.use('/mcp', auth)
+    app.all('/mcp', (c) => mcp.handle(c.req.raw, c.get('owner')))
+  }
 
   /** The session the route names, if the caller may see it (else 404). */
   const sessionOf = async (c: Context<Env>) => {

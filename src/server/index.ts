@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
 import type { Logger } from 'pino'
 import { InvalidArgumentError, ModelConfigError } from '../errors.js'
+import { AllowedFolders, McpHttp } from '../mcp/index.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
 import { createProvider } from '../providers.js'
@@ -59,6 +60,8 @@ export interface ServerOptions {
   logger?: Logger
   /** Per-token quotas. @default ANALYST_QUOTAS and ANALYST_QUOTA_* (none when unset) */
   quotas?: QuotaConfig
+  /** Folders from which MCP clients (/mcp) may add data files. */
+  allowDirs?: string[]
 }
 
 export interface RunningServer {
@@ -96,6 +99,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     )
   }
   const quotaConfig = options.quotas ?? quotasFromEnv()
+  const folders = await AllowedFolders.open(options.allowDirs ?? [])
   const home = options.home ?? analystHome()
   const env = options.databaseUrl
     ? { ...process.env, ANALYST_DATABASE_URL: options.databaseUrl }
@@ -155,6 +159,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     console.error(
       `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
     )
+  // MCP at /mcp (src/mcp): its sessions end on DELETE, when idle, or with the server.
+  const mcp = new McpHttp({ service, folders, idleMs: options.idleMs })
   // E2B-compatible API over the same provider as the sessions.
   const e2b = createE2BApi({ provider, tokens })
   const app = createApp({
@@ -171,6 +177,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       database: () => stores.history.checkReady(),
       sandbox: () => engine,
     },
+    mcp,
   })
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const started = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () =>
@@ -182,6 +189,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     Object.assign(started, { keepAliveTimeout: 65_000, headersTimeout: 66_000 })
   }).catch(async (error: unknown) => {
     // The port is taken (or the like): let go of what was opened for it.
+    await mcp.close()
     await service.shutdown()
     await e2b.close()
     if (ownsProvider) await provider.close?.()
@@ -207,6 +215,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           server.close(() => resolve())
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
+        await mcp.close()
         await service.shutdown()
         await e2b.close() // the E2B API's sandboxes
         if (ownsProvider) await provider.close?.()

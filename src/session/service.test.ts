@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { askAll, openTestService, type TestService } from '../../test/support/service.js'
 import { waitFor } from '../../test/support/wait.js'
-import { MissingDataError, NotFoundError, ShuttingDownError } from '../errors.js'
+import { MissingDataError, ModelConfigError, NotFoundError, ShuttingDownError } from '../errors.js'
 import { ScriptedModel, type ScriptStep } from '../models/scripted.js'
 import { MockSandboxProvider } from '../test/mock-sandbox.js'
 import { SessionService } from './service.js'
@@ -157,6 +157,65 @@ describe('SessionService', () => {
     ])
     expect((await stores.history.blocked(id)).map((b) => b.source)).toContain('guard')
     expect((await service.getSession(id)).title).toBe('What is x?')
+  })
+
+  it("runs a caller's cells without a model; a question says why there is none, and works once there is one", async () => {
+    const mock = provider()
+    const test = await openTestService({ provider: mock, model: new ScriptedModel([]) })
+    opened.push(test)
+    const model = new ScriptedModel([{ text: 'x is 41.' }])
+    let configured = false
+    const service = new SessionService({
+      history: test.stores.history,
+      blobs: test.stores.blobs,
+      provider: mock,
+      model: async () => {
+        if (!configured) throw new ModelConfigError('No model is configured', { hint: 'Set ANALYST_MODEL.' })
+        return { model, spec: 'scripted:later', provider: 'custom', modelId: 'later', mode: 'tools' }
+      },
+      cacheDir: join(test.home, 'cache'),
+      idleMs: 0,
+    })
+    try {
+      const { id } = await service.createSession()
+      const cell = await service.runCell(id, 'x = 41', { nameImage: (i) => `chart-${i}.png` })
+      expect(cell.execution?.logs.stdout.join('')).toContain('ran: x = 41')
+      await expect(askAll(service, id, 'What is x?')).rejects.toMatchObject({
+        name: 'ModelConfigError',
+        hint: 'Set ANALYST_MODEL.',
+      })
+      // Nothing recorded a model, and the failed question left no run.
+      expect((await service.getSession(id)).model).toBeUndefined()
+      expect((await test.stores.history.runs(id)).map((r) => r.question)).toEqual(['run_python'])
+      configured = true
+      const { result } = await askAll(service, id, 'What is x?')
+      expect(result.answer).toBe('x is 41.')
+      // Reopened with the model: the first sandbox ended, the cell replayed in the second.
+      expect(mock.sandboxes.map((s) => s.killed)).toEqual([true, false])
+      expect(mock.calls.map((c) => c.code)).toEqual(['x = 41', 'x = 41'])
+      expect(promptText(model, 0)).toContain('x = 41')
+      expect((await service.getSession(id)).model).toBe('scripted:later')
+    } finally {
+      await service.shutdown()
+    }
+  })
+
+  it("names a caller's cell's images as asked", async () => {
+    const png = 'iVBORw0KGgo='
+    const mock = new MockSandboxProvider(() => [
+      { type: 'result', isMainResult: false, bundle: { 'image/png': png, 'text/plain': '<Figure>' } },
+      { type: 'result', isMainResult: false, bundle: { 'image/png': png, 'text/plain': '<Figure>' } },
+    ])
+    const { service, stores } = await open([], { mock })
+    const { id } = await service.createSession()
+    await service.runCell(id, 'plot()', { nameImage: (i) => `cell-a-chart-${i}.png` })
+    await service.runCell(id, 'plot()')
+    expect((await stores.history.artifacts(id)).map((a) => a.name)).toEqual([
+      'cell-a-chart-1.png',
+      'cell-a-chart-2.png',
+      'step-1-chart-1.png',
+      'step-1-chart-2.png',
+    ])
   })
 
   it('data added to a live session reaches its sandbox and the next prompt', async () => {

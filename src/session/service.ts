@@ -31,6 +31,7 @@ import { type DataFileInput, profileInputs, sandboxFiles } from './datasets.js'
 import type { SessionEvent } from './events.js'
 import { replicaName, SessionLease } from './lease.js'
 import { type AnalystSettings, LiveSession } from './live.js'
+import { isMissingModel, missingModel } from './no-model.js'
 import { Recorder } from './recorder.js'
 import { Turns, untilAborted } from './turns.js'
 
@@ -223,7 +224,7 @@ export class SessionService {
     return this.inTurn(
       sessionId,
       text,
-      { ...options, names: true },
+      { ...options, names: true, needsModel: true },
       async function* (live, recorder, signal) {
         let result: AskResult | undefined
         try {
@@ -263,6 +264,8 @@ export class SessionService {
       timeoutMs?: number
       /** Names the run in the history, e.g. the tool that sent the cell. @default 'run_python' */
       label?: string
+      /** Names the cell's images (1, 2… in the order of its PNG results). @default step-1-chart-N.png */
+      nameImage?: (index: number) => string
       /** Each event as it happens (preparing, ready, run-start, stdout…). */
       onEvent?: (event: SessionEvent) => void
     } = {},
@@ -280,6 +283,8 @@ export class SessionService {
             violations.length > 0
               ? undefined
               : await live.sandbox.runCode(code, { timeoutMs: options.timeoutMs, signal })
+          const { nameImage } = options
+          const pngs = execution?.results.filter((result) => result.png) ?? []
           const record: StepRecord = {
             step: 1,
             code,
@@ -287,6 +292,7 @@ export class SessionService {
             artifacts: execution?.artifacts ?? [],
             violations: violations.length > 0 ? violations : undefined,
             durationMs: Date.now() - started,
+            images: nameImage && pngs.length > 0 ? pngs.map((_, i) => nameImage(i + 1)) : undefined,
           }
           live.analyst.noteCell(code, execution, violations)
           await recorder.handle({ type: 'step-end', step: 1, record })
@@ -310,12 +316,13 @@ export class SessionService {
    * order they came, on this replica and across replicas through the session's lease), with its
    * sandbox open (started and its state rebuilt first when need be: a session another replica
    * answered since is rebuilt too) and a run recorded for it. `work` gets a signal that aborts
-   * when the caller's does, when a drain runs out of time, or when the lease is lost.
+   * when the caller's does, when a drain runs out of time, or when the lease is lost. Work that
+   * does not need the model (a caller's cell) goes on without one when none can be had.
    */
   private async *inTurn<T>(
     sessionId: string,
     label: string,
-    options: { owner?: string | null; signal?: AbortSignal; names?: boolean },
+    options: { owner?: string | null; signal?: AbortSignal; names?: boolean; needsModel?: boolean },
     work: (live: LiveSession, recorder: Recorder, signal: AbortSignal) => AsyncGenerator<SessionEvent, T>,
   ): AsyncGenerator<SessionEvent, T> {
     if (this.closed) throw new ShuttingDownError()
@@ -352,7 +359,10 @@ export class SessionService {
       let opening = this.live.get(sessionId)
       if (!opening) {
         const [model, datasets, steps] = await Promise.all([
-          this.options.model(session.model),
+          this.options.model(session.model).catch((error: unknown) => {
+            if (options.needsModel) throw error
+            return missingModel(error)
+          }),
           this.options.history.datasets(sessionId),
           this.options.history.steps(sessionId),
         ])
@@ -375,7 +385,14 @@ export class SessionService {
         live = await opening
       }
       clearTimeout(live.idleTimer)
-      if (session.model !== live.model.spec)
+      if (options.needsModel && isMissingModel(live.model)) {
+        // Opened without a model, for a caller's cells. The question needs one: its error says what
+        // to set; once there is one, the session reopens with it (its cells replayed).
+        const model = await this.options.model(session.model)
+        await this.close(sessionId)
+        live = await this.open(sessionId, model)
+      }
+      if (live.model.spec && session.model !== live.model.spec)
         await this.options.history.updateSession(sessionId, { model: live.model.spec })
       const stores = { history: this.options.history, blobs: this.options.blobs }
       const recorder = await Recorder.start(stores, live.analyst, live.sandbox, label)

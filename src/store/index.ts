@@ -9,12 +9,14 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { FileBlobStore } from './files/blobs.js'
 import { SqlBlobStore } from './sql/blobs.js'
+import { SqlEvalStore } from './sql/evals.js'
 import { SqliteHistoryStore } from './sqlite/store.js'
-import type { BlobStore, HistoryStore } from './types.js'
+import type { BlobStore, EvalStore, HistoryStore } from './types.js'
 
 export { FileBlobStore } from './files/blobs.js'
 export { loadSessionHistory, loadSessionStats, type SessionStats, sessionStats } from './history.js'
 export { SqlBlobStore } from './sql/blobs.js'
+export { SqlEvalStore } from './sql/evals.js'
 export { SCHEMA_VERSION } from './sql/schema.js'
 export { PREVIEW_CHARS, SqlHistoryStore } from './sql/store.js'
 export { SqliteHistoryStore } from './sqlite/store.js'
@@ -28,6 +30,8 @@ export function analystHome(env: NodeJS.ProcessEnv = process.env): string {
 export interface Stores {
   history: HistoryStore
   blobs: BlobStore
+  /** Eval runs and their results, in the same database as the history. */
+  evals: EvalStore
   /** Closes both. */
   close(): Promise<void>
 }
@@ -48,10 +52,10 @@ export async function openStores(
     const blobs = env.ANALYST_BLOB_DIR
       ? new FileBlobStore(env.ANALYST_BLOB_DIR)
       : new SqlBlobStore(history.db, 'postgres')
-    return { history, blobs, close: () => history.close() }
+    return { history, blobs, evals: new SqlEvalStore(history.db), close: () => history.close() }
   }
   await mkdir(home, { recursive: true, mode: 0o700 })
   const history = await SqliteHistoryStore.open(join(home, 'analyst.db'))
   const blobs = new FileBlobStore(env.ANALYST_BLOB_DIR || join(home, 'blobs'))
-  return { history, blobs, close: () => history.close() }
+  return { history, blobs, evals: new SqlEvalStore(history.db), close: () => history.close() }
 }

@@ -291,3 +291,60 @@ export interface HistoryStep extends Omit<StoredStep, 'results'> {
   files: StoredArtifact[]
   results: Array<Omit<StoredResult, 'image'> & { image?: StoredArtifact }>
 }
+
+// ------------------------------------------------------------------ evaluations (a separate seam)
+
+export type EvalRunStatus = 'running' | 'done' | 'interrupted'
+
+/** A run of a benchmark: which set, which model, how; its questions' results are kept beside it. */
+export interface StoredEvalRun {
+  id: string
+  /** Where the set was read (its folder). */
+  dataset: string
+  /** The model spec it runs with. */
+  model: string
+  /** How it runs (the question ids, the mode, the step cap…), as the harness chose. */
+  settings: Record<string, unknown>
+  status: EvalRunStatus
+  /** Time spent running, summed over every invocation (a resumed run adds to it). */
+  elapsedMs: number
+  createdAt: string
+  updatedAt: string
+}
+
+/** One question of an eval run: `running` while it is asked (or when the run was killed), then `done`. */
+export interface EvalResultInput {
+  questionId: number
+  status: 'running' | 'done'
+  /** The session the question was asked in. */
+  sessionId?: string
+  correct: boolean
+  /** The harness's own record of the result (sub-answers, answer, tokens…), kept as JSON. */
+  detail: unknown
+}
+
+export interface StoredEvalResult extends EvalResultInput {
+  runId: string
+  updatedAt: string
+}
+
+/** Where eval runs and their results are kept; implemented by the stores that keep history. */
+export interface EvalStore {
+  readonly specificationVersion: 'v1'
+  createEvalRun(input: {
+    id?: string
+    dataset: string
+    model: string
+    settings: Record<string, unknown>
+  }): Promise<StoredEvalRun>
+  getEvalRun(id: string): Promise<StoredEvalRun | undefined>
+  /** The one run whose id starts with `prefix`; undefined when none or several. */
+  resolveEvalRunId(prefix: string): Promise<string | undefined>
+  /** Newest first. */
+  listEvalRuns(options?: { limit?: number }): Promise<StoredEvalRun[]>
+  updateEvalRun(id: string, changes: { status?: EvalRunStatus; elapsedMs?: number }): Promise<void>
+  /** Records a question's result, replacing the one recorded before for the same question. */
+  putEvalResult(runId: string, result: EvalResultInput): Promise<void>
+  /** By question id. */
+  evalResults(runId: string): Promise<StoredEvalResult[]>
+}

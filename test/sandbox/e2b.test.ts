@@ -11,7 +11,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createProvider } from '../../src/providers.js'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
-import { E2BProvider } from '../../src/sandbox/e2b/index.js'
+import { E2B_CAPABILITIES, E2BProvider } from '../../src/sandbox/e2b/index.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import { type E2BServer, startE2BServer } from '../e2b/server.js'
 
@@ -29,7 +29,7 @@ const create = (options: Parameters<typeof Sandbox.create>[0] = {}) =>
   Sandbox.create({ provider, ...options })
 
 // E2B's server gives a string's text without its quotes (template/server/api/models/result.py).
-describeConformance({ name: 'e2b', create, stringText: 'unquoted' })
+describeConformance({ name: 'e2b', create, stringText: 'unquoted', capabilities: E2B_CAPABILITIES })
 
 describe('e2b provider', () => {
   it('uploads data files read-only to data/ and runs in the E2B sandbox', async () => {

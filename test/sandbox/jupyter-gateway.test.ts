@@ -9,7 +9,11 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
 import { Sandbox } from '../../src/sandbox/index.js'
-import { checkJupyter, JUPYTER_CAPABILITIES, JupyterProvider } from '../../src/sandbox/jupyter/index.js'
+import {
+  checkJupyter,
+  JUPYTER_GATEWAY_CAPABILITIES,
+  JupyterProvider,
+} from '../../src/sandbox/jupyter/index.js'
 import { type RunningJupyter, startJupyterServer } from '../../src/test/jupyter-server.js'
 import { type FakeGateway, startFakeGateway } from '../support/fake-gateway.js'
 
@@ -41,7 +45,7 @@ afterAll(async () => {
 describeConformance({
   name: 'jupyter (Enterprise Gateway)',
   create: (options = {}) => Sandbox.create({ provider, ...options }),
-  capabilities: JUPYTER_CAPABILITIES,
+  capabilities: JUPYTER_GATEWAY_CAPABILITIES,
 })
 
 describe('jupyter engine on Enterprise Gateway', () => {
@@ -49,6 +53,8 @@ describe('jupyter engine on Enterprise Gateway', () => {
     const sandbox = await Sandbox.create({ provider, envs: { NOT_FOR_THE_GATEWAY: '1' } })
     try {
       expect(gateway.startEnvs.at(-1)).toEqual(KERNEL_ENV)
+      // No Contents API: files go through the kernel, and the provider says what that costs.
+      expect(provider.capabilities).toBe(JUPYTER_GATEWAY_CAPABILITIES)
       // envs are set by the kernel itself.
       expect((await sandbox.runCode("import os\nos.environ['NOT_FOR_THE_GATEWAY']")).text).toBe("'1'")
     } finally {

@@ -55,10 +55,13 @@ export async function create(options: CreateOpts = {}): Promise<Sandbox> {
   return sandbox
 }
 
-/** Kills the sandbox and throws unless its code runs in the jail: PID 1 is bubblewrap, the project is not visible. */
+/**
+ * Kills the sandbox and throws unless its code runs in the jail: PID 1 is bubblewrap (or, forked,
+ * the template's init), the project is not visible.
+ */
 export async function assertJailed(sandbox: Sandbox) {
   const check = await sandbox.runCode(
-    `import os\nopen('/proc/1/cmdline', 'rb').read().split(b'\\0')[0].decode() + ' ' + str(os.path.exists(${JSON.stringify(REPO)}))`,
+    `import os\nargs = open('/proc/1/cmdline', 'rb').read().split(b'\\0')\n('bwrap' if args[0] == b'bwrap' or b'/opt/analyst/analyst_zygote.py' in args else args[0].decode()) + ' ' + str(os.path.exists(${JSON.stringify(REPO)}))`,
   )
   if (check.text !== "'bwrap False'") {
     await sandbox.kill()

@@ -2,50 +2,16 @@
  * `analyst serve` with its own provider (no test-supplied one): the warm pool it starts is the one
  * its sessions use, and closing the server leaves no kernel (no process of ours) behind.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
+import { descendants } from '../support/processes.js'
 import { askOverSse } from '../support/sse.js'
 import { waitFor } from '../support/wait.js'
-
-/** Processes descended from this one (pid and command line), from /proc. */
-function descendants(): Array<{ pid: number; cmd: string }> {
-  const parent = new Map<number, number>()
-  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      // The command may hold spaces and parentheses: the fields after its closing parenthesis.
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
-      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const ours = new Set([process.pid])
-  let grew = true
-  while (grew) {
-    grew = false
-    for (const [pid, ppid] of parent) {
-      if (!ours.has(pid) && ours.has(ppid)) {
-        ours.add(pid)
-        grew = true
-      }
-    }
-  }
-  ours.delete(process.pid)
-  return [...ours].map((pid) => {
-    let cmd = '?'
-    try {
-      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()
-    } catch {
-      // gone meanwhile
-    }
-    return { pid, cmd }
-  })
-}
 
 let server: RunningServer | undefined
 let home: string | undefined

@@ -5,10 +5,9 @@ import type { AskResult } from '../../agent/index.js'
 import { MissingDataError } from '../../errors.js'
 import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
-import { createProvider } from '../../providers.js'
 import { SessionService } from '../../session/index.js'
-import { analystHome, openStores } from '../../store/index.js'
 import { UsageError } from '../errors.js'
+import { openHome } from '../home.js'
 import { OutputFolder } from '../outputs.js'
 import { AnalysisRenderer, imageName } from '../render.js'
 
@@ -89,16 +88,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
   const stdout = options.stdout ?? process.stdout
   const stderr = options.stderr ?? process.stderr
   const interactive = options.interactive ?? Boolean((stderr as NodeJS.WriteStream).isTTY)
-  const home = analystHome(options.env)
-  const stores = await openStores(home, options.env)
-  const provider = await createProvider(options.sandbox, {
-    env: options.env,
-    poolSize: 0,
-    jupyterKernel: options.jupyterKernel,
-  }).catch(async (error: unknown) => {
-    await stores.close()
-    throw error
-  })
+  const { home, stores, provider } = await openHome(options)
   const service = new SessionService({
     history: stores.history,
     blobs: stores.blobs,

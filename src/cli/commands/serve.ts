@@ -6,6 +6,8 @@ export interface ServeOptions {
   port: number
   /** The sandbox engine. @default ANALYST_SANDBOX or local */
   sandbox?: string
+  /** Folders from which MCP clients may add data files (add_data on /mcp). */
+  allowDir?: string[]
   /** How long a stop waits for questions being answered. @default 20 s */
   graceMs?: number
   /** PostgreSQL, shared by replicas. @default ANALYST_DATABASE_URL */
@@ -22,6 +24,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     engine: options.sandbox,
     databaseUrl: options.databaseUrl,
     logger: createLogger(),
+    allowDirs: options.allowDir,
   })
   process.stderr.write(
     `${pc.bold('Analyst')} serving on ${pc.cyan(server.url)}  ${pc.dim(tokens.length ? `(${tokens.length} token(s) required)` : '(no tokens: loopback only)')}\n`,

@@ -3,6 +3,12 @@
  * `analyst serve`), through the official `@e2b/code-interpreter` SDK. Cells run in E2B's
  * code-interpreter kernel, files go through envd, commands are E2B's own. What E2B does not
  * report, the files a cell created or changed, comes from one `find` after each cell.
+ *
+ * A cell's timeout is E2B's: the SDK hangs up, and E2B's server interrupts the kernel
+ * (template/server/messaging.py). What became of the cell is asked afterwards with a probe cell:
+ * the kernel keeps the interrupt's traceback in sys.last_*, and its execution count tells whether
+ * it is still the same kernel. A kernel still busy after a grace ignores interrupts: it is
+ * restarted through E2B's contexts API, and the cell is told its state was lost.
  * @module
  */
 import { createReadStream, statSync } from 'node:fs'
@@ -32,9 +38,13 @@ import type {
   DoStartCommandOptions,
   EntryInfo,
   SandboxBackend,
+  SandboxCapabilities,
   SandboxCreateOptions,
   SandboxProvider,
 } from '../backend.js'
+import { FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
+import { killedError, timeoutError } from '../cell-output.js'
+import { sandboxKilled } from '../errors.js'
 import type { Artifact, MimeBundle } from '../messaging.js'
 
 const HOME = '/home/user'
@@ -65,7 +75,24 @@ export interface E2BProviderOptions
   template?: string
   /** How long a sandbox lives without being killed; E2B kills it then. @default 1 hour */
   lifetimeMs?: number
+  /** How long a timed-out cell may take to stop before its kernel is restarted. @default 3000 */
+  interruptGraceMs?: number
 }
+
+/**
+ * Run after a timeout, in its own namespace: prints the traceback of the interrupt the kernel
+ * recorded (IPython keeps the last error in sys.last_*), and forgets it.
+ */
+const PROBE = `exec(${JSON.stringify(
+  [
+    'import sys, traceback',
+    "if getattr(sys, 'last_type', None) is KeyboardInterrupt:",
+    "    print(''.join(traceback.format_exception(sys.last_type, sys.last_value, sys.last_traceback)), end='')",
+    'sys.last_type = sys.last_value = sys.last_traceback = None',
+    "if hasattr(sys, 'last_exc'):",
+    '    sys.last_exc = None',
+  ].join('\n'),
+)}, {})`
 
 /** E2B's errors as Analyst's, with what to do about them. */
 function fromE2B(error: unknown, doing: string): Error {
@@ -111,8 +138,18 @@ class E2BBackend implements SandboxBackend {
   private snapshot = new Map<string, string>()
   /** Set after the host wrote files: the next cell takes a fresh snapshot first, so they are not its artifacts. */
   private stale = true
+  /** The last execution count of each context: a lower one later means a new kernel. */
+  private readonly counts = new Map<string, number>()
+  private killed = false
 
-  constructor(private readonly sdk: E2BSandbox) {}
+  constructor(
+    private readonly sdk: E2BSandbox,
+    private readonly interruptGraceMs: number,
+  ) {}
+
+  private assertAlive() {
+    if (this.killed) throw sandboxKilled()
+  }
 
   get sandboxId(): string {
     return this.sdk.sandboxId
@@ -145,6 +182,7 @@ class E2BBackend implements SandboxBackend {
   }
 
   async doExecute(options: DoExecuteOptions): Promise<void> {
+    this.assertAlive()
     const { onEvent } = options
     options.signal?.throwIfAborted()
     if (this.stale) {
@@ -170,28 +208,55 @@ class E2BBackend implements SandboxBackend {
       onError: (error) =>
         onEvent({ type: 'error', name: error.name, value: error.value, traceback: error.traceback }),
     })
-    // E2B's SDK takes no abort signal: an abort returns now; the cell stops at its timeout.
+    // E2B's SDK takes no abort signal: an abort returns now; the cell stops at its timeout
+    // (E2B_CAPABILITIES.abortInterrupts, said to the user).
     const aborted = new Promise<never>((_, reject) => {
       options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true })
     })
+    const key = context?.id ?? 'default'
     let executionCount: number | undefined
     try {
       executionCount = (await Promise.race([running, aborted])).executionCount
+      if (executionCount !== undefined) this.counts.set(key, executionCount)
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason
+      if (this.killed) throw sandboxKilled()
       if (!(error instanceof E2BTimeoutError)) throw fromE2B(error, 'running the cell')
-      onEvent({
-        type: 'error',
-        name: 'TimeoutError',
-        value: `The cell ran longer than its ${options.timeoutMs / 1000} s timeout and was interrupted. Pass a larger timeoutMs if it needs longer.`,
-        traceback: '',
-      })
+      onEvent(await this.afterTimeout(context, key, options.timeoutMs / 1000))
     }
     for (const artifact of await this.artifacts().catch(() => [])) onEvent({ type: 'artifact', artifact })
     onEvent({ type: 'finish', executionCount })
   }
 
+  /** What became of a cell that timed out (E2B interrupted it when the SDK hung up). */
+  private async afterTimeout(context: Context | undefined, key: string, seconds: number) {
+    const before = this.counts.get(key) ?? 0
+    for (let attempt = 0; attempt < 2; attempt++) {
+      let probe: Awaited<ReturnType<E2BSandbox['runCode']>>
+      try {
+        probe = await this.sdk.runCode(PROBE, { context, timeoutMs: this.interruptGraceMs })
+      } catch (error) {
+        if (!(error instanceof E2BTimeoutError)) throw fromE2B(error, 'checking the kernel after a timeout')
+        // Still busy: the cell ignores interrupts. A restart ends it, and its state.
+        await this.doRestartContext(key)
+        this.counts.delete(key)
+        return { type: 'error' as const, ...killedError('timeout', seconds) }
+      }
+      // A probe that arrived while the interrupt was still being raised may be aborted: ask again.
+      if (probe.error) continue
+      const traceback = probe.logs.stdout.join('').trimEnd()
+      const count = probe.executionCount ?? 0
+      this.counts.set(key, count)
+      // The timed-out cell counted in the same kernel, so the probe's count is past the last one
+      // seen (and past 1); a fresh kernel (the server restarted it) starts again from 1.
+      if (traceback || count > Math.max(before, 1)) return timeoutError(seconds, traceback)
+      return { type: 'error' as const, ...killedError('timeout', seconds) }
+    }
+    return timeoutError(seconds)
+  }
+
   async doCreateContext(options: { cwd?: string }): Promise<Context> {
+    this.assertAlive()
     const cwd = inside(options.cwd ?? HOME)
     const context = await this.sdk.createCodeContext({ cwd, language: 'python' }).catch((error: unknown) => {
       throw fromE2B(error, 'creating a context')
@@ -200,6 +265,7 @@ class E2BBackend implements SandboxBackend {
   }
 
   async doRestartContext(contextId: string): Promise<void> {
+    this.assertAlive()
     let id = contextId
     if (id === 'default') {
       // E2B's default context has the kernel's id: the first Python context it lists.
@@ -212,12 +278,14 @@ class E2BBackend implements SandboxBackend {
   }
 
   async doRemoveContext(contextId: string): Promise<void> {
+    this.assertAlive()
     await this.sdk.removeCodeContext(contextId).catch((error: unknown) => {
       throw fromE2B(error, `removing context ${contextId}`)
     })
   }
 
   async doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo> {
+    this.assertAlive()
     const target = inside(path)
     const info = await this.sdk.files.write(target, data.slice().buffer).catch((error: unknown) => {
       throw fromE2B(error, `writing ${path}`)
@@ -227,12 +295,14 @@ class E2BBackend implements SandboxBackend {
   }
 
   async doReadFile(path: string): Promise<Uint8Array> {
+    this.assertAlive()
     return this.sdk.files.read(inside(path), { format: 'bytes' }).catch((error: unknown) => {
       throw fromE2B(error, path)
     })
   }
 
   async doList(path: string): Promise<EntryInfo[]> {
+    this.assertAlive()
     const entries = await this.sdk.files.list(inside(path)).catch((error: unknown) => {
       throw fromE2B(error, `listing ${path}`)
     })
@@ -248,6 +318,7 @@ class E2BBackend implements SandboxBackend {
   }
 
   async doStat(path: string): Promise<EntryInfo | undefined> {
+    this.assertAlive()
     try {
       const entry = await this.sdk.files.getInfo(inside(path))
       return {
@@ -263,6 +334,7 @@ class E2BBackend implements SandboxBackend {
   }
 
   async doRemove(path: string): Promise<void> {
+    this.assertAlive()
     await this.sdk.files.remove(inside(path)).catch((error: unknown) => {
       throw fromE2B(error, `removing ${path}`)
     })
@@ -270,12 +342,14 @@ class E2BBackend implements SandboxBackend {
   }
 
   async doMakeDir(path: string): Promise<boolean> {
+    this.assertAlive()
     return this.sdk.files.makeDir(inside(path)).catch((error: unknown) => {
       throw fromE2B(error, `creating ${path}`)
     })
   }
 
   async doRename(from: string, to: string): Promise<EntryInfo> {
+    this.assertAlive()
     const entry = await this.sdk.files.rename(inside(from), inside(to)).catch((error: unknown) => {
       throw fromE2B(error, `moving ${from}`)
     })
@@ -290,6 +364,7 @@ class E2BBackend implements SandboxBackend {
 
   /** Streams a host file to data/<name>, without reading it into memory. */
   async doAddData(hostPath: string, name: string): Promise<EntryInfo> {
+    this.assertAlive()
     if (!name || name.includes('/') || name === '.' || name === '..') {
       throw new InvalidArgumentError(`${JSON.stringify(name)} is not a valid file name for data/`)
     }
@@ -314,6 +389,7 @@ class E2BBackend implements SandboxBackend {
   }
 
   async doStartCommand(options: DoStartCommandOptions): Promise<CommandProcess> {
+    this.assertAlive()
     const encoder = new TextEncoder()
     const handle = await this.sdk.commands
       .run(options.cmd, {
@@ -350,14 +426,21 @@ class E2BBackend implements SandboxBackend {
   }
 
   async doKill(): Promise<void> {
+    if (this.killed) return
+    this.killed = true
     await this.sdk.kill().catch(() => {})
   }
 }
 
+/** E2B's VM isolates; what it cannot do is cut an aborted cell short (no abort in the SDK, no interrupt call). */
+export const E2B_CAPABILITIES: SandboxCapabilities = { ...FULL_CAPABILITIES, abortInterrupts: false }
+
 export class E2BProvider implements SandboxProvider {
   readonly specificationVersion = 'v1'
   readonly name = 'e2b'
+  readonly capabilities = E2B_CAPABILITIES
   private readonly options: E2BProviderOptions
+  private told = false
 
   constructor(options: E2BProviderOptions = {}) {
     this.options = options
@@ -374,7 +457,12 @@ export class E2BProvider implements SandboxProvider {
       throw new InvalidArgumentError("isolation 'none' does not apply to E2B: its sandboxes are VMs")
     }
     options.signal?.throwIfAborted()
-    const { template = 'code-interpreter-v1', lifetimeMs = 3_600_000, ...connection } = this.options
+    const {
+      template = 'code-interpreter-v1',
+      lifetimeMs = 3_600_000,
+      interruptGraceMs = 3000,
+      ...connection
+    } = this.options
     const sdk = await E2BSandbox.create(template, {
       ...connection,
       timeoutMs: lifetimeMs,
@@ -384,7 +472,14 @@ export class E2BProvider implements SandboxProvider {
     }).catch((error: unknown) => {
       throw fromE2B(error, 'creating a sandbox')
     })
-    const backend = new E2BBackend(sdk)
+    const backend = new E2BBackend(sdk, interruptGraceMs)
+    if (!this.told) {
+      this.told = true
+      process.emitWarning(
+        `On E2B, ${missingCapabilities(this.capabilities).join('; ')}: E2B interrupts a cell only when its client hangs up at the timeout.`,
+        'AnalystWarning',
+      )
+    }
     try {
       for (const item of options.data ?? []) {
         const { path, name } =

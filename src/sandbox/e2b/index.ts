@@ -3,4 +3,4 @@
  * SDK, which loads only when this subpath (`analyst/sandbox/e2b`) is imported.
  * @module
  */
-export { E2BProvider, type E2BProviderOptions } from './backend.js'
+export { E2B_CAPABILITIES, E2BProvider, type E2BProviderOptions } from './backend.js'

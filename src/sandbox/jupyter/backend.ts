@@ -11,8 +11,11 @@ import { open } from 'node:fs/promises'
 import { basename } from 'node:path'
 import mime from 'mime-types'
 import type {
+  CommandEvent,
+  CommandProcess,
   Context,
   DoExecuteOptions,
+  DoStartCommandOptions,
   EntryInfo,
   SandboxBackend,
   SandboxCapabilities,
@@ -20,7 +23,8 @@ import type {
   SandboxProvider,
 } from '../backend.js'
 import { assertSupported, missingCapabilities } from '../capabilities.js'
-import { CellOutput, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
+import { CellOutput, CommandOutput, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
+import { CommandMessage } from '../command-messages.js'
 import {
   InvalidArgumentError,
   NotFoundError,
@@ -30,9 +34,16 @@ import {
 } from '../errors.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
 import { type ExecuteReply, KernelChannel, KernelLost, type KernelMessage } from './channel.js'
-import { ContentsFiles, type FileEntry, KernelFiles, type WorkspaceFiles } from './files.js'
+import {
+  ContentsFiles,
+  type FileEntry,
+  KernelFiles,
+  kernelAnswer,
+  pythonLiteral,
+  type WorkspaceFiles,
+} from './files.js'
 import { defaultRecordDir, KernelRecords } from './leftovers.js'
-import { CELL_END_MIME, cellEndFrom, cellEnvsCode, MODULE, preludeCode } from './prelude.js'
+import { CELL_END_MIME, COMMANDS_COMM, cellEndFrom, cellEnvsCode, MODULE, preludeCode } from './prelude.js'
 import {
   checkKernelEnv,
   connect,
@@ -59,6 +70,22 @@ export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
   readOnlyData: false,
   limits: ['outputBytes', 'resultBytes'],
   fullTeardown: false,
+  homeWorkspace: false,
+  abortInterrupts: true,
+  filesDuringCells: true,
+}
+
+/** On a server without a Contents API (Enterprise Gateway), files and commands go through the busy kernel. */
+export const JUPYTER_GATEWAY_CAPABILITIES: SandboxCapabilities = {
+  ...JUPYTER_CAPABILITIES,
+  filesDuringCells: false,
+}
+
+/** A command started through the main kernel, until its exit. */
+interface RunningCommand {
+  pid: number
+  onEvent: (event: CommandEvent) => void
+  output: CommandOutput
 }
 
 const DEFAULT_OUTPUT_BYTES = 10 * 1024 * 1024
@@ -101,6 +128,10 @@ class JupyterSandbox implements SandboxBackend {
   /** Files written through the files API since the last cell, with their size: not artifacts. */
   private readonly written = new Map<string, number>()
   private readonly outputLimits: { outputBytes: number; resultBytes: number }
+  /** Commands started through the main kernel that have not exited, by request id. */
+  private readonly commands = new Map<string, RunningCommand>()
+  /** Commands whose kernel restarted (they may run on, unheard): killed by the next prelude or kill(). */
+  private orphans: number[] = []
 
   constructor(
     readonly sandboxId: string,
@@ -114,7 +145,7 @@ class JupyterSandbox implements SandboxBackend {
   ) {
     const outputBytes = limits?.outputBytes ?? DEFAULT_OUTPUT_BYTES
     this.outputLimits = { outputBytes, resultBytes: limits?.resultBytes ?? 8 * outputBytes }
-    this.watch(main)
+    this.attach(main, main.channel)
   }
 
   /** The workspace folder, relative to the kernel's start directory (the server's root). */
@@ -126,22 +157,29 @@ class JupyterSandbox implements SandboxBackend {
     return this.server.http
   }
 
-  /** A restart by the server between cells (the kernel died) is told to the next cell. */
-  private watch(kernel: Kernel) {
-    kernel.channel.onKernelState = (state) => {
+  /**
+   * Makes `channel` the kernel's. A restart by the server between cells (the kernel died) is told
+   * to the next cell; the main kernel's channel also carries its commands' output.
+   */
+  private attach(kernel: Kernel, channel: KernelChannel) {
+    kernel.channel = channel
+    channel.onKernelState = (state) => {
       if (state === 'restarting' || state === 'dead') {
         // A restarted kernel may listen on new ports: a new socket reaches it, this one may not.
-        kernel.channel.close()
+        channel.close()
         kernel.needsPrelude = true
         kernel.lostBetweenCells = `[The kernel had stopped since the last cell (the Jupyter server ${state === 'dead' ? 'could not restart it' : 'restarted it'}). ${STATE_LOST}]\n`
+        if (kernel === this.main) this.loseCommands(`its kernel ${state === 'dead' ? 'died' : 'restarted'}`)
       }
     }
+    if (kernel === this.main) channel.onComm = (commId, data) => this.onCommand(commId, data)
   }
 
   /** Runs the prelude in a kernel (new, or restarted: its state is gone). */
   async prepare(kernel: Kernel) {
+    const orphans = kernel === this.main ? this.orphans.splice(0) : []
     const reply = await kernel.channel.execute({
-      code: preludeCode({ workspace: this.workspace, cwd: kernel.cwd, envs: this.envs }),
+      code: preludeCode({ workspace: this.workspace, cwd: kernel.cwd, envs: this.envs, orphans }),
       silent: true,
     })
     if (reply.status !== 'ok') {
@@ -160,8 +198,9 @@ class JupyterSandbox implements SandboxBackend {
     const model = await startKernel(this.server, this.settings)
     this.records.add(this.http.baseUrl, model.id)
     try {
-      const kernel = new Kernel(model.id, await KernelChannel.open(this.http, model.id), cwd)
-      this.watch(kernel)
+      const channel = await KernelChannel.open(this.http, model.id)
+      const kernel = new Kernel(model.id, channel, cwd)
+      this.attach(kernel, channel)
       await this.prepare(kernel)
       return kernel
     } catch (error) {
@@ -176,8 +215,12 @@ class JupyterSandbox implements SandboxBackend {
   }
 
   doExecute(options: DoExecuteOptions): Promise<void> {
-    // One cell at a time across the sandbox's kernels, as the local engine does.
-    const run = this.queue.then(() => this.runCell(options))
+    return this.enqueue(() => this.runCell(options))
+  }
+
+  /** One cell (or restart, or removal) at a time across the sandbox's kernels, as the local engine does. */
+  private enqueue<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(task)
     this.queue = run.catch(() => {})
     return run
   }
@@ -195,6 +238,8 @@ class JupyterSandbox implements SandboxBackend {
   /** Makes the kernel usable: a channel open, the prelude run; a kernel the server lost is replaced. */
   private async ready(kernel: Kernel) {
     if (kernel.channel.closed) {
+      // Whatever a command sent while no socket listened is lost: it is ended (and killed) here.
+      if (kernel === this.main) this.loseCommands('the connection to its kernel dropped')
       if (!(await getKernel(this.http, kernel.id))) {
         await this.dropKernel(kernel.id)
         const model = await startKernel(this.server, this.settings)
@@ -203,10 +248,17 @@ class JupyterSandbox implements SandboxBackend {
         kernel.needsPrelude = true
         kernel.lostBetweenCells = `[The kernel was gone from the Jupyter server since the last cell; a new one was started. ${STATE_LOST}]\n`
       }
-      kernel.channel = await KernelChannel.open(this.http, kernel.id)
-      this.watch(kernel)
+      this.attach(kernel, await KernelChannel.open(this.http, kernel.id))
     }
     if (kernel.needsPrelude) await this.prepare(kernel)
+    else if (kernel === this.main && this.orphans.length > 0) {
+      const orphans = this.orphans.splice(0)
+      await kernel.channel.execute({
+        code: '',
+        silent: true,
+        userExpressions: { result: `${MODULE}.end_processes(${JSON.stringify(orphans)})` },
+      })
+    }
   }
 
   private async runCell(options: DoExecuteOptions) {
@@ -237,8 +289,11 @@ class JupyterSandbox implements SandboxBackend {
       interruptKernel(this.http, kernel.id).catch(() => {})
       graceTimer = setTimeout(() => {
         // The cell ignores the interrupt: restart its kernel (state lost), as the local engine kills it.
-        restartedByUs = this.restart(kernel)
+        // Given up first: the restart closes the socket the cell waits on.
         giveUp?.('restarted')
+        restartedByUs = this.restart(kernel).catch(() => {
+          kernel.channel.close() // the next cell finds out what is left
+        })
       }, this.settings.interruptGraceMs ?? 3000)
     }
     const timer = setTimeout(() => stop('timeout'), options.timeoutMs)
@@ -325,8 +380,8 @@ class JupyterSandbox implements SandboxBackend {
 
   /**
    * Asks the server, while a cell is quiet, whether its kernel still runs it. A kernel can die and
-   * be restarted on new ports without the socket hearing of it; the server then reports it idle
-   * (or dead, or gone) while the cell waits for a reply that will never come.
+   * be restarted on new ports without the socket hearing of it; the server then reports it idle or
+   * starting (or dead, or gone) while the cell waits for a reply that will never come.
    */
   private watchdog(kernel: Kernel, lost: (error: KernelLost) => void) {
     let last = Date.now()
@@ -336,10 +391,12 @@ class JupyterSandbox implements SandboxBackend {
       const model = await getKernel(this.http, kernel.id).catch(() => null)
       if (model === null) return // the socket tells of a server that went away
       const state = model?.execution_state ?? 'gone'
-      idleChecks = state === 'idle' ? idleChecks + 1 : 0
+      // A kernel that runs the cell is busy. After a restart whose notice did not reach the socket,
+      // the server says 'starting' until the new kernel's first request, which never comes.
+      idleChecks = state === 'busy' ? 0 : idleChecks + 1
       if (state === 'dead' || state === 'gone' || idleChecks >= 2) {
         kernel.channel.close()
-        lost(new KernelLost(state === 'idle' ? 'restarting' : state))
+        lost(new KernelLost(state === 'dead' ? 'dead' : 'restarting'))
       }
     }, WATCHDOG_MS)
     timer.unref()
@@ -352,16 +409,106 @@ class JupyterSandbox implements SandboxBackend {
     }
   }
 
-  /** Restarts a kernel through the server (its state is lost) and sets it up again. */
+  /** Restarts a kernel through the server (its state is lost); the prelude runs again before its next cell. */
   private async restart(kernel: Kernel) {
-    try {
-      await restartKernel(this.http, kernel.id)
+    // Closed first: the restart's own status messages are not news for the next cell.
+    kernel.channel.close()
+    if (kernel === this.main) this.loseCommands('its kernel was restarted')
+    kernel.needsPrelude = true
+    await restartKernel(this.http, kernel.id)
+    this.attach(kernel, await KernelChannel.open(this.http, kernel.id))
+    kernel.lostBetweenCells = undefined
+  }
+
+  async doRestartContext(contextId: string): Promise<void> {
+    this.assertAlive()
+    const kernel = this.kernelOf(contextId)
+    await this.enqueue(async () => {
+      this.assertAlive()
+      await this.restart(kernel)
+    })
+  }
+
+  async doRemoveContext(contextId: string): Promise<void> {
+    this.assertAlive()
+    const kernel = this.contexts.get(contextId)
+    if (!kernel) throw new NotFoundError(`No context ${contextId} in this sandbox`)
+    this.contexts.delete(contextId)
+    await this.enqueue(async () => {
       kernel.channel.close()
-      kernel.channel = await KernelChannel.open(this.http, kernel.id)
-      this.watch(kernel)
-      kernel.needsPrelude = true
-    } catch {
-      kernel.channel.close() // the next cell finds out what is left
+      await this.dropKernel(kernel.id)
+    })
+  }
+
+  /**
+   * A shell command started by the main kernel, so it runs where the cells run. Starting it, its
+   * stdin and signals are kernel requests: while a cell runs they wait for it (the kernel reads one
+   * request at a time); its output streams back meanwhile.
+   */
+  async doStartCommand(options: DoStartCommandOptions): Promise<CommandProcess> {
+    this.assertAlive()
+    const id = randomBytes(8).toString('hex')
+    const request = {
+      type: 'spawn',
+      id,
+      cmd: options.cmd,
+      cwd: commandCwd(options.cwd),
+      envs: options.envs ?? {},
+      stdin: options.stdin,
+    }
+    const output = new CommandOutput(options.onEvent, this.outputLimits.outputBytes)
+    // Listening before it starts: its first output can come before the reply.
+    const running: RunningCommand = { pid: 0, onEvent: options.onEvent, output }
+    this.commands.set(id, running)
+    try {
+      const reply = await this.kernelOp(`${MODULE}.command(${pythonLiteral(JSON.stringify(request))})`)
+      running.pid = kernelAnswer<{ pid: number }>(reply, 'starting a command', (ename, evalue) =>
+        ename === 'FileNotFoundError' || ename === 'NotADirectoryError'
+          ? new InvalidArgumentError(`The command could not start: ${evalue}`, {
+              hint: 'Check its cwd: a folder that exists where the kernel runs.',
+            })
+          : undefined,
+      ).pid
+    } catch (error) {
+      this.commands.delete(id)
+      throw error
+    }
+    const control = async (message: Record<string, unknown>) => {
+      if (!this.commands.has(id)) return // exited: nothing to send to
+      const reply = await this.kernelOp(
+        `${MODULE}.command_control(${pythonLiteral(JSON.stringify({ ...message, id }))})`,
+      )
+      kernelAnswer(reply, 'controlling a command')
+    }
+    return {
+      pid: running.pid,
+      sendStdin: (data) => control({ type: 'proc-stdin', data: Buffer.from(data).toString('base64') }),
+      closeStdin: () => control({ type: 'proc-close-stdin' }),
+      kill: (signal = 'SIGKILL') => control({ type: 'proc-signal', signal }),
+    }
+  }
+
+  private onCommand(commId: string, data: unknown) {
+    if (commId !== COMMANDS_COMM) return
+    const parsed = CommandMessage.safeParse(data)
+    if (!parsed.success) return
+    const message = parsed.data
+    const running = this.commands.get(message.id)
+    if (!running) return
+    if (message.type === 'proc-out')
+      running.output.output(message.stream, Buffer.from(message.data, 'base64'))
+    else if (message.type === 'proc-exit') {
+      this.commands.delete(message.id)
+      running.onEvent({ type: 'exit', exitCode: message.code, error: message.error })
+    }
+  }
+
+  /** Ends the commands whose output can no longer reach us, and remembers to kill what is left of them. */
+  private loseCommands(why: string) {
+    for (const [id, running] of this.commands) {
+      this.commands.delete(id)
+      if (running.pid) this.orphans.push(running.pid)
+      running.onEvent({ type: 'exit', exitCode: -1, error: `the command was ended: ${why}` })
     }
   }
 
@@ -395,7 +542,7 @@ class JupyterSandbox implements SandboxBackend {
     return { id, language: 'python', cwd: relative ? `${SANDBOX_HOME}/${relative}` : SANDBOX_HOME }
   }
 
-  /** Runs one file operation of the prelude in the main kernel. */
+  /** Runs one call of the prelude in the main kernel, in a silent request's user expressions. */
   private async kernelOp(expression: string): Promise<ExecuteReply> {
     await this.ready(this.main)
     return this.main.channel.execute({ code: '', silent: true, userExpressions: { result: expression } })
@@ -494,12 +641,14 @@ class JupyterSandbox implements SandboxBackend {
     if (this.killed) return
     this.killed = true
     const kernels = [this.main, ...this.contexts.values()]
+    const pids = [...this.commands.values()].map((running) => running.pid).concat(this.orphans)
+    this.loseCommands('the sandbox was killed')
     await interruptKernel(this.http, this.main.id).catch(() => {})
     if (!this.main.channel.closed && !this.main.needsPrelude) {
       const clear = this.main.channel.execute({
         code: '',
         silent: true,
-        userExpressions: { result: `${MODULE}.op('clear', '')` },
+        userExpressions: { result: `${MODULE}.op('clear', '', ${pythonLiteral(pids.join(','))})` },
       })
       await Promise.race([clear, new Promise((resolve) => setTimeout(resolve, 5000).unref())]).catch(() => {})
     }
@@ -512,6 +661,13 @@ function isWorkspacePath(name: string): boolean {
   return (
     !name.startsWith('/') && !name.split('/').some((part) => part === '..' || part === '' || part === '.')
   )
+}
+
+/** A command's folder for the prelude: absolute outside the sandbox's home, else relative to the workspace. */
+function commandCwd(cwd: string | undefined): string {
+  if (cwd === undefined) return ''
+  if (cwd.startsWith('/') && cwd !== SANDBOX_HOME && !cwd.startsWith(`${SANDBOX_HOME}/`)) return cwd
+  return workspacePath(cwd)
 }
 
 /** A sandbox path → the path relative to the workspace folder ('' for the workspace). */
@@ -528,10 +684,11 @@ function toInfo(folder: string, entry: FileEntry): EntryInfo {
 export class JupyterProvider implements SandboxProvider {
   readonly specificationVersion = 'v1'
   readonly name = 'jupyter'
-  readonly capabilities = JUPYTER_CAPABILITIES
   private server: Promise<ServerInfo> | undefined
   private readonly records: KernelRecords
   private told = false
+  /** Set once a sandbox had to reach its files through the kernel (no Contents API there). */
+  private filesThroughKernel = false
 
   constructor(private readonly settings: JupyterProviderOptions) {
     if (!settings.url) {
@@ -541,6 +698,11 @@ export class JupyterProvider implements SandboxProvider {
     }
     checkKernelEnv(settings.kernelEnv ?? {})
     this.records = new KernelRecords(settings.recordDir ?? defaultRecordDir())
+  }
+
+  /** What this engine enforces, as far as known: it depends on the server (see JUPYTER_GATEWAY_CAPABILITIES). */
+  get capabilities(): SandboxCapabilities {
+    return this.filesThroughKernel ? JUPYTER_GATEWAY_CAPABILITIES : JUPYTER_CAPABILITIES
   }
 
   /** What is at the URL: found once, then shared; a failure is retried by the next call. */
@@ -581,13 +743,6 @@ export class JupyterProvider implements SandboxProvider {
     assertSupported('jupyter', this.capabilities, options)
     options.signal?.throwIfAborted()
     const server = await this.connect()
-    if (!this.told) {
-      this.told = true
-      process.emitWarning(
-        `Sandboxes run on the Jupyter server at ${server.http.baseUrl}, isolated by it, not by Analyst: ${missingCapabilities(this.capabilities).join('; ')}. The guard still checks code (analyst doctor --sandbox jupyter).`,
-        'AnalystWarning',
-      )
-    }
     const sandboxId = randomBytes(6).toString('hex')
     const model = await startKernel(server, this.settings, options.signal)
     this.records.add(server.http.baseUrl, model.id)
@@ -607,7 +762,17 @@ export class JupyterProvider implements SandboxProvider {
       )
       await sandbox.prepare(main)
       // The Contents API sees the workspace only when the kernel started in the server's root.
-      if (!server.contents || !(await files.stat('').catch(() => undefined))) sandbox.useKernelFiles()
+      if (!server.contents || !(await files.stat('').catch(() => undefined))) {
+        sandbox.useKernelFiles()
+        this.filesThroughKernel = true
+      }
+      if (!this.told) {
+        this.told = true
+        process.emitWarning(
+          `Sandboxes run on the Jupyter server at ${server.http.baseUrl}, isolated by it, not by Analyst: ${missingCapabilities(this.capabilities).join('; ')}. The guard still checks code (analyst doctor --sandbox jupyter).`,
+          'AnalystWarning',
+        )
+      }
       for (const item of options.data ?? []) {
         const { path, name } = typeof item === 'string' ? { path: item, name: basename(item) } : item
         await sandbox.doAddData(path, name)

@@ -68,6 +68,8 @@ export class KernelChannel {
   private awaitingPong = false
   /** Told of kernel states that concern no request of ours (restarting, dead, starting). */
   onKernelState: (state: string) => void = () => {}
+  /** Told of comm messages from the kernel, whatever request they follow (commands' output). */
+  onComm: (commId: string, data: unknown) => void = () => {}
 
   private constructor(
     private readonly socket: WebSocket,
@@ -161,9 +163,13 @@ export class KernelChannel {
     } catch {
       return
     }
+    const type = message.header.msg_type
+    if (type === 'comm_msg' && typeof message.content.comm_id === 'string') {
+      this.onComm(message.content.comm_id, message.content.data)
+      return
+    }
     const parent = message.parent_header?.msg_id
     const pending = parent ? this.pending.get(parent) : undefined
-    const type = message.header.msg_type
     if (!pending) {
       if (type === 'status') this.kernelState(String(message.content.execution_state))
       return

@@ -7,7 +7,7 @@
 import type { Check } from '../capabilities.js'
 import { missingCapabilities } from '../capabilities.js'
 import { Sandbox } from '../sandbox.js'
-import { JUPYTER_CAPABILITIES, JupyterProvider, type JupyterProviderOptions } from './backend.js'
+import { JUPYTER_GATEWAY_CAPABILITIES, JupyterProvider, type JupyterProviderOptions } from './backend.js'
 import { connect } from './server.js'
 
 /** A round trip slower than this on a cell as small as `1 + 1` points at Nagle's delay on the server. */
@@ -31,8 +31,10 @@ export async function checkJupyter(settings: JupyterProviderOptions): Promise<Ch
     return checks
   }
   checks.push({ name: 'jupyter url', ok: true, detail: settings.url, essential: true })
+  let noContentsApi = false
   try {
     const server = await connect(settings)
+    noContentsApi = !server.contents
     const kind = server.kind === 'enterprise-gateway' ? 'Enterprise Gateway' : 'Jupyter Server'
     checks.push({
       name: 'jupyter server',
@@ -89,7 +91,7 @@ export async function checkJupyter(settings: JupyterProviderOptions): Promise<Ch
   checks.push({
     name: 'isolation',
     ok: false,
-    detail: `the Jupyter server's, not Analyst's: ${missingCapabilities(JUPYTER_CAPABILITIES).join('; ')}. The guard still checks code.`,
+    detail: `the Jupyter server's, not Analyst's: ${missingCapabilities(noContentsApi ? JUPYTER_GATEWAY_CAPABILITIES : provider.capabilities).join('; ')}. The guard still checks code.`,
     fix: "Run the server's kernels in containers with no network and resource limits (e.g. Enterprise Gateway on Kubernetes with network policies); see SECURITY.md.",
     essential: false,
   })

@@ -118,6 +118,26 @@ export function pythonLiteral(value: string | number | boolean): string {
   return JSON.stringify(value)
 }
 
+/**
+ * The JSON answer of a prelude call made in a silent request's user expressions (the prelude's
+ * `Json` values). A Python exception becomes `known(ename, evalue)`'s error, else a SandboxError.
+ */
+export function kernelAnswer<T>(
+  reply: ExecuteReply,
+  what: string,
+  known: (ename?: string, evalue?: string) => Error | undefined = () => undefined,
+): T {
+  const answer = reply.user_expressions?.result
+  if (!answer) throw new SandboxError(`The kernel did not answer (${what})`)
+  if (answer.status !== 'ok') {
+    throw (
+      known(answer.ename, answer.evalue) ??
+      new SandboxError(`${what} failed in the kernel: ${answer.ename}: ${answer.evalue}`)
+    )
+  }
+  return JSON.parse(String(answer.data?.['text/plain'])) as T
+}
+
 /** Runs one file operation of the prelude (`op(kind, path, ...)`) in the kernel; resolves with its JSON answer. */
 export type KernelOp = (expression: string) => Promise<ExecuteReply>
 
@@ -130,19 +150,14 @@ export class KernelFiles implements WorkspaceFiles {
 
   async call<T>(kind: string, path: string, ...args: Array<string | number | boolean>): Promise<T> {
     const call = `${MODULE}.op(${[kind, path, ...args].map(pythonLiteral).join(', ')})`
-    const reply = await this.run(call)
-    const answer = reply.user_expressions?.result
-    if (!answer) throw new SandboxError(`The kernel did not answer a file operation (${kind} ${path})`)
-    if (answer.status !== 'ok') {
-      if (answer.ename === 'FileNotFoundError') throw notFound(path)
-      if (answer.ename === 'PermissionError') throw new InvalidArgumentError(`${path}: ${answer.evalue}`)
-      if (answer.ename === 'IsADirectoryError')
-        throw new InvalidArgumentError(`${path} is not a regular file`)
-      if (answer.ename === 'NotADirectoryError')
-        throw new InvalidArgumentError(`${path}: a part of it is not a folder`)
-      throw new SandboxError(`${kind} ${path} failed in the kernel: ${answer.ename}: ${answer.evalue}`)
-    }
-    return JSON.parse(String(answer.data?.['text/plain'])) as T
+    return kernelAnswer<T>(await this.run(call), `${kind} ${path}`, (ename, evalue) => {
+      if (ename === 'FileNotFoundError') return notFound(path)
+      if (ename === 'PermissionError') return new InvalidArgumentError(`${path}: ${evalue}`)
+      if (ename === 'IsADirectoryError') return new InvalidArgumentError(`${path} is not a regular file`)
+      if (ename === 'NotADirectoryError')
+        return new InvalidArgumentError(`${path}: a part of it is not a folder`)
+      return undefined
+    })
   }
 
   async read(path: string): Promise<Uint8Array> {

@@ -3,6 +3,11 @@
  * Jupyter Enterprise Gateway. `import { JupyterProvider } from 'analyst/sandbox/jupyter'`.
  * @module
  */
-export { JUPYTER_CAPABILITIES, JupyterProvider, type JupyterProviderOptions } from './backend.js'
+export {
+  JUPYTER_CAPABILITIES,
+  JUPYTER_GATEWAY_CAPABILITIES,
+  JupyterProvider,
+  type JupyterProviderOptions,
+} from './backend.js'
 export { checkJupyter } from './check.js'
 export { connect, type JupyterSettings, jupyterSettings, kernelEnvFrom, type ServerInfo } from './server.js'

@@ -1,11 +1,14 @@
 """What Analyst sets up in a Jupyter kernel (ipykernel) before the first cell, so that a cell gives
 the same results as in Analyst's own kernel: the sandbox's workspace as the working directory,
 its environment variables (the server ignores `env` in the start request), tracebacks without
-colours, stdout and stderr in the order they were written, DataFrames as `analyst/data`, and after
-a cell that created, changed or removed files, one display message of CELL_END_MIME that tells
-which (the host takes it out of the results).
+colours, stdout and stderr in the order they were written, DataFrames as `analyst/data`, figures
+with their data as `analyst/chart`, shell commands started by the kernel, and after a cell that
+created, changed or removed files, one display message of CELL_END_MIME that tells which (the host
+takes it out of the results).
 
-The host sends this file with analyst_data.py as one module and calls setup(config).
+The host sends this file as the module `analyst_jupyter`, with the modules it shares with Analyst's
+own kernel (src/sandbox/python: analyst_data, analyst_charts, analyst_commands), and calls
+setup(config).
 """
 
 import os
@@ -13,6 +16,11 @@ import sys
 import warnings
 
 CELL_END_MIME = 'application/vnd.analyst.cell-end+json'
+# Command output reaches the host as comm messages of this id on iopub (no frontend opens it).
+COMMANDS_COMM = 'analyst-commands'
+# Jupyter Server drops iopub messages past iopub_msg_rate_limit (1000/s): a command sends at most
+# one every this many seconds, and what it prints meanwhile waits in its pipe for the next one.
+COMMAND_SEND_INTERVAL = 0.02
 SCAN_LIMIT = 20_000
 SCAN_DEPTH = 32
 
@@ -39,9 +47,11 @@ def setup(config):
     warnings.filterwarnings('ignore', message='To exit: use', category=UserWarning)
     order_streams()
     format_data(shell)
+    format_charts(shell)
     figure_once(shell)
     flush_before_exit()
     shell.events.register('post_run_cell', cell_end)
+    end_processes(config.get('orphans') or [])
 
 
 def order_streams():
@@ -155,10 +165,38 @@ def format_data(shell):
         format_type = 'analyst/data'
         print_method = '_repr_analyst_data_'
 
+    from analyst_data import json_safe_columns
+
     formatter = DataFormatter(parent=shell.display_formatter)
     for module, name in (('pandas.core.frame', 'DataFrame'), ('pandas.core.series', 'Series')):
-        formatter.for_type_by_name(module, name, json_safe_columns)  # noqa: F821 - from analyst_data.py
+        formatter.for_type_by_name(module, name, json_safe_columns)
     shell.display_formatter.formatters['analyst/data'] = formatter
+
+
+def format_charts(shell):
+    """A matplotlib figure gets an `analyst/chart` form beside its PNG: the data behind it, read by
+    the extractor Analyst's own kernel uses (analyst_charts.py), so `Result.chart` is the same. It
+    comes after the image forms, so the figure has been drawn (its tick labels set)."""
+    from IPython.core.formatters import JSONFormatter
+
+    class ChartFormatter(JSONFormatter):
+        format_type = 'analyst/chart'
+        print_method = '_repr_analyst_chart_'
+
+        # Not a type printer: the inline backend removes every formatter's printer for Figure
+        # when it is activated (IPython's select_figure_formats).
+        def __call__(self, obj):
+            kind = type(obj)
+            if kind.__name__ != 'Figure' or not (kind.__module__ or '').startswith('matplotlib'):
+                return None
+            try:
+                import analyst_charts
+
+                return analyst_charts.figure_chart(obj)
+            except Exception:
+                return None  # the PNG is what counts; IPython would print a formatter's error on stderr
+
+    shell.display_formatter.formatters['analyst/chart'] = ChartFormatter(parent=shell.display_formatter)
 
 
 def cell_envs(envs):
@@ -254,13 +292,76 @@ def entry(full, name):
     return kind and {'name': name, 'type': kind, 'size': stat.st_size if kind == 'file' else 0}
 
 
+def command_sender():
+    """How a command's messages reach the host: comm messages on iopub, sent from the command's
+    thread (ipykernel's iopub socket takes messages from any thread), paced under the server's
+    message rate limit."""
+    import threading
+    import time
+
+    kernel = __import__('IPython').get_ipython().kernel
+    parent = kernel.get_parent() if hasattr(kernel, 'get_parent') else kernel._parent_header
+    state = {'last': 0.0}
+    lock = threading.Lock()
+
+    def send(message):
+        if message.get('type') != 'proc-exit':
+            with lock:
+                wait = state['last'] + COMMAND_SEND_INTERVAL - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                state['last'] = time.monotonic()
+        kernel.session.send(kernel.iopub_socket, 'comm_msg', {'comm_id': COMMANDS_COMM, 'data': message},
+                            parent=parent)
+
+    return send
+
+
+def command(request_json):
+    """Starts a shell command for the host (analyst_commands.py) in the workspace or the folder it
+    names; answers its pid. Its output and exit come later, as comm messages."""
+    import json
+
+    import analyst_commands
+
+    request = json.loads(request_json)
+    cwd = request.get('cwd') or ''
+    request['cwd'] = cwd if os.path.isabs(cwd) else os.path.join(State.workspace, cwd)
+    env = dict(os.environ)
+    env['HOME'] = State.workspace  # as in Analyst's kernel, where home is the workspace
+    return Json({'pid': analyst_commands.spawn(request, command_sender(), env)})
+
+
+def command_control(request_json):
+    """stdin, end of stdin or a signal for a running command."""
+    import json
+
+    import analyst_commands
+
+    analyst_commands.handle(json.loads(request_json), None, None)
+    return Json(None)
+
+
+def end_processes(pids):
+    """Kills commands the host started and lost track of (their kernel restarted), and what they
+    started: each is the leader of its own session."""
+    import signal
+
+    for pid in pids:
+        try:
+            os.killpg(int(pid), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+
+
 def op(kind, path, *args):
     """The files API through the kernel, for servers without a Contents API (Enterprise Gateway)
     and for what the Contents API does not do (removing a folder with what is in it)."""
     import base64
     import shutil
 
-    if kind == 'clear':  # the sandbox is killed: its workspace goes
+    if kind == 'clear':  # the sandbox is killed: its commands and its workspace go
+        end_processes(args[0].split(',') if args and args[0] else [])
         shutil.rmtree(State.workspace, ignore_errors=True)
         return Json(None)
     full = resolve(path, follow_last=kind not in ('remove', 'stat'))

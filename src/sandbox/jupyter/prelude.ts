@@ -1,6 +1,7 @@
 /**
- * The code that turns a fresh Jupyter kernel into an Analyst sandbox (prelude.py with the shared
- * analyst_data.py, as one module `analyst_jupyter`), and how its cell-end message is read.
+ * The code that turns a fresh Jupyter kernel into an Analyst sandbox (prelude.py as the module
+ * `analyst_jupyter`, beside the modules it shares with Analyst's own kernel), and how its cell-end
+ * message is read.
  * @module
  */
 import { readFileSync } from 'node:fs'
@@ -9,18 +10,26 @@ import { fileURLToPath } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
 
-let source: string | undefined
+/** The modules a kernel gets, in order (each may import the ones before it). */
+const MODULES: Array<[name: string, file: string]> = [
+  ['analyst_data', join(here, '..', 'python', 'analyst_data.py')],
+  ['analyst_charts', join(here, '..', 'python', 'analyst_charts.py')],
+  ['analyst_commands', join(here, '..', 'python', 'analyst_commands.py')],
+  ['analyst_jupyter', join(here, 'prelude.py')],
+]
 
-function moduleSource(): string {
-  source ??= [
-    readFileSync(join(here, '..', 'python', 'analyst_data.py'), 'utf8'),
-    readFileSync(join(here, 'prelude.py'), 'utf8'),
-  ].join('\n\n')
-  return source
+let sources: Array<[string, string]> | undefined
+
+function moduleSources(): Array<[string, string]> {
+  sources ??= MODULES.map(([name, file]) => [name, readFileSync(file, 'utf8')])
+  return sources
 }
 
 /** The prelude's module, reached without a name in the user's namespace (code may delete names). */
 export const MODULE = "__import__('sys').modules['analyst_jupyter']"
+
+/** The comm id of the messages that carry commands' output and exits (see prelude.py). */
+export const COMMANDS_COMM = 'analyst-commands'
 
 /** The MIME type of the message the prelude sends after each cell (see prelude.py). */
 export const CELL_END_MIME = 'application/vnd.analyst.cell-end+json'
@@ -31,17 +40,21 @@ export interface PreludeConfig {
   /** The working directory, relative to the workspace. */
   cwd: string
   envs: Record<string, string>
+  /** Process ids of commands the host started in a kernel that has since restarted: killed now. */
+  orphans?: number[]
 }
 
-/** One silent cell that defines `analyst_jupyter` and sets the kernel up. */
+/** One silent cell that defines the modules and sets the kernel up. */
 export function preludeCode(config: PreludeConfig): string {
   return [
     'import sys as _s, types as _t',
-    "_m = _t.ModuleType('analyst_jupyter')",
-    `exec(compile(${JSON.stringify(moduleSource())}, '<analyst_jupyter>', 'exec'), _m.__dict__)`,
-    "_s.modules['analyst_jupyter'] = _m",
+    `for _n, _c in ${JSON.stringify(moduleSources())}:`,
+    '    _m = _t.ModuleType(_n)',
+    "    _m.__file__ = '<%s>' % _n",
+    '    _s.modules[_n] = _m',
+    "    exec(compile(_c, _m.__file__, 'exec'), _m.__dict__)",
     `_m.setup(__import__('json').loads(${JSON.stringify(JSON.stringify(config))}))`,
-    'del _s, _t, _m',
+    'del _s, _t, _m, _n, _c',
   ].join('\n')
 }
 

@@ -17,7 +17,14 @@ import type {
   SandboxCreateOptions,
   SandboxProvider,
 } from '../backend.js'
-import { CellOutput, formatBytes, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
+import {
+  CellOutput,
+  CommandOutput,
+  formatBytes,
+  killedError,
+  STATE_LOST,
+  timeoutError,
+} from '../cell-output.js'
 import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { kernelEnv, SANDBOX_HOME } from './jail.js'
@@ -25,12 +32,18 @@ import { Kernel, KernelExit } from './kernel.js'
 import { DEFAULT_LIMITS, resolveLimits } from './limits.js'
 import { findPython } from './python.js'
 import { splitPath } from './workspace.js'
+import type { ColdStart } from './zygote.js'
 
 export interface LocalProviderOptions {
   /** Kernels kept started and ready for `create`. @default ANALYST_POOL_SIZE or 1 */
   poolSize?: number
   /** How long an interrupted cell may take to stop before its kernel is killed. @default 2000 */
   interruptGraceMs?: number
+  /**
+   * 'fork': sandboxes are forked from a template with pandas already imported (zygote.ts), where
+   * that can run (as root); elsewhere, and with network on, they spawn. @default ANALYST_COLD_START or 'spawn'
+   */
+  coldStart?: ColdStart
 }
 
 interface Started {
@@ -91,6 +104,7 @@ class LocalSandbox implements SandboxBackend {
   private restart() {
     this.restarting ??= (async () => {
       try {
+        await this.home.beforeStart?.()
         this.kernel = await Kernel.start(this.home.spec)
         for (const context of this.contexts.values()) await this.kernel.createContext(context.id, context.cwd)
       } finally {
@@ -267,9 +281,7 @@ class LocalSandbox implements SandboxBackend {
     }
     const kernel = this.kernel
     const id = randomBytes(8).toString('hex')
-    const cap = this.config.limits.outputBytes
-    let outputBytes = 0
-    let truncated = false
+    const output = new CommandOutput(options.onEvent, this.config.limits.outputBytes)
     const pid = await kernel.spawn(
       {
         type: 'spawn',
@@ -283,20 +295,7 @@ class LocalSandbox implements SandboxBackend {
         if (message.type === 'proc-exit') {
           return options.onEvent({ type: 'exit', exitCode: message.code, error: message.error })
         }
-        if (message.type !== 'proc-out' || truncated) return
-        const data = Buffer.from(message.data, 'base64')
-        const kept = data.subarray(0, Math.max(0, cap - outputBytes))
-        outputBytes += kept.length
-        if (kept.length > 0) options.onEvent({ type: message.stream, data: kept })
-        if (kept.length < data.length) {
-          truncated = true
-          options.onEvent({
-            type: 'stderr',
-            data: new TextEncoder().encode(
-              `\n[output truncated: the command printed more than ${formatBytes(cap)}; the rest was dropped (limits.outputBytes)]\n`,
-            ),
-          })
-        }
+        if (message.type === 'proc-out') output.output(message.stream, Buffer.from(message.data, 'base64'))
       },
     )
     return {
@@ -379,6 +378,7 @@ export class LocalProvider implements SandboxProvider {
   readonly name = 'local'
   readonly poolSize: number
   private readonly interruptGraceMs: number
+  readonly coldStart: ColdStart
   private readonly pool: Started[] = []
   private filling: Promise<void> | undefined
   private hits = 0
@@ -390,6 +390,10 @@ export class LocalProvider implements SandboxProvider {
       throw new InvalidArgumentError(`poolSize must be a whole number ≥ 0, not ${size}`)
     this.poolSize = size
     this.interruptGraceMs = options.interruptGraceMs ?? 2000
+    const coldStart = options.coldStart ?? process.env.ANALYST_COLD_START ?? 'spawn'
+    if (coldStart !== 'fork' && coldStart !== 'spawn')
+      throw new InvalidArgumentError(`coldStart must be 'fork' or 'spawn', not ${coldStart}`)
+    this.coldStart = coldStart
   }
 
   private async config(options: SandboxCreateOptions): Promise<HomeConfig> {
@@ -399,6 +403,7 @@ export class LocalProvider implements SandboxProvider {
       network: options.network ?? false,
       isolation: options.isolation ?? 'sandbox',
       envs: options.envs ?? {},
+      coldStart: this.coldStart,
     }
   }
 

@@ -8,8 +8,43 @@ import { installHint, moduleFix, type PipProbe, probePip, systemPackages } from 
 import type { Check } from '../capabilities.js'
 import { Sandbox } from '../sandbox.js'
 import { LocalProvider } from './backend.js'
+import { sandboxTemplate } from './home.js'
 import { EXPECTED_MODULES, findPython, MODULE_SOURCES, type PythonInfo } from './python.js'
 import { isRoot } from './runtime.js'
+import { forkUnsupported } from './zygote.js'
+
+/** Whether sandboxes can be forked from a template here (coldStart: 'fork'), and whether they are. */
+async function forkCheck(python: PythonInfo): Promise<Check> {
+  const name = 'cold start from a template (fork)'
+  const on = process.env.ANALYST_COLD_START === 'fork'
+  const unsupported = forkUnsupported()
+  if (unsupported) {
+    return {
+      name,
+      ok: false,
+      detail: `unavailable: ${unsupported}; sandboxes start their own bubblewrap and Python`,
+      essential: false,
+    }
+  }
+  try {
+    await sandboxTemplate(python)
+    return {
+      name,
+      ok: true,
+      detail: on
+        ? 'on (ANALYST_COLD_START=fork): new sandboxes are forked from a Python with pandas imported'
+        : "available, off: set ANALYST_COLD_START=fork (or coldStart: 'fork') to fork new sandboxes from a Python with pandas imported",
+      essential: false,
+    }
+  } catch (error) {
+    return {
+      name,
+      ok: false,
+      detail: `the template did not start (${(error as Error).message}); sandboxes start their own bubblewrap and Python`,
+      essential: false,
+    }
+  }
+}
 
 export type { Check } from '../capabilities.js'
 
@@ -129,6 +164,8 @@ export async function runChecks(): Promise<Check[]> {
     fix: 'Run Analyst as root (e.g. as a service) for per-sandbox limits.',
     essential: false,
   })
+
+  if (python && checks.every((check) => check.ok || !check.essential)) checks.push(await forkCheck(python))
 
   if (checks.every((check) => check.ok || !check.essential)) {
     const started = Date.now()

@@ -39,6 +39,7 @@ import {
 } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
 import { Workspace } from './workspace.js'
+import { type ColdStart, forkSpec, forkUnsupported, type Template, templateFor } from './zygote.js'
 
 export interface HomeConfig {
   python: PythonInfo
@@ -47,6 +48,8 @@ export interface HomeConfig {
   isolation: 'sandbox' | 'none'
   /** Environment variables given at creation. */
   envs: Record<string, string>
+  /** 'fork': from the template where it can run (zygote.ts). @default 'spawn' */
+  coldStart?: ColdStart
 }
 
 export interface Home {
@@ -55,6 +58,10 @@ export interface Home {
   workspace: Workspace
   cgroup?: Cgroup
   spec: KernelSpawnSpec
+  /** How its kernel starts: forked from the template, or a bubblewrap of its own. */
+  started: ColdStart
+  /** What must run before its kernel (re)starts: the template, when it died since. */
+  beforeStart?: () => Promise<unknown>
   /** Removes everything on the host: mount, cgroup, folders, uid. Synchronous (for the exit hook), idempotent. */
   release(): void
   /** The same, unmounting without blocking the event loop. */
@@ -96,6 +103,18 @@ function installKernel(): string {
   }
   kernelDir = dir
   return dir
+}
+
+/** Modules every kernel imports before it is ready: the template imports them once for all. */
+function preloadFor(python: PythonInfo): string[] {
+  return MODULES_TO_PRELOAD.filter((name) => python.modules[name]).concat(
+    python.modules.matplotlib ? ['matplotlib.pyplot'] : [],
+  )
+}
+
+/** This interpreter's sandbox template, started if it is not running (zygote.ts). */
+export function sandboxTemplate(python: PythonInfo): Promise<Template> {
+  return templateFor(python, installKernel(), preloadFor(python))
 }
 
 /** Processes this user runs now: without a uid of its own, the sandbox's process limit comes on top. */
@@ -190,17 +209,32 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     // RLIMIT_NPROC counts every process of the real uid: exact with a uid of our own, else on top of what runs.
     if (owner) kernelLimits.processes = config.limits.processes
     else if (sandboxed) kernelLimits.processes = config.limits.processes + processesOfThisUser()
-    const kernelConfig = JSON.stringify({
+    const kernelConfigObject = {
       limits: kernelLimits,
       outputCap: config.limits.outputBytes,
       resultCap: config.limits.resultBytes,
-      preload: MODULES_TO_PRELOAD.filter((name) => config.python.modules[name]).concat(
-        config.python.modules.matplotlib ? ['matplotlib.pyplot'] : [],
-      ),
-    })
+      preload: preloadFor(config.python),
+    }
+    const kernelConfig = JSON.stringify(kernelConfigObject)
     const source = installKernel()
+    // Forked sandboxes have no network namespace with the host's network: those spawn.
+    const forkable = sandboxed && config.coldStart === 'fork' && !config.network && !forkUnsupported()
+    const template = forkable ? await sandboxTemplate(config.python).catch(() => undefined) : undefined
+    const started: ColdStart = template && owner ? 'fork' : 'spawn'
     let spec: KernelSpawnSpec
-    if (sandboxed) {
+    if (template && owner) {
+      spec = forkSpec(config.python, template, {
+        launcher: join(source, 'analyst_launcher.py'),
+        work,
+        data,
+        uid: owner.uid,
+        gid: owner.gid,
+        tmpBytes: config.limits.workspaceBytes,
+        env: kernelEnv(SANDBOX_HOME, config.envs),
+        kernel: kernelConfigObject,
+        cgroupProcs: cgroup?.procsFiles ?? [],
+      })
+    } else if (sandboxed) {
       const jail = features()
       const command = [
         config.python.executable,
@@ -261,7 +295,8 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       }
       release()
     }
-    return { id, dir, workspace, cgroup, spec, release, releaseAsync }
+    const beforeStart = started === 'fork' ? () => sandboxTemplate(config.python) : undefined
+    return { id, dir, workspace, cgroup, spec, started, beforeStart, release, releaseAsync }
   } catch (error) {
     release()
     throw error

@@ -5,6 +5,7 @@
  */
 import type { Readable } from 'node:stream'
 import { z } from 'zod'
+import { COMMAND_MESSAGES } from '../command-messages.js'
 
 const cellId = z.string()
 
@@ -29,19 +30,7 @@ export const KernelMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('done'), id: cellId, count: z.number().nullable() }),
   z.object({ type: z.literal('context-created'), id: z.string() }),
   z.object({ type: z.literal('env-set'), id: z.string().nullish() }),
-  z.object({ type: z.literal('proc-started'), id: z.string(), pid: z.number().int() }),
-  z.object({
-    type: z.literal('proc-out'),
-    id: z.string(),
-    stream: z.enum(['stdout', 'stderr']),
-    data: z.string(),
-  }),
-  z.object({
-    type: z.literal('proc-exit'),
-    id: z.string(),
-    code: z.number().int(),
-    error: z.string().optional(),
-  }),
+  ...COMMAND_MESSAGES,
 ])
 export type KernelMessage = z.infer<typeof KernelMessage>
 

@@ -27,11 +27,18 @@ const DENIED = [
 
 const TABLES: Record<
   string,
-  { audit: number; numbers: Record<(typeof DENIED)[number], number>; x32?: boolean }
+  {
+    audit: number
+    numbers: Record<(typeof DENIED)[number], number>
+    x32?: boolean
+    /** clone, unshare, clone3: checked for CLONE_NEWUSER where bubblewrap's --disable-userns is not there. */
+    spawning: { clone: number; unshare: number; clone3: number }
+  }
 > = {
   x64: {
     audit: 0xc000003e,
     x32: true,
+    spawning: { clone: 56, unshare: 272, clone3: 435 },
     numbers: {
       ptrace: 101,
       process_vm_readv: 310,
@@ -51,6 +58,7 @@ const TABLES: Record<
   },
   arm64: {
     audit: 0xc00000b7,
+    spawning: { clone: 220, unshare: 97, clone3: 435 },
     numbers: {
       ptrace: 117,
       process_vm_readv: 270,
@@ -73,13 +81,26 @@ const TABLES: Record<
 const LD_W_ABS = 0x20
 const JEQ_K = 0x15
 const JGE_K = 0x35
+const JSET_K = 0x45
+const RET_ERRNO_ENOSYS = 0x00050000 | 38
+const CLONE_NEWUSER = 0x10000000
+/** Low 32 bits of the first argument (little-endian). */
+const ARG0_LOW = 16
 const RET_K = 0x06
 const RET_ALLOW = 0x7fff0000
 const RET_ERRNO_EPERM = 0x00050000 | 1
 const X32_SYSCALL_BIT = 0x40000000
 
-/** The filter for this machine's architecture, or undefined where there is no table for it. */
-export function seccompFilter(architecture: string = arch): Buffer | undefined {
+/**
+ * The filter for this machine's architecture, or undefined where there is no table for it.
+ * `denyUserns`: no new user namespaces (clone and unshare with CLONE_NEWUSER fail with EPERM;
+ * clone3, whose flags a filter cannot read, fails with ENOSYS so libc falls back to clone), for
+ * jails that bubblewrap's --disable-userns does not cover (forked from the template).
+ */
+export function seccompFilter(
+  architecture: string = arch,
+  { denyUserns = false }: { denyUserns?: boolean } = {},
+): Buffer | undefined {
   const table = TABLES[architecture]
   if (!table) return undefined
   const program: Array<[number, number, number, number]> = []
@@ -97,7 +118,24 @@ export function seccompFilter(architecture: string = arch): Buffer | undefined {
     jumps.push(program.length)
     program.push([JEQ_K, 0, 0, table.numbers[name]])
   }
+  const toFlags: number[] = []
+  if (denyUserns) {
+    toFlags.push(program.length)
+    program.push([JEQ_K, 0, 0, table.spawning.clone])
+    toFlags.push(program.length)
+    program.push([JEQ_K, 0, 0, table.spawning.unshare])
+    program.push([JEQ_K, 0, 1, table.spawning.clone3])
+    program.push([RET_K, 0, 0, RET_ERRNO_ENOSYS])
+  }
   program.push([RET_K, 0, 0, RET_ALLOW])
+  if (denyUserns) {
+    const flags = program.length
+    for (const at of toFlags) (program[at] as [number, number, number, number])[1] = flags - at - 1
+    program.push([LD_W_ABS, 0, 0, ARG0_LOW])
+    jumps.push(program.length)
+    program.push([JSET_K, 0, 0, CLONE_NEWUSER])
+    program.push([RET_K, 0, 0, RET_ALLOW])
+  }
   const deny = program.length
   program.push([RET_K, 0, 0, RET_ERRNO_EPERM])
   for (const at of jumps) {

@@ -45,7 +45,7 @@ function result(
   return ''
 }
 
-function markNumbers(answer: string, unsupported: string[]): string {
+export function markNumbers(answer: string, unsupported: string[]): string {
   let html = escapeHtml(answer)
   for (const number of unsupported) {
     const escaped = escapeHtml(number)
@@ -54,7 +54,7 @@ function markNumbers(answer: string, unsupported: string[]): string {
   return html.replace(/\n/g, '<br>')
 }
 
-const STYLE = `
+export const STYLE = `
 body{font:15px/1.5 system-ui,-apple-system,Segoe UI,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1d2330;background:#fff}
 h1{font-size:1.6rem}h2{font-size:1.2rem;margin-top:2.5rem;border-top:1px solid #e3e6ec;padding-top:1.2rem}
 pre{background:#f6f8fa;border:1px solid #e3e6ec;border-radius:6px;padding:.7rem;overflow:auto;font:13px/1.4 ui-monospace,Menlo,Consolas,monospace}
@@ -64,6 +64,28 @@ pre.out{background:#fff}pre.err{background:#fff5f5;border-color:#f3c2c2;color:#8
 mark{background:#ffe58f}img{max-width:100%;border:1px solid #e3e6ec;border-radius:6px}
 table{border-collapse:collapse;font-size:13px;margin:.5rem 0}th,td{border:1px solid #e3e6ec;padding:.25rem .5rem;text-align:right}th{background:#f6f8fa}
 .note{color:#5b6475;font-size:.85rem}.hljs-keyword,.hljs-built_in{color:#a626a4}.hljs-string{color:#50a14f}.hljs-comment{color:#a0a1a7;font-style:italic}.hljs-number{color:#986801}.hljs-title{color:#4078f2}`
+
+/** One step: its code, what the guard stopped, its outputs, tables, charts and error. */
+export function stepHtml(step: HistoryStep, image: (artifact: StoredArtifact) => Buffer | undefined): string {
+  const parts = [`<div class="step"><h3>Step ${step.step}</h3>`]
+  parts.push(`<pre><code>${hljs.highlight(step.code, { language: 'python' }).value}</code></pre>`)
+  if (step.violations?.length) {
+    parts.push(
+      `<pre class="err">Not run: ${escapeHtml(step.violations.map((v) => `line ${v.line}: ${v.message}`).join('\n'))}</pre>`,
+    )
+  }
+  if (step.stdout) parts.push(`<pre class="out">${escapeHtml(step.stdout)}</pre>`)
+  if (step.stderr) parts.push(`<pre class="out">${escapeHtml(step.stderr)}</pre>`)
+  for (const view of step.results) parts.push(result(view, image))
+  if (step.error)
+    parts.push(
+      `<pre class="err">${escapeHtml(step.error.traceback || `${step.error.name}: ${step.error.value}`)}</pre>`,
+    )
+  if (step.files.length)
+    parts.push(`<p class="note">Files: ${step.files.map((a) => escapeHtml(a.name)).join(', ')}</p>`)
+  parts.push('</div>')
+  return parts.join('\n')
+}
 
 export function toHtml(
   history: SessionHistory,
@@ -81,25 +103,7 @@ export function toHtml(
   ]
   for (const run of history.runs) {
     parts.push(`<h2>${escapeHtml(run.question)}</h2>`)
-    for (const step of run.steps) {
-      parts.push(`<div class="step"><h3>Step ${step.step}</h3>`)
-      parts.push(`<pre><code>${hljs.highlight(step.code, { language: 'python' }).value}</code></pre>`)
-      if (step.violations?.length) {
-        parts.push(
-          `<pre class="err">Not run: ${escapeHtml(step.violations.map((v) => `line ${v.line}: ${v.message}`).join('\n'))}</pre>`,
-        )
-      }
-      if (step.stdout) parts.push(`<pre class="out">${escapeHtml(step.stdout)}</pre>`)
-      if (step.stderr) parts.push(`<pre class="out">${escapeHtml(step.stderr)}</pre>`)
-      for (const view of step.results) parts.push(result(view, image))
-      if (step.error)
-        parts.push(
-          `<pre class="err">${escapeHtml(step.error.traceback || `${step.error.name}: ${step.error.value}`)}</pre>`,
-        )
-      if (step.files.length)
-        parts.push(`<p class="note">Files: ${step.files.map((a) => escapeHtml(a.name)).join(', ')}</p>`)
-      parts.push('</div>')
-    }
+    for (const step of run.steps) parts.push(stepHtml(step, image))
     if (run.answer) {
       parts.push(
         `<div class="answer"><strong>Answer${run.incomplete ? ' (incomplete)' : ''}</strong><br>${markNumbers(run.answer, run.unsupportedNumbers)}</div>`,

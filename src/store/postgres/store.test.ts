@@ -1,7 +1,8 @@
 /**
- * The PostgreSQL store against a real server (a throwaway cluster on 127.0.0.1): the shared store
- * suite, with blobs in the database and in a shared folder; then what only PostgreSQL shows:
- * replicas that start at once migrate once, a newer schema is refused, a wrong URL is explained.
+ * The PostgreSQL store against a real server (a throwaway cluster on 127.0.0.1): the shared
+ * suites (history with blobs in the database and in a shared folder, eval runs); then what only
+ * PostgreSQL shows: replicas that start at once migrate once, a newer schema is refused, a wrong
+ * URL is explained.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -10,6 +11,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type PostgresCluster, startPostgres } from '../../test/postgres.js'
 import { describeStoreConformance } from '../conformance.case.js'
+import { describeEvalStoreConformance } from '../evals.case.js'
 import { openStores } from '../index.js'
 import { CHUNK_BYTES } from '../sql/blobs.js'
 import { SCHEMA_VERSION } from '../sql/schema.js'
@@ -29,6 +31,13 @@ describeStoreConformance({
     const stores = await openStores('/nonexistent', { ANALYST_DATABASE_URL: await cluster.createDatabase() })
     expect(stores.blobs.provider).toBe('postgres')
     return stores
+  },
+})
+
+describeEvalStoreConformance({
+  name: 'postgres',
+  async open() {
+    return openStores('/nonexistent', { ANALYST_DATABASE_URL: await cluster.createDatabase() })
   },
 })
 

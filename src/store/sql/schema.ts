@@ -125,6 +125,29 @@ export interface RequestCountsTable {
   n: number
 }
 
+/** Since migration 4: runs of a benchmark (`analyst eval`). */
+export interface EvalRunsTable {
+  id: string
+  dataset: string
+  model: string
+  settings: string
+  status: string
+  elapsed_ms: ColumnType<number, number | undefined, number>
+  created_at: string
+  updated_at: string
+}
+
+/** Since migration 4: one row per question of an eval run. */
+export interface EvalResultsTable {
+  run_id: string
+  question_id: number
+  status: string
+  session_id: string | null
+  correct: number
+  detail: string
+  updated_at: string
+}
+
 export interface Database {
   session_leases: SessionLeasesTable
   blobs: BlobsTable
@@ -137,6 +160,8 @@ export interface Database {
   artifacts: ArtifactsTable
   messages: MessagesTable
   blocked: BlockedTable
+  eval_runs: EvalRunsTable
+  eval_results: EvalResultsTable
 }
 
 /** What differs between dialects in the migrations. */
@@ -268,8 +293,32 @@ export const MIGRATIONS: Migration[] = [
   async (db) => {
     await db.schema.alterTable('datasets').addColumn('sha256', 'text').execute()
   },
-  // 4: reserved for the eval tables (made in another branch); whoever merges puts them here.
-  async () => {},
+  // 4: benchmark runs (`analyst eval`) and each question's result; a question's session may be
+  // deleted on its own, its result stays.
+  async (db) => {
+    await db.schema
+      .createTable('eval_runs')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('dataset', 'text', (c) => c.notNull())
+      .addColumn('model', 'text', (c) => c.notNull())
+      .addColumn('settings', 'text', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('elapsed_ms', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .addColumn('updated_at', 'text', (c) => c.notNull())
+      .execute()
+    await db.schema
+      .createTable('eval_results')
+      .addColumn('run_id', 'text', (c) => c.notNull().references('eval_runs.id').onDelete('cascade'))
+      .addColumn('question_id', 'integer', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('session_id', 'text', (c) => c.references('sessions.id').onDelete('set null'))
+      .addColumn('correct', 'integer', (c) => c.notNull())
+      .addColumn('detail', 'text', (c) => c.notNull())
+      .addColumn('updated_at', 'text', (c) => c.notNull())
+      .addPrimaryKeyConstraint('eval_results_pk', ['run_id', 'question_id'])
+      .execute()
+  },
   // 5: replicas: a lease per session, blobs in the database, request counts for quotas.
   async (db, dialect) => {
     await db.schema

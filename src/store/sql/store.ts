@@ -31,7 +31,7 @@ import {
 
 let last = 0
 /** Now, as ISO 8601; never the same instant twice in one process, so "newest first" has no ties. */
-function now(): string {
+export function now(): string {
   last = Math.max(Date.now(), last + 1)
   return new Date(last).toISOString()
 }

@@ -1,6 +1,7 @@
 /**
- * The SQLite store: the shared store suite, then what only the file shows: WAL, the schema's
- * version, reopening, and a database written by an earlier Analyst (schema 2) brought up to date.
+ * The SQLite store: the shared suites (history, eval runs), then what only the file shows: WAL, the
+ * schema's version, reopening, and a database written by an earlier Analyst (schema 2) brought up
+ * to date.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -9,25 +10,27 @@ import Database from 'better-sqlite3'
 import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { describeStoreConformance } from '../conformance.case.js'
+import { describeEvalStoreConformance } from '../evals.case.js'
 import { openStores } from '../index.js'
 import { SqlBlobStore } from '../sql/blobs.js'
 import { SCHEMA_VERSION } from '../sql/schema.js'
 import { SqliteHistoryStore } from './store.js'
 
-describeStoreConformance({
-  name: 'sqlite + files',
-  async open() {
-    const home = mkdtempSync(join(tmpdir(), 'analyst-store-'))
-    const stores = await openStores(home, {})
-    return {
-      ...stores,
-      close: async () => {
-        await stores.close()
-        rmSync(home, { recursive: true, force: true })
-      },
-    }
-  },
-})
+/** The embedded stores over a fresh home folder, removed on close. */
+async function openTemporary() {
+  const home = mkdtempSync(join(tmpdir(), 'analyst-store-'))
+  const stores = await openStores(home, {})
+  return {
+    ...stores,
+    close: async () => {
+      await stores.close()
+      rmSync(home, { recursive: true, force: true })
+    },
+  }
+}
+
+describeStoreConformance({ name: 'sqlite + files', open: openTemporary })
+describeEvalStoreConformance({ name: 'sqlite', open: openTemporary })
 
 describeStoreConformance({
   name: 'sqlite + blobs in the database',

@@ -444,6 +444,17 @@ def format_error(error, skip_kernel_frames=True):
     }
 
 
+def remember_error(error):
+    """The cell's exception in sys.last_*, as Python's REPL and IPython keep it (pdb.pm() reads it;
+    so does the e2b provider after a timeout, for the interrupted cell's traceback)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename.endswith('analyst_kernel.py'):
+        tb = tb.tb_next
+    sys.last_type, sys.last_value, sys.last_traceback = type(error), error, tb
+    if sys.version_info >= (3, 12):
+        sys.last_exc = error
+
+
 def leading_indent(code):
     """Code indented as a whole (pasted from a string in a program) runs as IPython runs it: dedented."""
     first = next((line for line in code.splitlines() if line.strip()), '')
@@ -547,6 +558,7 @@ def execute(request):
         flush_figures()
     except BaseException as raised:  # noqa: B036 - KeyboardInterrupt and SystemExit are cell errors here
         error = format_error(raised)
+        remember_error(raised)
         try:
             flush_figures()
         except BaseException:

@@ -1,11 +1,12 @@
-"""Shell commands for Analyst's kernel: `/bin/bash -l -c CMD` started by the kernel, so a command
-runs in the same jail as the cells (same workspace, limits, cgroup, uid, no network).
+"""Shell commands started by a kernel: `/bin/bash -l -c CMD` as a child of the kernel, so a command
+runs where the cells run (in Analyst's kernel: the same jail, workspace, limits, cgroup and uid; in
+a Jupyter kernel: the same server or pod, see the Jupyter engine's prelude.py).
 
 Each command gets its own thread that moves its stdout and stderr to the host as they come (as
 base64, since a command's output is bytes), writes what the host sends to its stdin, and reports
 its exit. They run beside cells: a long cell does not hold a command back, nor the reverse.
 
-Messages (see analyst_kernel.py for the pipe):
+Messages (how they travel is the kernel's: analyst_kernel.py's pipe, a Jupyter kernel's iopub):
   host -> kernel: {"type": "spawn", "id", "cmd", "cwd", "envs", "stdin"}, {"type": "proc-stdin",
                   "id", "data"}, {"type": "proc-close-stdin", "id"}, {"type": "proc-signal", "id",
                   "signal"}
@@ -179,19 +180,25 @@ class Command:
             pass
 
 
+def spawn(request, send, base_env):
+    """Starts a command and the thread that reports it; returns its pid. Raises OSError when it
+    cannot start."""
+    command = Command(send, request, base_env)
+    with _lock:
+        _processes[command.id] = command
+    threading.Thread(target=command.run, daemon=True).start()
+    return command.pid
+
+
 def handle(request, send, base_env):
     """Handles a command request from the host; returns False when it is not one."""
     kind = request.get('type')
     if kind == 'spawn':
         try:
-            command = Command(send, request, base_env)
+            spawn(request, send, base_env)
         except OSError as error:
             send({'type': 'proc-exit', 'id': request['id'], 'code': -1,
                   'error': 'could not start the command: %s' % error})
-            return True
-        with _lock:
-            _processes[command.id] = command
-        threading.Thread(target=command.run, daemon=True).start()
         return True
     if kind not in ('proc-stdin', 'proc-close-stdin', 'proc-signal'):
         return False

@@ -1,0 +1,71 @@
+import { join, resolve } from 'node:path'
+import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
+import { type ModelChoice, resolveModel } from '../../models/index.js'
+import { SessionService } from '../../session/index.js'
+import { openHome } from '../home.js'
+import { imageName } from '../render.js'
+
+export interface McpOptions {
+  /** Data files the session starts with. */
+  data: string[]
+  /** Folders from which the client's model may add data files (add_data). */
+  allowDir: string[]
+  /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
+  sandbox?: string
+  /** The kernel of the Jupyter engine (--jupyter-kernel). */
+  jupyterKernel?: string
+  /** For ask_analyst. @default ANALYST_MODEL or what is configured */
+  model?: string
+  baseUrl?: string
+  maxSteps: number
+  isolation: 'sandbox' | 'none'
+  cwd: string
+  env?: NodeJS.ProcessEnv
+  stdin?: NodeJS.ReadableStream & { pause(): unknown }
+  stdout?: NodeJS.WritableStream
+}
+
+/**
+ * `analyst mcp`: an MCP server over stdio, one Analyst session for the connection (recorded like
+ * any other), until the client leaves. stdout carries the protocol and nothing else.
+ */
+export async function mcp(options: McpOptions): Promise<number> {
+  const folders = await AllowedFolders.open(options.allowDir, options.cwd)
+  const { home, stores, provider } = await openHome(options)
+  let model: Promise<ModelChoice> | undefined
+  const service = new SessionService({
+    history: stores.history,
+    blobs: stores.blobs,
+    provider,
+    sandbox: { isolation: options.isolation },
+    // Resolved when first needed: run_python works without one; ask_analyst says what to set.
+    model: () =>
+      (model ??= resolveModel({ spec: options.model, baseUrl: options.baseUrl, env: options.env }).catch(
+        (error: unknown) => {
+          model = undefined
+          throw error
+        },
+      )),
+    analyst: { maxSteps: options.maxSteps, nameImage: imageName },
+    cacheDir: join(home, 'cache'),
+    idleMs: 0,
+  })
+  const stop = new AbortController()
+  const onSignal = () => stop.abort()
+  process.once('SIGTERM', onSignal)
+  process.once('SIGINT', onSignal)
+  try {
+    const connection = await McpConnection.open(service, {
+      folders,
+      data: options.data.map((path) => resolve(options.cwd, path)),
+    })
+    await serveStdio(connection, { stdin: options.stdin, stdout: options.stdout, signal: stop.signal })
+    return 0
+  } finally {
+    process.off('SIGTERM', onSignal)
+    process.off('SIGINT', onSignal)
+    await service.shutdown()
+    await provider.close?.()
+    await stores.close()
+  }
+}

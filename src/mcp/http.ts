@@ -1,0 +1,146 @@
+/**
+ * MCP over Streamable HTTP, for `/mcp` on `analyst serve`: the SDK's web-standard transport (a
+ * `Request` in, a `Response` out, so Hono serves it without a Node bridge), one transport and one
+ * Analyst session per MCP session. The MCP session id is the Analyst session's id, so a client can
+ * also upload data to `/api/sessions/<id>/files`.
+ *
+ * What the route in front of it does: the bearer token (a session belongs to the token that opened
+ * it). What it does itself: the Origin check that the MCP spec asks of local servers (against DNS
+ * rebinding), and the end of sessions on DELETE or after an idle time.
+ * @module
+ */
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
+import type { SessionService } from '../session/index.js'
+import { AllowedFolders } from './folders.js'
+import { McpConnection } from './server.js'
+
+export interface McpHttpOptions {
+  service: SessionService
+  /** Folders `add_data` may take files from. @default none */
+  folders?: AllowedFolders
+  /** End an MCP session after this long without a request. @default 15 minutes */
+  idleMs?: number
+  /** Browser origins allowed besides those of this machine (http://localhost:…, http://127.0.0.1:…). */
+  origins?: string[]
+}
+
+interface Open {
+  connection: McpConnection
+  transport: WebStandardStreamableHTTPServerTransport
+  owner: string | null
+  idle?: NodeJS.Timeout
+}
+
+const LOOPBACK_HOST = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/
+
+function jsonRpcError(status: number, code: number, message: string): Response {
+  return Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status })
+}
+
+export class McpHttp {
+  private readonly open = new Map<string, Open>()
+  private closed = false
+
+  constructor(private readonly options: McpHttpOptions) {}
+
+  /** MCP sessions open now. */
+  get sessions(): number {
+    return this.open.size
+  }
+
+  /** Answers one request to `/mcp` for the caller that `owner` names (null: no tokens). */
+  async handle(request: Request, owner: string | null): Promise<Response> {
+    const refused = this.checkOrigin(request)
+    if (refused) return refused
+    const id = request.headers.get('mcp-session-id')
+    if (id) {
+      const found = this.open.get(id)
+      // Another token's session is as good as none.
+      if (!found || found.owner !== owner) return jsonRpcError(404, -32001, 'Session not found')
+      this.touch(id, found)
+      return found.transport.handleRequest(request)
+    }
+    if (request.method !== 'POST')
+      return jsonRpcError(400, -32000, 'Bad Request: send Mcp-Session-Id, or initialize first')
+    let body: unknown
+    try {
+      body = await request.json()
+    } catch {
+      return jsonRpcError(400, -32700, 'Parse error: the body is not JSON')
+    }
+    if (!isInitializeRequest(body))
+      return jsonRpcError(400, -32000, 'Bad Request: send Mcp-Session-Id, or initialize first')
+    if (this.closed) return jsonRpcError(503, -32000, 'The server is shutting down')
+    return this.start(request, body, owner)
+  }
+
+  /** A new MCP session: a new Analyst session, its own server and transport. */
+  private async start(request: Request, body: unknown, owner: string | null): Promise<Response> {
+    const connection = await McpConnection.open(this.options.service, {
+      owner,
+      folders: this.options.folders ?? AllowedFolders.none,
+      uploadHint:
+        'Files can also be uploaded with POST /api/sessions/<Mcp-Session-Id>/files (multipart, the same token).',
+    })
+    const id = connection.sessionId
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => id,
+    })
+    const open: Open = { connection, transport, owner }
+    this.open.set(id, open)
+    transport.onclose = () => void this.end(id)
+    await connection.server.connect(transport)
+    this.touch(id, open)
+    return transport.handleRequest(request, { parsedBody: body })
+  }
+
+  /** The session ends: on DELETE, idle, or shutdown. Its sandbox stops. */
+  private async end(id: string) {
+    const open = this.open.get(id)
+    if (!open) return
+    this.open.delete(id)
+    clearTimeout(open.idle)
+    await open.connection
+      .end()
+      .catch((error) => console.error('analyst serve: ending an MCP session:', error))
+  }
+
+  private touch(id: string, open: Open) {
+    clearTimeout(open.idle)
+    const idleMs = this.options.idleMs ?? 15 * 60_000
+    if (idleMs <= 0) return
+    open.idle = setTimeout(() => {
+      // A tool still working (a long analysis) keeps its session.
+      if (open.connection.busy > 0) this.touch(id, open)
+      else void open.transport.close()
+    }, idleMs)
+    open.idle.unref()
+  }
+
+  /**
+   * A browser page may only reach this from an origin of this machine (or one configured): a page
+   * elsewhere that rebinds its DNS name to 127.0.0.1 sends its own Origin, and is refused.
+   * Clients that are not browsers send no Origin.
+   */
+  private checkOrigin(request: Request): Response | undefined {
+    const origin = request.headers.get('origin')
+    if (!origin) return undefined
+    if (this.options.origins?.includes(origin)) return undefined
+    let host: string | undefined
+    try {
+      host = new URL(origin).hostname
+    } catch {
+      host = undefined
+    }
+    if (host && LOOPBACK_HOST.test(host)) return undefined
+    return jsonRpcError(403, -32000, `Forbidden: origin ${origin} may not use this server`)
+  }
+
+  /** Ends every MCP session (their sandboxes stop). */
+  async close(): Promise<void> {
+    this.closed = true
+    await Promise.all([...this.open.values()].map((open) => open.transport.close()))
+    await Promise.all([...this.open.keys()].map((id) => this.end(id)))
+  }
+}

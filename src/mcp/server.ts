@@ -1,0 +1,356 @@
+/**
+ * One MCP connection over one Analyst session: the tools (`run_python`, `list_data`,
+ * `profile_data`, `add_data`, `ask_analyst`) and the session's artifacts as resources, all through
+ * the session service, so the session is recorded, resumed and exported like any other.
+ * Transport-agnostic: stdio (`analyst mcp`) and Streamable HTTP (`/mcp` on `analyst serve`) connect
+ * the same server.
+ * @module
+ */
+import { createRequire } from 'node:module'
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js'
+import type { CallToolResult, ServerNotification } from '@modelcontextprotocol/sdk/types.js'
+import { z } from 'zod'
+import { formatProfiles } from '../data/index.js'
+import { NotFoundError } from '../errors.js'
+import { RUN_PYTHON_DESCRIPTION } from '../integrations/cell.js'
+import type { SessionEvent, SessionService } from '../session/index.js'
+import { answerContent, cellContent, errorContent } from './content.js'
+import type { AllowedFolders } from './folders.js'
+import { artifactResources, readArtifact } from './resources.js'
+
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
+
+/** The title of an MCP session until the client says its name. */
+export const MCP_TITLE = 'MCP session'
+
+export interface McpConnectionOptions {
+  service: SessionService
+  /** The connection's session (made with `McpConnection.open`). */
+  sessionId: string
+  /** Who the session belongs to (a token's hash over HTTP); null on this machine. */
+  owner?: string | null
+  /** Where `add_data` may take files from. */
+  folders: AllowedFolders
+  /** Another way to add data, told to the client's model (over HTTP: an upload). */
+  uploadHint?: string
+  /** How often a long `ask_analyst` reports that it is still working. @default 15 s */
+  heartbeatMs?: number
+}
+
+/** Extra of a request handler: the parts used here. */
+interface RequestExtra {
+  signal: AbortSignal
+  _meta?: { progressToken?: string | number }
+  sendNotification: (notification: ServerNotification) => Promise<void>
+}
+
+const INSTRUCTIONS = `Analyst runs Python for data analysis in an isolated sandbox: a stateful kernel (variables persist between calls) with pandas, numpy and matplotlib, no network, and the session's data files read-only at data/<name>.
+Start with list_data (and profile_data for a file's columns), then run_python. Charts come back as images; files the code saves in its working directory become resources (analyst://sessions/<id>/artifacts/<name>).
+ask_analyst hands a whole question to Analyst's own model instead (slower; it sees the cells run so far).`
+
+export class McpConnection {
+  readonly server: McpServer
+  private running = 0
+  private cells = 0
+
+  constructor(private readonly options: McpConnectionOptions) {
+    this.server = new McpServer({ name: 'analyst', version }, { instructions: INSTRUCTIONS })
+    this.registerTools()
+    this.registerResources()
+    // The session is named after the client once it says who it is.
+    this.server.server.oninitialized = () => {
+      const client = this.server.server.getClientVersion()?.name
+      if (client)
+        void options.service.history
+          .updateSession(options.sessionId, { title: `${MCP_TITLE} (${client.slice(0, 80)})` })
+          .catch(() => {})
+    }
+  }
+
+  /** Opens a new session for a connection, with data files on this machine. */
+  static async open(
+    service: SessionService,
+    options: Omit<McpConnectionOptions, 'service' | 'sessionId'> & { data?: string[] },
+  ): Promise<McpConnection> {
+    const session = await service.createSession({ title: MCP_TITLE, owner: options.owner })
+    const connection = new McpConnection({ ...options, service, sessionId: session.id })
+    try {
+      if (options.data?.length)
+        await service.addData(
+          session.id,
+          options.data.map((path) => ({ path })),
+          { owner: options.owner },
+        )
+    } catch (error) {
+      await service.deleteSession(session.id, options.owner)
+      throw error
+    }
+    return connection
+  }
+
+  get sessionId(): string {
+    return this.options.sessionId
+  }
+
+  /** Tool calls being answered now. */
+  get busy(): number {
+    return this.running
+  }
+
+  /**
+   * Ends the session's part in this process: its sandbox stops. A session that ran nothing (a
+   * client that connected and left) leaves no record behind.
+   */
+  async end(): Promise<void> {
+    const { service, sessionId, owner } = this.options
+    await service.close(sessionId)
+    const runs = await service.history.runs(sessionId).catch(() => undefined)
+    if (runs?.length === 0) await service.deleteSession(sessionId, owner).catch(() => {})
+  }
+
+  /** Runs a tool's work, answering any error as a tool error (none when the client cancelled). */
+  private async call(extra: RequestExtra, work: () => Promise<CallToolResult>): Promise<CallToolResult> {
+    this.running++
+    try {
+      return await work()
+    } catch (error) {
+      if (extra.signal.aborted) return { content: [{ type: 'text', text: 'Cancelled.' }], isError: true }
+      return errorContent(error)
+    } finally {
+      this.running--
+    }
+  }
+
+  private registerTools() {
+    const { service, sessionId, owner, folders } = this.options
+
+    this.server.registerTool(
+      'run_python',
+      {
+        title: 'Run Python',
+        description: RUN_PYTHON_DESCRIPTION,
+        inputSchema: {
+          code: z.string().min(1).describe('The Python code to run, as one cell'),
+          timeout_ms: z
+            .number()
+            .int()
+            .min(1)
+            .max(30 * 60_000)
+            .optional()
+            .describe('Time limit for this cell in milliseconds (default 60000); the kernel keeps its state'),
+        },
+        annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+      },
+      ({ code, timeout_ms }, extra) =>
+        this.call(extra, async () => {
+          const cell = ++this.cells
+          const imageNames: string[] = []
+          const result = await service.runCell(sessionId, code, {
+            owner,
+            signal: extra.signal,
+            timeoutMs: timeout_ms,
+            label: 'run_python',
+            nameImage: (index) => {
+              const name = `cell-${cell}-chart-${index}.png`
+              imageNames.push(name)
+              return name
+            },
+          })
+          if (imageNames.length > 0 || (result.execution?.artifacts.length ?? 0) > 0)
+            this.server.sendResourceListChanged()
+          return cellContent(result, { sessionId, imageNames })
+        }),
+    )
+
+    this.server.registerTool(
+      'list_data',
+      {
+        title: 'List data files',
+        description:
+          "List the data files this session's code can read (at data/<name>), with their format, size, rows and columns" +
+          (folders.dirs.length > 0 ? ', and the files that add_data can add.' : '.'),
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      (extra) =>
+        this.call(extra, async () => {
+          const datasets = await service.history.datasets(sessionId)
+          const lines = datasets.map(({ profile }) => {
+            const size = `${profile.rows}${profile.rowsEstimated ? ' (estimated)' : ''} rows × ${profile.columns.length} columns`
+            return `data/${profile.name}  ${profile.format}, ${profile.bytes} bytes, ${size}: ${profile.columns.map((c) => c.name).join(', ')}`
+          })
+          const parts = [lines.length > 0 ? lines.join('\n') : 'No data files yet.']
+          const addable = await folders.dataFiles()
+          if (addable.length > 0) parts.push(`Files add_data can add:\n${addable.join('\n')}`)
+          else if (this.options.uploadHint) parts.push(this.options.uploadHint)
+          return { content: [{ type: 'text', text: parts.join('\n\n') }] }
+        }),
+    )
+
+    this.server.registerTool(
+      'profile_data',
+      {
+        title: 'Profile a data file',
+        description:
+          'Describe one data file as pandas will read it: the call that reads it, its columns with types, nulls, ranges and sample values, and warnings.',
+        inputSchema: {
+          name: z.string().min(1).describe('The file name, as list_data shows it (data/ optional)'),
+        },
+        annotations: { readOnlyHint: true, openWorldHint: false },
+      },
+      ({ name }, extra) =>
+        this.call(extra, async () => {
+          const datasets = await service.history.datasets(sessionId)
+          const wanted = name.replace(/^(\.\/)?data\//, '')
+          const dataset = datasets.find((d) => d.name === wanted)
+          if (!dataset) {
+            const known = datasets.map((d) => d.name).join(', ') || 'none yet'
+            throw new NotFoundError(`No data file ${name} in this session`, {
+              hint: `The session's files: ${known}.`,
+            })
+          }
+          return { content: [{ type: 'text', text: formatProfiles([dataset.profile]) }] }
+        }),
+    )
+
+    this.server.registerTool(
+      'add_data',
+      {
+        title: 'Add a data file',
+        description:
+          'Add a data file from this computer to the session (CSV, TSV, JSON, NDJSON, Excel, Parquet, or gzip/zip of them); the code reads it at data/<file name> afterwards. Returns its profile. ' +
+          (folders.dirs.length > 0
+            ? `Only files in the folders the user allowed: ${folders.dirs.join(', ')} (list_data shows them).`
+            : 'The user allowed no folder, so this refuses every path.'),
+        inputSchema: {
+          path: z.string().min(1).describe('The file: absolute, or relative to the first allowed folder'),
+        },
+        annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
+      },
+      ({ path }, extra) =>
+        this.call(extra, async () => {
+          const real = await folders.resolve(path)
+          const [dataset] = await service.addData(sessionId, [{ path: real }], {
+            owner,
+            signal: extra.signal,
+          })
+          if (!dataset) throw new Error('the file was not recorded')
+          const text = `Added: the code reads it at data/${dataset.name}.\n\n${formatProfiles([dataset.profile])}`
+          return { content: [{ type: 'text', text }] }
+        }),
+    )
+
+    this.server.registerTool(
+      'ask_analyst',
+      {
+        title: 'Ask Analyst',
+        description:
+          "Hand a question about the data to Analyst's own model: it writes and runs Python in this session's sandbox (knowing the cells run so far), repairs its errors and answers in plain words, with the code it ran and the numbers no output backs. " +
+          'Slower than run_python (one model call per step); it needs a model configured for Analyst.',
+        inputSchema: { question: z.string().min(1).max(20_000).describe('The question, in plain words') },
+        annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: true },
+      },
+      ({ question }, extra) =>
+        this.call(extra, async () => {
+          const progress = new Progress(extra, this.options.heartbeatMs ?? 15_000)
+          try {
+            const asking = service.ask(sessionId, question, { owner, signal: extra.signal })
+            for (let next = await asking.next(); ; next = await asking.next()) {
+              if (next.done) return answerContent(next.value, sessionId)
+              const message = progressMessage(next.value)
+              if (message) progress.report(message)
+              if (next.value.type === 'step-end' && stepSaved(next.value))
+                this.server.sendResourceListChanged()
+            }
+          } finally {
+            progress.stop()
+          }
+        }),
+    )
+  }
+
+  private registerResources() {
+    const { service, sessionId, owner } = this.options
+    this.server.registerResource(
+      'artifact',
+      new ResourceTemplate('analyst://sessions/{session}/artifacts/{+name}', {
+        list: async () => ({ resources: await artifactResources(service, sessionId, owner) }),
+      }),
+      {
+        title: 'A file of the session',
+        description: "A chart or file that the session's code saved (the latest of that name)",
+      },
+      (uri, variables) => readArtifact(service, { sessionId, owner }, uri, variables),
+    )
+  }
+}
+
+/** Whether a finished step saved a chart or a file (a new resource). */
+function stepSaved(event: Extract<SessionEvent, { type: 'step-end' }>): boolean {
+  const results = (event.record.execution?.results ?? []) as Array<{ png?: string }>
+  return event.record.artifacts.length > 0 || results.some((result) => result.png)
+}
+
+/** What a client is told while an analysis works; undefined for events too small to mention. */
+function progressMessage(event: SessionEvent): string | undefined {
+  switch (event.type) {
+    case 'preparing':
+      return event.message
+    case 'step-start':
+      return `Step ${event.step} of at most ${event.maxSteps}: the model is writing code…`
+    case 'code':
+      return `Step ${event.step}: running the code…`
+    case 'step-end': {
+      const { record } = event
+      if (record.violations?.length) return `Step ${record.step}: the guard stopped the code`
+      const error = record.execution?.error
+      return error ? `Step ${record.step}: ${error.name}, repairing…` : `Step ${record.step} ran`
+    }
+    default:
+      return undefined
+  }
+}
+
+/**
+ * Progress notifications for a request that asked for them (it sent a progress token): one per
+ * event, and one every `heartbeatMs` when nothing happens, since clients give up on a request that
+ * stays silent for long (60 s by default).
+ */
+class Progress {
+  private count = 0
+  private last = 'Working…'
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly extra: RequestExtra,
+    private readonly heartbeatMs: number,
+  ) {
+    if (this.token !== undefined) this.beat()
+  }
+
+  private get token() {
+    return this.extra._meta?.progressToken
+  }
+
+  report(message: string) {
+    const token = this.token
+    if (token === undefined || this.extra.signal.aborted) return
+    this.last = message
+    this.extra
+      .sendNotification({
+        method: 'notifications/progress',
+        params: { progressToken: token, progress: ++this.count, message },
+      })
+      .catch(() => {})
+    this.beat()
+  }
+
+  private beat() {
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => this.report(this.last), this.heartbeatMs)
+    this.timer.unref()
+  }
+
+  stop() {
+    clearTimeout(this.timer)
+  }
+}

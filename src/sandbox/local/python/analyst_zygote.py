@@ -1,0 +1,411 @@
+"""Analyst's sandbox template (zygote): Python with the analysis stack imported, forked per sandbox.
+
+How a forked sandbox gets the same isolation as a bubblewrap-started one:
+  T  the template. Runs as root in its own bubblewrap jail (read-only /usr and the allowed /etc,
+     own PID, net, IPC and UTS namespaces, no host user namespace, so it keeps real capabilities
+     to build jails). It imports numpy, pandas and matplotlib and never runs a line of user code.
+     It listens on /tmp/.zygote/socket, a folder only root on the host can reach.
+  L  the launcher (analyst_launcher.py), started by the host per sandbox like bubblewrap is. It
+     clones the sandbox's workspace and data mounts (open_tree) and sends them, with the kernel's
+     pipes, to T.
+  G  forked by T into a new PID namespace (its init). It tells L its host PID (SCM_CREDENTIALS),
+     L moves it into the sandbox's cgroups, then G unshares mount, net, IPC, UTS and cgroup
+     namespaces, mounts the workspace at /home/user, data/ read-only, a fresh
+     /proc, a size-limited /tmp (hiding the template's, with its socket), /dev/shm and /dev/pts of
+     its own. Then it empties the capability bounding set, takes the sandbox's own host uid (all
+     capabilities gone), enters a user namespace of its own where that uid is 1000 (as in
+     bubblewrap's jail; it owns no other namespace) and drops the capabilities it has there, sets
+     no_new_privs and installs the seccomp filter (the one bubblewrap gets, plus no new user
+     namespaces). It reaps orphans and exits with the kernel's status.
+  K  forked by G, with G's (lack of) privileges: the kernel. It closes every fd but 0-4, reseeds numpy's
+     generator (Python's random reseeds itself after fork), and runs analyst_kernel.main().
+Sandboxes from one template share only read-only mounts and the copy-on-write pages of the
+imported libraries. They cannot see each other or T: each is in its own PID namespace below T's.
+Python's hash seed is T's, shared by every sandbox forked from it.
+"""
+
+import array
+import ctypes
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+
+SOCKET_PATH = '/tmp/.zygote/socket'  # under the template's /tmp, which no sandbox mounts
+HOME = '/home/user'
+MAX_CONFIG = 4 << 20
+
+SANDBOX_ID = 1000  # the uid and gid code sees, as in bubblewrap's jail
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+MOVE_MOUNT_F_EMPTY_PATH = 4
+SYS_MOVE_MOUNT = {'x86_64': 429, 'aarch64': 429}
+SYS_SETNS = {'x86_64': 308, 'aarch64': 268}
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+libc = ctypes.CDLL(None, use_errno=True)
+MACHINE = os.uname().machine
+
+
+def check(result, what):
+    if result < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f'{what}: {os.strerror(error)}')
+    return result
+
+
+def unshare(flags):
+    check(libc.unshare(flags), 'unshare')
+
+
+def mount(source, target, fstype, flags, data=None):
+    enc = lambda s: s.encode() if s is not None else None
+    check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f'mount {target}')
+
+
+def move_mount(fd, target):
+    check(
+        libc.syscall(SYS_MOVE_MOUNT[MACHINE], fd, b'', -100, target.encode(), MOVE_MOUNT_F_EMPTY_PATH),
+        f'move_mount {target}',
+    )
+
+
+def prctl(option, value):
+    check(libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0), f'prctl {option}')
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]
+
+
+def install_seccomp(program):
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), 'seccomp')
+
+
+# ---------------------------------------------------------------- K: the kernel
+
+
+def drop_capabilities(last_cap):
+    for cap in range(last_cap + 1):
+        prctl(PR_CAPBSET_DROP, cap)
+    header = struct.pack('Ii', 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    check(libc.capset(header, bytes(24)), 'capset')
+
+
+def drop_privileges(config, seccomp, last_cap):
+    for cap in range(last_cap + 1):
+        prctl(PR_CAPBSET_DROP, cap)
+    uid, gid = config['uid'], config['gid']
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)  # from root to another uid: every capability goes
+    # The uid change made the process undumpable, so /proc/self is root's: its maps could not be
+    # written. Nothing privileged is left in it (as in bubblewrap's jail, code may look at it).
+    prctl(PR_SET_DUMPABLE, 1)
+    # As in bubblewrap's jail, code sees itself as uid 1000 of a user namespace of its own; the
+    # namespace owns none of the jail's other namespaces, and its capabilities are dropped at once.
+    unshare(CLONE_NEWUSER)
+    with open('/proc/self/setgroups', 'w') as f:
+        f.write('deny')
+    with open('/proc/self/uid_map', 'w') as f:
+        f.write(f'{SANDBOX_ID} {uid} 1')
+    with open('/proc/self/gid_map', 'w') as f:
+        f.write(f'{SANDBOX_ID} {gid} 1')
+    drop_capabilities(last_cap)
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    if seccomp:
+        install_seccomp(seccomp)
+
+
+def run_kernel(config):
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # What Python sets up at start, as a kernel started on its own has it.
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    os.closerange(5, os.sysconf('SC_OPEN_MAX'))
+    os.chdir(HOME)
+    os.environ.clear()
+    os.environ.update(config['env'])
+    sys.argv = [f'{os.path.dirname(__file__)}/analyst_kernel.py', json.dumps(config['kernel'])]
+    if 'numpy' in sys.modules:
+        sys.modules['numpy'].random.seed()
+    import analyst_kernel
+
+    sys.modules['__main__'] = analyst_kernel
+    analyst_kernel.main()
+    os._exit(0)
+
+
+# ---------------------------------------------------------------- G: the jail's init
+
+
+def loopback_up():
+    """A new network namespace has its loopback down; bubblewrap brings it up, and so do we."""
+    import fcntl
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack('16sh', b'lo', 0)
+        flags = struct.unpack('16sh', fcntl.ioctl(sock, 0x8913, request))[1]  # SIOCGIFFLAGS
+        fcntl.ioctl(sock, 0x8914, struct.pack('16sh', b'lo', flags | 0x1 | 0x40))  # SIOCSIFFLAGS: UP, RUNNING
+
+
+def build_jail(config, work_fd, data_fd):
+    unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+    socket.sethostname('sandbox')
+    loopback_up()
+    mount(None, '/', None, MS_REC | MS_PRIVATE)
+    move_mount(work_fd, HOME)
+    os.close(work_fd)
+    move_mount(data_fd, f'{HOME}/data')
+    os.close(data_fd)
+    mount(None, f'{HOME}/data', None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    libc.umount2(b'/proc', MNT_DETACH)
+    mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    size = int(config['tmpBytes'])
+    libc.umount2(b'/tmp', MNT_DETACH)  # the template's, with its socket folder
+    mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={size},mode=1777')
+    os.mkdir('/tmp/.matplotlib', 0o700)
+    os.chown('/tmp/.matplotlib', config['uid'], config['gid'])
+    mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={size},mode=1777')
+    libc.umount2(b'/dev/pts', MNT_DETACH)
+    mount('devpts', '/dev/pts', 'devpts', MS_NOSUID | MS_NOEXEC, 'newinstance,ptmxmode=0666,mode=620')
+
+
+def run_init(conn, config, fds, seccomp):
+    """G: pid 1 of the sandbox's PID namespace."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # No handlers: PID 1 of a namespace then gets no signal from inside it (bubblewrap's init too).
+    for number in signal.valid_signals():
+        if number not in (signal.SIGKILL, signal.SIGSTOP):
+            try:
+                signal.signal(number, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+    os.setsid()
+    stdout, stderr, requests, messages, work_fd, data_fd = fds
+    # The kernel's pipes on 1-4: first out of the way of each other, then in place.
+    moved = [os.dup(fd) for fd in (stdout, stderr, requests, messages)]
+    for target, fd in enumerate(moved, start=1):
+        os.dup2(fd, target)
+    for fd in {*moved, stdout, stderr, requests, messages} - {1, 2, 3, 4}:
+        os.close(fd)
+    # The host learns our PID, as it sees it, and puts us in the sandbox's cgroups.
+    creds = struct.pack('iII', os.getpid(), os.getuid(), os.getgid())
+    conn.sendmsg([b'p'], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
+    if conn.recv(1) != b'g':
+        os._exit(70)
+    conn.close()
+    build_jail(config, work_fd, data_fd)
+    with open('/proc/sys/kernel/cap_last_cap') as f:
+        last_cap = int(f.read())
+    # Nothing privileged is left to do: the init becomes as unprivileged as the kernel it forks
+    # (same uid, no capabilities, same seccomp filter), so, as in bubblewrap's jail, code may look
+    # at it (dumpable) and find nothing of the host. As PID 1 it gets no signal it does not handle.
+    drop_privileges(config, seccomp, last_cap)
+    kernel = os.fork()
+    if kernel == 0:
+        try:
+            run_kernel(config)
+        except BaseException as error:
+            os.write(2, f'sandbox kernel failed to start: {error!r}\n'.encode())
+        os._exit(71)
+    os.closerange(3, os.sysconf('SC_OPEN_MAX'))
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == kernel:
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(code if code >= 0 else 128 - code)
+
+
+# ---------------------------------------------------------------- T: the template
+
+
+class Template:
+    def __init__(self, seccomp):
+        self.seccomp = seccomp
+        self.own_pid_ns = os.open('/proc/self/ns/pid', os.O_RDONLY | os.O_CLOEXEC)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if os.path.exists(SOCKET_PATH):
+            os.unlink(SOCKET_PATH)  # the socket of a template that died
+        self.listener.bind(SOCKET_PATH)
+        os.chmod(SOCKET_PATH, 0o600)
+        self.listener.listen(128)
+        self.poller = select.poll()
+        self.poller.register(self.listener, select.POLLIN)
+        self.wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        os.set_blocking(wake_write, False)
+        signal.set_wakeup_fd(wake_write)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.poller.register(self.wake_read, select.POLLIN)
+        self.conns = {}  # fd -> socket, while its launcher is connected
+        self.children = {}  # init pid -> socket
+
+    def serve(self):
+        sys.stdout.write('ready\n')
+        sys.stdout.flush()
+        while True:
+            try:
+                events = self.poller.poll()
+            except InterruptedError:
+                continue
+            for fd, event in events:
+                if fd == self.listener.fileno():
+                    self.accept()
+                elif fd == self.wake_read:
+                    while True:
+                        try:
+                            if not os.read(self.wake_read, 512):
+                                break
+                        except BlockingIOError:
+                            break
+                    self.reap()
+                elif fd in self.conns:
+                    self.hang_up(fd)
+
+    def accept(self):
+        conn, _ = self.listener.accept()
+        try:
+            conn.settimeout(5)
+            size = struct.unpack('!I', conn.recv(4, socket.MSG_WAITALL))[0]
+            if size > MAX_CONFIG:
+                raise ValueError('config too large')
+            message, fds, _, _ = socket.recv_fds(conn, size, 6, socket.MSG_WAITALL)
+            if len(fds) != 6:
+                raise ValueError('expected 6 fds')
+            head, _, env = message.partition(b'\0')
+            config = json.loads(head)
+            pairs = (pair.partition(b'=') for pair in env.split(b'\0') if pair)
+            config['env'] = {key.decode(errors='surrogateescape'): value.decode(errors='surrogateescape') for key, _, value in pairs}
+            conn.settimeout(None)
+        except Exception as error:
+            sys.stderr.write(f'zygote: bad request: {error!r}\n')
+            conn.close()
+            return
+        try:
+            pid = self.fork(conn, config, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if pid is None:
+            conn.close()
+            return
+        self.children[pid] = conn
+        self.conns[conn.fileno()] = conn
+        # Only a hang-up: the data on this socket is for G and the launcher.
+        self.poller.register(conn, select.POLLRDHUP)
+
+    def fork(self, conn, config, fds):
+        try:
+            unshare(CLONE_NEWPID)  # only for the next child: it becomes pid 1 of a new namespace
+            pid = os.fork()
+        except OSError as error:
+            sys.stderr.write(f'zygote: fork failed: {error!r}\n')
+            return None
+        if pid == 0:
+            try:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                for other in [self.listener, *self.conns.values()]:
+                    os.close(other.detach())
+                os.close(self.own_pid_ns)
+                os.close(self.wake_read)
+                run_init(conn, config, fds, self.seccomp)
+            except BaseException as error:
+                try:  # fd 2 is the launcher's stderr once the pipes are in place, else the template's
+                    os.write(2, f'sandbox jail failed: {error!r}\n'.encode())
+                except OSError:
+                    pass
+            os._exit(72)
+        check(libc.syscall(SYS_SETNS[MACHINE], self.own_pid_ns, CLONE_NEWPID), 'setns')
+        return pid
+
+    def reap(self):
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None)
+            if conn is None:
+                continue
+            code = os.waitstatus_to_exitcode(status)
+            try:
+                conn.sendall(f'exit {code}\n'.encode())
+            except OSError:
+                pass
+            self.drop(conn)
+
+    def hang_up(self, fd):
+        """The launcher is gone (killed): its sandbox goes too."""
+        conn = self.conns.get(fd)
+        for pid, other in list(self.children.items()):
+            if other is conn:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self.poller.unregister(fd)
+        del self.conns[fd]
+
+    def drop(self, conn):
+        fd = conn.fileno()
+        if fd in self.conns:
+            self.poller.unregister(fd)
+            del self.conns[fd]
+        conn.close()
+
+
+def require_mount_api():
+    """Forked sandboxes receive their mounts through open_tree and move_mount (Linux 5.2)."""
+    for name, number in (('open_tree', 428), ('move_mount', SYS_MOVE_MOUNT[MACHINE])):
+        if libc.syscall(number, -1, b'', -1, b'', 0) < 0 and ctypes.get_errno() == 38:  # ENOSYS
+            sys.stderr.write(f'this kernel lacks {name} (Linux 5.2 or later is needed)\n')
+            sys.exit(3)
+
+
+def main():
+    require_mount_api()
+    config = json.loads(sys.argv[1])
+    sys.path.insert(0, os.path.dirname(__file__))
+    for name in config.get('preload') or []:
+        try:
+            __import__(name)
+        except Exception:
+            pass
+    import analyst_kernel  # noqa: F401  (its imports, paid once)
+
+    if 'pandas' in sys.modules:
+        import analyst_compat  # noqa: F401
+    seccomp = bytes.fromhex(config.get('seccomp') or '')
+    Template(seccomp).serve()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,114 @@
+/**
+ * The local backend with sandboxes forked from the template (coldStart: 'fork'): the shared
+ * conformance suite, then what is the template's own: it is rebuilt when it dies, sandboxes it
+ * cannot serve (network on) start the usual way, a forked sandbox is in its cgroups and survives
+ * a kernel restart. The hostile cases are in test/security/zygote.test.ts.
+ */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { LocalProvider, Sandbox } from '../../src/index.js'
+import { describeConformance } from '../../src/sandbox/conformance.case.js'
+import { sandboxTemplate } from '../../src/sandbox/local/home.js'
+import { findPython } from '../../src/sandbox/local/python.js'
+import { CGROUPS_MARK, getRuntime } from '../../src/sandbox/local/runtime.js'
+import { stopTemplates } from '../../src/sandbox/local/zygote.js'
+import { waitFor } from '../support/wait.js'
+
+const isRoot = process.geteuid?.() === 0
+const provider = new LocalProvider({ poolSize: 0, interruptGraceMs: 1000, coldStart: 'fork' })
+const create = (options: Parameters<typeof Sandbox.create>[0] = {}) =>
+  Sandbox.create({ provider, ...options })
+
+afterAll(() => stopTemplates())
+
+describeConformance({ name: 'local, forked from the template', create })
+
+/** The program PID 1 of the sandbox runs: the template's script when forked, else bubblewrap. */
+async function init(sandbox: Sandbox): Promise<string> {
+  const run = await sandbox.runCode(
+    "args = open('/proc/1/cmdline', 'rb').read().split(b'\\0')\n(args[2] if len(args) > 2 and args[2].endswith(b'.py') else args[0]).decode()",
+  )
+  return run.text ?? String(run.error?.value)
+}
+
+describe.runIf(isRoot)('sandboxes forked from the template', () => {
+  it('are forked, run pandas and matplotlib, and their kernel restarts forked after it dies', async () => {
+    const sandbox = await create()
+    try {
+      expect(await init(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
+      const chart = await sandbox.runCode(
+        'import pandas as pd, matplotlib.pyplot as plt\npd.Series([1, 2, 3]).plot()\nplt.show()\nx = 1',
+      )
+      expect(chart.error).toBeUndefined()
+      expect(chart.results.some((result) => result.png)).toBe(true)
+      await sandbox.files.write('kept.txt', 'kept')
+      const died = await sandbox.runCode('import os\nos._exit(3)')
+      expect(died.error?.name).toBe('KernelDied')
+      const after = await sandbox.runCode("open('kept.txt').read()")
+      expect(after.text).toBe("'kept'")
+      expect(await init(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it('are in their own cgroups, with their limits', async () => {
+    const sandbox = await create({ limits: { processes: 40 } })
+    try {
+      const dir = join(getRuntime().own, `sb-${sandbox.sandboxId}`)
+      const cgroups = readFileSync(join(dir, CGROUPS_MARK), 'utf8').split('\n').filter(Boolean)
+      expect(cgroups.length).toBeGreaterThan(0)
+      const inside = await sandbox.runCode('import os\nos.getpid()')
+      expect(inside.text).toBe('2')
+      for (const cgroup of cgroups) {
+        const procs = readFileSync(join(cgroup, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)
+        expect(procs.length, cgroup).toBeGreaterThanOrEqual(2) // the init and the kernel
+      }
+      const pids = cgroups.find((path) => path.includes('pids'))
+      if (pids) expect(readFileSync(join(pids, 'pids.max'), 'utf8').trim()).toBe('40')
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it('start the usual way when they need what a fork cannot give (the network)', async () => {
+    const sandbox = await create({ network: true })
+    try {
+      expect(await init(sandbox)).toBe("'bwrap'")
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it('come from a new template when the old one died, and the ones it had restart their kernel', async () => {
+    const python = await findPython()
+    const first = await sandboxTemplate(python)
+    const older = await create()
+    await older.files.write('kept.txt', 'kept')
+    first.process.kill('SIGKILL')
+    await waitFor(() => first.process.exitCode !== null || first.process.signalCode !== null, {
+      what: 'the template to exit',
+    })
+    const sandbox = await create()
+    try {
+      expect(await init(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
+      expect((await sandboxTemplate(python)).process.pid).not.toBe(first.process.pid)
+      // Its kernel died with the template: a cell says so (as it died in it, or before it), and the
+      // next runs in a new, forked kernel that has the workspace.
+      const told: string[] = []
+      const next = await waitFor(
+        async () => {
+          const run = await older.runCode("open('kept.txt').read()")
+          told.push(run.error?.name ?? '', run.logs.stderr.join(''))
+          return run.text === "'kept'" && told.some((text) => /KernelDied|kernel had stopped/.test(text))
+        },
+        { what: () => `a new kernel for the older sandbox; told: ${told.join(' | ')}` },
+      )
+      expect(next).toBe(true)
+      expect(await init(older)).toBe("'/opt/analyst/analyst_zygote.py'")
+    } finally {
+      await Promise.all([sandbox.kill(), older.kill()])
+    }
+  })
+})

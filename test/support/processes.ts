@@ -1,0 +1,50 @@
+/**
+ * Processes as the host sees them, from /proc: what a test checks to know that a sandbox's
+ * processes are running, or gone.
+ * @module
+ */
+import { readdirSync, readFileSync } from 'node:fs'
+
+/** Processes descended from `root` (pid and command line). @default this process */
+export function descendants(root = process.pid): Array<{ pid: number; cmd: string }> {
+  const parent = new Map<number, number>()
+  for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      // The command may hold spaces and parentheses: the fields after its closing parenthesis.
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const ours = new Set([root])
+  let grew = true
+  while (grew) {
+    grew = false
+    for (const [pid, ppid] of parent) {
+      if (!ours.has(pid) && ours.has(ppid)) {
+        ours.add(pid)
+        grew = true
+      }
+    }
+  }
+  ours.delete(root)
+  return [...ours].map((pid) => {
+    let cmd = '?'
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()
+    } catch {
+      // gone meanwhile
+    }
+    return { pid, cmd }
+  })
+}
+
+/** Whether a process is alive (a zombie counts as gone). */
+export function alive(pid: number): boolean {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  } catch {
+    return false
+  }
+}
