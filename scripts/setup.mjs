@@ -8,7 +8,8 @@ import { join } from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
 // --test: also what only the tests need (a browser for the web UI, nbformat to validate notebooks,
-// Jupyter Server, ipykernel and JupyterHub for the Jupyter engine).
+// Jupyter Server, ipykernel and JupyterHub for the Jupyter engine, a PostgreSQL server for the
+// store and replica tests).
 const extra = new Set(process.argv.slice(2))
 
 function say(message) {
@@ -71,6 +72,11 @@ function missingPackages() {
       if (spawnSync(PYTHON, ['-c', `import ${module}`], { stdio: 'ignore' }).status !== 0) missing.push(pkg)
     }
     if (!existsSync('/usr/bin/jupyterhub')) missing.push('jupyterhub')
+    const postgres = '/usr/lib/postgresql'
+    const hasPostgres =
+      existsSync(postgres) &&
+      readdirSync(postgres).some((v) => existsSync(join(postgres, v, 'bin', 'initdb')))
+    if (!hasPostgres) missing.push('postgresql')
   }
   return missing
 }

@@ -256,11 +256,16 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       collect,
     )
     .addOption(engineOption())
+    .option(
+      '--database-url <url>',
+      'PostgreSQL for replicas: postgres://… (default ANALYST_DATABASE_URL; else SQLite)',
+    )
     .action((options: Record<string, unknown>) => {
       result = onCommand('serve', {
         host: options.host,
         port: options.port,
         sandbox: options.sandbox,
+        databaseUrl: options.databaseUrl,
         allowDir: (options.allowDir as string[] | undefined) ?? [],
       })
     })

@@ -11,15 +11,18 @@ import { Readable } from 'node:stream'
 import { type Context, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import mime from 'mime-types'
+import type { Logger } from 'pino'
 import { z } from 'zod'
 import { AnalystError, InvalidArgumentError, RateLimitError, ShuttingDownError, statusOf } from '../errors.js'
 import type { McpHttp } from '../mcp/index.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
 import { EXPORT_FORMATS, EXPORT_TYPES, isExportFormat } from '../store/export/index.js'
+import type { ServerMetrics } from './metrics.js'
 import { openApiDocument } from './openapi.js'
-import type { ApiError, StreamOnlyEvent } from './types.js'
+import type { Quotas } from './quotas.js'
+import type { ApiError, RunWatchStreamEvent, StreamOnlyEvent } from './types.js'
 import { receiveFile } from './uploads.js'
-import { datasetInfo, sessionDetail, sessionSummary } from './views.js'
+import { artifactUrl, datasetInfo, runView, sessionDetail, sessionSummary, stepView } from './views.js'
 
 export interface AppOptions {
   service: SessionService
@@ -31,13 +34,26 @@ export interface AppOptions {
   webDir?: string
   /** @default 1 GiB */
   maxUploadBytes?: number
+  /** Structured logs: one line per request (and per error), with its request id and session id. */
+  logger?: Logger
+  /** Served at /metrics; counts every request. */
+  metrics?: ServerMetrics
+  /** Per-token quotas; none by default. */
+  quotas?: Quotas
+  /** /readyz's checks: each resolves to 'ok' or throws what is wrong. @default none */
+  readiness?: Record<string, () => Promise<unknown>>
   /** Answers MCP at /mcp when given. */
   mcp?: McpHttp
   /** E2B-compatible API (src/server/e2b): served before Analyst's own routes. */
   e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }
 }
 
-type Env = { Variables: { owner: string | null } }
+type Env = {
+  Variables: { owner: string | null; token: string | undefined; log: Logger | undefined; requestId: string }
+}
+
+/** A request id a client or a proxy sent, if it is a sane one. */
+const REQUEST_ID = /^[\w.:-]{1,100}$/
 
 /** A session belongs to the token that made it: stored as a hash, never the token itself. */
 export function ownerOf(token: string): string {
@@ -57,7 +73,11 @@ function fail(c: Context, status: number, message: string, hint?: string) {
 
 const NewSession = z.object({ title: z.string().trim().min(1).max(200).optional() }).strict()
 const Question = z
-  .object({ question: z.string().trim().min(1, 'the question is empty').max(20_000) })
+  .object({
+    question: z.string().trim().min(1, 'the question is empty').max(20_000),
+    /** The run goes on if the client disconnects (it can watch it again at /runs/:runId/events). */
+    keepRunning: z.boolean().optional(),
+  })
   .strict()
 
 async function jsonBody(c: Context): Promise<unknown> {
@@ -83,8 +103,12 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
 }
 
 export function createApp(options: AppOptions): Hono<Env> {
-  const { service } = options
+  const { service, quotas } = options
   const app = new Hono<Env>()
+  const logError = (c: Context<Env>, error: unknown) => {
+    if (c.get('log')) c.get('log')?.error({ err: error }, 'internal error')
+    else console.error('analyst serve: internal error:', error)
+  }
 
   // One mapping from errors to statuses: each error knows its own (src/errors.ts).
   app.onError((error, c) => {
@@ -93,15 +117,58 @@ export function createApp(options: AppOptions): Hono<Env> {
         c.header('retry-after', String((error as RateLimitError).retryAfterSeconds))
       return fail(c, statusOf(error), error.message, error.hint)
     }
-    console.error('analyst serve: internal error:', error)
+    logError(c, error)
     return fail(c, 500, 'Internal error', 'The server logged the details.')
   })
 
+  // Every request: an id (the caller's X-Request-Id, or a new one), a log line, a count. The path
+  // is logged without its query (a download may carry ?token=), and no header or body is logged.
+  app.use('*', async (c, next) => {
+    const given = c.req.header('x-request-id')
+    const requestId = given && REQUEST_ID.test(given) ? given : randomUUID()
+    c.set('requestId', requestId)
+    c.header('x-request-id', requestId)
+    const sessionId = c.req.path.match(/^\/api\/sessions\/([^/]+)/)?.[1]
+    const log = options.logger?.child({ requestId, ...(sessionId ? { sessionId } : {}) })
+    c.set('log', log)
+    const started = performance.now()
+    await next()
+    const seconds = (performance.now() - started) / 1000
+    const route = c.req.routePath === '*' || c.req.routePath === '/api/*' ? 'other' : c.req.routePath
+    options.metrics?.request(route, c.req.method, c.res.status, seconds)
+    log?.info(
+      { method: c.req.method, path: c.req.path, route, status: c.res.status, ms: Math.round(seconds * 1000) },
+      'request',
+    )
+  })
   // E2B-compatible API: requests that name a sandbox (E2b-Sandbox-Id) or hit its control plane.
   const e2b = options.e2b
   if (e2b) app.use('*', async (c, next) => (e2b.handles(c.req.raw) ? e2b.fetch(c.req.raw) : next()))
 
   app.get('/healthz', (c) => c.json({ ok: true }))
+
+  // Ready to take work: the database reachable at this schema, the sandbox engine up, not draining.
+  app.get('/readyz', async (c) => {
+    const checks: Record<string, string> = {}
+    await Promise.all(
+      Object.entries(options.readiness ?? {}).map(async ([name, check]) => {
+        checks[name] = await check().then(
+          () => 'ok',
+          (error: unknown) => (error instanceof Error ? error.message : String(error)),
+        )
+      }),
+    )
+    checks.accepting = service.closing ? 'draining: no new questions' : 'ok'
+    const ready = Object.values(checks).every((value) => value === 'ok')
+    return c.json({ ready, checks }, ready ? 200 : 503)
+  })
+
+  app.get('/metrics', async (c) => {
+    if (!options.metrics) return fail(c, 404, 'Metrics are off')
+    return c.body(await options.metrics.registry.metrics(), 200, {
+      'content-type': options.metrics.registry.contentType,
+    })
+  })
   app.get('/openapi.json', (c) => c.json(openApiDocument))
 
   // Auth: every /api request carries one of the tokens (downloads may use ?token=, for <img> and links).
@@ -125,9 +192,17 @@ export function createApp(options: AppOptions): Hono<Env> {
         'Send Authorization: Bearer <token> (one of ANALYST_TOKEN).',
       )
     c.set('owner', ownerOf(token))
+    c.set('token', token)
     return next()
   }
   app.use('/api/*', auth)
+
+  // Quotas, per token: requests per minute on every /api request; the rest where they apply.
+  const limitsOf = (c: Context<Env>) => quotas?.limits(c.get('token'), c.get('owner')) ?? {}
+  app.use('/api/*', async (c, next) => {
+    if (quotas?.enabled) await quotas.request(limitsOf(c), c.get('owner'))
+    return next()
+  })
 
   // MCP over Streamable HTTP (src/mcp), behind the same tokens: an MCP session belongs to its token.
   const { mcp } = options
@@ -144,6 +219,7 @@ export function createApp(options: AppOptions): Hono<Env> {
 
   app.post('/api/sessions', async (c) => {
     const body = parse(NewSession, await jsonBody(c))
+    await quotas?.newSession(limitsOf(c), c.get('owner'))
     const created = await service.createSession({ title: body.title, owner: c.get('owner') })
     return c.json({ id: created.id }, 201)
   })
@@ -166,8 +242,12 @@ export function createApp(options: AppOptions): Hono<Env> {
     const headers = Object.fromEntries(c.req.raw.headers.entries())
     // Each upload in a folder of its own (two uploads of one name do not meet), gone once stored.
     const dir = join(options.uploadDir, randomUUID())
+    const limits = limitsOf(c)
+    // Refused before it is received when the token has no room left at all.
+    await quotas?.upload(limits, c.get('owner'), 1)
     try {
       const file = await receiveFile(headers, c.req.raw.body, dir, options.maxUploadBytes ?? 1024 ** 3)
+      await quotas?.upload(limits, c.get('owner'), file.bytes)
       const [dataset] = await service.addData(id, [{ path: file.path, name: file.name }], {
         owner: c.get('owner'),
       })
@@ -180,27 +260,76 @@ export function createApp(options: AppOptions): Hono<Env> {
 
   app.post('/api/sessions/:id/ask', async (c) => {
     const id = await sessionOf(c)
-    const { question } = parse(Question, await jsonBody(c))
+    const { question, keepRunning } = parse(Question, await jsonBody(c))
     // Said with a status before the stream starts, not as an event inside it.
     if (service.closing) throw new ShuttingDownError()
     const owner = c.get('owner')
+    const ended = (await quotas?.ask(limitsOf(c), owner)) ?? (() => {})
+    const log = c.get('log')
+    log?.info({ questionChars: question.length, keepRunning: Boolean(keepRunning) }, 'question')
     const controller = new AbortController()
-    c.req.raw.signal?.addEventListener('abort', () => controller.abort(new Error('the client disconnected')))
+    const disconnected = () => {
+      if (!keepRunning) controller.abort(new Error('the client disconnected'))
+    }
+    c.req.raw.signal?.addEventListener('abort', disconnected)
     return streamSSE(c, async (stream) => {
-      stream.onAbort(() => controller.abort(new Error('the client disconnected')))
+      stream.onAbort(disconnected)
       const send = (event: SessionEvent | StreamOnlyEvent) =>
         stream.aborted
           ? Promise.resolve()
           : stream.writeSSE({ event: event.type, data: JSON.stringify(event) })
       try {
         for await (const event of service.ask(id, question, { owner, signal: controller.signal })) {
+          if (event.type === 'run-start')
+            log?.info({ runId: event.runId, queued: event.queued }, 'run started')
+          if (event.type === 'done')
+            log?.info({ steps: event.result.steps.length, usage: event.result.usage }, 'answered')
           await send(event)
         }
       } catch (error) {
         if (controller.signal.aborted) return
-        if (!AnalystError.isInstance(error)) console.error('analyst serve: internal error:', error)
+        if (!AnalystError.isInstance(error)) logError(c, error)
+        else log?.warn({ error: error.name, message: error.message }, 'question failed')
         const e = error as { message?: string; hint?: string }
         await send({ type: 'failed', message: e.message ?? String(error), hint: e.hint })
+      } finally {
+        ended()
+      }
+    })
+  })
+
+  // A run as it goes, from the store: for a client that reconnects (to this replica or another).
+  app.get('/api/sessions/:id/runs/:runId/events', async (c) => {
+    const id = await sessionOf(c)
+    const runId = c.req.param('runId') as string
+    const after = Number(c.req.header('last-event-id') ?? c.req.query('after') ?? 0)
+    const owner = c.get('owner')
+    const controller = new AbortController()
+    const watching = service.watchRun(id, runId, {
+      owner,
+      afterStepId: Number.isFinite(after) ? after : 0,
+      signal: controller.signal,
+    })
+    // A run that does not exist is a 404 before the stream starts.
+    const first = await watching.next()
+    return streamSSE(c, async (stream) => {
+      stream.onAbort(() => controller.abort(new Error('the client disconnected')))
+      const urlFor = (name: string) => artifactUrl(id, name)
+      try {
+        for (let next = first; !next.done; next = await watching.next()) {
+          const event = next.value
+          const data: RunWatchStreamEvent =
+            event.type === 'step'
+              ? { type: 'step', runId, step: stepView(event.step, urlFor) }
+              : { type: 'run-end', run: runView(event.run, urlFor) }
+          await stream.writeSSE({
+            event: data.type,
+            data: JSON.stringify(data),
+            ...(event.type === 'step' ? { id: String(event.step.id) } : {}),
+          })
+        }
+      } catch (error) {
+        if (!controller.signal.aborted) throw error
       }
     })
   })

@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { serve } from '@hono/node-server'
+import type { Logger } from 'pino'
 import { InvalidArgumentError, ModelConfigError } from '../errors.js'
 import { AllowedFolders, McpHttp } from '../mcp/index.js'
 import type { ModelChoice } from '../models/index.js'
@@ -16,8 +17,13 @@ import { type AnalystSettings, SessionService } from '../session/index.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
 import { createApp } from './app.js'
 import { createE2BApi } from './e2b/index.js'
+import { createMetrics, type ServerMetrics } from './metrics.js'
+import { type QuotaConfig, Quotas, quotasFromEnv } from './quotas.js'
 
 export { createApp, ownerOf } from './app.js'
+export { createLogger } from './logging.js'
+export { createMetrics, type ServerMetrics } from './metrics.js'
+export { type QuotaConfig, type QuotaLimits, Quotas, quotasFromEnv } from './quotas.js'
 export type * from './types.js'
 export { artifactUrl, sessionDetail, sessionSummary } from './views.js'
 
@@ -31,6 +37,10 @@ export interface ServerOptions {
   port?: number
   /** @default ANALYST_HOME or ~/.analyst */
   home?: string
+  /** PostgreSQL for sessions, runs and blobs, shared by replicas (--database-url). @default ANALYST_DATABASE_URL; without it, SQLite in `home` */
+  databaseUrl?: string
+  /** How long a session's lease lasts unless renewed. @default ANALYST_LEASE_MS or 15 s */
+  leaseMs?: number
   /** @default ANALYST_TOKEN, split at commas */
   tokens?: string[]
   /** The model for every session; default: the CLI's configuration (ANALYST_MODEL, provider keys). */
@@ -46,6 +56,10 @@ export interface ServerOptions {
   webDir?: string
   maxUploadBytes?: number
   idleMs?: number
+  /** JSON lines of what the server does (see createLogger). @default none */
+  logger?: Logger
+  /** Per-token quotas. @default ANALYST_QUOTAS and ANALYST_QUOTA_* (none when unset) */
+  quotas?: QuotaConfig
   /** Folders from which MCP clients (/mcp) may add data files. */
   allowDirs?: string[]
 }
@@ -56,8 +70,14 @@ export interface RunningServer {
   service: SessionService
   /** The provider the sessions' sandboxes come from. */
   provider: SandboxProvider
+  metrics: ServerMetrics
   /** Stops taking requests, ends every sandbox, closes the store. */
   close(): Promise<void>
+  /**
+   * Stops gracefully (SIGTERM): no new runs (and /readyz says so), runs in progress finish until
+   * `graceMs`, the rest are ended and recorded as interrupted, leases released; then `close()`.
+   */
+  drain(graceMs: number): Promise<void>
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/
@@ -78,9 +98,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       { hint: 'Set ANALYST_TOKEN (comma-separated tokens), or listen on 127.0.0.1.' },
     )
   }
+  const quotaConfig = options.quotas ?? quotasFromEnv()
   const folders = await AllowedFolders.open(options.allowDirs ?? [])
   const home = options.home ?? analystHome()
-  const stores = await openStores(home)
+  const env = options.databaseUrl
+    ? { ...process.env, ANALYST_DATABASE_URL: options.databaseUrl }
+    : process.env
+  const stores = await openStores(home, env)
   // Exactly one provider: the one the sessions use is the one warmed now and closed at the end.
   const ownsProvider = !options.provider
   let provider: SandboxProvider
@@ -93,9 +117,20 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     throw error
   }
   // Start the warm pool now, so the first session does not wait for a kernel.
-  if (ownsProvider) void provider.warm?.()
+  let engine: Promise<unknown> = Promise.resolve()
+  if (ownsProvider) {
+    engine = provider.warm?.() ?? engine
+    engine.catch((error: unknown) =>
+      options.logger?.error({ err: error }, 'the sandbox engine failed to start'),
+    )
+  }
+  let service: SessionService | undefined
+  const metrics = createMetrics(
+    () => service,
+    () => provider,
+  )
   let model: Promise<ModelChoice> | undefined
-  const service = new SessionService({
+  service = new SessionService({
     history: stores.history,
     blobs: stores.blobs,
     provider,
@@ -116,6 +151,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         }))),
     cacheDir: join(home, 'cache'),
     idleMs: options.idleMs,
+    leaseMs: options.leaseMs,
+    observer: metrics.observer,
   })
   const interrupted = await service.recoverInterrupted()
   if (interrupted > 0)
@@ -133,6 +170,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     uploadDir: join(home, 'uploads'),
     webDir: options.webDir ?? WEB_DIR,
     maxUploadBytes: options.maxUploadBytes,
+    logger: options.logger,
+    metrics,
+    quotas: new Quotas(quotaConfig, stores.history),
+    readiness: {
+      database: () => stores.history.checkReady(),
+      sandbox: () => engine,
+    },
     mcp,
   })
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
@@ -140,6 +184,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       resolve(started),
     )
     started.once('error', reject)
+    // Keep idle connections longer than a load balancer or client does (60 s is the common idle
+    // timeout): when the server closes first, a request sent on the closing socket gets a reset.
+    Object.assign(started, { keepAliveTimeout: 65_000, headersTimeout: 66_000 })
   }).catch(async (error: unknown) => {
     // The port is taken (or the like): let go of what was opened for it.
     await mcp.close()
@@ -152,11 +199,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const address = server.address() as AddressInfo
   const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address
   let closing: Promise<void> | undefined
-  return {
+  const running: RunningServer = {
     url: `http://${shown}:${address.port}`,
     stores,
     service,
     provider,
+    metrics,
+    drain: async (graceMs) => {
+      await service.drain(graceMs)
+      await running.close()
+    },
     close: () =>
       (closing ??= (async () => {
         await new Promise<void>((resolve) => {
@@ -170,4 +222,5 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         await stores.close()
       })()),
   }
+  return running
 }

@@ -10,7 +10,8 @@ export const openApiDocument = {
     version: '0.1.0',
     description:
       'Ask questions about data files: a model writes Python, a sandbox runs it, the answer cites the numbers. ' +
-      'When the server has tokens (ANALYST_TOKEN), every /api request needs `Authorization: Bearer <token>`; downloads also take `?token=`.',
+      'When the server has tokens (ANALYST_TOKEN), every /api request needs `Authorization: Bearer <token>`; downloads also take `?token=`. ' +
+      'Over a quota a request gets 429 with Retry-After and a message that names the limit.',
   },
   components: {
     securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
@@ -38,6 +39,24 @@ export const openApiDocument = {
   paths: {
     '/healthz': {
       get: { summary: 'Liveness', security: [], responses: { 200: { description: '{ "ok": true }' } } },
+    },
+    '/readyz': {
+      get: {
+        summary: 'Readiness: the database reachable at this schema, the sandbox engine up, not draining',
+        security: [],
+        responses: {
+          200: { description: '{ "ready": true, "checks": { name: "ok" } }' },
+          503: { description: '{ "ready": false, "checks": { name: "ok" or what is wrong } }' },
+        },
+      },
+    },
+    '/metrics': {
+      get: {
+        summary:
+          "Prometheus' text format: sessions, runs, queue, pool, sandboxes, cells, model, blocked, HTTP",
+        security: [],
+        responses: { 200: { description: 'text/plain; version=0.0.4' } },
+      },
     },
     '/api/sessions': {
       get: {
@@ -89,7 +108,14 @@ export const openApiDocument = {
             'application/json': {
               schema: {
                 type: 'object',
-                properties: { question: { type: 'string', minLength: 1 } },
+                properties: {
+                  question: { type: 'string', minLength: 1 },
+                  keepRunning: {
+                    type: 'boolean',
+                    description:
+                      'The run goes on if the client disconnects; watch it again at /api/sessions/{id}/runs/{runId}/events',
+                  },
+                },
                 required: ['question'],
               },
             },
@@ -101,6 +127,19 @@ export const openApiDocument = {
               'text/event-stream: run-start, step-start, model-text-delta, model-text, code, guard, stdout, stderr, result, error, artifact, observation, usage, step-end, answer, then done (the AskResult) or failed',
           },
           400: error,
+          404: error,
+          429: error,
+          503: error,
+        },
+      },
+    },
+    '/api/sessions/{id}/runs/{runId}/events': {
+      parameters: [sessionId, { name: 'runId', in: 'path', required: true, schema: { type: 'string' } }],
+      get: {
+        summary:
+          'A run as it goes, from any replica: its committed steps, then each new one, then its end (Last-Event-ID or ?after= resumes after a step)',
+        responses: {
+          200: { description: 'text/event-stream: step (id: the step id), then run-end (the RunView)' },
           404: error,
         },
       },

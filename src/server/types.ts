@@ -94,6 +94,15 @@ export type StreamOnlyEvent =
   | { type: 'failed'; message: string; hint?: string }
   | { type: 'done'; result: AskResult }
 
+/**
+ * Server-sent events of GET /api/sessions/:id/runs/:runId/events, for a client that lost its
+ * stream (perhaps to a replica that died) and reconnects, to any replica: each committed step
+ * (`id:` is the step's id: send it back as Last-Event-ID to resume after it), then the run's end.
+ */
+export type RunWatchStreamEvent =
+  | { type: 'step'; runId: string; step: StepView }
+  | { type: 'run-end'; run: RunView }
+
 export interface ApiError {
   error: { message: string; hint?: string }
 }

@@ -3,8 +3,14 @@
  * GET /api/sessions/:id return (and `analyst show --json` prints), with a URL for each file.
  * @module
  */
-import type { SessionHistory, StoredArtifact, StoredDataset, StoredSession } from '../store/index.js'
-import type { ArtifactView, DatasetInfo, SessionDetail, SessionSummary } from './types.js'
+import type {
+  HistoryStep,
+  SessionHistory,
+  StoredArtifact,
+  StoredDataset,
+  StoredSession,
+} from '../store/index.js'
+import type { ArtifactView, DatasetInfo, RunView, SessionDetail, SessionSummary, StepView } from './types.js'
 
 export function sessionSummary(session: StoredSession): SessionSummary {
   return {
@@ -27,11 +33,24 @@ export function artifactUrl(sessionId: string, name: string): string {
   return `/api/sessions/${encodeURIComponent(sessionId)}/artifacts/${name.split('/').map(encodeURIComponent).join('/')}`
 }
 
-/** Everything about a session; `urlFor` names where each file can be fetched. */
-export function sessionDetail(
-  history: SessionHistory,
-  urlFor: (name: string) => string = (name) => artifactUrl(history.session.id, name),
-): SessionDetail {
+/** A question and its answer with its steps; `urlFor` names where each file can be fetched. */
+export function runView(run: SessionHistory['runs'][number], urlFor: (name: string) => string): RunView {
+  return {
+    id: run.id,
+    question: run.question,
+    answer: run.answer,
+    incomplete: run.incomplete,
+    unsupportedNumbers: run.unsupportedNumbers,
+    status: run.status,
+    error: run.error,
+    startedAt: run.startedAt,
+    finishedAt: run.finishedAt,
+    usage: run.usage,
+    steps: run.steps.map((step) => stepView(step, urlFor)),
+  }
+}
+
+export function stepView(step: HistoryStep, urlFor: (name: string) => string): StepView {
   const view = (artifact: StoredArtifact): ArtifactView => ({
     name: artifact.name,
     size: artifact.size,
@@ -39,35 +58,31 @@ export function sessionDetail(
     url: urlFor(artifact.name),
   })
   return {
+    step: step.step,
+    code: step.code,
+    text: step.text,
+    stdout: step.stdout,
+    stderr: step.stderr,
+    error: step.error,
+    results: step.results.map((result) => ({
+      ...result,
+      image: result.image ? view(result.image) : undefined,
+    })),
+    artifacts: step.files.map(view),
+    violations: step.violations,
+    durationMs: step.durationMs,
+  }
+}
+
+/** Everything about a session; `urlFor` names where each file can be fetched. */
+export function sessionDetail(
+  history: SessionHistory,
+  urlFor: (name: string) => string = (name) => artifactUrl(history.session.id, name),
+): SessionDetail {
+  return {
     ...sessionSummary(history.session),
     datasets: history.datasets.map(datasetInfo),
-    runs: history.runs.map((run) => ({
-      id: run.id,
-      question: run.question,
-      answer: run.answer,
-      incomplete: run.incomplete,
-      unsupportedNumbers: run.unsupportedNumbers,
-      status: run.status,
-      error: run.error,
-      startedAt: run.startedAt,
-      finishedAt: run.finishedAt,
-      usage: run.usage,
-      steps: run.steps.map((step) => ({
-        step: step.step,
-        code: step.code,
-        text: step.text,
-        stdout: step.stdout,
-        stderr: step.stderr,
-        error: step.error,
-        results: step.results.map((result) => ({
-          ...result,
-          image: result.image ? view(result.image) : undefined,
-        })),
-        artifacts: step.files.map(view),
-        violations: step.violations,
-        durationMs: step.durationMs,
-      })),
-    })),
+    runs: history.runs.map((run) => runView(run, urlFor)),
     blocked: history.blocked,
   }
 }

@@ -3,7 +3,7 @@
  * reaches the store can resume the session), and handed to a sandbox as host files.
  * @module
  */
-
+import { randomUUID } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
 import { mkdir, rename, rm, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
@@ -46,9 +46,12 @@ export async function profileInputs(
   return profiles
 }
 
+/** Copies being made now, by path: sessions that open at once with the same data share one. */
+const copying = new Map<string, Promise<string | undefined>>()
+
 /**
  * A file on this machine with the blob's content: the blob store's own file when it keeps files,
- * else a copy in `cacheDir` (made once).
+ * else a copy in `cacheDir` (made once, even when many sessions ask at once).
  */
 export async function materialize(
   blobs: BlobStore,
@@ -59,10 +62,20 @@ export async function materialize(
   if (local) return (await stat(local).catch(() => undefined)) ? local : undefined
   const path = join(cacheDir, sha256)
   if (await stat(path).catch(() => undefined)) return path
+  let copy = copying.get(path)
+  if (!copy) {
+    copy = copyBlob(blobs, sha256, cacheDir, path).finally(() => copying.delete(path))
+    copying.set(path, copy)
+  }
+  return copy
+}
+
+async function copyBlob(blobs: BlobStore, sha256: string, cacheDir: string, path: string) {
   const stream = await blobs.get(sha256)
   if (!stream) return undefined
   await mkdir(cacheDir, { recursive: true, mode: 0o700 })
-  const partial = `${path}.${process.pid}.part`
+  // Another process may copy the same blob into the same folder: each writes its own part.
+  const partial = `${path}.${randomUUID()}.part`
   try {
     await pipeline(stream, createWriteStream(partial, { mode: 0o644 }))
     await rename(partial, path)

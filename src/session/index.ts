@@ -3,8 +3,17 @@
  * data, their questions (recorded step by step), idle close and shutdown.
  * @module
  */
+export { type SandboxBlock, sandboxBlocks } from './blocked.js'
 export { type DataFileInput, materialize, profileInputs } from './datasets.js'
 export type { Replayed, ServiceEvent, SessionEvent } from './events.js'
+export { replicaName, SessionLease } from './lease.js'
 export { type AnalystSettings, LiveSession } from './live.js'
 export { Recorder } from './recorder.js'
-export { type CellResult, SessionService, type SessionServiceOptions, UNTITLED } from './service.js'
+export {
+  type CellResult,
+  type RunWatchEvent,
+  type ServiceObserver,
+  SessionService,
+  type SessionServiceOptions,
+  UNTITLED,
+} from './service.js'

@@ -18,15 +18,18 @@ import type { Execution, SandboxCreateOptions, SandboxProvider } from '../sandbo
 import { type ExportFormat, exportSession } from '../store/export/index.js'
 import {
   type BlobStore,
+  type HistoryStep,
   type HistoryStore,
   loadSessionHistory,
   type SessionHistory,
   type StoredArtifact,
   type StoredDataset,
+  type StoredRun,
   type StoredSession,
 } from '../store/index.js'
 import { type DataFileInput, profileInputs, sandboxFiles } from './datasets.js'
 import type { SessionEvent } from './events.js'
+import { replicaName, SessionLease } from './lease.js'
 import { type AnalystSettings, LiveSession } from './live.js'
 import { isMissingModel, missingModel } from './no-model.js'
 import { Recorder } from './recorder.js'
@@ -60,15 +63,49 @@ export interface SessionServiceOptions {
   cacheDir: string
   /** Close a live session after this long without questions; 0: never. @default 15 minutes */
   idleMs?: number
+  /** This process's name among replicas over one store. @default host, pid and a random part */
+  replica?: string
+  /** How long a session's lease lasts unless renewed (renewed every third of it). @default ANALYST_LEASE_MS or 15 s */
+  leaseMs?: number
+  /** What the service does, for metrics (see `ServiceObserver`). */
+  observer?: ServiceObserver
 }
+
+/** Told what the service does, as it does it (metrics count it; nothing waits for it). */
+export interface ServiceObserver {
+  /** An event of a run, with the session's model. */
+  event?(event: SessionEvent, context: { sessionId: string; model: string }): void
+  /** A sandbox was started for a session (and its cells replayed), in this long. */
+  sandboxOpened?(ms: number): void
+}
+
+/** A step of a run as committed, or the run once it ended: what a client watching a run gets. */
+export type RunWatchEvent =
+  | { type: 'step'; step: HistoryStep }
+  | { type: 'run-end'; run: StoredRun & { steps: HistoryStep[] } }
 
 export class SessionService {
   private readonly live = new Map<string, Promise<LiveSession>>()
   private readonly turns = new Map<string, Turns>()
+  /** Aborts each run in progress: a drain that runs out of time ends them. */
+  private readonly inFlight = new Set<AbortController>()
   private closed = false
   private running = 0
+  private queued = 0
+  private sweeper: NodeJS.Timeout | undefined
+  /** This process's name in the sessions' leases. */
+  readonly replica: string
+  private readonly leaseMs: number
 
-  constructor(private readonly options: SessionServiceOptions) {}
+  constructor(private readonly options: SessionServiceOptions) {
+    this.replica = options.replica ?? replicaName()
+    this.leaseMs = options.leaseMs ?? (Number(process.env.ANALYST_LEASE_MS) || 15_000)
+    // Replicas share the store: each looks out for runs of dead replicas and sessions taken over.
+    if (options.history.shared) {
+      this.sweeper = setInterval(() => void this.sweep().catch(() => {}), Math.max(100, this.leaseMs / 2))
+      this.sweeper.unref()
+    }
+  }
 
   get history(): HistoryStore {
     return this.options.history
@@ -82,6 +119,16 @@ export class SessionService {
   /** Questions waiting or being answered, in all sessions. */
   get busy(): number {
     return this.running
+  }
+
+  /** Questions waiting for their session's turn (here or on another replica). */
+  get waiting(): number {
+    return this.queued
+  }
+
+  /** Sessions whose sandbox is open in this process. */
+  get liveSessions(): number {
+    return this.live.size
   }
 
   // ------------------------------------------------------------------ sessions
@@ -174,26 +221,33 @@ export class SessionService {
   ): AsyncGenerator<SessionEvent, AskResult> {
     const text = question.trim()
     if (!text) throw new InvalidArgumentError('The question is empty')
-    const turn = { ...options, names: true, needsModel: true }
-    return this.inTurn(sessionId, text, turn, async function* (live, recorder) {
-      let result: AskResult | undefined
-      try {
-        for await (const event of live.analyst.ask(text, { signal: options.signal })) {
-          await recorder.handle(event)
-          if (event.type === 'done') result = event.result
-          yield event
+    return this.inTurn(
+      sessionId,
+      text,
+      { ...options, names: true, needsModel: true },
+      async function* (live, recorder, signal) {
+        let result: AskResult | undefined
+        try {
+          for await (const event of live.analyst.ask(text, { signal })) {
+            await recorder.handle(event)
+            if (event.type === 'done') result = event.result
+            yield event
+          }
+        } catch (error) {
+          await recorder.fail(
+            signal.aborted ? (signal.reason ?? error) : error,
+            signal.aborted ? 'interrupted' : 'failed',
+          )
+          throw error
+        } finally {
+          // The caller stopped listening before the end: the run did not finish.
+          if (!result)
+            await recorder.fail(new Error('The question was abandoned before its answer'), 'interrupted')
         }
-      } catch (error) {
-        await recorder.fail(error, options.signal?.aborted ? 'interrupted' : 'failed')
-        throw error
-      } finally {
-        // The caller stopped listening before the end: the run did not finish.
-        if (!result)
-          await recorder.fail(new Error('The question was abandoned before its answer'), 'interrupted')
-      }
-      if (!result) throw new Error('The analysis ended without a result')
-      return result
-    })
+        if (!result) throw new Error('The analysis ended without a result')
+        return result
+      },
+    )
   }
 
   /**
@@ -221,14 +275,14 @@ export class SessionService {
       sessionId,
       options.label ?? 'run_python',
       options,
-      async function* (live, recorder) {
+      async function* (live, recorder, signal) {
         const started = Date.now()
         try {
           const violations = (await live.check?.(code)) ?? []
           const execution =
             violations.length > 0
               ? undefined
-              : await live.sandbox.runCode(code, { timeoutMs: options.timeoutMs, signal: options.signal })
+              : await live.sandbox.runCode(code, { timeoutMs: options.timeoutMs, signal })
           const { nameImage } = options
           const pngs = execution?.results.filter((result) => result.png) ?? []
           const record: StepRecord = {
@@ -246,7 +300,7 @@ export class SessionService {
           yield { type: 'step-end', step: 1, record } satisfies SessionEvent
           return { runId: recorder.run.id, execution, violations }
         } catch (error) {
-          await recorder.fail(error, options.signal?.aborted ? 'interrupted' : 'failed')
+          await recorder.fail(error, signal.aborted ? 'interrupted' : 'failed')
           throw error
         }
       },
@@ -259,15 +313,17 @@ export class SessionService {
 
   /**
    * Does `work` in the session's turn (questions and cells of a session go one at a time, in the
-   * order they came), with its sandbox open (started and its state rebuilt first when need be)
-   * and a run recorded for it. Work that does not need the model (a caller's cell) goes on
-   * without one when none can be had.
+   * order they came, on this replica and across replicas through the session's lease), with its
+   * sandbox open (started and its state rebuilt first when need be: a session another replica
+   * answered since is rebuilt too) and a run recorded for it. `work` gets a signal that aborts
+   * when the caller's does, when a drain runs out of time, or when the lease is lost. Work that
+   * does not need the model (a caller's cell) goes on without one when none can be had.
    */
   private async *inTurn<T>(
     sessionId: string,
     label: string,
     options: { owner?: string | null; signal?: AbortSignal; names?: boolean; needsModel?: boolean },
-    work: (live: LiveSession, recorder: Recorder) => AsyncGenerator<SessionEvent, T>,
+    work: (live: LiveSession, recorder: Recorder, signal: AbortSignal) => AsyncGenerator<SessionEvent, T>,
   ): AsyncGenerator<SessionEvent, T> {
     if (this.closed) throw new ShuttingDownError()
     // A place in line at once, before anything is awaited.
@@ -278,12 +334,28 @@ export class SessionService {
     }
     const turn = turns.take()
     this.running++
+    this.queued++
+    let waiting = true
+    const stop = new AbortController()
+    this.inFlight.add(stop)
     let live: LiveSession | undefined
+    let lease: SessionLease | undefined
     try {
       const session = await this.getSession(sessionId, options.owner)
       // The first question names the session, as soon as it is asked.
       if (options.names && session.title === UNTITLED)
         await this.options.history.updateSession(sessionId, { title: label.slice(0, 120) })
+      const signals = [options.signal, stop.signal].filter((s): s is AbortSignal => s !== undefined)
+      await untilAborted(turn.ready, AbortSignal.any(signals))
+      if (this.closed) throw new ShuttingDownError()
+      lease = await SessionLease.acquire(this.options.history, sessionId, this.replica, {
+        ttlMs: this.leaseMs,
+        signal: AbortSignal.any(signals),
+      })
+      if (this.closed) throw new ShuttingDownError()
+      // Another replica answered in this session since this one did: the kernel here is stale.
+      if (lease.previous !== null && lease.previous !== this.replica) await this.close(sessionId)
+      const signal = AbortSignal.any([...signals, lease.signal])
       let opening = this.live.get(sessionId)
       if (!opening) {
         const [model, datasets, steps] = await Promise.all([
@@ -304,16 +376,15 @@ export class SessionService {
           datasets: datasets.length,
           replaying,
         }
+        const started = Date.now()
         opening = this.live.get(sessionId) ?? this.open(sessionId, model)
         live = await opening
+        this.options.observer?.sandboxOpened?.(Date.now() - started)
         yield { type: 'ready', replayed: live.replayed }
       } else {
         live = await opening
       }
       clearTimeout(live.idleTimer)
-      await untilAborted(turn.ready, options.signal)
-      // An earlier turn may have reopened the session (below): work in the sandbox open now.
-      live = (await this.live.get(sessionId)?.catch(() => undefined)) ?? live
       if (options.needsModel && isMissingModel(live.model)) {
         // Opened without a model, for a caller's cells. The question needs one: its error says what
         // to set; once there is one, the session reopens with it (its cells replayed).
@@ -325,11 +396,32 @@ export class SessionService {
         await this.options.history.updateSession(sessionId, { model: live.model.spec })
       const stores = { history: this.options.history, blobs: this.options.blobs }
       const recorder = await Recorder.start(stores, live.analyst, live.sandbox, label)
-      yield { type: 'run-start', runId: recorder.run.id, queued: turn.queued }
-      return yield* work(live, recorder)
+      this.queued--
+      waiting = false
+      yield { type: 'run-start', runId: recorder.run.id, queued: turn.queued || lease.waited }
+      const model = live.model.spec
+      const observe = this.options.observer?.event
+      const running = work(live, recorder, signal)
+      let ended = false
+      try {
+        for (let next = await running.next(); ; next = await running.next()) {
+          if (next.done) {
+            ended = true
+            return next.value
+          }
+          observe?.(next.value, { sessionId, model })
+          yield next.value
+        }
+      } finally {
+        // The caller stopped listening: the work ends too (and records why).
+        if (!ended) await running.return(undefined as never)
+      }
     } finally {
+      await lease?.release()
+      this.inFlight.delete(stop)
       turn.release()
       this.running--
+      if (waiting) this.queued--
       if (turns.pending === 0) {
         this.turns.delete(sessionId)
         if (live) this.scheduleIdle(live)
@@ -397,9 +489,69 @@ export class SessionService {
 
   // ------------------------------------------------------------------ lifetime
 
-  /** After a crash: runs that were being answered are marked interrupted (their sessions can go on). */
+  /**
+   * After a crash: runs that were being answered are marked interrupted (their sessions can go
+   * on). With replicas, only those whose replica's lease lapsed: the others' runs go on.
+   */
   recoverInterrupted(): Promise<number> {
-    return this.options.history.markInterrupted()
+    return this.options.history.markInterrupted({ lapsed: this.options.history.shared })
+  }
+
+  /**
+   * What replicas do now and then: runs of replicas that died (their lease lapsed) are marked
+   * interrupted, and sandboxes of sessions that another replica took over are let go.
+   */
+  async sweep(): Promise<void> {
+    await this.options.history.markInterrupted({ lapsed: true })
+    const idle = [...this.live.keys()].filter((id) => !this.turns.get(id)?.pending)
+    const holders = await this.options.history.leaseHolders(idle)
+    for (const id of idle) {
+      const holder = holders.get(id)
+      if (holder && holder !== this.replica && !this.turns.get(id)?.pending) await this.close(id)
+    }
+  }
+
+  /**
+   * A run as it goes: the steps committed after `afterStepId` (all of them by default), then each
+   * new one as it is committed (by whichever replica answers), then the run once it has ended.
+   * For a client that lost its stream and reconnects, perhaps to another replica.
+   */
+  async *watchRun(
+    sessionId: string,
+    runId: string,
+    options: { owner?: string | null; afterStepId?: number; signal?: AbortSignal; pollMs?: number } = {},
+  ): AsyncGenerator<RunWatchEvent> {
+    let after = options.afterStepId ?? 0
+    for (;;) {
+      const history = await this.sessionHistory(sessionId, options.owner)
+      const run = history.runs.find((r) => r.id === runId)
+      if (!run) throw new NotFoundError(`No run ${runId} in session ${sessionId}`)
+      for (const step of run.steps) {
+        if (step.id <= after) continue
+        after = step.id
+        yield { type: 'step', step }
+      }
+      if (run.status !== 'running') {
+        yield { type: 'run-end', run }
+        return
+      }
+      await untilAborted(new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 250)), options.signal)
+    }
+  }
+
+  /**
+   * Stops taking questions and lets those in progress finish, until `graceMs`; then ends the rest
+   * (recorded as interrupted), releases their leases, and shuts down.
+   */
+  async drain(graceMs: number): Promise<void> {
+    this.closed = true
+    const deadline = Date.now() + graceMs
+    while (this.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    for (const stop of this.inFlight)
+      stop.abort(new ShuttingDownError('The server stopped before the answer'))
+    const cut = Date.now() + 10_000
+    while (this.running > 0 && Date.now() < cut) await new Promise((r) => setTimeout(r, 50))
+    await this.shutdown()
   }
 
   /** Ends a live session's sandbox (its history stays in the store). */
@@ -414,6 +566,7 @@ export class SessionService {
   /** Stops taking questions and ends every live session's sandbox. */
   async shutdown(): Promise<void> {
     this.closed = true
+    clearInterval(this.sweeper)
     await Promise.all([...this.live.keys()].map((id) => this.close(id)))
   }
 }

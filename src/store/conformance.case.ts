@@ -255,6 +255,82 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
       expect((await history.steps(keep)).length).toBe(2)
     })
 
+    it('streams a large blob back whole, in order', async () => {
+      // Several chunks of a chunked store; random, so that a chunk out of order would show.
+      const big = Buffer.from(Array.from({ length: 700_000 }, (_, i) => (i * 7919 + (i >> 8)) % 251))
+      const stored = await blobs.put(Readable.from([big.subarray(0, 100_000), big.subarray(100_000)]))
+      expect(stored.size).toBe(big.length)
+      const back = await buffer((await blobs.get(stored.sha256)) as Readable)
+      expect(back.equals(big)).toBe(true)
+    })
+
+    describe('leases', () => {
+      const TTL = 60_000
+
+      it('one holder at a time; the holder renews and releases it; the next learns who held it', async () => {
+        const { id } = await history.createSession({ title: 't' })
+        expect(await history.acquireLease(id, 'a', TTL)).toEqual({
+          acquired: true,
+          previous: null,
+          interrupted: 0,
+        })
+        const refused = await history.acquireLease(id, 'b', TTL)
+        expect(refused).toMatchObject({ acquired: false, holder: 'a' })
+        expect(refused.acquired === false && refused.expiresInMs).toBeGreaterThan(TTL / 2)
+        expect(await history.acquireLease(id, 'a', TTL)).toMatchObject({ acquired: true, previous: 'a' })
+        expect(await history.renewLease(id, 'a', TTL)).toBe(true)
+        expect(await history.renewLease(id, 'b', TTL)).toBe(false)
+        await history.releaseLease(id, 'b') // not b's: changes nothing
+        expect(await history.acquireLease(id, 'b', TTL)).toMatchObject({ acquired: false })
+        await history.releaseLease(id, 'a')
+        expect(await history.renewLease(id, 'a', TTL)).toBe(false)
+        expect(await history.acquireLease(id, 'b', TTL)).toEqual({
+          acquired: true,
+          previous: 'a',
+          interrupted: 0,
+        })
+        expect(await history.leaseHolders([id, 'none'])).toEqual(new Map([[id, 'b']]))
+      })
+
+      it("a lapsed holder's run is interrupted: by the sweep, or by the next holder", async () => {
+        const swept = await history.createSession({ title: 'swept' })
+        const taken = await history.createSession({ title: 'taken' })
+        const alive = await history.createSession({ title: 'alive' })
+        await history.acquireLease(swept.id, 'dead', 1)
+        await history.acquireLease(taken.id, 'dead', 1)
+        await history.acquireLease(alive.id, 'live', TTL)
+        const [a, b, c] = await Promise.all(
+          [swept, taken, alive].map((session) => history.startRun(session.id, 'q')),
+        )
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        expect(await history.renewLease(swept.id, 'dead', TTL)).toBe(false) // lapsed: too late
+        const grant = await history.acquireLease(taken.id, 'next', TTL)
+        expect(grant).toEqual({ acquired: true, previous: 'dead', interrupted: 1 })
+        expect(await history.markInterrupted({ lapsed: true })).toBe(1)
+        const status = async (run: { sessionId: string }) => [
+          (await history.runs(run.sessionId))[0]?.status,
+          (await history.getSession(run.sessionId))?.status,
+        ]
+        expect(await status(a as never)).toEqual(['interrupted', 'interrupted'])
+        expect((await status(b as never))[0]).toBe('interrupted')
+        expect(await status(c as never)).toEqual(['running', 'running'])
+      })
+    })
+
+    it("counts a token's sessions, running runs, data and requests", async () => {
+      await seed('quota-a')
+      const other = await history.createSession({ title: 'x', owner: 'quota-a' })
+      await history.startRun(other.id, 'q')
+      await seed('quota-b')
+      expect(await history.ownerUsage('quota-a')).toEqual({ sessions: 2, runningRuns: 1, dataBytes: 8 })
+      expect(await history.ownerUsage('nobody')).toEqual({ sessions: 0, runningRuns: 0, dataBytes: 0 })
+      expect(await history.countRequest('quota-a', 100)).toBe(1)
+      expect(await history.countRequest('quota-a', 100)).toBe(2)
+      expect(await history.countRequest('quota-b', 100)).toBe(1)
+      expect(await history.countRequest('quota-a', 101)).toBe(1)
+      await history.checkReady()
+    })
+
     describe('exports', () => {
       let dir: string
       beforeEach(() => {

@@ -1,6 +1,6 @@
 /**
- * What every store of eval runs must do, as one suite each implementation runs (SQLite now,
- * PostgreSQL next): `describeEvalStoreConformance({ name, open })`.
+ * What every store of eval runs must do, as one suite each database runs (SQLite and
+ * PostgreSQL): `describeEvalStoreConformance({ name, open })`.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { EvalStore, HistoryStore } from './types.js'

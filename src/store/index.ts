@@ -1,20 +1,25 @@
 /**
  * Where sessions are kept: the `HistoryStore` and `BlobStore` specification, the embedded default
- * (SQLite and files under ANALYST_HOME), a session's records put together, and exports.
+ * (SQLite and files under ANALYST_HOME), PostgreSQL for replicas, a session's records put
+ * together, and exports.
  * @module
  */
 import { mkdir } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { FileBlobStore } from './files/blobs.js'
-import { SqliteEvalStore } from './sqlite/evals.js'
+import { SqlBlobStore } from './sql/blobs.js'
+import { SqlEvalStore } from './sql/evals.js'
 import { SqliteHistoryStore } from './sqlite/store.js'
 import type { BlobStore, EvalStore, HistoryStore } from './types.js'
 
 export { FileBlobStore } from './files/blobs.js'
 export { loadSessionHistory, loadSessionStats, type SessionStats, sessionStats } from './history.js'
-export { SqliteEvalStore } from './sqlite/evals.js'
-export { PREVIEW_CHARS, SqliteHistoryStore } from './sqlite/store.js'
+export { SqlBlobStore } from './sql/blobs.js'
+export { SqlEvalStore } from './sql/evals.js'
+export { SCHEMA_VERSION } from './sql/schema.js'
+export { PREVIEW_CHARS, SqlHistoryStore } from './sql/store.js'
+export { SqliteHistoryStore } from './sqlite/store.js'
 export type * from './types.js'
 
 /** Where Analyst keeps what it keeps between runs: ANALYST_HOME, else ~/.analyst. */
@@ -31,13 +36,26 @@ export interface Stores {
   close(): Promise<void>
 }
 
-/** The embedded default: `analyst.db` (SQLite) and `blobs/` in the home folder (ANALYST_BLOB_DIR may move the blobs). */
+/**
+ * The stores the environment names: PostgreSQL at ANALYST_DATABASE_URL (blobs in it too, unless
+ * ANALYST_BLOB_DIR names a folder every replica shares); else the embedded default, `analyst.db`
+ * (SQLite) and `blobs/` in the home folder (ANALYST_BLOB_DIR may move the blobs).
+ */
 export async function openStores(
   home: string = analystHome(),
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<Stores> {
+  if (env.ANALYST_DATABASE_URL) {
+    // Loaded only when asked for: the embedded default needs no PostgreSQL client.
+    const { PostgresHistoryStore } = await import('./postgres/store.js')
+    const history = await PostgresHistoryStore.open(env.ANALYST_DATABASE_URL)
+    const blobs = env.ANALYST_BLOB_DIR
+      ? new FileBlobStore(env.ANALYST_BLOB_DIR)
+      : new SqlBlobStore(history.db, 'postgres')
+    return { history, blobs, evals: new SqlEvalStore(history.db), close: () => history.close() }
+  }
   await mkdir(home, { recursive: true, mode: 0o700 })
   const history = await SqliteHistoryStore.open(join(home, 'analyst.db'))
   const blobs = new FileBlobStore(env.ANALYST_BLOB_DIR || join(home, 'blobs'))
-  return { history, blobs, evals: new SqliteEvalStore(history.db), close: () => history.close() }
+  return { history, blobs, evals: new SqlEvalStore(history.db), close: () => history.close() }
 }

@@ -163,10 +163,32 @@ export interface StepCommit {
   blocked: BlockedInput[]
 }
 
+/** What asking for a session's lease found: it is ours now, or another replica holds it. */
+export type LeaseGrant =
+  | {
+      acquired: true
+      /** Who held it before (null: nobody ever did). Another replica may have changed the session since. */
+      previous: string | null
+      /** Runs that a lapsed holder left running, marked interrupted now. */
+      interrupted: number
+    }
+  | { acquired: false; holder: string; expiresInMs: number }
+
+/** What a token uses now, for quotas. */
+export interface OwnerUsage {
+  sessions: number
+  /** Runs being answered, on every replica. */
+  runningRuns: number
+  /** Bytes of the data files of its sessions. */
+  dataBytes: number
+}
+
 export interface HistoryStore {
   readonly specificationVersion: 'v1'
   /** e.g. `sqlite`. */
   readonly provider: string
+  /** Whether several processes on several machines use it at once (PostgreSQL), not one file (SQLite). */
+  readonly shared: boolean
 
   createSession(input: {
     id?: string
@@ -186,8 +208,28 @@ export interface HistoryStore {
   ): Promise<void>
   /** Removes the session and everything recorded for it (blobs stay: other sessions may share them). */
   deleteSession(id: string): Promise<void>
-  /** After a crash: runs still marked running become interrupted; returns how many. */
-  markInterrupted(): Promise<number>
+  /**
+   * After a crash: runs still marked running become interrupted; returns how many. With `lapsed`,
+   * only those of sessions whose lease has lapsed (their replica died), so that live replicas'
+   * runs go on.
+   */
+  markInterrupted(options?: { lapsed?: boolean }): Promise<number>
+
+  // Replicas: one holder of a session's lease at a time answers its questions.
+  /** Takes the session's lease for `ttlMs` if it is free, lapsed, or already `holder`'s. */
+  acquireLease(sessionId: string, holder: string, ttlMs: number): Promise<LeaseGrant>
+  /** Extends a lease `holder` holds; false when it lapsed and another took it. */
+  renewLease(sessionId: string, holder: string, ttlMs: number): Promise<boolean>
+  releaseLease(sessionId: string, holder: string): Promise<void>
+  /** Who holds, or last held, each session's lease. */
+  leaseHolders(sessionIds: string[]): Promise<Map<string, string>>
+
+  // Quotas, counted over every replica.
+  ownerUsage(owner: string | null): Promise<OwnerUsage>
+  /** Counts one request of `owner` in the minute `minute` (ms since the epoch / 60 000); returns the count. */
+  countRequest(owner: string, minute: number): Promise<number>
+  /** Throws when the database cannot be reached or its schema is not the one this Analyst knows. */
+  checkReady(): Promise<void>
 
   /** Adds a data file, or replaces the one of the same name. */
   putDataset(sessionId: string, dataset: Omit<StoredDataset, 'createdAt'>): Promise<void>

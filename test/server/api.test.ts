@@ -1,16 +1,18 @@
 /**
  * The HTTP API against a real server on 127.0.0.1 with a scripted model and real sandboxes:
- * every endpoint, auth, uploads, streaming, a disconnecting client, queued questions, exports.
+ * every endpoint, auth, uploads, streaming, a disconnecting client, queued questions, exports;
+ * once over SQLite and once over PostgreSQL (a throwaway cluster).
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
 import { ScriptedModel, type ScriptStep } from '../../src/models/scripted.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import type { DatasetInfo, SessionDetail, SessionSummary } from '../../src/server/types.js'
+import { type PostgresCluster, startPostgres } from '../../src/test/postgres.js'
 import { askOverSse, type SseEvent } from '../support/sse.js'
 import { waitFor } from '../support/wait.js'
 
@@ -18,6 +20,8 @@ const SALES = resolve('examples/sales.csv')
 const provider = new LocalProvider({ poolSize: 0 })
 let server: RunningServer | undefined
 let home: string | undefined
+/** A new database for each server, when the suite runs over PostgreSQL. */
+let database: () => Promise<string | undefined> = async () => undefined
 
 afterEach(async () => {
   await server?.close()
@@ -35,6 +39,7 @@ async function start(script: ScriptStep[], options: { tokens?: string[]; maxUplo
     tokens: options.tokens ?? [],
     maxUploadBytes: options.maxUploadBytes,
     provider,
+    databaseUrl: await database(),
     model: async () => ({ model, spec: 'scripted:test', provider: 'custom', modelId: 'test', mode: 'tools' }),
   })
   return { url: server.url, model }
@@ -73,7 +78,18 @@ async function upload(url: string, id: string, name: string, content: Blob | str
 const done = (events: SseEvent[]) =>
   events.find((e) => e.event === 'done')?.data.result as Record<string, unknown> | undefined
 
-describe('analyst serve', () => {
+describe.each(['sqlite', 'postgres'])('analyst serve over %s', (store) => {
+  let cluster: PostgresCluster | undefined
+  beforeAll(async () => {
+    if (store !== 'postgres') return
+    cluster = await startPostgres()
+    database = () => (cluster as PostgresCluster).createDatabase()
+  }, 120_000)
+  afterAll(async () => {
+    database = async () => undefined
+    await cluster?.stop()
+  })
+
   it('serves health, OpenAPI, sessions, uploads with profiles, answers as events, artifacts and exports', async () => {
     const { url } = await start([
       {
@@ -293,6 +309,7 @@ describe('analyst serve', () => {
       home,
       tokens: [],
       provider,
+      databaseUrl: await database(),
       model: async () => {
         throw new Error('No model is configured')
       },

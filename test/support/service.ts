@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { LanguageModel } from 'ai'
 import type { SandboxProvider } from '../../src/sandbox/index.js'
-import { type AnalystSettings, SessionService } from '../../src/session/index.js'
+import { type AnalystSettings, type ServiceObserver, SessionService } from '../../src/session/index.js'
 import { openStores, type Stores } from '../../src/store/index.js'
 
 export interface TestService {
@@ -23,6 +23,7 @@ export async function openTestService(options: {
   spec?: string
   analyst?: AnalystSettings
   idleMs?: number
+  observer?: ServiceObserver
 }): Promise<TestService> {
   const home = mkdtempSync(join(tmpdir(), 'analyst-service-'))
   const stores = await openStores(home, {})
@@ -35,6 +36,7 @@ export async function openTestService(options: {
     analyst: options.analyst,
     cacheDir: join(home, 'cache'),
     idleMs: options.idleMs ?? 0,
+    observer: options.observer,
   })
   return {
     service,

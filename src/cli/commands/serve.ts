@@ -1,5 +1,5 @@
 import pc from 'picocolors'
-import { startServer, tokensFromEnv } from '../../server/index.js'
+import { createLogger, startServer, tokensFromEnv } from '../../server/index.js'
 
 export interface ServeOptions {
   host: string
@@ -10,6 +10,8 @@ export interface ServeOptions {
   allowDir?: string[]
   /** How long a stop waits for questions being answered. @default 20 s */
   graceMs?: number
+  /** PostgreSQL, shared by replicas. @default ANALYST_DATABASE_URL */
+  databaseUrl?: string
 }
 
 /** `analyst serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
@@ -20,6 +22,8 @@ export async function serve(options: ServeOptions): Promise<number> {
     port: options.port,
     tokens,
     engine: options.sandbox,
+    databaseUrl: options.databaseUrl,
+    logger: createLogger(),
     allowDirs: options.allowDir,
   })
   process.stderr.write(
@@ -30,9 +34,7 @@ export async function serve(options: ServeOptions): Promise<number> {
       process.stderr.write(
         pc.dim(`\n${signal}: finishing ${server.service.busy} question(s) in progress, then stopping…\n`),
       )
-      const deadline = Date.now() + (options.graceMs ?? 20_000)
-      while (server.service.busy > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100))
-      await server.close()
+      await server.drain(options.graceMs ?? (Number(process.env.ANALYST_GRACE_MS) || 20_000))
       resolve()
     }
     process.once('SIGTERM', () => void stop('SIGTERM'))

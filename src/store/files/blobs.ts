@@ -4,23 +4,14 @@
  * into place, so a reader never sees half a blob and two writers of the same content agree.
  * @module
  */
-import { createHash, randomBytes } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { createReadStream, createWriteStream } from 'node:fs'
 import { mkdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Readable, Transform } from 'node:stream'
+import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { TooLargeError } from '../../errors.js'
+import { measure, SHA256, toStream } from '../blob-source.js'
 import type { BlobInfo, BlobSource, BlobStore } from '../types.js'
-
-const SHA256 = /^[0-9a-f]{64}$/
-
-function toStream(source: BlobSource): Readable {
-  if (source instanceof Uint8Array) return Readable.from([source])
-  if ('path' in source && typeof source.path === 'string' && !(source instanceof Readable))
-    return createReadStream(source.path)
-  return source instanceof Readable ? source : Readable.from(source as AsyncIterable<Uint8Array>)
-}
 
 export class FileBlobStore implements BlobStore {
   readonly specificationVersion = 'v1'
@@ -38,28 +29,12 @@ export class FileBlobStore implements BlobStore {
   ): Promise<BlobInfo> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 })
     const temporary = join(this.dir, `.${randomBytes(8).toString('hex')}.part`)
-    const hash = createHash('sha256')
-    let size = 0
-    const measure = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        size += chunk.length
-        if (options.maxBytes !== undefined && size > options.maxBytes) {
-          done(
-            new TooLargeError(`The file is larger than the limit of ${options.maxBytes} bytes`, {
-              hint: 'Use a smaller file.',
-            }),
-          )
-          return
-        }
-        hash.update(chunk)
-        done(null, chunk)
-      },
-    })
+    const measured = measure(options.maxBytes)
     try {
-      await pipeline(toStream(source), measure, createWriteStream(temporary, { mode: 0o644 }), {
+      await pipeline(toStream(source), measured, createWriteStream(temporary, { mode: 0o644 }), {
         signal: options.signal,
       })
-      const sha256 = hash.digest('hex')
+      const { sha256, size } = measured.digest()
       const path = this.localPath(sha256) as string
       await mkdir(join(this.dir, sha256.slice(0, 2)), { recursive: true })
       await rename(temporary, path) // the same content under the same name: replacing it changes nothing

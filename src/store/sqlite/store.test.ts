@@ -12,7 +12,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { describeStoreConformance } from '../conformance.case.js'
 import { describeEvalStoreConformance } from '../evals.case.js'
 import { openStores } from '../index.js'
-import { SCHEMA_VERSION } from './schema.js'
+import { SqlBlobStore } from '../sql/blobs.js'
+import { SCHEMA_VERSION } from '../sql/schema.js'
 import { SqliteHistoryStore } from './store.js'
 
 /** The embedded stores over a fresh home folder, removed on close. */
@@ -30,6 +31,22 @@ async function openTemporary() {
 
 describeStoreConformance({ name: 'sqlite + files', open: openTemporary })
 describeEvalStoreConformance({ name: 'sqlite', open: openTemporary })
+
+describeStoreConformance({
+  name: 'sqlite + blobs in the database',
+  async open() {
+    const home = mkdtempSync(join(tmpdir(), 'analyst-store-'))
+    const history = await SqliteHistoryStore.open(join(home, 'analyst.db'))
+    return {
+      history,
+      blobs: new SqlBlobStore(history.db),
+      close: async () => {
+        await history.close()
+        rmSync(home, { recursive: true, force: true })
+      },
+    }
+  },
+})
 
 /** The schema as Analyst shipped it before this store (PRAGMA user_version 2), verbatim. */
 const LEGACY_MIGRATIONS: string[] = [

@@ -1,6 +1,6 @@
 /**
  * Eval runs and their results in the history database, beside the sessions their questions were
- * asked in. Plain Kysely queries (an upsert on the primary key), so another dialect runs them too.
+ * asked in: plain Kysely queries (an upsert on the primary key), the same on SQLite and PostgreSQL.
  * @module
  */
 import { randomUUID } from 'node:crypto'
@@ -22,7 +22,7 @@ function toRun(row: Selectable<EvalRunsTable>): StoredEvalRun {
   }
 }
 
-export class SqliteEvalStore implements EvalStore {
+export class SqlEvalStore implements EvalStore {
   readonly specificationVersion = 'v1'
 
   constructor(private readonly db: Kysely<Database>) {}

@@ -1,10 +1,10 @@
 /**
- * The tables, as Kysely sees them, and the numbered migrations that make them. Written with
- * Kysely's schema builder so that another dialect (PostgreSQL) can run the same list; the few
- * differences are asked of `Dialect`.
+ * The tables, as Kysely sees them, and the numbered migrations that make them: one list that
+ * SQLite and PostgreSQL both run, written with Kysely's schema builder; the few differences are
+ * asked of `Dialect`.
  * @module
  */
-import { type ColumnDefinitionBuilder, type ColumnType, type Generated, type Kysely, sql } from 'kysely'
+import type { ColumnDefinitionBuilder, ColumnType, Generated, Kysely } from 'kysely'
 import { AnalystError } from '../../errors.js'
 
 export interface SessionsTable {
@@ -95,6 +95,36 @@ export interface BlockedTable {
   created_at: string
 }
 
+/** Since migration 5: who answers a session's questions now (one replica at a time). */
+export interface SessionLeasesTable {
+  session_id: string
+  /** The replica that holds (or last held) the lease. */
+  holder: string
+  /** Milliseconds since the epoch, by the database's clock; 0 once released. */
+  expires_at: number
+}
+
+/** Since migration 5: blobs kept in the database, in chunks (a store without shared files). */
+export interface BlobsTable {
+  sha256: string
+  size: number
+  created_at: string
+}
+
+export interface BlobChunksTable {
+  /** The blob's SHA-256, or `part-<uuid>` while it is being written. */
+  blob: string
+  seq: number
+  data: Uint8Array
+}
+
+/** Since migration 5: requests per token and minute, for the rate quota of all replicas. */
+export interface RequestCountsTable {
+  owner: string
+  minute: number
+  n: number
+}
+
 /** Since migration 4: runs of a benchmark (`analyst eval`). */
 export interface EvalRunsTable {
   id: string
@@ -119,6 +149,10 @@ export interface EvalResultsTable {
 }
 
 export interface Database {
+  session_leases: SessionLeasesTable
+  blobs: BlobsTable
+  blob_chunks: BlobChunksTable
+  request_counts: RequestCountsTable
   sessions: SessionsTable
   datasets: DatasetsTable
   runs: RunsTable
@@ -134,11 +168,13 @@ export interface Database {
 export interface Dialect {
   /** The column type of an auto-incremented integer key (SQLite `integer`, PostgreSQL `serial`). */
   serial: 'integer' | 'serial'
+  /** The column type of bytes (SQLite `blob`, PostgreSQL `bytea`). */
+  binary: 'blob' | 'bytea'
 }
 
 /** Migrations run on a schema that is still being made: Kysely's advice is to type it loosely. */
 // biome-ignore lint/suspicious/noExplicitAny: the schema a migration sees is the one it is making
-type AnyDb = Kysely<any>
+export type AnyDb = Kysely<any>
 type Migration = (db: AnyDb, dialect: Dialect) => Promise<void>
 type Column = (column: ColumnDefinitionBuilder) => ColumnDefinitionBuilder
 
@@ -283,38 +319,62 @@ export const MIGRATIONS: Migration[] = [
       .addPrimaryKeyConstraint('eval_results_pk', ['run_id', 'question_id'])
       .execute()
   },
+  // 5: replicas: a lease per session, blobs in the database, request counts for quotas.
+  async (db, dialect) => {
+    await db.schema
+      .createTable('session_leases')
+      .addColumn('session_id', 'text', (c) => c.primaryKey().references('sessions.id').onDelete('cascade'))
+      .addColumn('holder', 'text', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .execute()
+    await db.schema
+      .createTable('blobs')
+      .addColumn('sha256', 'text', (c) => c.primaryKey())
+      .addColumn('size', 'bigint', (c) => c.notNull())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .execute()
+    await db.schema
+      .createTable('blob_chunks')
+      .addColumn('blob', 'text', (c) => c.notNull())
+      .addColumn('seq', 'integer', (c) => c.notNull())
+      .addColumn('data', dialect.binary, (c) => c.notNull())
+      .addPrimaryKeyConstraint('blob_chunks_pk', ['blob', 'seq'])
+      .execute()
+    await db.schema
+      .createTable('request_counts')
+      .addColumn('owner', 'text', (c) => c.notNull())
+      .addColumn('minute', 'bigint', (c) => c.notNull())
+      .addColumn('n', 'integer', (c) => c.notNull())
+      .addPrimaryKeyConstraint('request_counts_pk', ['owner', 'minute'])
+      .execute()
+    await db.schema.createIndex('runs_status').on('runs').columns(['status', 'session_id']).execute()
+  },
 ]
 
 export const SCHEMA_VERSION = MIGRATIONS.length
 
-/** Applies the migrations after `current`, each in its own transaction with its new version. */
-export async function migrate(
-  db: Kysely<Database>,
-  dialect: Dialect,
-  version: { read(db: AnyDb): Promise<number>; write(db: AnyDb, version: number): Promise<void> },
-): Promise<void> {
-  const current = await version.read(db)
-  if (current > MIGRATIONS.length) {
-    throw new AnalystError(
-      `The history database is newer (schema ${current}) than this Analyst knows (${MIGRATIONS.length})`,
-      { hint: 'Upgrade Analyst, or set ANALYST_HOME to another folder.' },
-    )
-  }
-  for (let next = current; next < MIGRATIONS.length; next++) {
-    await db.transaction().execute(async (trx) => {
-      await (MIGRATIONS[next] as Migration)(trx, dialect)
-      await version.write(trx, next + 1)
-    })
-  }
+/** Where a dialect keeps the schema's version, and how it keeps two processes from migrating at once. */
+export interface SchemaVersion {
+  /** Called first in the migration's transaction: waits until no other process migrates. */
+  lock?(db: AnyDb): Promise<void>
+  read(db: AnyDb): Promise<number>
+  write(db: AnyDb, version: number): Promise<void>
 }
 
-/** SQLite keeps the schema's version in PRAGMA user_version (as Analyst always has). */
-export const sqliteVersion = {
-  async read(db: AnyDb): Promise<number> {
-    const { rows } = await sql<{ user_version: number }>`PRAGMA user_version`.execute(db)
-    return rows[0]?.user_version ?? 0
-  },
-  async write(db: AnyDb, version: number): Promise<void> {
-    await sql.raw(`PRAGMA user_version = ${Number(version)}`).execute(db)
-  },
+/** Applies the migrations after the current version, all in one transaction (a crash applies none). */
+export async function migrate(db: Kysely<Database>, dialect: Dialect, version: SchemaVersion): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await version.lock?.(trx)
+    const current = await version.read(trx)
+    if (current > MIGRATIONS.length) {
+      throw new AnalystError(
+        `The history database is newer (schema ${current}) than this Analyst knows (${MIGRATIONS.length})`,
+        { hint: 'Upgrade Analyst, or point ANALYST_HOME or ANALYST_DATABASE_URL elsewhere.' },
+      )
+    }
+    for (let next = current; next < MIGRATIONS.length; next++) {
+      await (MIGRATIONS[next] as Migration)(trx, dialect)
+      await version.write(trx, next + 1)
+    }
+  })
 }

@@ -1,0 +1,108 @@
+/**
+ * Blobs in the database (with PostgreSQL when no shared ANALYST_BLOB_DIR is given): content in
+ * chunks of 256 KiB, written under a temporary key while it is hashed and renamed to its SHA-256 in
+ * one transaction, read back one chunk at a time. Never whole in memory, on the way in or out.
+ * @module
+ */
+import { randomUUID } from 'node:crypto'
+import { Readable, Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type { Kysely } from 'kysely'
+import { measure, SHA256, toStream } from '../blob-source.js'
+import type { BlobInfo, BlobSource, BlobStore } from '../types.js'
+import type { Database } from './schema.js'
+
+export const CHUNK_BYTES = 256 * 1024
+
+export class SqlBlobStore implements BlobStore {
+  readonly specificationVersion = 'v1'
+  readonly provider: string
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    provider = 'sql',
+  ) {
+    this.provider = provider
+  }
+
+  async put(
+    source: BlobSource,
+    options: { maxBytes?: number; signal?: AbortSignal } = {},
+  ): Promise<BlobInfo> {
+    const part = `part-${randomUUID()}`
+    const measured = measure(options.maxBytes)
+    let pending: Buffer[] = []
+    let pendingBytes = 0
+    let seq = 0
+    /** Writes whole chunks (and, at the end, the rest). */
+    const flush = async (end: boolean) => {
+      let buffered = Buffer.concat(pending, pendingBytes)
+      while (buffered.length >= CHUNK_BYTES || (end && buffered.length > 0)) {
+        const data = buffered.subarray(0, CHUNK_BYTES)
+        buffered = buffered.subarray(data.length)
+        await this.db.insertInto('blob_chunks').values({ blob: part, seq: seq++, data }).execute()
+      }
+      pending = [buffered]
+      pendingBytes = buffered.length
+    }
+    const writer = new Writable({
+      write: (chunk: Buffer, _encoding, done) => {
+        pending.push(chunk)
+        pendingBytes += chunk.length
+        if (pendingBytes < CHUNK_BYTES) return done()
+        flush(false).then(() => done(), done)
+      },
+      final: (done) => {
+        flush(true).then(() => done(), done)
+      },
+    })
+    try {
+      await pipeline(toStream(source), measured, writer, { signal: options.signal })
+      const { sha256, size } = measured.digest()
+      await this.db.transaction().execute(async (trx) => {
+        const created = await trx
+          .insertInto('blobs')
+          .values({ sha256, size, created_at: new Date().toISOString() })
+          .onConflict((oc) => oc.column('sha256').doNothing())
+          .returning('sha256')
+          .executeTakeFirst()
+        // New content takes the chunks just written; content already here keeps its own.
+        if (created)
+          await trx.updateTable('blob_chunks').set({ blob: sha256 }).where('blob', '=', part).execute()
+      })
+      return { sha256, size }
+    } finally {
+      await this.db.deleteFrom('blob_chunks').where('blob', '=', part).execute()
+    }
+  }
+
+  async get(sha256: string): Promise<Readable | undefined> {
+    const info = await this.stat(sha256)
+    if (!info) return undefined
+    const db = this.db
+    return Readable.from(
+      (async function* () {
+        for (let seq = 0; ; seq++) {
+          const row = await db
+            .selectFrom('blob_chunks')
+            .select('data')
+            .where('blob', '=', sha256)
+            .where('seq', '=', seq)
+            .executeTakeFirst()
+          if (!row) return
+          yield Buffer.from(row.data)
+        }
+      })(),
+    )
+  }
+
+  async stat(sha256: string): Promise<BlobInfo | undefined> {
+    if (!SHA256.test(sha256)) return undefined
+    const row = await this.db
+      .selectFrom('blobs')
+      .select('size')
+      .where('sha256', '=', sha256)
+      .executeTakeFirst()
+    return row ? { sha256, size: Number(row.size) } : undefined
+  }
+}

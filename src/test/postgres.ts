@@ -1,0 +1,148 @@
+/**
+ * A throwaway PostgreSQL server for tests and benchmarks: Debian's `postgresql` binaries, a cluster
+ * made with `initdb` in a temporary folder, started on 127.0.0.1 at a free port, removed by
+ * `stop()`. PostgreSQL refuses to run as root, so as root the cluster belongs to `nobody`.
+ * @module
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+
+export interface PostgresCluster {
+  /** postgres://… of a database of this server. @default the `postgres` database */
+  url(database?: string): string
+  port: number
+  /** A new, empty database; resolves to its URL. */
+  createDatabase(name?: string): Promise<string>
+  /** Stops the server and removes its folder. */
+  stop(): Promise<void>
+}
+
+/** The folder with `initdb` and `postgres`: ANALYST_PG_BIN, else the newest /usr/lib/postgresql/N/bin. */
+export function postgresBin(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.ANALYST_PG_BIN) return env.ANALYST_PG_BIN
+  const root = '/usr/lib/postgresql'
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((name) => existsSync(join(root, name, 'bin', 'initdb')))
+        .sort((a, b) => Number(b) - Number(a))
+    : []
+  if (!versions[0]) {
+    throw new Error(
+      'PostgreSQL is not installed: run `node scripts/setup.mjs --test` (it installs Debian\'s "postgresql"), or set ANALYST_PG_BIN',
+    )
+  }
+  return join(root, versions[0], 'bin')
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+let databases = 0
+
+/**
+ * Starts a new cluster. `durable: false` (the default, for tests) turns off fsync; a benchmark
+ * that compares stores keeps PostgreSQL's defaults.
+ */
+export async function startPostgres(options: { durable?: boolean } = {}): Promise<PostgresCluster> {
+  const bin = postgresBin()
+  const dir = mkdtempSync(join(tmpdir(), 'analyst-pg-'))
+  const data = join(dir, 'data')
+  // As root: run as nobody, in a folder nobody owns.
+  const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
+  if (asUser.uid !== undefined) {
+    chownSync(dir, asUser.uid, asUser.gid as number)
+    chmodSync(dir, 0o700)
+  }
+  const port = await freePort()
+  let child: ChildProcess | undefined
+  // The test process ends without stop() (a crash, a killed worker): no server or folder left.
+  const kill = () => {
+    child?.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    execFileSync(
+      join(bin, 'initdb'),
+      ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync'],
+      { ...asUser, stdio: ['ignore', 'ignore', 'pipe'], cwd: dir },
+    )
+    const settings = [
+      'listen_addresses=127.0.0.1',
+      `port=${port}`,
+      `unix_socket_directories=${dir}`,
+      'max_connections=200',
+      ...(options.durable ? [] : ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off']),
+    ]
+    child = spawn(join(bin, 'postgres'), ['-D', data, ...settings.flatMap((s) => ['-c', s])], {
+      ...asUser,
+      cwd: dir,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    let log = ''
+    child.stderr?.on('data', (chunk: Buffer) => {
+      log = (log + chunk.toString()).slice(-4000)
+    })
+    process.once('exit', kill)
+    const exited = new Promise<never>((_, reject) =>
+      child?.once('exit', (code) => reject(new Error(`postgres exited (${code}): ${log}`))),
+    )
+    exited.catch(() => {})
+    const url = (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`
+    const deadline = Date.now() + 60_000
+    for (;;) {
+      const client = new pg.Client({ connectionString: url() })
+      try {
+        await Promise.race([client.connect(), exited])
+        await client.end()
+        break
+      } catch (error) {
+        await client.end().catch(() => {})
+        if (child.exitCode !== null || Date.now() > deadline) throw error
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    }
+    const started = child
+    return {
+      port,
+      url,
+      async createDatabase(name = `analyst_${process.pid}_${++databases}`) {
+        const client = new pg.Client({ connectionString: url() })
+        await client.connect()
+        try {
+          await client.query(`CREATE DATABASE "${name.replace(/"/g, '')}"`)
+        } finally {
+          await client.end()
+        }
+        return url(name)
+      },
+      async stop() {
+        process.removeListener('exit', kill)
+        if (started.exitCode === null && started.signalCode === null) {
+          const gone = new Promise((resolve) => started.once('exit', resolve))
+          started.kill('SIGINT') // fast shutdown: active connections are closed
+          // A server that does not stop within a deadline (a machine too busy) is killed.
+          const timer = setTimeout(() => started.kill('SIGKILL'), 20_000)
+          await gone
+          clearTimeout(timer)
+        }
+        rmSync(dir, { recursive: true, force: true })
+      },
+    }
+  } catch (error) {
+    kill()
+    process.removeListener('exit', kill)
+    throw error
+  }
+}

@@ -1,0 +1,290 @@
+/**
+ * `analyst serve` as replicas: two processes (A and B), each with its own ANALYST_HOME (no shared
+ * disk), over one PostgreSQL database, with a fake OpenAI-compatible model and real sandboxes.
+ * Any replica serves any request: state is rebuilt where a session moves, a session's questions
+ * are answered one after the other across replicas, a client watching a run reconnects to the
+ * other replica, and a replica killed with -9 mid-run leaves an interrupted run that goes on
+ * elsewhere with every committed step kept.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import parsePrometheus from 'parse-prometheus-text-format'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { SessionDetail } from '../../src/server/types.js'
+import { type PostgresCluster, startPostgres } from '../../src/test/postgres.js'
+import {
+  type FakeOpenAI,
+  lastObservation,
+  type ScriptEntry,
+  startFakeOpenAI,
+} from '../support/fake-openai.js'
+import { askOverSse, readSse, type SseEvent } from '../support/sse.js'
+import { waitFor } from '../support/wait.js'
+
+const BIN = resolve('dist/cli/bin.js')
+const LEASE_MS = 1500
+
+interface Replica {
+  name: string
+  child: ChildProcess
+  url: string
+  home: string
+  stderr: () => string
+}
+
+let cluster: PostgresCluster
+let databaseUrl: string
+let model: FakeOpenAI
+/** The model's replies, read in order: each test appends its own, and the replicas ask in turn. */
+const script: ScriptEntry[] = []
+const replicas: Replica[] = []
+
+function serve(name: string, env: Record<string, string> = {}): Promise<Replica> {
+  const home = mkdtempSync(join(tmpdir(), `analyst-replica-${name}-`))
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--database-url', databaseUrl], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      ANALYST_HOME: home,
+      ANALYST_MODEL: 'openai-compatible:fake',
+      ANALYST_BASE_URL: model.url,
+      ANALYST_LEASE_MS: String(LEASE_MS),
+      ANALYST_POOL_SIZE: '0',
+      NO_COLOR: '1',
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  let output = ''
+  return new Promise((resolvePromise, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+      const url = output.match(/serving on (http:\/\/\S+)/)?.[1]
+      if (url) {
+        const replica = { name, child, url, home, stderr: () => output }
+        replicas.push(replica)
+        resolvePromise(replica)
+      }
+    })
+    child.once('exit', (code) => reject(new Error(`replica ${name} exited ${code}: ${output}`)))
+  })
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<unknown>((r) =>
+    child.exitCode !== null || child.signalCode !== null ? r(child.exitCode) : child.once('exit', r),
+  )
+
+async function newSession(replica: Replica): Promise<string> {
+  const response = await fetch(`${replica.url}/api/sessions`, { method: 'POST', body: '{}' })
+  return ((await response.json()) as { id: string }).id
+}
+
+async function detail(replica: Replica, id: string): Promise<SessionDetail> {
+  return (await (await fetch(`${replica.url}/api/sessions/${id}`)).json()) as SessionDetail
+}
+
+const answer = (events: SseEvent[]) =>
+  (events.find((e) => e.event === 'done')?.data.result as { answer?: string } | undefined)?.answer
+
+let a: Replica
+let b: Replica
+
+beforeAll(async () => {
+  cluster = await startPostgres()
+  databaseUrl = await cluster.createDatabase()
+  model = await startFakeOpenAI(script)
+  ;[a, b] = await Promise.all([serve('a'), serve('b')])
+}, 180_000)
+
+afterAll(async () => {
+  for (const replica of replicas) {
+    replica.child.kill('SIGKILL')
+    await exited(replica.child)
+    rmSync(replica.home, { recursive: true, force: true })
+  }
+  await model?.close()
+  await cluster?.stop()
+})
+
+describe('analyst serve replicas over PostgreSQL', () => {
+  it("a follow-up asked on B uses a variable from A's question: B rebuilds the state, A lets its sandbox go", async () => {
+    script.push({ code: 'x = 41' }, { content: 'Set.' })
+    const id = await newSession(a)
+    expect(answer(await askOverSse(a.url, id, 'Set x.'))).toBe('Set.')
+    script.push({ code: 'print(x + 1)' }, (request) => ({
+      content: lastObservation(request).includes('42') ? 'x + 1 is 42.' : 'x is gone.',
+    }))
+    const events = await askOverSse(b.url, id, 'What is x + 1?')
+    expect(events.find((e) => e.event === 'preparing')?.data).toMatchObject({ replaying: 1 })
+    expect(answer(events)).toBe('x + 1 is 42.')
+    // The session is B's now: A's sweep lets its sandbox go.
+    await waitFor(
+      async () => {
+        const metrics = await (await fetch(`${a.url}/metrics`)).text()
+        return /^analyst_live_sessions 0$/m.test(metrics)
+      },
+      { what: "A to let go of the session's sandbox" },
+    )
+    const stored = await detail(a, id)
+    expect(stored.runs.map((run) => [run.status, run.answer])).toEqual([
+      ['done', 'Set.'],
+      ['done', 'x + 1 is 42.'],
+    ])
+  }, 120_000)
+
+  it('two questions to one session sent to A and B at once are answered one after the other', async () => {
+    const id = await newSession(a)
+    // Serialized, the replicas ask the model in this order, whichever goes first.
+    script.push(
+      { code: "import time\nprint('one', flush=True)\ntime.sleep(1)" },
+      { content: 'First.' },
+      { code: "print('two')" },
+      { content: 'Second.' },
+    )
+    const [fromA, fromB] = await Promise.all([
+      askOverSse(a.url, id, 'Question A'),
+      askOverSse(b.url, id, 'Question B'),
+    ])
+    expect([answer(fromA), answer(fromB)].sort()).toEqual(['First.', 'Second.'])
+    const queued = [fromA, fromB].map((events) => events.find((e) => e.event === 'run-start')?.data.queued)
+    expect(queued.sort()).toEqual([false, true])
+    const [first, second] = (await detail(b, id)).runs
+    expect(first?.status).toBe('done')
+    expect(second?.status).toBe('done')
+    expect(Date.parse(second?.startedAt as string)).toBeGreaterThanOrEqual(
+      Date.parse(first?.finishedAt as string),
+    )
+  }, 120_000)
+
+  it('a client watching a run on A reconnects to B and gets the remaining steps as they are committed', async () => {
+    const id = await newSession(a)
+    script.push(
+      { code: "import time\nprint('step 1', flush=True)" },
+      { code: "time.sleep(1.5)\nprint('step 2')" },
+      { code: "time.sleep(1.5)\nprint('step 3')" },
+      { content: 'Three steps.' },
+    )
+    const controller = new AbortController()
+    let runId: string | undefined
+    const first = await fetch(`${a.url}/api/sessions/${id}/ask`, {
+      method: 'POST',
+      body: JSON.stringify({ question: 'Three steps, slowly.', keepRunning: true }),
+      signal: controller.signal,
+    })
+    for await (const event of readSse(first)) {
+      if (event.event === 'run-start') runId = event.data.runId as string
+      if (event.event === 'step-end') break // the connection drops after the first step
+    }
+    controller.abort()
+    expect(runId).toBeDefined()
+    const watched = await fetch(`${b.url}/api/sessions/${id}/runs/${runId}/events`)
+    expect(watched.status).toBe(200)
+    const events: SseEvent[] = []
+    for await (const event of readSse(watched)) events.push(event)
+    const steps = events
+      .filter((e) => e.event === 'step')
+      .map((e) => (e.data.step as { stdout: string }).stdout)
+    expect(steps).toEqual(['step 1\n', 'step 2\n', 'step 3\n'])
+    expect(events.at(-1)?.data).toMatchObject({
+      type: 'run-end',
+      run: { status: 'done', answer: 'Three steps.' },
+    })
+    expect((await fetch(`${b.url}/api/sessions/${id}/runs/nope/events`)).status).toBe(404)
+  }, 120_000)
+
+  it('kill -9 of A mid-run: B marks the run interrupted when the lease lapses, and the session goes on there', async () => {
+    const id = await newSession(a)
+    script.push(
+      { code: "kept = 'yes'\nprint('kept')" },
+      { code: "import time\nprint('waiting', flush=True)\ntime.sleep(120)" },
+    )
+    let runId: string | undefined
+    let killed = false
+    const gone = exited(a.child)
+    await askOverSse(a.url, id, 'Keep, then wait.', {}, (event) => {
+      if (event.event === 'run-start') runId = event.data.runId as string
+      if (event.event === 'stdout' && String(event.data.text).includes('waiting'))
+        killed = a.child.kill('SIGKILL')
+    }).catch(() => undefined)
+    expect(killed).toBe(true)
+    await gone
+    // A client that was watching on A reconnects to B: the committed step, then the run's end.
+    const watched: SseEvent[] = []
+    for await (const event of readSse(await fetch(`${b.url}/api/sessions/${id}/runs/${runId}/events`)))
+      watched.push(event)
+    expect(watched.map((e) => e.event)).toEqual(['step', 'run-end'])
+    expect(watched[1]?.data).toMatchObject({ run: { status: 'interrupted' } })
+    const stored = await detail(b, id)
+    expect(stored.status).toBe('interrupted')
+    expect(stored.runs[0]?.steps.map((step) => step.stdout)).toEqual(['kept\n'])
+
+    script.push({ code: 'print(kept)' }, (request) => ({
+      content: lastObservation(request).includes('yes') ? 'Still kept.' : 'Lost.',
+    }))
+    expect(answer(await askOverSse(b.url, id, 'Go on.'))).toBe('Still kept.')
+    expect((await detail(b, id)).runs.map((run) => run.status)).toEqual(['interrupted', 'done'])
+  }, 120_000)
+
+  it('quotas count over every replica: 429 with Retry-After and the limit; /metrics parses', async () => {
+    const sessions = ((await (await fetch(`${b.url}/api/sessions`)).json()) as unknown[]).length
+    const c = await serve('c', { ANALYST_QUOTA_SESSIONS: String(sessions + 1) })
+    expect((await fetch(`${c.url}/api/sessions`, { method: 'POST', body: '{}' })).status).toBe(201)
+    // The sessions made on A and B count too.
+    const over = await fetch(`${c.url}/api/sessions`, { method: 'POST', body: '{}' })
+    expect([over.status, over.headers.get('retry-after')]).toEqual([429, '60'])
+    expect(((await over.json()) as { error: { message: string } }).error.message).toBe(
+      `Over the quota of ${sessions + 1} sessions for this token`,
+    )
+    const families = parsePrometheus(await (await fetch(`${b.url}/metrics`)).text())
+    const names = families.map((family) => family.name)
+    for (const name of [
+      'analyst_live_sessions',
+      'analyst_runs_in_progress',
+      'analyst_questions_queued',
+      'analyst_pool_size',
+      'analyst_pool_hits',
+      'analyst_sandbox_create_seconds',
+      'analyst_cell_seconds',
+      'analyst_model_latency_seconds',
+      'analyst_model_tokens_total',
+      'analyst_blocked_total',
+      'analyst_http_requests_total',
+    ])
+      expect(names).toContain(name)
+    c.child.kill('SIGKILL')
+  }, 60_000)
+
+  it('SIGTERM drains: the run in progress finishes, new questions and /readyz get 503, the lease is released', async () => {
+    const d = await serve('d')
+    const id = await newSession(d)
+    script.push(
+      { code: "import time\nprint('working', flush=True)\ntime.sleep(4)" },
+      { content: 'Finished.' },
+    )
+    const gone = exited(d.child)
+    let stopped: Promise<unknown> | undefined
+    const asked = askOverSse(d.url, id, 'Work a while.', {}, (event) => {
+      if (event.event === 'stdout' && String(event.data.text).includes('working')) {
+        d.child.kill('SIGTERM')
+        stopped = (async () => {
+          await waitFor(async () => (await fetch(`${d.url}/readyz`)).status === 503, { what: 'D to drain' })
+          const refused = await fetch(`${d.url}/api/sessions/${id}/ask`, {
+            method: 'POST',
+            body: JSON.stringify({ question: 'More?' }),
+          })
+          return refused.status
+        })()
+      }
+    })
+    expect(answer(await asked)).toBe('Finished.')
+    expect(await stopped).toBe(503)
+    expect(await gone).toBe(0)
+    // Released, not left to lapse: B takes the session at once.
+    script.push({ content: 'Here.' })
+    const events = await askOverSse(b.url, id, 'Still there?')
+    expect(events.find((e) => e.event === 'run-start')?.data.queued).toBe(false)
+    expect(answer(events)).toBe('Here.')
+  }, 60_000)
+})
