@@ -16,7 +16,6 @@ import {
 } from '../../src/sandbox/jupyter/index.js'
 import { type RunningJupyter, startJupyterServer } from '../../src/test/jupyter-server.js'
 import { type FakeGateway, startFakeGateway } from '../support/fake-gateway.js'
-import { JUPYTER_KNOWN_DEFECTS } from './jupyter-known.js'
 
 let server: RunningJupyter
 let gateway: FakeGateway
@@ -47,7 +46,6 @@ describeConformance({
   name: 'jupyter (Enterprise Gateway)',
   create: (options = {}) => Sandbox.create({ provider, ...options }),
   capabilities: JUPYTER_GATEWAY_CAPABILITIES,
-  skip: JUPYTER_KNOWN_DEFECTS,
 })
 
 describe('jupyter engine on Enterprise Gateway', () => {

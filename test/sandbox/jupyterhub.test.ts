@@ -10,7 +10,6 @@ import { describeConformance } from '../../src/sandbox/conformance.case.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import { JUPYTER_CAPABILITIES, JupyterProvider } from '../../src/sandbox/jupyter/index.js'
 import { HUB_USER, type RunningHub, startJupyterHub } from '../support/jupyterhub.js'
-import { JUPYTER_KNOWN_DEFECTS } from './jupyter-known.js'
 
 let hub: RunningHub
 let recordDir: string
@@ -63,5 +62,4 @@ describeConformance({
   name: 'jupyter (JupyterHub)',
   create: (options = {}) => Sandbox.create({ provider, ...options }),
   capabilities: JUPYTER_CAPABILITIES,
-  skip: JUPYTER_KNOWN_DEFECTS,
 })

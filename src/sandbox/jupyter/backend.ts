@@ -101,6 +101,12 @@ function tracebackText(lines: unknown): string {
 /** How long a cell may be silent before the server is asked whether its kernel still runs it. */
 const WATCHDOG_MS = 2000
 
+/** How long a dead kernel is asked to go before it is left to the next start's clean-up. */
+const RETIRE_TIMEOUT_MS = 30_000
+
+/** How long a new kernel may take to answer its first request (the prelude). */
+const PRELUDE_TIMEOUT_MS = 60_000
+
 const RATE_LIMIT = /^IOPub (data|message) rate exceeded/
 
 /** One kernel of a sandbox: the default context or another. */
@@ -109,6 +115,12 @@ class Kernel {
   needsPrelude = true
   /** Why the kernel stopped between cells, told to the next cell. */
   lostBetweenCells: string | undefined
+  /**
+   * The kernel died: the next cell gets a new one. Waiting for the server's own restart instead
+   * raced it: a socket opened while the server restarts (on new ports, when the kernel died young)
+   * may reach nothing, and the next cell then hung.
+   */
+  replace = false
 
   constructor(
     public id: string,
@@ -165,10 +177,11 @@ class JupyterSandbox implements SandboxBackend {
     kernel.channel = channel
     channel.onKernelState = (state) => {
       if (state === 'restarting' || state === 'dead') {
-        // A restarted kernel may listen on new ports: a new socket reaches it, this one may not.
+        // The kernel died: the next cell starts a new one (see Kernel.replace).
         channel.close()
         kernel.needsPrelude = true
-        kernel.lostBetweenCells = `[The kernel had stopped since the last cell (the Jupyter server ${state === 'dead' ? 'could not restart it' : 'restarted it'}). ${STATE_LOST}]\n`
+        kernel.replace = true
+        kernel.lostBetweenCells = `[The kernel had stopped since the last cell; a new one was started. ${STATE_LOST}]\n`
         if (kernel === this.main) this.loseCommands(`its kernel ${state === 'dead' ? 'died' : 'restarted'}`)
       }
     }
@@ -178,10 +191,14 @@ class JupyterSandbox implements SandboxBackend {
   /** Runs the prelude in a kernel (new, or restarted: its state is gone). */
   async prepare(kernel: Kernel) {
     const orphans = kernel === this.main ? this.orphans.splice(0) : []
-    const reply = await kernel.channel.execute({
-      code: preludeCode({ workspace: this.workspace, cwd: kernel.cwd, envs: this.envs, orphans }),
-      silent: true,
-    })
+    // Bounded: a kernel that never answers its first request is an error, not a hang.
+    const silence = setTimeout(() => kernel.channel.close(), PRELUDE_TIMEOUT_MS)
+    const reply = await kernel.channel
+      .execute({
+        code: preludeCode({ workspace: this.workspace, cwd: kernel.cwd, envs: this.envs, orphans }),
+        silent: true,
+      })
+      .finally(() => clearTimeout(silence))
     if (reply.status !== 'ok') {
       throw new SandboxUnavailableError(
         `The Jupyter kernel could not be set up for Analyst: ${reply.ename}: ${reply.evalue}`,
@@ -214,6 +231,28 @@ class JupyterSandbox implements SandboxBackend {
     this.records.remove(id)
   }
 
+  /** Kernels that died and are being deleted while the server may still be restarting them. */
+  private readonly retiring = new Set<Promise<void>>()
+
+  /**
+   * Deletes a kernel that died, in the background. The server may be restarting it, and then
+   * ignores or refuses a delete: asked again until it is gone. Its record stays until then, so a
+   * crash meanwhile leaves it to the next start's clean-up of leftovers.
+   */
+  private retireKernel(id: string) {
+    const retired = (async () => {
+      const deadline = Date.now() + RETIRE_TIMEOUT_MS
+      while (Date.now() < deadline) {
+        await deleteKernel(this.http, id).catch(() => {})
+        const model = await getKernel(this.http, id).catch(() => null)
+        if (model === undefined) return this.records.remove(id)
+        await new Promise((resolve) => setTimeout(resolve, 500))
+      }
+    })()
+    this.retiring.add(retired)
+    void retired.catch(() => {}).finally(() => this.retiring.delete(retired))
+  }
+
   doExecute(options: DoExecuteOptions): Promise<void> {
     return this.enqueue(() => this.runCell(options))
   }
@@ -240,13 +279,16 @@ class JupyterSandbox implements SandboxBackend {
     if (kernel.channel.closed) {
       // Whatever a command sent while no socket listened is lost: it is ended (and killed) here.
       if (kernel === this.main) this.loseCommands('the connection to its kernel dropped')
-      if (!(await getKernel(this.http, kernel.id))) {
-        await this.dropKernel(kernel.id)
+      if (kernel.replace || !(await getKernel(this.http, kernel.id))) {
+        if (!kernel.replace) {
+          kernel.lostBetweenCells = `[The kernel was gone from the Jupyter server since the last cell; a new one was started. ${STATE_LOST}]\n`
+        }
+        this.retireKernel(kernel.id)
         const model = await startKernel(this.server, this.settings)
         this.records.add(this.http.baseUrl, model.id)
         kernel.id = model.id
         kernel.needsPrelude = true
-        kernel.lostBetweenCells = `[The kernel was gone from the Jupyter server since the last cell; a new one was started. ${STATE_LOST}]\n`
+        kernel.replace = false
       }
       this.attach(kernel, await KernelChannel.open(this.http, kernel.id))
     }
@@ -359,12 +401,14 @@ class JupyterSandbox implements SandboxBackend {
     } catch (error) {
       if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
       if (!(error instanceof KernelLost)) throw error
+      kernel.channel.close()
       kernel.needsPrelude = true
+      kernel.replace = true
       kernel.lostBetweenCells = undefined
       onEvent({
         type: 'error',
         name: 'KernelDied',
-        value: `The Python kernel died while running this cell (the Jupyter server ${error.state === 'dead' ? 'could not restart it' : 'restarted it'}). ${STATE_LOST}`,
+        value: `The Python kernel died while running this cell; the next cell runs in a new one. ${STATE_LOST}`,
         traceback: '',
       })
     } finally {
@@ -653,7 +697,7 @@ class JupyterSandbox implements SandboxBackend {
       await Promise.race([clear, new Promise((resolve) => setTimeout(resolve, 5000).unref())]).catch(() => {})
     }
     for (const kernel of kernels) kernel.channel.close()
-    await Promise.all(kernels.map((kernel) => this.dropKernel(kernel.id)))
+    await Promise.all([...kernels.map((kernel) => this.dropKernel(kernel.id)), ...this.retiring])
   }
 }
 
