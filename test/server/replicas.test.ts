@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import parsePrometheus from 'parse-prometheus-text-format'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/postgres.js'
 import {
@@ -24,7 +24,8 @@ import { askOverSse, readSse, type SseEvent } from '../support/sse.js'
 import { waitFor } from '../support/wait.js'
 
 const BIN = resolve('dist/cli/bin.js')
-const LEASE_MS = 1500
+// Long enough that a replica stalled by a loaded machine keeps its lease; short enough for the kill -9 case.
+const LEASE_MS = 5000
 
 interface Replica {
   name: string
@@ -85,8 +86,12 @@ async function detail(replica: Replica, id: string): Promise<SessionDetail> {
   return (await (await fetch(`${replica.url}/api/sessions/${id}`)).json()) as SessionDetail
 }
 
-const answer = (events: SseEvent[]) =>
-  (events.find((e) => e.event === 'done')?.data.result as { answer?: string } | undefined)?.answer
+/** The run's answer; a run that ended otherwise fails with the events it sent, to say why. */
+function answer(events: SseEvent[]): string | undefined {
+  const done = events.find((e) => e.event === 'done')
+  if (!done) throw new Error(`No answer; the run sent: ${JSON.stringify(events).slice(0, 2000)}`)
+  return (done.data.result as { answer?: string } | undefined)?.answer
+}
 
 let a: Replica
 let b: Replica
@@ -109,6 +114,11 @@ afterAll(async () => {
 })
 
 describe('analyst serve replicas over PostgreSQL', () => {
+  // Each test's replies only: the unread ones of a test that failed midway are dropped.
+  beforeEach(() => {
+    script.length -= model.remaining()
+  })
+
   it("a follow-up asked on B uses a variable from A's question: B rebuilds the state, A lets its sandbox go", async () => {
     script.push({ code: 'x = 41' }, { content: 'Set.' })
     const id = await newSession(a)
@@ -254,7 +264,7 @@ describe('analyst serve replicas over PostgreSQL', () => {
     ])
       expect(names).toContain(name)
     c.child.kill('SIGKILL')
-  }, 60_000)
+  }, 120_000)
 
   it('SIGTERM drains: the run in progress finishes, new questions and /readyz get 503, the lease is released', async () => {
     const d = await serve('d')
@@ -286,5 +296,5 @@ describe('analyst serve replicas over PostgreSQL', () => {
     const events = await askOverSse(b.url, id, 'Still there?')
     expect(events.find((e) => e.event === 'run-start')?.data.queued).toBe(false)
     expect(answer(events)).toBe('Here.')
-  }, 60_000)
+  }, 120_000)
 })
