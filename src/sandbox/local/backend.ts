@@ -104,7 +104,6 @@ class LocalSandbox implements SandboxBackend {
   private restart() {
     this.restarting ??= (async () => {
       try {
-        await this.home.beforeStart?.()
         this.kernel = await Kernel.start(this.home.spec)
         for (const context of this.contexts.values()) await this.kernel.createContext(context.id, context.cwd)
       } finally {

@@ -60,8 +60,6 @@ export interface Home {
   spec: KernelSpawnSpec
   /** How its kernel starts: forked from the template, or a bubblewrap of its own. */
   started: ColdStart
-  /** What must run before its kernel (re)starts: the template, when it died since. */
-  beforeStart?: () => Promise<unknown>
   /** Removes everything on the host: mount, cgroup, folders, uid. Synchronous (for the exit hook), idempotent. */
   release(): void
   /** The same, unmounting without blocking the event loop. */
@@ -160,6 +158,9 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
   const unregister = onExit(release)
   cleanups.push(unregister)
   try {
+    // Forked sandboxes have no network namespace with the host's network: those spawn.
+    const forkable = sandboxed && config.coldStart === 'fork' && !config.network && !forkUnsupported()
+    const template = forkable ? await sandboxTemplate(config.python).catch(() => undefined) : undefined
     let owner: { uid: number; gid: number } | undefined
     let cgroup: Cgroup | undefined
     if (sandboxed && isRoot) {
@@ -167,18 +168,15 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       cleanups.push(releaseUid)
       owner = { uid, gid: uid }
       // Asynchronously: under load a mount can take a while, and the event loop serves others meanwhile.
-      const mounted = await run('mount', [
-        '-t',
-        'tmpfs',
-        '-o',
-        `size=${config.limits.workspaceBytes},uid=${uid},gid=${uid},mode=0700,nosuid,nodev`,
-        'tmpfs',
-        work,
-      ]).then(
-        () => ({ status: 0 }),
-        () => ({ status: 1 }),
-      )
-      if (mounted.status === 0) writeFileSync(join(dir, MOUNT_MARK), '')
+      // A forked sandbox's launcher mounts it without starting a process.
+      const size = `size=${config.limits.workspaceBytes},uid=${uid},gid=${uid},mode=0700`
+      const mounted = template
+        ? await template.launcher.mount(work, size)
+        : await run('mount', ['-t', 'tmpfs', '-o', `${size},nosuid,nodev`, 'tmpfs', work]).then(
+            () => true,
+            () => false,
+          )
+      if (mounted) writeFileSync(join(dir, MOUNT_MARK), '')
       else chownSync(work, uid, uid)
       // tmpfs pages count as the sandbox's memory: the cgroup allows for a full workspace.
       cgroup = createCgroup(
@@ -217,14 +215,10 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     }
     const kernelConfig = JSON.stringify(kernelConfigObject)
     const source = installKernel()
-    // Forked sandboxes have no network namespace with the host's network: those spawn.
-    const forkable = sandboxed && config.coldStart === 'fork' && !config.network && !forkUnsupported()
-    const template = forkable ? await sandboxTemplate(config.python).catch(() => undefined) : undefined
     const started: ColdStart = template && owner ? 'fork' : 'spawn'
     let spec: KernelSpawnSpec
     if (template && owner) {
-      spec = forkSpec(config.python, template, {
-        launcher: join(source, 'analyst_launcher.py'),
+      spec = forkSpec(() => sandboxTemplate(config.python), {
         work,
         data,
         uid: owner.uid,
@@ -295,8 +289,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       }
       release()
     }
-    const beforeStart = started === 'fork' ? () => sandboxTemplate(config.python) : undefined
-    return { id, dir, workspace, cgroup, spec, started, beforeStart, release, releaseAsync }
+    return { id, dir, workspace, cgroup, spec, started, release, releaseAsync }
   } catch (error) {
     release()
     throw error

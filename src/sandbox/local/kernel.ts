@@ -33,6 +33,22 @@ export interface KernelSpawnSpec {
   seccompFile?: string
   /** Largest message line accepted from the kernel. */
   maxMessageBytes: number
+  /** Starts the kernel some other way than spawning `command` (forked from the template). */
+  launch?: () => Promise<KernelProcess>
+}
+
+/**
+ * A kernel's process as Kernel sees it: a ChildProcess, or a sandbox forked from the template
+ * (zygote.ts). stdio: output on 1 (and 2), requests on 3, messages on 4, bubblewrap's info on 5.
+ */
+export interface KernelProcess {
+  readonly pid?: number
+  /** The host PID of the jail's init, when known without bubblewrap's info fd. */
+  readonly jailInit?: number
+  readonly stdio: ReadonlyArray<Readable | Writable | null | undefined>
+  on(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this
+  ref(): void
+  unref(): void
 }
 
 /** The kernel process ended. `oom` when the cgroup's OOM killer fired. */
@@ -68,16 +84,17 @@ export class Kernel {
   dropped = 0
 
   private constructor(
-    private readonly child: ChildProcess,
+    private readonly child: KernelProcess,
     private readonly processGroup: boolean,
     maxMessageBytes: number,
   ) {
-    const stdio = child.stdio as unknown as [null, Readable, Readable, Writable, Readable]
+    const stdio = child.stdio as unknown as [null, Readable, Readable | null, Writable, Readable]
     this.requests = stdio[3]
     this.requests.on('error', () => {}) // the exit handler reports a dead kernel
+    this.jailInit = child.jailInit
     for (const stream of [stdio[1], stdio[2]]) {
       // Before the kernel redirects fd 1 and 2 (and for bwrap's own errors), output lands here.
-      stream.on('data', (chunk: Buffer) => {
+      stream?.on('data', (chunk: Buffer) => {
         this.diagnostics = (this.diagnostics + chunk.toString('utf8')).slice(-8192)
       })
     }
@@ -124,6 +141,7 @@ export class Kernel {
     spec: KernelSpawnSpec,
     options: { readyTimeoutMs?: number; keepAlive?: boolean } = {},
   ): Promise<Kernel> {
+    if (spec.launch) return Kernel.ready(await Kernel.launch(spec.launch), spec, options)
     const [command, args] = spec.cgroupProcs?.length
       ? [
           '/bin/sh',
@@ -179,6 +197,24 @@ export class Kernel {
         },
       )
     }
+    return Kernel.ready(child, spec, options)
+  }
+
+  private static async launch(launch: () => Promise<KernelProcess>): Promise<KernelProcess> {
+    try {
+      return await launch()
+    } catch (cause) {
+      const why = cause instanceof Error ? cause.message : String(cause)
+      throw new SandboxUnavailableError(`The sandbox failed to start: ${why}`, { cause })
+    }
+  }
+
+  /** Waits for the started process's kernel to say it is ready. */
+  private static async ready(
+    child: KernelProcess,
+    spec: KernelSpawnSpec,
+    options: { readyTimeoutMs?: number; keepAlive?: boolean },
+  ): Promise<Kernel> {
     const kernel = new Kernel(child, spec.processGroup ?? false, spec.maxMessageBytes)
     // Warm-pool kernels start with keepAlive false: they must not hold the host process open.
     if (options.keepAlive !== false) kernel.ref()

@@ -7,12 +7,15 @@
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
+import { EventEmitter } from 'node:events'
 import { mkdirSync } from 'node:fs'
+import type { Socket } from 'node:net'
 import { join } from 'node:path'
+import type { Readable, Writable } from 'node:stream'
 import { SandboxUnavailableError } from '../errors.js'
 import { bwrapArgs, kernelEnv, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
-import type { KernelSpawnSpec } from './kernel.js'
+import type { KernelProcess, KernelSpawnSpec } from './kernel.js'
 import type { PythonInfo } from './python.js'
 import { fontCache, getRuntime, isRoot, onExit } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
@@ -23,6 +26,8 @@ export type ColdStart = 'fork' | 'spawn'
 export interface Template {
   socket: string
   process: ChildProcess
+  /** The host's side of the template (analyst_launcher.py): starts each forked sandbox. */
+  launcher: Launcher
 }
 
 const templates = new Map<string, Promise<Template>>()
@@ -121,12 +126,184 @@ async function startTemplate(python: PythonInfo, kernelDir: string, preload: str
   // An idle template must not keep the host process running.
   child.unref()
   for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref(): void }).unref()
-  return { socket: join(socketDir, 'socket'), process: child }
+  const socket = join(socketDir, 'socket')
+  const launcher = new Launcher(python, join(kernelDir, 'analyst_launcher.py'), socket)
+  // One goes with the other: sandboxes of a template whose launcher died cannot be reached.
+  launcher.process.once('exit', () => child.kill('SIGKILL'))
+  child.once('exit', () => launcher.process.kill('SIGKILL'))
+  return { socket, process: child, launcher }
+}
+
+/** What the launcher reports about one sandbox, by its id. */
+type LauncherMessage =
+  | { type: 'handle'; id: string; name: 'io' | 'out' }
+  | { type: 'started'; id: string; pid: number }
+  | { type: 'exit'; id: string; code: number | null }
+  | { type: 'failed'; id: string; error: string }
+  | { type: 'mounted'; id: string; error: string | null }
+
+/**
+ * A sandbox forked from the template, as Kernel sees a process: its output on 1, one socket for
+ * requests (3) and messages (4), the jail's init as its pid.
+ */
+class ForkedKernel extends EventEmitter implements KernelProcess {
+  readonly stdio: ReadonlyArray<Readable | Writable | null | undefined>
+  private held = false
+
+  constructor(
+    readonly pid: number,
+    io: Socket,
+    out: Socket,
+    private readonly launcher: Launcher,
+  ) {
+    super()
+    this.stdio = [null, out, null, io, io, null]
+  }
+
+  get jailInit(): number {
+    return this.pid
+  }
+
+  ref() {
+    if (!this.held) this.launcher.hold(+1)
+    this.held = true
+  }
+
+  unref() {
+    if (this.held) this.launcher.hold(-1)
+    this.held = false
+  }
+
+  exited(code: number | null, signal: NodeJS.Signals | null) {
+    this.unref()
+    this.emit('exit', code, signal)
+  }
+}
+
+interface Starting {
+  io?: Socket
+  out?: Socket
+  pid?: number
+  resolve(kernel: ForkedKernel): void
+  reject(error: Error): void
+}
+
+/** The host's side of one template, spoken to over Node's IPC channel (fds travel on it). */
+export class Launcher {
+  readonly process: ChildProcess
+  private readonly starting = new Map<string, Starting>()
+  private readonly running = new Map<string, ForkedKernel>()
+  private readonly mounting = new Map<string, (error: string | null) => void>()
+  private holds = 0
+
+  constructor(python: PythonInfo, script: string, socket: string) {
+    this.process = spawn(python.executable, ['-I', '-S', script, socket], {
+      env: {},
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    })
+    const forget = onExit(() => this.process.kill('SIGKILL'))
+    let output = ''
+    this.process.stderr?.on('data', (chunk: Buffer) => {
+      output = (output + chunk.toString('utf8')).slice(-2048)
+    })
+    this.process.on('message', (message: LauncherMessage, handle?: Socket) => this.receive(message, handle))
+    this.process.once('exit', (code, signal) => {
+      forget()
+      const error = new SandboxUnavailableError(
+        `The sandbox launcher exited (${signal ?? `code ${code}`}): ${output.trim().slice(-300)}`,
+      )
+      for (const start of this.starting.values()) start.reject(error)
+      this.starting.clear()
+      for (const kernel of this.running.values()) kernel.exited(null, 'SIGKILL')
+      this.running.clear()
+      for (const mounted of this.mounting.values()) mounted('the launcher exited')
+    })
+    this.process.unref()
+    ;(this.process.stderr as unknown as { unref(): void } | null)?.unref()
+    this.process.channel?.unref()
+  }
+
+  /** Forks one sandbox; resolves once its init is in its cgroups and its pipes are here. */
+  start(request: ForkRequest): Promise<KernelProcess> {
+    const id = randomBytes(8).toString('hex')
+    const { env, work, data, cgroupProcs, ...rest } = request
+    return new Promise<KernelProcess>((resolve, reject) => {
+      this.hold(+1)
+      const done = () => {
+        this.starting.delete(id)
+        this.hold(-1)
+      }
+      this.starting.set(id, {
+        resolve: (kernel) => {
+          done()
+          resolve(kernel)
+        },
+        reject: (error) => {
+          done()
+          reject(error)
+        },
+      })
+      this.process.send({ type: 'start', id, work, data, cgroupProcs, env, request: rest })
+    })
+  }
+
+  /** Mounts a tmpfs at path (the `mount` options given), in the host's mount namespace; false if it could not. */
+  mount(path: string, options: string): Promise<boolean> {
+    const id = randomBytes(8).toString('hex')
+    return new Promise<boolean>((resolve) => {
+      if (this.process.exitCode !== null || this.process.signalCode !== null) return resolve(false)
+      this.hold(+1)
+      this.mounting.set(id, (error) => {
+        this.mounting.delete(id)
+        this.hold(-1)
+        resolve(error === null)
+      })
+      this.process.send({ type: 'mount', id, path, options })
+    })
+  }
+
+  /** While a sandbox is starting or busy, the IPC channel keeps the host's event loop running. */
+  hold(change: number) {
+    const before = this.holds
+    this.holds += change
+    if (before === 0 && this.holds > 0) this.process.channel?.ref()
+    else if (before > 0 && this.holds === 0) this.process.channel?.unref()
+  }
+
+  private receive(message: LauncherMessage, handle?: Socket) {
+    if (message.type === 'mounted') return this.mounting.get(message.id)?.(message.error)
+    const start = this.starting.get(message.id)
+    if (message.type === 'exit') {
+      const kernel = this.running.get(message.id)
+      this.running.delete(message.id)
+      kernel?.exited(message.code, null)
+      start?.reject(new SandboxUnavailableError(`The sandbox exited as it started (code ${message.code})`))
+      return
+    }
+    if (!start) {
+      handle?.destroy() // a sandbox that failed meanwhile
+      return
+    }
+    if (message.type === 'failed') {
+      start.io?.destroy()
+      start.out?.destroy()
+      start.reject(
+        new SandboxUnavailableError(`The sandbox template could not start a sandbox: ${message.error}`),
+      )
+      return
+    }
+    if (message.type === 'handle' && handle) start[message.name] = handle
+    if (message.type === 'started') start.pid = message.pid
+    if (start.io && start.out && start.pid) {
+      const kernel = new ForkedKernel(start.pid, start.io, start.out, this)
+      this.running.set(message.id, kernel)
+      start.resolve(kernel)
+    }
+  }
 }
 
 /** Everything the launcher needs to ask the template for one sandbox. */
 export interface ForkRequest {
-  launcher: string
   work: string
   data: string
   uid: number
@@ -137,15 +314,17 @@ export interface ForkRequest {
   cgroupProcs: string[]
 }
 
-/** The spec of a forked kernel: the launcher, spoken to like bubblewrap (pipes on 1-4, info on 5). */
-export function forkSpec(python: PythonInfo, template: Template, request: ForkRequest): KernelSpawnSpec {
-  const { launcher, env, work, data, cgroupProcs, ...rest } = request
+/**
+ * The spec of a forked kernel. It asks the template running when it starts, so that a kernel
+ * restarted after its template died comes from the new one.
+ */
+export function forkSpec(template: () => Promise<Template>, request: ForkRequest): KernelSpawnSpec {
   return {
-    command: python.executable,
-    args: ['-I', '-S', launcher, template.socket, work, data, cgroupProcs.join('\n'), JSON.stringify(rest)],
-    env,
-    infoFd: true,
+    command: 'the sandbox template',
+    args: [],
+    env: request.env,
     maxMessageBytes: 64 * 1024 * 1024,
+    launch: async () => (await template()).launcher.start(request),
   }
 }
 

@@ -636,8 +636,23 @@ def handle(request):
         send({'type': 'env-set', 'id': request.get('id')})
 
 
+def preload(names):
+    """Imports what every kernel needs before it is ready (a forked kernel finds it done)."""
+    for name in names or []:
+        try:
+            __import__(name)
+        except Exception:
+            pass
+    if 'pandas' in sys.modules:
+        import analyst_compat
+        analyst_compat.allow_packaged_xlrd()
+
+
 def main():
     global pipes, LIMITS, WORKDIR, CONFIG, BASE_ENV
+    # Only the protocol's fds go on: whatever the host inherited and did not mark close-on-exec
+    # (a parent's pipe, a socket) must not reach code.
+    os.closerange(5, os.sysconf('SC_OPEN_MAX'))
     # The environment commands start with: the kernel's, without what one cell sets for itself.
     BASE_ENV = dict(os.environ)
     CONFIG = config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
@@ -667,14 +682,7 @@ def main():
 
     os._exit = exit_after_output
     apply_limits(LIMITS)
-    for name in config.get('preload') or []:
-        try:
-            __import__(name)
-        except Exception:
-            pass
-    if 'pandas' in sys.modules:
-        import analyst_compat
-        analyst_compat.allow_packaged_xlrd()
+    preload(config.get('preload'))
     contexts['default'] = Context('default', WORKDIR)
     requests = queue.Queue()
     threading.Thread(target=io_loop, args=(requests, threading.get_ident()), daemon=True).start()

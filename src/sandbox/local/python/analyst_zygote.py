@@ -5,26 +5,26 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
      own PID, net, IPC and UTS namespaces, no host user namespace, so it keeps real capabilities
      to build jails). It imports numpy, pandas and matplotlib and never runs a line of user code.
      It listens on /tmp/.zygote/socket, a folder only root on the host can reach.
-  L  the launcher (analyst_launcher.py), started by the host per sandbox like bubblewrap is. It
-     clones the sandbox's workspace and data mounts (open_tree) and sends them, with the kernel's
-     pipes, to T.
-  G  forked by T into a new PID namespace (its init). It tells L its host PID (SCM_CREDENTIALS),
-     L moves it into the sandbox's cgroups, then G unshares mount, net, IPC, UTS and cgroup
-     namespaces, mounts the workspace at /home/user, data/ read-only, a fresh
+  L  the launcher (analyst_launcher.py): one per template, on the host, as root. For each
+     sandbox it clones the workspace and data mounts (open_tree) and sends them, with the
+     kernel's sockets, to T.
+  G  forked by T into a new PID namespace (its init). It tells L its host PID (SCM_CREDENTIALS);
+     while L moves it into the sandbox's cgroups, G unshares mount, net, IPC and UTS namespaces
+     (the cgroup namespace once it is in its cgroups: nothing is forked before), mounts the
+     workspace at /home/user, data/ read-only, a fresh
      /proc, a size-limited /tmp (hiding the template's, with its socket), /dev/shm and /dev/pts of
      its own. Then it empties the capability bounding set, takes the sandbox's own host uid (all
      capabilities gone), enters a user namespace of its own where that uid is 1000 (as in
      bubblewrap's jail; it owns no other namespace) and drops the capabilities it has there, sets
      no_new_privs and installs the seccomp filter (the one bubblewrap gets, plus no new user
      namespaces). It reaps orphans and exits with the kernel's status.
-  K  forked by G, with G's (lack of) privileges: the kernel. It closes every fd but 0-4, reseeds numpy's
-     generator (Python's random reseeds itself after fork), and runs analyst_kernel.main().
+  K  forked by G, with G's (lack of) privileges: the kernel. It reseeds numpy's generator (Python's
+     random reseeds itself after fork) and runs analyst_kernel.main(), which closes every fd but 0-4.
 Sandboxes from one template share only read-only mounts and the copy-on-write pages of the
 imported libraries. They cannot see each other or T: each is in its own PID namespace below T's.
 Python's hash seed is T's, shared by every sandbox forked from it.
 """
 
-import array
 import ctypes
 import json
 import os
@@ -147,7 +147,6 @@ def run_kernel(config):
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    os.closerange(5, os.sysconf('SC_OPEN_MAX'))
     os.chdir(HOME)
     os.environ.clear()
     os.environ.update(config['env'])
@@ -175,7 +174,7 @@ def loopback_up():
 
 
 def build_jail(config, work_fd, data_fd):
-    unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+    unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
     socket.sethostname('sandbox')
     loopback_up()
     mount(None, '/', None, MS_REC | MS_PRIVATE)
@@ -214,15 +213,20 @@ def run_init(conn, config, fds, seccomp):
         os.dup2(fd, target)
     for fd in {*moved, stdout, stderr, requests, messages} - {1, 2, 3, 4}:
         os.close(fd)
-    # The host learns our PID, as it sees it, and puts us in the sandbox's cgroups.
+    # The host learns our PID, as it sees it, and puts us in the sandbox's cgroups. Moving a
+    # process between cgroups waits for the kernel (an RCU grace period): the jail's mounts are
+    # built meanwhile, and nothing is forked before the host says it is done.
     creds = struct.pack('iII', os.getpid(), os.getuid(), os.getgid())
     conn.sendmsg([b'p'], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
-    if conn.recv(1) != b'g':
-        os._exit(70)
-    conn.close()
     build_jail(config, work_fd, data_fd)
     with open('/proc/sys/kernel/cap_last_cap') as f:
         last_cap = int(f.read())
+    if conn.recv(1) != b'g':
+        os._exit(70)
+    conn.close()
+    unshare(CLONE_NEWCGROUP)  # rooted at the sandbox's own cgroup, now that it is in it
+    # Before code can look at this process: nothing of the template's (its wake-up pipe) stays open.
+    os.closerange(5, os.sysconf('SC_OPEN_MAX'))
     # Nothing privileged is left to do: the init becomes as unprivileged as the kernel it forks
     # (same uid, no capabilities, same seccomp filter), so, as in bubblewrap's jail, code may look
     # at it (dumpable) and find nothing of the host. As PID 1 it gets no signal it does not handle.
@@ -391,18 +395,13 @@ def require_mount_api():
 
 
 def main():
+    os.closerange(3, os.sysconf('SC_OPEN_MAX'))  # nothing the host inherited reaches a sandbox
     require_mount_api()
     config = json.loads(sys.argv[1])
     sys.path.insert(0, os.path.dirname(__file__))
-    for name in config.get('preload') or []:
-        try:
-            __import__(name)
-        except Exception:
-            pass
-    import analyst_kernel  # noqa: F401  (its imports, paid once)
+    import analyst_kernel  # its imports, and the kernel's preloading, paid once for every sandbox
 
-    if 'pandas' in sys.modules:
-        import analyst_compat  # noqa: F401
+    analyst_kernel.preload(config.get('preload'))
     seccomp = bytes.fromhex(config.get('seccomp') or '')
     Template(seccomp).serve()
 
