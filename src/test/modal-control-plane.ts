@@ -90,8 +90,12 @@ class Stdio {
 
   changed(signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
-      this.waiters.push(resolve)
-      signal.addEventListener('abort', () => resolve(), { once: true })
+      const done = () => {
+        signal.removeEventListener('abort', done)
+        resolve()
+      }
+      this.waiters.push(done)
+      signal.addEventListener('abort', done, { once: true })
     })
   }
 

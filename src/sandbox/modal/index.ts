@@ -1,0 +1,7 @@
+/**
+ * The modal engine: Analyst's kernel in Modal Sandboxes (GPUs on request) through the official
+ * `modal` SDK, which loads only when this subpath (`analyst/sandbox/modal`) is imported.
+ * @module
+ */
+export { MODAL_CAPABILITIES, ModalProvider, type ModalProviderOptions } from './backend.js'
+export { DEFAULT_BASE_IMAGE, DEFAULT_PACKAGES, GPU_TYPES, parseGpu } from './settings.js'
