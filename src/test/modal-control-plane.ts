@@ -154,8 +154,6 @@ export interface FakeModal {
   /** Every control-plane and router call, in order: method name and request. */
   calls: Array<{ method: string; request: Request }>
   sandboxes: Map<string, FakeSandbox>
-  /** Images built (ImageGetOrCreate with a new definition). */
-  imagesBuilt: number
   /** The next `times` calls of a method fail with this status (Infinity: until cleared). */
   fail(method: string, code: Status, message?: string, times?: number): void
   clearFaults(): void
@@ -178,7 +176,6 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
   const sandboxes = new Map<string, FakeSandbox>()
   const byTask = new Map<string, FakeSandbox>()
   const faults = new Map<string, Fault>()
-  const images = new Set<string>()
   let routerUrl = ''
 
   const record = (method: string, request: Request) => {
@@ -256,7 +253,6 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
     },
     async imageGetOrCreate(request) {
       const key = JSON.stringify([request.image?.dockerfileCommands, request.image?.baseImages])
-      images.add(key)
       const id = `im-${Buffer.from(key).toString('base64url').slice(-22)}`
       return { imageId: id, result: { status: STATUS_SUCCESS } }
     },
@@ -449,9 +445,6 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
     tokenSecret,
     calls,
     sandboxes,
-    get imagesBuilt() {
-      return images.size
-    },
     fail(method, code, message = 'injected fault', times = Number.POSITIVE_INFINITY) {
       faults.set(method, { code, message, times })
     },

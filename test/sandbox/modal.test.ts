@@ -4,6 +4,7 @@
  * Modal's gRPC protocol with the SDK's own definitions, each exec a local bubblewrap jail. The
  * shared conformance suite, then what is the provider's own.
  */
+import { Status } from 'nice-grpc'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
 import { Sandbox } from '../../src/sandbox/index.js'
@@ -26,3 +27,81 @@ const create = (options: Parameters<typeof Sandbox.create>[0] = {}) =>
   Sandbox.create({ provider, ...options })
 
 describeConformance({ name: 'modal', create, capabilities: MODAL_CAPABILITIES })
+
+describe('modal provider', () => {
+  it('creates the sandbox with the network blocked and a timeout, builds the image once, and runs in it', async () => {
+    const before = fake.calls.length
+    const sandbox = await create()
+    try {
+      expect((await sandbox.runCode('import pandas as pd\nint(pd.Series([1, 2, 3]).sum())')).text).toBe('6')
+      const created = fake.calls.slice(before).find((call) => call.method === 'SandboxCreateV2')
+      expect(created?.request.definition.networkAccess.networkAccessType).toBe(2) // BLOCKED
+      expect(created?.request.definition.timeoutSecs).toBe(3600)
+      // Code cannot reach the network: the sandbox has none but loopback.
+      const probe = await sandbox.runCode(
+        "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    print('reached')\nexcept OSError as e:\n    print('blocked')",
+      )
+      expect(probe.logs.stdout).toEqual(['blocked\n'])
+      // The host's environment does not enter.
+      expect((await sandbox.runCode("import os\n'MODAL_SERVER_URL' in os.environ")).text).toBe('False')
+      // The image (Python 3.11 with the data stack) is built once for all the provider's sandboxes.
+      const builds = fake.calls.filter((call) => call.method === 'ImageGetOrCreate')
+      expect(builds.map((call) => call.request.image.dockerfileCommands)).toEqual([
+        ['FROM python:3.11-slim-bookworm'],
+        ['FROM base', expect.stringMatching(/^RUN pip install .*pandas.*statsmodels openpyxl$/)],
+      ])
+    } finally {
+      await sandbox.kill()
+    }
+    expect(fake.sandboxes.get(sandbox.sandboxId)?.terminated).toBe(true)
+  })
+
+  it('says what to set when there are no credentials', async () => {
+    const none = new ModalProvider({})
+    await expect(Sandbox.create({ provider: none })).rejects.toMatchObject({
+      name: 'SandboxUnavailableError',
+      message: 'Modal credentials are not set',
+      hint: expect.stringContaining('MODAL_TOKEN_ID'),
+    })
+  })
+
+  it('says the token was refused when Modal answers UNAUTHENTICATED', async () => {
+    const wrong = new ModalProvider({ tokenId: 'ak-wrong', tokenSecret: 'as-expired' })
+    await expect(Sandbox.create({ provider: wrong })).rejects.toMatchObject({
+      name: 'SandboxUnavailableError',
+      message: expect.stringContaining('Modal refused the credentials'),
+      hint: expect.stringContaining('expired'),
+    })
+  })
+
+  it('says Modal did not answer when it is UNAVAILABLE, after the SDK retried', async () => {
+    const before = fake.calls.length
+    fake.fail('SandboxCreateV2', Status.UNAVAILABLE, 'upstream connect error')
+    try {
+      await expect(create()).rejects.toMatchObject({
+        name: 'SandboxUnavailableError',
+        message: expect.stringContaining('Modal did not answer while creating a sandbox'),
+      })
+      // The SDK retried (3 times) before giving up.
+      expect(fake.calls.slice(before).filter((call) => call.method === 'SandboxCreateV2').length).toBe(4)
+    } finally {
+      fake.clearFaults()
+    }
+  })
+
+  it('ends a cell with a clear error, not a hang, when the kernel output stream drops, and goes on', async () => {
+    const sandbox = await create()
+    try {
+      await sandbox.runCode('kept = 1')
+      const execution = await sandbox.runCode("import time\nprint('started', flush=True)\ntime.sleep(30)", {
+        timeoutMs: 60_000,
+        onStdout: () => fake.dropStdio(sandbox.sandboxId),
+      })
+      expect(execution.error?.name).toBe('KernelDied')
+      expect(execution.error?.value).toMatch(/connection to it through Modal was lost/)
+      expect((await sandbox.runCode('2 * 21')).text).toBe('42')
+    } finally {
+      await sandbox.kill()
+    }
+  }, 60_000)
+})
