@@ -166,7 +166,11 @@ export class Analyst {
   }
 
   private get system(): string {
-    return systemPrompt({ mode: this.options.mode, dataDescription: this.options.dataDescription })
+    return systemPrompt({
+      mode: this.options.mode,
+      dataDescription: this.options.dataDescription,
+      gpu: this.options.sandbox.gpu,
+    })
   }
 
   /** New data files reached the sandbox: the next question's prompt describes them all. */

@@ -6,6 +6,8 @@
  */
 import { Status } from 'nice-grpc'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { systemPrompt } from '../../src/agent/prompt.js'
+import { createProvider } from '../../src/providers.js'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import { MODAL_CAPABILITIES, ModalProvider } from '../../src/sandbox/modal/index.js'
@@ -104,4 +106,37 @@ describe('modal provider', () => {
       await sandbox.kill()
     }
   }, 60_000)
+})
+
+describe('modal GPUs', () => {
+  it('asks Modal for the GPUs as gpuConfig, and the sandbox and the prompt know them', async () => {
+    const gpu = new ModalProvider({ tokenId: fake.tokenId, tokenSecret: fake.tokenSecret, gpu: 'a10g:2' })
+    const before = fake.calls.length
+    const sandbox = await Sandbox.create({ provider: gpu })
+    try {
+      // GPUs go through the SDK's first create call (SandboxCreate), which takes them.
+      const created = fake.calls.slice(before).find((call) => call.method === 'SandboxCreate')
+      expect(created?.request.definition.resources.gpuConfig).toMatchObject({ gpuType: 'A10G', count: 2 })
+      expect(sandbox.gpu).toBe('A10G:2')
+      expect((await sandbox.runCode("import os\nos.environ['ANALYST_GPU']")).text).toBe("'A10G:2'")
+      expect(systemPrompt({ mode: 'tools', dataDescription: '', gpu: sandbox.gpu })).toContain(
+        'A GPU is attached (A10G:2',
+      )
+      expect(systemPrompt({ mode: 'tools', dataDescription: '' })).not.toContain('GPU')
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it('refuses GPUs it does not know, and engines that cannot give one refuse --gpu', async () => {
+    expect(() => new ModalProvider({ gpu: 'Z80' })).toThrow(/not a GPU Modal offers/)
+    await expect(createProvider('local', { gpu: 'T4', env: {} })).rejects.toMatchObject({
+      name: 'InvalidArgumentError',
+      message: 'The local engine cannot give a GPU (--gpu T4)',
+      hint: expect.stringContaining('--sandbox modal'),
+    })
+    await expect(createProvider('e2b', { env: { ANALYST_GPU: 'H100', E2B_API_KEY: 'k' } })).rejects.toThrow(
+      /cannot give a GPU/,
+    )
+  })
 })

@@ -31,6 +31,9 @@ export interface AnalysisOptions {
   sandbox?: string
   /** --jupyter-kernel */
   jupyterKernel?: string
+  /** --gpu and --image (the modal engine) */
+  gpu?: string
+  image?: string
   /** Recorded replies to replay instead of a model (the demo). */
   replay?: string
   /** Continue this stored session (its id or a unique prefix). */

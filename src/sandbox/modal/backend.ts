@@ -108,6 +108,7 @@ interface CommandResult {
 class ModalSandbox implements SandboxBackend {
   readonly specificationVersion = 'v1'
   readonly provider = 'modal'
+  readonly gpu: string | undefined
   private readonly contexts = new Map<string, Context>()
   private queue: Promise<unknown> = Promise.resolve()
   private restarting: Promise<void> | undefined
@@ -123,7 +124,10 @@ class ModalSandbox implements SandboxBackend {
     private readonly startKernel: () => Promise<ModalKernel>,
     private readonly limits: SandboxLimits,
     private readonly interruptGraceMs: number,
-  ) {}
+    gpu: string | undefined,
+  ) {
+    this.gpu = gpu
+  }
 
   get sandboxId(): string {
     return this.sdk.sandboxId
@@ -614,7 +618,7 @@ export class ModalProvider implements SandboxProvider {
       await sdk.terminate().catch(() => {})
       throw fromModal(error, 'starting the kernel')
     }
-    const backend = new ModalSandbox(sdk, kernel, startKernel, limits, interruptGraceMs)
+    const backend = new ModalSandbox(sdk, kernel, startKernel, limits, interruptGraceMs, this.gpu)
     if (!this.told) {
       this.told = true
       process.emitWarning(`On Modal, ${missingCapabilities(this.capabilities).join('; ')}.`, 'AnalystWarning')

@@ -4,4 +4,5 @@
  * @module
  */
 export { MODAL_CAPABILITIES, ModalProvider, type ModalProviderOptions } from './backend.js'
-export { DEFAULT_BASE_IMAGE, DEFAULT_PACKAGES, GPU_TYPES, parseGpu } from './settings.js'
+export { checkModal } from './check.js'
+export { DEFAULT_BASE_IMAGE, DEFAULT_PACKAGES, GPU_TYPES, modalSettings, parseGpu } from './settings.js'

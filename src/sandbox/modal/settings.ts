@@ -94,3 +94,23 @@ export function fromModal(error: unknown, doing: string): Error {
   if (error instanceof AnalystError) return error
   return new SandboxError(`Modal failed while ${doing}: ${message}`, { cause: error })
 }
+
+/** The engine's settings from its environment variables and the command line's flags. */
+export function modalSettings(
+  env: NodeJS.ProcessEnv,
+  flags: { gpu?: string; image?: string } = {},
+): {
+  tokenId?: string
+  tokenSecret?: string
+  environment?: string
+  image?: string
+  gpu?: string
+} {
+  return {
+    tokenId: env.MODAL_TOKEN_ID || undefined,
+    tokenSecret: env.MODAL_TOKEN_SECRET || undefined,
+    environment: env.MODAL_ENVIRONMENT || undefined,
+    image: flags.image ?? (env.ANALYST_MODAL_IMAGE || undefined),
+    gpu: flags.gpu ?? (env.ANALYST_GPU || undefined),
+  }
+}
