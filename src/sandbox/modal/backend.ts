@@ -9,7 +9,6 @@
  */
 import { randomBytes } from 'node:crypto'
 import { createReadStream, statSync } from 'node:fs'
-import mime from 'mime-types'
 import type { App, Image, ModalClient, Sandbox as ModalSdkSandbox } from 'modal'
 import type {
   CommandProcess,
@@ -24,7 +23,7 @@ import type {
   SandboxProvider,
 } from '../backend.js'
 import { assertSupported, FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
-import { CellOutput, CommandOutput, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
+import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
 import {
   InvalidArgumentError,
   NotFoundError,
@@ -32,10 +31,12 @@ import {
   SandboxUnavailableError,
   sandboxKilled,
 } from '../errors.js'
+import { runKernelCell } from '../local/cell.js'
 import { kernelEnv } from '../local/jail.js'
 import { resolveLimits } from '../local/limits.js'
 import type { Artifact } from '../messaging.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
+import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
 import { KernelStopped, ModalKernel } from './kernel.js'
 import { CREDENTIALS_HINT, DEFAULT_BASE_IMAGE, DEFAULT_PACKAGES, fromModal, parseGpu } from './settings.js'
 
@@ -80,8 +81,6 @@ export const MODAL_CAPABILITIES: SandboxCapabilities = {
 }
 
 const DATA = `${SANDBOX_HOME}/data`
-/** Lists the workspace's files (size and time) after each cell, to tell the cell's artifacts. */
-const SNAPSHOT = `find ${SANDBOX_HOME} -path ${DATA} -prune -o -type f -printf '%P\\t%s\\t%T@\\n' 2>/dev/null | head -n 20000`
 /** Bytes per stdin message of a file moving in. */
 const CHUNK = 1024 * 1024
 
@@ -201,55 +200,18 @@ class ModalSandbox implements SandboxBackend {
       this.snapshot = await this.files().catch(() => this.snapshot)
       this.stale = false
     }
-    const id = randomBytes(8).toString('hex')
-    const output = new CellOutput(onEvent, this.limits)
-    let sawError = false
-    let stopped: 'timeout' | 'abort' | undefined
-    let killedByUs = false
-    let graceTimer: NodeJS.Timeout | undefined
     const seconds = options.timeoutMs / 1000
-    const stop = (reason: 'timeout' | 'abort') => {
-      if (stopped) return
-      stopped = reason
-      kernel.interrupt(id)
-      graceTimer = setTimeout(() => {
-        killedByUs = true
-        kernel.kill(0).catch(() => {})
-      }, this.interruptGraceMs)
-    }
-    const timer = setTimeout(() => stop('timeout'), options.timeoutMs)
-    const onAbort = () => stop('abort')
-    options.signal?.addEventListener('abort', onAbort, { once: true })
-    let count: number | null = null
-    try {
-      count = await kernel.execute(
-        { type: 'execute', id, code: options.code, context: contextId, envs: options.envs },
-        (message) => {
-          switch (message.type) {
-            case 'stdout':
-            case 'stderr':
-              return output.output(message.type, message.text)
-            case 'truncated':
-              return output.truncate()
-            case 'result':
-              return output.result(message.bundle, message.main)
-            case 'error':
-              sawError = true
-              if (stopped === 'timeout' && message.name === 'KeyboardInterrupt') {
-                return onEvent(timeoutError(seconds, message.traceback))
-              }
-              return onEvent({
-                type: 'error',
-                name: message.name,
-                value: message.value,
-                traceback: message.traceback,
-              })
-          }
-        },
-      )
-      if (stopped === 'timeout' && !sawError) onEvent(timeoutError(seconds))
-    } catch (error) {
-      if (!(error instanceof KernelStopped)) throw error
+    const { count, stopped, killedByUs, exit } = await runKernelCell(
+      {
+        execute: kernel.execute.bind(kernel),
+        interrupt: kernel.interrupt.bind(kernel),
+        kill: () => kernel.kill(0),
+      },
+      options,
+      { limits: this.limits, interruptGraceMs: this.interruptGraceMs },
+    )
+    if (exit !== undefined) {
+      if (!(exit instanceof KernelStopped)) throw exit
       if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
       onEvent({
         type: 'error',
@@ -257,15 +219,11 @@ class ModalSandbox implements SandboxBackend {
           ? killedError(stopped, seconds)
           : {
               name: 'KernelDied',
-              value: `The Python kernel ${error.lost ? 'was lost' : 'died'} while running this cell (${this.describe(error)}). ${STATE_LOST}`,
-              traceback: error.output.trim().split('\n').slice(-20).join('\n'),
+              value: `The Python kernel ${exit.lost ? 'was lost' : 'died'} while running this cell (${this.describe(exit)}). ${STATE_LOST}`,
+              traceback: exit.output.trim().split('\n').slice(-20).join('\n'),
             }),
       })
       this.restart()
-    } finally {
-      clearTimeout(timer)
-      clearTimeout(graceTimer)
-      options.signal?.removeEventListener('abort', onAbort)
     }
     for (const artifact of await this.artifacts().catch(() => [])) onEvent({ type: 'artifact', artifact })
     onEvent({ type: 'finish', executionCount: count ?? undefined })
@@ -327,29 +285,15 @@ class ModalSandbox implements SandboxBackend {
   }
 
   private async files(): Promise<Map<string, string>> {
-    const { stdout } = await this.command(SNAPSHOT)
-    const files = new Map<string, string>()
-    for (const line of stdout.toString('utf8').split('\n')) {
-      const [name, size, time] = line.split('\t')
-      if (name && size !== undefined) files.set(name, `${size}:${time}`)
-    }
-    return files
+    const { stdout } = await this.command(WORKSPACE_LISTING)
+    return parseListing(stdout.toString('utf8'))
   }
 
   private async artifacts(): Promise<Artifact[]> {
     const now = await this.files()
-    const changed: Artifact[] = []
-    for (const [name, state] of now) {
-      if (this.snapshot.get(name) === state) continue
-      changed.push({
-        name,
-        path: `${SANDBOX_HOME}/${name}`,
-        size: Number(state.split(':')[0]),
-        mimeType: mime.lookup(name) || 'application/octet-stream',
-      })
-    }
+    const changed = changedFiles(this.snapshot, now)
     this.snapshot = now
-    return changed.sort((a, b) => a.name.localeCompare(b.name))
+    return changed
   }
 
   async doCreateContext(options: { cwd?: string }): Promise<Context> {
