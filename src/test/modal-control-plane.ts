@@ -19,6 +19,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { compileFunction } from 'node:vm'
+import { Decoder, Encoder } from 'cbor-x'
 import { type CallContext, createServer, type Server, ServerError, Status } from 'nice-grpc'
 import { bwrapArgs } from '../sandbox/local/jail.js'
 import { getRuntime } from '../sandbox/local/runtime.js'
@@ -50,8 +51,14 @@ export function modalDefinitions(): Definitions {
   return definitions
 }
 
+/** The SDK's CBOR settings (serialization.ts): plain maps, byte strings untagged. */
+const CBOR = { mapsAsObjects: true, useRecords: false, tagUint8Array: false, useTag259ForMaps: false }
+const cbor = { encoder: new Encoder(CBOR), decoder: new Decoder(CBOR) }
+const DATA_FORMAT_CBOR = 4
+
 /** A GenericResult status (api.proto). */
 const STATUS_SUCCESS = 1
+const STATUS_FAILURE = 2
 const STATUS_TERMINATED = 3
 const NETWORK_BLOCKED = 2
 
@@ -157,6 +164,15 @@ export interface FakeModal {
   /** The next `times` calls of a method fail with this status (Infinity: until cleared). */
   fail(method: string, code: Status, message?: string, times?: number): void
   clearFaults(): void
+  /**
+   * Deploys a function: `APP/NAME` then answers FunctionGet, and its calls (FunctionMap, then
+   * FunctionGetOutputs) run `handler` with the decoded arguments. A thrown error is the call's failure.
+   */
+  deployFunction(
+    app: string,
+    name: string,
+    handler: (args: unknown[], kwargs: Record<string, unknown>) => unknown,
+  ): void
   /** Ends every open output stream of the sandbox's execs now, and later reads of them at once. */
   dropStdio(sandboxId: string): void
   close(): Promise<void>
@@ -177,6 +193,9 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
   const byTask = new Map<string, FakeSandbox>()
   const faults = new Map<string, Fault>()
   let routerUrl = ''
+  type Handler = (args: unknown[], kwargs: Record<string, unknown>) => unknown
+  const functions = new Map<string, { id: string; handler: Handler }>()
+  const functionCalls = new Map<string, Promise<{ ok: boolean; value?: unknown; error?: string }>>()
 
   const record = (method: string, request: Request) => {
     calls.push({ method, request })
@@ -297,6 +316,58 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
         metadata: undefined,
       }
     },
+  }
+  control.functionGet = async (request) => {
+    const found = functions.get(`${request.appName}/${request.objectTag}`)
+    if (!found)
+      throw new ServerError(Status.NOT_FOUND, `Function ${request.appName}/${request.objectTag} not found`)
+    return {
+      functionId: found.id,
+      handleMetadata: {
+        functionName: request.objectTag,
+        supportedInputFormats: [DATA_FORMAT_CBOR],
+        supportedOutputFormats: [DATA_FORMAT_CBOR],
+      },
+    }
+  }
+  control.functionMap = async (request) => {
+    const found = [...functions.values()].find((f) => f.id === request.functionId)
+    if (!found) throw new ServerError(Status.NOT_FOUND, `Function ${request.functionId} not found`)
+    const input = request.pipelinedInputs?.[0]?.input
+    const [args, kwargs] = cbor.decoder.decode(Buffer.from(input?.args ?? [])) as [
+      unknown[],
+      Record<string, unknown>,
+    ]
+    const id = `fc-${alnum(20)}`
+    functionCalls.set(
+      id,
+      Promise.resolve()
+        .then(() => found.handler(args, kwargs))
+        .then(
+          (value) => ({ ok: true, value }),
+          (error: unknown) => ({ ok: false, error: String((error as Error)?.message ?? error) }),
+        ),
+    )
+    return {
+      functionCallId: id,
+      functionCallJwt: jwt({ fc: id }),
+      pipelinedInputs: [{ idx: 0, inputJwt: jwt({ in: id }) }],
+    }
+  }
+  control.functionGetOutputs = async (request) => {
+    const call = functionCalls.get(request.functionCallId)
+    if (!call) throw new ServerError(Status.NOT_FOUND, `Function call ${request.functionCallId} not found`)
+    const waited = await Promise.race([
+      call,
+      new Promise<undefined>((resolve) =>
+        setTimeout(resolve, Math.min(Number(request.timeout ?? 0), 5) * 1000),
+      ),
+    ])
+    if (!waited) return { outputs: [] }
+    const result = waited.ok
+      ? { status: STATUS_SUCCESS, data: cbor.encoder.encode(waited.value) }
+      : { status: STATUS_FAILURE, exception: waited.error, traceback: '' }
+    return { outputs: [{ idx: 0, result, dataFormat: DATA_FORMAT_CBOR }] }
   }
   control.sandboxGetTaskIdV2 = control.sandboxGetTaskId as (typeof control)[string]
   control.sandboxTerminateV2 = control.sandboxTerminate as (typeof control)[string]
@@ -445,6 +516,9 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
     tokenSecret,
     calls,
     sandboxes,
+    deployFunction(app, name, handler) {
+      functions.set(`${app}/${name}`, { id: `fu-${alnum(20)}`, handler })
+    },
     fail(method, code, message = 'injected fault', times = Number.POSITIVE_INFINITY) {
       faults.set(method, { code, message, times })
     },

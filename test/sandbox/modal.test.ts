@@ -10,7 +10,13 @@ import { systemPrompt } from '../../src/agent/prompt.js'
 import { createProvider } from '../../src/providers.js'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
 import { Sandbox } from '../../src/sandbox/index.js'
-import { MODAL_CAPABILITIES, ModalProvider } from '../../src/sandbox/modal/index.js'
+import {
+  MODAL_CAPABILITIES,
+  ModalProvider,
+  parseModalTool,
+  toolDescription,
+  toolName,
+} from '../../src/sandbox/modal/index.js'
 import { type FakeModal, startFakeModal } from '../../src/test/modal-control-plane.js'
 
 let fake: FakeModal
@@ -138,5 +144,50 @@ describe('modal GPUs', () => {
     await expect(createProvider('e2b', { env: { ANALYST_GPU: 'H100', E2B_API_KEY: 'k' } })).rejects.toThrow(
       /cannot give a GPU/,
     )
+  })
+})
+
+describe('modal functions as tools', () => {
+  const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3])
+  beforeAll(() => {
+    fake.deployFunction('sd', 'generate', (args, kwargs) => ({
+      prompt: args[0],
+      seed: kwargs.seed,
+      image: PNG,
+    }))
+    fake.deployFunction('sd', 'broken', () => {
+      throw new Error('CUDA out of memory')
+    })
+    fake.deployFunction('sd', 'slow', () => new Promise((resolve) => setTimeout(() => resolve('late'), 3000)))
+  })
+
+  it('calls a deployed function with .remote(): text back for the model, bytes as files', async () => {
+    const spec = parseModalTool('sd/generate=makes an image from a prompt')
+    expect(spec).toEqual({ app: 'sd', function: 'generate', description: 'makes an image from a prompt' })
+    expect(toolName(spec)).toBe('modal_sd_generate')
+    expect(toolDescription(spec)).toContain('makes an image from a prompt')
+    const outcome = await provider.functions().call(spec, { args: ['a red bicycle'], kwargs: { seed: 7 } })
+    expect(outcome.ok).toBe(true)
+    expect(outcome.files).toEqual([{ name: 'modal_sd_generate-image.png', data: PNG, mimeType: 'image/png' }])
+    expect(JSON.parse(outcome.observation)).toEqual({
+      prompt: 'a red bicycle',
+      seed: 7,
+      image: '<11 bytes, saved as modal_sd_generate-image.png>',
+    })
+    const map = fake.calls.filter((call) => call.method === 'FunctionMap').at(-1)
+    expect(map?.request.pipelinedInputs[0].input.dataFormat).toBe(4) // CBOR
+  })
+
+  it('gives failures, timeouts and unknown functions to the model as observations', async () => {
+    const broken = await provider.functions().call(parseModalTool('sd/broken'), {})
+    expect(broken).toMatchObject({ ok: false, files: [] })
+    expect(broken.observation).toMatch(/sd\/broken failed: .*CUDA out of memory/)
+    const slow = await provider.functions(500).call(parseModalTool('sd/slow'), {})
+    expect(slow.observation).toMatch(/sd\/slow failed: no answer within 0.5 s/)
+    const missing = await provider.functions().call(parseModalTool('sd/nothing'), {})
+    expect(missing.observation).toMatch(/No function nothing is deployed in the Modal app sd/)
+    const invalid = await provider.functions().call(parseModalTool('sd/generate'), { args: 'x' })
+    expect(invalid.observation).toMatch(/invalid arguments/)
+    expect(() => parseModalTool('no-slash')).toThrow(/is not a Modal function/)
   })
 })

@@ -37,6 +37,7 @@ import { resolveLimits } from '../local/limits.js'
 import type { Artifact } from '../messaging.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
 import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
+import { ModalFunctions } from './functions.js'
 import { KernelStopped, ModalKernel } from './kernel.js'
 import { CREDENTIALS_HINT, DEFAULT_BASE_IMAGE, DEFAULT_PACKAGES, fromModal, parseGpu } from './settings.js'
 
@@ -469,6 +470,11 @@ export class ModalProvider implements SandboxProvider {
   /** The GPUs each sandbox gets, as Modal spells them (`A10G`, `H100:2`), if any. */
   get gpuSpec(): string | undefined {
     return this.gpu
+  }
+
+  /** The account's deployed functions, called as tools (--modal-tool), through this provider's client. */
+  functions(timeoutMs?: number): ModalFunctions {
+    return new ModalFunctions(() => this.sdkClient(), timeoutMs)
   }
 
   private sdkClient(): Promise<ModalClient> {

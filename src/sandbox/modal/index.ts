@@ -5,4 +5,12 @@
  */
 export { MODAL_CAPABILITIES, ModalProvider, type ModalProviderOptions } from './backend.js'
 export { checkModal } from './check.js'
+export {
+  ModalFunctions,
+  type ModalToolSpec,
+  parseModalTool,
+  type ToolOutcome,
+  toolDescription,
+  toolName,
+} from './functions.js'
 export { DEFAULT_BASE_IMAGE, DEFAULT_PACKAGES, GPU_TYPES, modalSettings, parseGpu } from './settings.js'
