@@ -190,6 +190,11 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       .addOption(jupyterKernelOption())
       .addOption(gpuOption())
       .addOption(imageOption())
+      .option(
+        '--modal-tool <app/function>',
+        'a function deployed on Modal, offered to the model as a tool; =DESCRIPTION tells what it does (repeatable; MODAL_TOKEN_ID/SECRET)',
+        collect,
+      )
       .addOption(
         new Option('--replay <file>', 'replay recorded model replies instead of calling a model').hideHelp(),
       )
@@ -208,6 +213,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     isolation: options.isolation === false ? 'none' : 'sandbox',
     sandbox: options.sandbox as string | undefined,
     ...engineFlags(options),
+    modalTool: options.modalTool as string[] | undefined,
     replay: options.replay as string | undefined,
     session: options.session as string | undefined,
     cwd: process.cwd(),

@@ -6,13 +6,16 @@
  */
 import { Status } from 'nice-grpc'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type AgentEvent, Analyst } from '../../src/agent/index.js'
 import { systemPrompt } from '../../src/agent/prompt.js'
+import { ScriptedModel } from '../../src/models/scripted.js'
 import { createProvider } from '../../src/providers.js'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import {
   MODAL_CAPABILITIES,
   ModalProvider,
+  modalTools,
   parseModalTool,
   toolDescription,
   toolName,
@@ -189,5 +192,48 @@ describe('modal functions as tools', () => {
     const invalid = await provider.functions().call(parseModalTool('sd/generate'), { args: 'x' })
     expect(invalid.observation).toMatch(/invalid arguments/)
     expect(() => parseModalTool('no-slash')).toThrow(/is not a Modal function/)
+  })
+})
+
+describe('modal functions in the analysis loop', () => {
+  it('offers the function to the model, saves what it returns as the step artifacts, and code can read them', async () => {
+    fake.deployFunction('sd', 'generate', () => ({ image: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 9, 9]) }))
+    const tools = await modalTools(['sd/generate=makes an image from a prompt'], {
+      tokenId: fake.tokenId,
+      tokenSecret: fake.tokenSecret,
+    })
+    await expect(
+      modalTools(['sd/absent'], { tokenId: fake.tokenId, tokenSecret: fake.tokenSecret }),
+    ).rejects.toThrow(/No function absent is deployed/)
+    const sandbox = await create()
+    const scripted = new ScriptedModel([
+      { toolCall: { name: 'modal_sd_generate', input: JSON.stringify({ args: ['a red bicycle'] }) } },
+      { code: "import os\nprint(os.path.getsize('modal_sd_generate-image.png'))" },
+      { text: 'The image has 6 bytes.' },
+    ])
+    try {
+      const analyst = new Analyst({ model: scripted, mode: 'tools', sandbox, dataDescription: '', tools })
+      const events: AgentEvent[] = []
+      for await (const event of analyst.ask('Draw a red bicycle')) events.push(event)
+      const offered = (scripted.calls[0]?.tools ?? []).map((tool) => tool.name)
+      expect(offered).toEqual(['run_python', 'modal_sd_generate'])
+      expect(
+        events.filter((e) => e.type === 'artifact').map((e) => e.type === 'artifact' && e.artifact),
+      ).toEqual([
+        {
+          name: 'modal_sd_generate-image.png',
+          path: '/home/user/modal_sd_generate-image.png',
+          size: 6,
+          mimeType: 'image/png',
+        },
+      ])
+      const observations = events.flatMap((e) => (e.type === 'observation' ? [e.text] : []))
+      expect(observations[0]).toContain('saved as modal_sd_generate-image.png')
+      expect(observations[1]).toContain('6')
+      const done = events.at(-1)
+      expect(done?.type === 'done' && done.result.answer).toBe('The image has 6 bytes.')
+    } finally {
+      await sandbox.kill()
+    }
   })
 })

@@ -28,7 +28,6 @@ import {
   InvalidArgumentError,
   NotFoundError,
   SandboxError,
-  SandboxUnavailableError,
   sandboxKilled,
 } from '../errors.js'
 import { runKernelCell } from '../local/cell.js'
@@ -37,9 +36,9 @@ import { resolveLimits } from '../local/limits.js'
 import type { Artifact } from '../messaging.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
 import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
-import { ModalFunctions } from './functions.js'
+import { createModalClient, ModalFunctions } from './functions.js'
 import { KernelStopped, ModalKernel } from './kernel.js'
-import { CREDENTIALS_HINT, DEFAULT_BASE_IMAGE, DEFAULT_PACKAGES, fromModal, parseGpu } from './settings.js'
+import { DEFAULT_BASE_IMAGE, DEFAULT_PACKAGES, fromModal, parseGpu } from './settings.js'
 
 export interface ModalProviderOptions {
   /** @default MODAL_TOKEN_ID, else ~/.modal.toml */
@@ -478,18 +477,7 @@ export class ModalProvider implements SandboxProvider {
   }
 
   private sdkClient(): Promise<ModalClient> {
-    this.client ??= (async () => {
-      const { ModalClient } = await import('modal')
-      const { tokenId, tokenSecret, environment } = this.options
-      const client = new ModalClient({
-        ...(tokenId || tokenSecret ? { tokenId, tokenSecret } : {}),
-        ...(environment ? { environment } : {}),
-      })
-      if (!client.profile.tokenId || !client.profile.tokenSecret) {
-        throw new SandboxUnavailableError('Modal credentials are not set', { hint: CREDENTIALS_HINT })
-      }
-      return client
-    })()
+    this.client ??= createModalClient(this.options)
     this.client.catch(() => {
       this.client = undefined
     })

@@ -7,8 +7,29 @@
  * @module
  */
 import type { ModalClient } from 'modal'
-import { InvalidArgumentError } from '../../errors.js'
-import { fromModal } from './settings.js'
+import { InvalidArgumentError, SandboxUnavailableError } from '../../errors.js'
+import { CREDENTIALS_HINT, fromModal } from './settings.js'
+
+/**
+ * A client of the Modal SDK, with the credentials given or else those the SDK finds itself
+ * (MODAL_TOKEN_ID/MODAL_TOKEN_SECRET, ~/.modal.toml); a clear error when there are none.
+ */
+export async function createModalClient(options: {
+  tokenId?: string
+  tokenSecret?: string
+  environment?: string
+}): Promise<ModalClient> {
+  const { ModalClient } = await import('modal')
+  const { tokenId, tokenSecret, environment } = options
+  const client = new ModalClient({
+    ...(tokenId || tokenSecret ? { tokenId, tokenSecret } : {}),
+    ...(environment ? { environment } : {}),
+  })
+  if (!client.profile.tokenId || !client.profile.tokenSecret) {
+    throw new SandboxUnavailableError('Modal credentials are not set', { hint: CREDENTIALS_HINT })
+  }
+  return client
+}
 
 export interface ModalToolSpec {
   app: string
@@ -148,4 +169,45 @@ export class ModalFunctions {
       clearTimeout(timer)
     }
   }
+}
+
+/** A Modal function as a tool of the analyst's model (the shape `AnalystOptions.tools` takes). */
+export interface ModalTool {
+  name: string
+  description: string
+  inputSchema: Record<string, unknown>
+  call(input: unknown): Promise<ToolOutcome>
+}
+
+const INPUT_SCHEMA = {
+  type: 'object',
+  properties: {
+    args: { type: 'array', description: 'Positional arguments of the function', items: {} },
+    kwargs: { type: 'object', description: 'Keyword arguments of the function' },
+  },
+  additionalProperties: false,
+}
+
+/**
+ * The tools for `--modal-tool` values: each function looked up now, so that one not deployed is
+ * said before any question runs.
+ */
+export async function modalTools(
+  values: string[],
+  settings: { tokenId?: string; tokenSecret?: string; environment?: string },
+  timeoutMs?: number,
+): Promise<ModalTool[]> {
+  const specs = values.map(parseModalTool)
+  let client: Promise<ModalClient> | undefined
+  const functions = new ModalFunctions(() => {
+    client ??= createModalClient(settings)
+    return client
+  }, timeoutMs)
+  for (const spec of specs) await functions.lookup(spec)
+  return specs.map((spec) => ({
+    name: toolName(spec),
+    description: toolDescription(spec),
+    inputSchema: INPUT_SCHEMA,
+    call: (input) => functions.call(spec, (input ?? {}) as { args?: unknown; kwargs?: unknown }),
+  }))
 }

@@ -6,8 +6,11 @@
 export { MODAL_CAPABILITIES, ModalProvider, type ModalProviderOptions } from './backend.js'
 export { checkModal } from './check.js'
 export {
+  createModalClient,
   ModalFunctions,
+  type ModalTool,
   type ModalToolSpec,
+  modalTools,
   parseModalTool,
   type ToolOutcome,
   toolDescription,

@@ -116,7 +116,7 @@ export class ModalKernel {
 
   private constructor(
     private readonly sandbox: ModalSdkSandbox,
-    private readonly process: ContainerProcess<Uint8Array>,
+    process: ContainerProcess<Uint8Array>,
     maxMessageBytes: number,
   ) {
     this.writer = process.stdin.getWriter()
