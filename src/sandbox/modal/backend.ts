@@ -24,12 +24,7 @@ import type {
 } from '../backend.js'
 import { assertSupported, FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
 import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
-import {
-  InvalidArgumentError,
-  NotFoundError,
-  SandboxError,
-  sandboxKilled,
-} from '../errors.js'
+import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { runKernelCell } from '../local/cell.js'
 import { kernelEnv } from '../local/jail.js'
 import { resolveLimits } from '../local/limits.js'
