@@ -8,6 +8,7 @@ import { Status } from 'nice-grpc'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type AgentEvent, Analyst } from '../../src/agent/index.js'
 import { systemPrompt } from '../../src/agent/prompt.js'
+import { doctor } from '../../src/cli/commands/doctor.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
 import { createProvider } from '../../src/providers.js'
 import { describeConformance } from '../../src/sandbox/conformance.case.js'
@@ -21,6 +22,14 @@ import {
   toolName,
 } from '../../src/sandbox/modal/index.js'
 import { type FakeModal, startFakeModal } from '../../src/test/modal-control-plane.js'
+
+// Real credentials, read before the fake's address replaces Modal's: only then the live test runs.
+const live =
+  process.env.MODAL_TOKEN_ID && process.env.MODAL_TOKEN_SECRET && !process.env.MODAL_SERVER_URL
+    ? { tokenId: process.env.MODAL_TOKEN_ID, tokenSecret: process.env.MODAL_TOKEN_SECRET }
+    : undefined
+if (!live)
+  console.info('modal, live: skipped (set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET to run it against Modal)')
 
 let fake: FakeModal
 let provider: ModalProvider
@@ -236,4 +245,53 @@ describe('modal functions in the analysis loop', () => {
       await sandbox.kill()
     }
   })
+})
+
+describe('analyst doctor --sandbox modal', () => {
+  it('checks the credentials and a sandbox that runs a cell, and says what Modal does not enforce', async () => {
+    const out: string[] = []
+    const stdout = { write: (text: string) => out.push(text) } as unknown as NodeJS.WritableStream
+    const env = { MODAL_TOKEN_ID: fake.tokenId, MODAL_TOKEN_SECRET: fake.tokenSecret, ANALYST_GPU: 'T4' }
+    expect(await doctor({ json: true, sandbox: 'modal', env, stdout })).toBe(0)
+    const { checks } = JSON.parse(out.join('')) as {
+      checks: Array<{ name: string; ok: boolean; detail: string }>
+    }
+    expect(checks[0]).toMatchObject({ name: 'modal sandbox', ok: true })
+    expect(checks[0]?.detail).toMatch(
+      /credentials accepted; sandbox sb-\w+ created in [\d.]+ s with GPU T4; Python 3\.\d+/,
+    )
+    expect(checks[1]).toMatchObject({ name: 'isolation', ok: false })
+    out.length = 0
+    const refused = { MODAL_TOKEN_ID: 'ak-old', MODAL_TOKEN_SECRET: 'as-old' }
+    expect(await doctor({ json: true, sandbox: 'modal', env: refused, stdout })).toBe(1)
+    expect(JSON.parse(out.join('')).checks[0]).toMatchObject({
+      ok: false,
+      detail: expect.stringContaining('Modal refused the credentials'),
+      fix: expect.stringContaining('MODAL_TOKEN_SECRET'),
+    })
+  })
+})
+
+describe.skipIf(!live)('modal, live (MODAL_TOKEN_ID and MODAL_TOKEN_SECRET set)', () => {
+  it('runs a pandas cell in a real Modal sandbox and ends it', async () => {
+    const real = new ModalProvider({
+      tokenId: live?.tokenId,
+      tokenSecret: live?.tokenSecret,
+      lifetimeMs: 600_000,
+    })
+    // The SDK reads its server when its client is made (at the first create): Modal's, not the fake's.
+    const fakeUrl = process.env.MODAL_SERVER_URL
+    delete process.env.MODAL_SERVER_URL
+    const sandbox = await Sandbox.create({ provider: real }).finally(() => {
+      process.env.MODAL_SERVER_URL = fakeUrl
+    })
+    try {
+      const execution = await sandbox.runCode(
+        "import pandas as pd\nint(pd.DataFrame({'a': [1, 2, 3]}).a.sum())",
+      )
+      expect(execution.text).toBe('6')
+    } finally {
+      await sandbox.kill()
+    }
+  }, 600_000)
 })
