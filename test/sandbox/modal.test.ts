@@ -4,6 +4,11 @@
  * Modal's gRPC protocol with the SDK's own definitions, each exec a local bubblewrap jail. The
  * shared conformance suite, then what is the provider's own.
  */
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { promisify } from 'node:util'
 import { Status } from 'nice-grpc'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type AgentEvent, Analyst } from '../../src/agent/index.js'
@@ -294,4 +299,40 @@ describe.skipIf(!live)('modal, live (MODAL_TOKEN_ID and MODAL_TOKEN_SECRET set)'
       await sandbox.kill()
     }
   }, 600_000)
+})
+
+describe('analyst run --sandbox modal', () => {
+  it('runs a file in a Modal sandbox with the Modal variables, and other engines refuse --gpu', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'analyst-modal-cli-'))
+    writeFileSync(join(dir, 'prices.csv'), 'item,price\napple,1.5\npear,2.5\n')
+    writeFileSync(
+      join(dir, 'mean.py'),
+      "import pandas as pd\nprint(pd.read_csv('data/prices.csv').price.mean())\n",
+    )
+    const cli = (args: string[], env: Record<string, string>) =>
+      // Asynchronously: the fake answering the command lives in this process.
+      promisify(execFile)(process.execPath, [resolve('dist/cli/bin.js'), ...args], {
+        cwd: dir,
+        env: { ...process.env, NO_COLOR: '1', ...env },
+        timeout: 120_000,
+      })
+    try {
+      const modal = {
+        MODAL_TOKEN_ID: fake.tokenId,
+        MODAL_TOKEN_SECRET: fake.tokenSecret,
+        MODAL_SERVER_URL: fake.url,
+      }
+      const { stdout } = await cli(
+        ['run', 'mean.py', '--data', 'prices.csv', '--sandbox', 'modal', '--gpu', 'T4'],
+        modal,
+      )
+      expect(stdout).toContain('2.0')
+      const refused = await cli(['run', 'mean.py', '--sandbox', 'local', '--gpu', 'T4'], {}).catch(
+        (error: { code: number; stderr: string }) => error,
+      )
+      expect(refused).toMatchObject({ code: 2, stderr: expect.stringContaining('cannot give a GPU') })
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 180_000)
 })
