@@ -1,24 +1,12 @@
-/**
- * Analyst's own kernel (analyst_kernel.py, the local engine's) in a Modal sandbox: one
- * `sandbox.exec` of Python whose stdin carries the host's requests and whose stdout carries the
- * kernel's messages, the same NDJSON protocol as the local jail's fds 3 and 4. A short bootstrap
- * reads the kernel's Python files from stdin (the image needs nothing but Python), then moves
- * stdin and stdout to fds 3 and 4 and becomes the kernel.
- *
- * Modal has no signal for an exec: interrupts are the protocol's, and the kernel is ended by
- * closing its stdin (its IO thread exits the process at EOF), with `kill` from a second exec as a
- * backstop for a kernel that no longer reads.
- * @module
- */
-import { randomBytes } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import type { ContainerProcess, Sandbox as ModalSdkSandbox } from 'modal'
-import { SandboxError, SandboxUnavailableError } from '../errors.js'
-import { type HostRequest, type KernelMessage, parseMessage, readLines } from '../local/protocol.js'
+import { SandboxUnavailableError } from '../errors.js'
+import { KernelChannel } from '../local/channel.js'
+import { readLines } from '../local/protocol.js'
 import { KERNEL_PYTHON_DIR } from '../local/python.js'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -96,29 +84,18 @@ export class KernelStopped extends Error {
   }
 }
 
-type CellHandler = (message: KernelMessage) => void
-type ProcessMessage = Extract<KernelMessage, { type: 'proc-started' | 'proc-out' | 'proc-exit' }>
-type ProcessHandler = (message: ProcessMessage) => void
-
-export class ModalKernel {
-  private readonly cells = new Map<string, { handler: CellHandler; reject: (error: Error) => void }>()
-  private readonly waiters = new Map<string, () => void>()
-  private readonly processes = new Map<string, ProcessHandler>()
+export class ModalKernel extends KernelChannel<KernelStopped> {
   private readonly writer: WritableStreamDefaultWriter<Uint8Array>
   private readonly encoder = new TextEncoder()
   private diagnostics = ''
-  private stopped: KernelStopped | undefined
-  private readonly exited: Promise<KernelStopped>
-  /** The kernel's pid in the sandbox, from its `ready` message. */
-  pid: number | undefined
-  /** Messages that failed validation or were too large. */
-  dropped = 0
+  protected readonly exited: Promise<KernelStopped>
 
   private constructor(
     private readonly sandbox: ModalSdkSandbox,
     process: ContainerProcess<Uint8Array>,
     maxMessageBytes: number,
   ) {
+    super()
     this.writer = process.stdin.getWriter()
     const stdout = Readable.fromWeb(process.stdout as unknown as import('node:stream/web').ReadableStream)
     const stderr = Readable.fromWeb(process.stderr as unknown as import('node:stream/web').ReadableStream)
@@ -139,7 +116,7 @@ export class ModalKernel {
         const code = await Promise.race([process.wait().catch(() => null), sleep(3000, null, { ref: false })])
         await sleep(50, undefined, { ref: false }) // the last of stderr
         this.stop(new KernelStopped(code, code === null || error !== undefined, this.diagnostics))
-        resolve(this.stopped as KernelStopped)
+        resolve(this.exitError as KernelStopped)
       }
       stdout.on('end', () => ended())
       stdout.on('error', (error) => ended(error))
@@ -160,7 +137,7 @@ export class ModalKernel {
       payload,
       Buffer.from('}'),
     ])
-    kernel.write(Buffer.concat([Buffer.from(`${body.length}\n`), body]))
+    kernel.writeBytes(Buffer.concat([Buffer.from(`${body.length}\n`), body]))
     let timer: NodeJS.Timeout | undefined
     const outcome = await Promise.race([
       ready.then(() => 'ready' as const),
@@ -187,132 +164,19 @@ export class ModalKernel {
     )
   }
 
-  get alive(): boolean {
-    return this.stopped === undefined
-  }
-
-  whenExited(): Promise<KernelStopped> {
-    return this.exited
-  }
-
   private stop(stopped: KernelStopped) {
-    if (this.stopped) return
-    this.stopped = stopped
-    for (const { reject } of this.cells.values()) reject(stopped)
-    this.cells.clear()
-    for (const [id, handler] of this.processes) {
-      handler({
-        type: 'proc-exit',
-        id,
-        code: -1,
-        error: 'the sandbox kernel stopped, and its commands with it',
-      })
-    }
-    this.processes.clear()
-  }
-
-  private receive(line: string) {
-    const message = parseMessage(line)
-    if (!message) {
-      this.dropped++
-      return
-    }
-    switch (message.type) {
-      case 'ready':
-        this.pid = message.pid
-        return this.waiters.get('ready')?.()
-      case 'proc-started':
-      case 'proc-out':
-      case 'proc-exit': {
-        const handler = this.processes.get(message.id)
-        if (message.type === 'proc-exit') this.processes.delete(message.id)
-        return handler?.(message)
-      }
-      case 'context-created':
-      case 'env-set': {
-        const key = `${message.type}:${message.id ?? ''}`
-        this.waiters.get(key)?.()
-        this.waiters.delete(key)
-        return
-      }
-      default:
-        this.cells.get(message.id)?.handler(message)
-    }
+    if (!this.exitError) this.ended(stopped)
   }
 
   /** Writes in order (the SDK sends each write as one call, at its offset); a failed write loses the kernel. */
-  private write(data: Uint8Array) {
+  protected write(line: string) {
+    this.writeBytes(this.encoder.encode(line))
+  }
+
+  private writeBytes(data: Uint8Array) {
     this.writer.write(data).catch((cause: unknown) => {
       this.stop(new KernelStopped(null, true, `${this.diagnostics}\n${String(cause)}`))
     })
-  }
-
-  private send(request: HostRequest) {
-    if (this.stopped) throw this.stopped
-    this.write(this.encoder.encode(`${JSON.stringify(request)}\n`))
-  }
-
-  execute(request: Extract<HostRequest, { type: 'execute' }>, handler: CellHandler): Promise<number | null> {
-    return new Promise((resolve, reject) => {
-      if (this.stopped) return reject(this.stopped)
-      this.cells.set(request.id, {
-        handler: (message) => {
-          handler(message)
-          if (message.type === 'done') {
-            this.cells.delete(request.id)
-            resolve(message.count)
-          }
-        },
-        reject: (error) => {
-          this.cells.delete(request.id)
-          reject(error)
-        },
-      })
-      this.send(request)
-    })
-  }
-
-  interrupt(id: string) {
-    if (this.alive) this.send({ type: 'interrupt', id })
-  }
-
-  private request(key: string, request: HostRequest): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.waiters.set(key, resolve)
-      this.exited.then(reject)
-      this.send(request)
-    })
-  }
-
-  createContext(id: string, cwd?: string): Promise<void> {
-    return this.request(`context-created:${id}`, { type: 'context', id, cwd })
-  }
-
-  setEnv(envs: Record<string, string>): Promise<void> {
-    const id = randomBytes(4).toString('hex')
-    return this.request(`env-set:${id}`, { type: 'env', id, envs })
-  }
-
-  /** Starts a shell command beside the kernel (analyst_commands.py); resolves with its pid. */
-  spawn(request: Extract<HostRequest, { type: 'spawn' }>, handler: ProcessHandler): Promise<number> {
-    return new Promise((resolve, reject) => {
-      if (this.stopped) return reject(this.stopped)
-      let started = false
-      this.processes.set(request.id, (message) => {
-        if (message.type === 'proc-started') {
-          started = true
-          resolve(message.pid)
-        } else if (!started && message.type === 'proc-exit') {
-          reject(new SandboxError(message.error ?? 'The command could not start'))
-        }
-        if (started) handler(message)
-      })
-      this.send(request)
-    })
-  }
-
-  control(request: Extract<HostRequest, { type: 'proc-stdin' | 'proc-close-stdin' | 'proc-signal' }>) {
-    if (this.alive && this.processes.has(request.id)) this.send(request)
   }
 
   /**
@@ -324,9 +188,9 @@ export class ModalKernel {
     this.writer.close().catch(() => {})
     const stopped = await Promise.race([this.exited, sleep(graceMs, undefined, { ref: false })])
     if (stopped) return stopped
-    if (this.pid) {
+    if (this.readyPid) {
       await this.sandbox
-        .exec(['kill', '-KILL', '--', `-${this.pid}`])
+        .exec(['kill', '-KILL', '--', `-${this.readyPid}`])
         .then((kill) => kill.wait())
         .catch(() => {})
     }
@@ -334,6 +198,6 @@ export class ModalKernel {
     if (after) return after
     // Nothing ends it from here: it is forgotten, and ends with the sandbox (its timeout at the latest).
     this.stop(new KernelStopped(null, true, this.diagnostics))
-    return this.stopped as KernelStopped
+    return this.exitError as KernelStopped
   }
 }
