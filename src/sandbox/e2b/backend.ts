@@ -11,7 +11,7 @@
  * restarted through E2B's contexts API, and the cell is told its state was lost.
  * @module
  */
-import { createReadStream, statSync } from 'node:fs'
+import { createReadStream } from 'node:fs'
 import { Readable } from 'node:stream'
 import {
   AuthenticationError,
@@ -45,6 +45,7 @@ import { FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
 import { killedError, timeoutError } from '../cell-output.js'
 import { sandboxKilled } from '../errors.js'
 import type { Artifact, MimeBundle } from '../messaging.js'
+import { dataFileSize } from '../paths.js'
 import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
 
 const HOME = '/home/user'
@@ -347,18 +348,7 @@ class E2BBackend implements SandboxBackend {
   /** Streams a host file to data/<name>, without reading it into memory. */
   async doAddData(hostPath: string, name: string): Promise<EntryInfo> {
     this.assertAlive()
-    if (!name || name.includes('/') || name === '.' || name === '..') {
-      throw new InvalidArgumentError(`${JSON.stringify(name)} is not a valid file name for data/`)
-    }
-    let size: number
-    try {
-      size = statSync(hostPath).size
-    } catch (cause) {
-      throw new NotFoundError(`${hostPath}: no such file`, {
-        cause,
-        hint: 'Check the path of the data file.',
-      })
-    }
+    const size = dataFileSize(hostPath, name)
     const target = `${HOME}/data/${name}`
     const stream = Readable.toWeb(createReadStream(hostPath)) as ReadableStream<Uint8Array>
     await this.sdk.files.write(target, stream).catch((error: unknown) => {

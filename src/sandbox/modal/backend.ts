@@ -8,7 +8,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import { createReadStream, statSync } from 'node:fs'
+import { createReadStream } from 'node:fs'
 import type { App, Image, ModalClient, Sandbox as ModalSdkSandbox } from 'modal'
 import type {
   CommandProcess,
@@ -29,7 +29,7 @@ import { runKernelCell } from '../local/cell.js'
 import { kernelEnv } from '../local/jail.js'
 import { resolveLimits } from '../local/limits.js'
 import type { Artifact } from '../messaging.js'
-import { SANDBOX_HOME, splitPath } from '../paths.js'
+import { dataFileSize, SANDBOX_HOME, splitPath } from '../paths.js'
 import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
 import { createModalClient, ModalFunctions } from './functions.js'
 import { KernelStopped, ModalKernel } from './kernel.js'
@@ -389,18 +389,7 @@ class ModalSandbox implements SandboxBackend {
   /** Streams a host file to data/<name>, without reading it into memory. */
   async doAddData(hostPath: string, name: string): Promise<EntryInfo> {
     this.assertAlive()
-    if (!name || name.includes('/') || name === '.' || name === '..') {
-      throw new InvalidArgumentError(`${JSON.stringify(name)} is not a valid file name for data/`)
-    }
-    let size: number
-    try {
-      size = statSync(hostPath).size
-    } catch (cause) {
-      throw new NotFoundError(`${hostPath}: no such file`, {
-        cause,
-        hint: 'Check the path of the data file.',
-      })
-    }
+    const size = dataFileSize(hostPath, name)
     const target = `${DATA}/${name}`
     await this.write(target, createReadStream(hostPath, { highWaterMark: CHUNK }), true)
     return { name, type: 'file', path: target, size }
