@@ -27,6 +27,7 @@ import {
   toolName,
 } from '../../src/sandbox/modal/index.js'
 import { type FakeModal, startFakeModal } from '../../src/test/modal-control-plane.js'
+import { waitFor } from '../support/wait.js'
 
 // Real credentials, read before the fake's address replaces Modal's: only then the live test runs.
 const live =
@@ -125,6 +126,9 @@ describe('modal provider', () => {
       expect(execution.error?.name).toBe('KernelDied')
       expect(execution.error?.value).toMatch(/connection to it through Modal was lost/)
       expect((await sandbox.runCode('2 * 21')).text).toBe('42')
+      // The kernel that could no longer be heard was ended (EOF on its stdin), not left running.
+      const [lost] = fake.sandboxes.get(sandbox.sandboxId)?.execs.values() ?? []
+      await waitFor(() => lost?.exit, { what: 'the unheard kernel to exit' })
     } finally {
       await sandbox.kill()
     }

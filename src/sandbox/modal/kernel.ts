@@ -165,7 +165,10 @@ export class ModalKernel extends KernelChannel<KernelStopped> {
   }
 
   private stop(stopped: KernelStopped) {
-    if (!this.exitError) this.ended(stopped)
+    if (this.exitError) return
+    this.ended(stopped)
+    // Lost, not exited: EOF ends a kernel that may run on unheard (its IO thread exits at EOF).
+    if (stopped.lost) this.writer.close().catch(() => {})
   }
 
   /** Writes in order (the SDK sends each write as one call, at its offset); a failed write loses the kernel. */
