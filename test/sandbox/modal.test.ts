@@ -149,11 +149,21 @@ describe('modal provider', () => {
 
 describe('modal GPUs', () => {
   it('asks Modal for the GPUs as gpuConfig, and the sandbox and the prompt know them', async () => {
-    const gpu = new ModalProvider({ tokenId: fake.tokenId, tokenSecret: fake.tokenSecret, gpu: 'a10g:2' })
+    const gpu = new ModalProvider({
+      tokenId: fake.tokenId,
+      tokenSecret: fake.tokenSecret,
+      gpu: 'a10g:2',
+      image: 'nvcr.io/nvidia/pytorch:24.01-py3',
+    })
     const before = fake.calls.length
     const sandbox = await Sandbox.create({ provider: gpu })
     try {
       // GPUs go through the SDK's first create call (SandboxCreate), which takes them.
+      // The image the user named, as it is: no layer of Analyst's on it.
+      const builds = fake.calls.slice(before).filter((call) => call.method === 'ImageGetOrCreate')
+      expect(builds.map((call) => call.request.image.dockerfileCommands)).toEqual([
+        ['FROM nvcr.io/nvidia/pytorch:24.01-py3'],
+      ])
       const created = fake.calls.slice(before).find((call) => call.method === 'SandboxCreate')
       expect(created?.request.definition.resources.gpuConfig).toMatchObject({ gpuType: 'A10G', count: 2 })
       expect(sandbox.gpu).toBe('A10G:2')
