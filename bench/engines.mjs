@@ -3,7 +3,11 @@
 // local engine and on the Jupyter engine (a real Jupyter Server on 127.0.0.1, with and without
 // TCP_NODELAY on its kernel sockets). On the same server in the same run, two baselines for the
 // Jupyter engine's round trip: a raw WebSocket client speaking the protocol with nothing else,
-// and @jupyterlab/services (Jupyter's own client library) over `ws`.
+// and @jupyterlab/services (Jupyter's own client library) over `ws`. The modal engine runs against
+// the fake Modal of the tests (src/test/modal-control-plane.ts: Modal's gRPC protocol on 127.0.0.1,
+// each exec a local bubblewrap jail): what it shows is the engine's own cost over the protocol
+// (the kernel through an exec's stdin/stdout, the workspace listing after each cell), not Modal's
+// network or scheduling.
 // Usage: node bench/engines.mjs [--quick]   (run `npm run build` first; `npm run bench` does)
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -12,7 +16,9 @@ import { join } from 'node:path'
 import WebSocket from 'ws'
 import { LocalProvider, Sandbox } from '../dist/index.js'
 import { JupyterProvider } from '../dist/sandbox/jupyter/index.js'
+import { ModalProvider } from '../dist/sandbox/modal/index.js'
 import { startJupyterServer } from '../dist/test/jupyter-server.js'
+import { startFakeModal } from '../dist/test/modal-control-plane.js'
 import { machine, percentile, table } from './util.mjs'
 
 const quick = process.argv.includes('--quick')
@@ -190,6 +196,17 @@ for (const nodelay of [true, false]) {
   }
 }
 rmSync(recordDir, { recursive: true, force: true })
+{
+  const fake = await startFakeModal()
+  process.env.MODAL_SERVER_URL = fake.url
+  try {
+    process.removeAllListeners('warning')
+    const provider = new ModalProvider({ tokenId: fake.tokenId, tokenSecret: fake.tokenSecret })
+    rows.push(['modal, against the fake Modal on 127.0.0.1', await measureEngine(provider)])
+  } finally {
+    await fake.close()
+  }
+}
 load.push(
   loadavg()
     .map((value) => value.toFixed(1))
@@ -198,7 +215,7 @@ load.push(
 
 const ratio = (a, b) => `${(percentile(a, 50) / percentile(b, 50)).toFixed(2)}×`
 const out = []
-out.push(`### Sandbox engines: local and Jupyter (${machine()})`)
+out.push(`### Sandbox engines: local, Jupyter and Modal (${machine()})`)
 out.push('')
 out.push(
   `Create (then kill) ${N.create} times, \`1 + 1\` ${N.roundTrip} times, a pandas group-by on 100,000 rows (\`data\` included) ${N.pandas} times, through \`Sandbox\`. The Jupyter Server is Debian's (jupyter_server 1.23, ipykernel 6.17) on 127.0.0.1, started by the bench. Load average before/after: ${load.join(' / ')} (a shared 2-core machine: other work stretches p99).`,

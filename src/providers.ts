@@ -15,6 +15,10 @@ export interface EngineOptions {
   poolSize?: number
   /** The Jupyter kernel to start (--jupyter-kernel). @default ANALYST_JUPYTER_KERNEL, else python3 */
   jupyterKernel?: string
+  /** GPUs for each sandbox, `TYPE[:COUNT]` (--gpu): only engines that can give them. @default ANALYST_GPU */
+  gpu?: string
+  /** The engine's image (--image), where it has one (modal). @default ANALYST_MODAL_IMAGE */
+  image?: string
 }
 
 /** One engine: how to make its provider from settings. */
@@ -22,6 +26,8 @@ export interface Engine {
   name: string
   /** One line for help texts and `doctor`. */
   description: string
+  /** It can give sandboxes GPUs (--gpu). */
+  gpu?: boolean
   create(options: EngineOptions): Promise<SandboxProvider>
   /** `analyst doctor --sandbox NAME`: its settings and reachability, each with how to fix it. */
   check?(options: EngineOptions): Promise<Check[]>
@@ -66,6 +72,20 @@ const ENGINES: Record<string, Engine> = {
       return checkJupyter(jupyterSettings(options.env ?? process.env, options))
     },
   },
+  modal: {
+    name: 'modal',
+    description:
+      'Modal Sandboxes in the cloud, GPUs on request (MODAL_TOKEN_ID and MODAL_TOKEN_SECRET, or ~/.modal.toml)',
+    gpu: true,
+    async create(options) {
+      const { ModalProvider, modalSettings } = await import('./sandbox/modal/index.js')
+      return new ModalProvider(modalSettings(options.env ?? process.env, options))
+    },
+    async check(options) {
+      const { checkModal, modalSettings } = await import('./sandbox/modal/index.js')
+      return checkModal(modalSettings(options.env ?? process.env, options))
+    },
+  },
 }
 
 export const ENGINE_NAMES = Object.keys(ENGINES)
@@ -83,6 +103,13 @@ export function engine(name?: string, env: NodeJS.ProcessEnv = process.env): Eng
 }
 
 /** The provider of the named engine, ready to create sandboxes. */
-export function createProvider(name?: string, options: EngineOptions = {}): Promise<SandboxProvider> {
-  return engine(name, options.env).create(options)
+export async function createProvider(name?: string, options: EngineOptions = {}): Promise<SandboxProvider> {
+  const chosen = engine(name, options.env)
+  const gpu = options.gpu ?? (options.env ?? process.env).ANALYST_GPU
+  if (gpu && !chosen.gpu) {
+    throw new InvalidArgumentError(`The ${chosen.name} engine cannot give a GPU (--gpu ${gpu})`, {
+      hint: `Run with --sandbox ${ENGINE_NAMES.filter((n) => ENGINES[n]?.gpu).join(' or ')} (MODAL_TOKEN_ID/MODAL_TOKEN_SECRET), or leave out --gpu and ANALYST_GPU.`,
+    })
+  }
+  return chosen.create(options)
 }

@@ -29,6 +29,21 @@ export const RUN_PYTHON = 'run_python'
 /** The static check applied to code before it runs; violations go back to the model. */
 export type CodeCheck = (code: string) => Promise<Violation[]>
 
+/**
+ * A tool beside run_python (tools mode), e.g. a function deployed on Modal (--modal-tool): its
+ * observation goes to the model; the files it returns are written to the workspace, where code
+ * can use them, and are the step's artifacts.
+ */
+export interface AnalystTool {
+  name: string
+  description: string
+  inputSchema: Record<string, unknown>
+  call(input: unknown): Promise<{
+    observation: string
+    files: Array<{ name: string; data: Uint8Array; mimeType: string }>
+  }>
+}
+
 export interface AnalystOptions {
   model: LanguageModel
   /** How code reaches the sandbox. */
@@ -59,6 +74,8 @@ export interface AnalystOptions {
   history?: ModelMessage[]
   /** Earlier outputs (of a stored session) that numbers in answers may cite. */
   evidence?: string[]
+  /** More tools the model may call, in tools mode. */
+  tools?: AnalystTool[]
 }
 
 export { ModelCallError }
@@ -166,7 +183,11 @@ export class Analyst {
   }
 
   private get system(): string {
-    return systemPrompt({ mode: this.options.mode, dataDescription: this.options.dataDescription })
+    return systemPrompt({
+      mode: this.options.mode,
+      dataDescription: this.options.dataDescription,
+      gpu: this.options.sandbox.gpu,
+    })
   }
 
   /** New data files reached the sandbox: the next question's prompt describes them all. */
@@ -177,7 +198,18 @@ export class Analyst {
 
   /** Calls the model once; in text mode it is offered no tools. */
   private async callModel(step: number, queue: EventQueue, signal?: AbortSignal): Promise<Reply> {
-    const tools = this.options.mode === 'tools' ? { [RUN_PYTHON]: runPythonTool } : undefined
+    const tools =
+      this.options.mode === 'tools'
+        ? {
+            [RUN_PYTHON]: runPythonTool,
+            ...Object.fromEntries(
+              (this.options.tools ?? []).map((extra) => [
+                extra.name,
+                tool({ description: extra.description, inputSchema: jsonSchema(extra.inputSchema) }),
+              ]),
+            ),
+          }
+        : undefined
     const common = {
       model: this.options.model,
       system: this.system,
@@ -274,10 +306,19 @@ export class Analyst {
       // What to run: tool calls (tools mode), else fenced code in the text (either mode).
       const calls = reply.toolCalls
       const extracted = extractCode(reply.text)
-      const runs: Array<{ code?: string; toolCallId?: string; problem?: string }> = []
+      const runs: Array<{
+        code?: string
+        toolCallId?: string
+        problem?: string
+        tool?: AnalystTool
+        input?: unknown
+      }> = []
       for (const call of calls) {
         const input = call.input as { code?: unknown } | undefined
-        if (call.toolName !== RUN_PYTHON) {
+        const extra = this.options.tools?.find((candidate) => candidate.name === call.toolName)
+        if (extra) {
+          runs.push({ toolCallId: call.toolCallId, tool: extra, input: call.input })
+        } else if (call.toolName !== RUN_PYTHON) {
           runs.push({
             toolCallId: call.toolCallId,
             problem: `There is no tool named ${call.toolName}. Use ${RUN_PYTHON} with a "code" argument.`,
@@ -334,7 +375,38 @@ export class Analyst {
         for (const run of runs) {
           let observation: string
           let ran = false
-          if (run.problem || run.code === undefined) {
+          if (run.tool) {
+            const started = Date.now()
+            // What the step shows for the call (a comment: replaying the session runs nothing).
+            const code = `# ${run.tool.name}(${JSON.stringify(run.input ?? {})})`
+            yield { type: 'code', step, code, source: 'tool' }
+            const outcome = await run.tool.call(run.input)
+            const saved: Artifact[] = []
+            for (const file of outcome.files) {
+              const info = await this.options.sandbox.files.write(file.name, file.data)
+              saved.push({
+                name: file.name,
+                path: info.path,
+                size: file.data.length,
+                mimeType: file.mimeType,
+              })
+            }
+            for (const artifact of saved) {
+              artifacts.push(artifact)
+              yield { type: 'artifact', step, artifact }
+            }
+            observation = saved.length
+              ? `${outcome.observation}\nSaved in the working directory: ${saved.map((a) => a.name).join(', ')}`
+              : outcome.observation
+            steps.push({
+              step,
+              code,
+              text: prose,
+              artifacts: saved,
+              durationMs: Date.now() - started,
+              usage: reply.usage,
+            })
+          } else if (run.problem || run.code === undefined) {
             observation = run.problem ?? EMPTY_REPLY_NUDGE
           } else {
             const code = run.code
@@ -402,14 +474,18 @@ export class Analyst {
             }
           }
           yield { type: 'observation', step, text: observation }
-          if (run.code !== undefined && steps.at(-1)?.step === step && !steps.at(-1)?.violations) {
+          if (
+            (run.code !== undefined || run.tool) &&
+            steps.at(-1)?.step === step &&
+            !steps.at(-1)?.violations
+          ) {
             yield { type: 'step-end', step, record: steps.at(-1) as StepRecord }
           }
           if (run.toolCallId) {
             toolResults.push({
               type: 'tool-result',
               toolCallId: run.toolCallId,
-              toolName: RUN_PYTHON,
+              toolName: run.tool?.name ?? RUN_PYTHON,
               output: { type: 'text', value: observation },
             })
           } else {

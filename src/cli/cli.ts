@@ -56,6 +56,30 @@ function jupyterKernelOption(): Option {
   )
 }
 
+/** --gpu and --image: the modal engine's settings (other engines refuse --gpu). */
+function gpuOption(): Option {
+  return new Option(
+    '--gpu <type[:count]>',
+    'GPUs for the sandbox with --sandbox modal: T4, L4, A10G, A100, A100-80GB, H100… (default ANALYST_GPU)',
+  )
+}
+
+function imageOption(): Option {
+  return new Option(
+    '--image <tag>',
+    'the image of --sandbox modal sandboxes, e.g. a GPU image with torch (default ANALYST_MODAL_IMAGE, else Python 3.11 with the data stack)',
+  )
+}
+
+/** The engine settings every command that takes --sandbox passes on. */
+function engineFlags(options: Record<string, unknown>) {
+  return {
+    jupyterKernel: options.jupyterKernel as string | undefined,
+    gpu: options.gpu as string | undefined,
+    image: options.image as string | undefined,
+  }
+}
+
 /** The program, with `onCommand` receiving each command's normalized options (tests replace it). */
 export function program(onCommand: (name: string, options: unknown) => Promise<number>) {
   const cli = new Command('analyst')
@@ -83,6 +107,8 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .option('--guard', 'check each file with the static guard first; a file with violations is not run')
     .addOption(engineOption())
     .addOption(jupyterKernelOption())
+    .addOption(gpuOption())
+    .addOption(imageOption())
     .addHelpText(
       'after',
       '\nExamples:\n  analyst run analysis.py --data sales.csv\n  echo "print(1 + 1)" | analyst run -',
@@ -97,7 +123,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         isolation: options.isolation === false ? 'none' : 'sandbox',
         guard: Boolean(options.guard),
         sandbox: options.sandbox as string | undefined,
-        jupyterKernel: options.jupyterKernel as string | undefined,
+        ...engineFlags(options),
         cwd: process.cwd(),
       })
     })
@@ -162,6 +188,13 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       .addOption(new Option('--no-isolation', 'run without the jail (only for trusted models and data)'))
       .addOption(engineOption())
       .addOption(jupyterKernelOption())
+      .addOption(gpuOption())
+      .addOption(imageOption())
+      .option(
+        '--modal-tool <app/function>',
+        'a function deployed on Modal, offered to the model as a tool; =DESCRIPTION tells what it does (repeatable; MODAL_TOKEN_ID/SECRET)',
+        collect,
+      )
       .addOption(
         new Option('--replay <file>', 'replay recorded model replies instead of calling a model').hideHelp(),
       )
@@ -179,7 +212,8 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     stream: options.stream !== false,
     isolation: options.isolation === false ? 'none' : 'sandbox',
     sandbox: options.sandbox as string | undefined,
-    jupyterKernel: options.jupyterKernel as string | undefined,
+    ...engineFlags(options),
+    modalTool: options.modalTool as string[] | undefined,
     replay: options.replay as string | undefined,
     session: options.session as string | undefined,
     cwd: process.cwd(),
@@ -290,6 +324,8 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .addOption(new Option('--no-isolation', 'run without the jail (only for trusted clients and data)'))
     .addOption(engineOption())
     .addOption(jupyterKernelOption())
+    .addOption(gpuOption())
+    .addOption(imageOption())
     .addHelpText(
       'after',
       '\nExamples:\n  analyst mcp --data sales.csv\n  analyst mcp --allow-dir ~/data --model openai:gpt-4.1-mini\n\nstdout carries the protocol; messages go to stderr.',
@@ -303,7 +339,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         maxSteps: options.maxSteps as number,
         isolation: options.isolation === false ? 'none' : 'sandbox',
         sandbox: options.sandbox as string | undefined,
-        jupyterKernel: options.jupyterKernel as string | undefined,
+        ...engineFlags(options),
         cwd: process.cwd(),
       })
     })
@@ -336,6 +372,8 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .option('--json', 'one JSON object with the scores and every result on stdout')
     .addOption(engineOption())
     .addOption(jupyterKernelOption())
+    .addOption(gpuOption())
+    .addOption(imageOption())
     .addOption(new Option('--replay <file>', 'answer from recorded replies instead of a model').hideHelp())
     .addHelpText(
       'after',
@@ -363,11 +401,13 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .option('--json', 'the checks as JSON')
     .addOption(engineOption())
     .addOption(jupyterKernelOption())
+    .addOption(gpuOption())
+    .addOption(imageOption())
     .action((options: Record<string, unknown>) => {
       result = onCommand('doctor', {
         json: Boolean(options.json),
         sandbox: options.sandbox as string | undefined,
-        jupyterKernel: options.jupyterKernel as string | undefined,
+        ...engineFlags(options),
       })
     })
 

@@ -11,6 +11,9 @@ export async function openHome(options: {
   env?: NodeJS.ProcessEnv
   /** The kernel of the Jupyter engine (--jupyter-kernel). */
   jupyterKernel?: string
+  /** --gpu and --image (the modal engine). */
+  gpu?: string
+  image?: string
 }): Promise<{ home: string; stores: Stores; provider: SandboxProvider }> {
   const home = analystHome(options.env)
   const stores = await openStores(home, options.env)
@@ -18,6 +21,8 @@ export async function openHome(options: {
     env: options.env,
     poolSize: 0,
     jupyterKernel: options.jupyterKernel,
+    gpu: options.gpu,
+    image: options.image,
   }).catch(async (error: unknown) => {
     await stores.close()
     throw error

@@ -73,6 +73,8 @@ export interface SandboxBackend {
   /** e.g. `local`. */
   readonly provider: string
   readonly sandboxId: string
+  /** The GPUs the sandbox has, as the engine names them (`A10G`, `H100:2`); absent when none. */
+  readonly gpu?: string
   /** Runs one cell; resolves after the `finish` event. Rejects only when the sandbox itself fails. */
   doExecute(options: DoExecuteOptions): Promise<void>
   doCreateContext(options: { cwd?: string }): Promise<Context>

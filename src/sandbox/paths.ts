@@ -3,8 +3,9 @@
  * `data/`, and a path given to the files API is relative to the workspace or absolute inside it.
  * @module
  */
+import { statSync } from 'node:fs'
 import { posix } from 'node:path'
-import { InvalidArgumentError } from './errors.js'
+import { InvalidArgumentError, NotFoundError } from './errors.js'
 
 /** The working directory of code, as the files API and artifacts name it on every engine. */
 export const SANDBOX_HOME = '/home/user'
@@ -28,4 +29,16 @@ export function splitPath(path: string): { area: 'work' | 'data'; parts: string[
   const parts = normal.split('/').filter((part) => part && part !== '.')
   if (parts[0] === 'data') return { area: 'data', parts: parts.slice(1) }
   return { area: 'work', parts }
+}
+
+/** Checks a data file to add (a plain name under data/, a host file that exists); its size. */
+export function dataFileSize(hostPath: string, name: string): number {
+  if (!name || name.includes('/') || name === '.' || name === '..') {
+    throw new InvalidArgumentError(`${JSON.stringify(name)} is not a valid file name for data/`)
+  }
+  try {
+    return statSync(hostPath).size
+  } catch (cause) {
+    throw new NotFoundError(`${hostPath}: no such file`, { cause, hint: 'Check the path of the data file.' })
+  }
 }

@@ -150,6 +150,11 @@ export class Sandbox {
     return new Sandbox(await provider.doCreate(rest))
   }
 
+  /** The GPUs the sandbox has (`A10G`, `H100:2`), on engines that give them; undefined when none. */
+  get gpu(): string | undefined {
+    return this.backend.gpu
+  }
+
   get sandboxId(): string {
     return this.backend.sandboxId
   }

@@ -19,7 +19,14 @@ import type { Replayed } from './events.js'
 export type AnalystSettings = Partial<
   Pick<
     AnalystOptions,
-    'maxSteps' | 'vision' | 'cellTimeoutMs' | 'requestTimeoutMs' | 'maxRetries' | 'stream' | 'nameImage'
+    | 'maxSteps'
+    | 'vision'
+    | 'cellTimeoutMs'
+    | 'requestTimeoutMs'
+    | 'maxRetries'
+    | 'stream'
+    | 'nameImage'
+    | 'tools'
   >
 > & {
   /** Overrides the model's default mode. */

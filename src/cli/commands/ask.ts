@@ -31,6 +31,11 @@ export interface AnalysisOptions {
   sandbox?: string
   /** --jupyter-kernel */
   jupyterKernel?: string
+  /** --gpu and --image (the modal engine) */
+  gpu?: string
+  image?: string
+  /** --modal-tool: functions deployed on Modal, offered to the model as tools (APP/FUNCTION[=description]). */
+  modalTool?: string[]
   /** Recorded replies to replay instead of a model (the demo). */
   replay?: string
   /** Continue this stored session (its id or a unique prefix). */
@@ -88,6 +93,12 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
   const stdout = options.stdout ?? process.stdout
   const stderr = options.stderr ?? process.stderr
   const interactive = options.interactive ?? Boolean((stderr as NodeJS.WriteStream).isTTY)
+  // Looked up before anything else starts: a function that is not deployed is said at once.
+  const tools = options.modalTool?.length
+    ? await import('../../sandbox/modal/index.js').then(({ modalTools, modalSettings }) =>
+        modalTools(options.modalTool ?? [], modalSettings(options.env ?? process.env)),
+      )
+    : undefined
   const { home, stores, provider } = await openHome(options)
   const service = new SessionService({
     history: stores.history,
@@ -104,6 +115,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
       cellTimeoutMs: options.timeoutMs,
       stream: options.stream,
       nameImage: imageName,
+      tools,
     },
     cacheDir: join(home, 'cache'),
     idleMs: 0,

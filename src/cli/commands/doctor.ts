@@ -9,6 +9,9 @@ export interface DoctorOptions {
   sandbox?: string
   /** --jupyter-kernel */
   jupyterKernel?: string
+  /** --gpu and --image (the modal engine) */
+  gpu?: string
+  image?: string
   env?: NodeJS.ProcessEnv
   stdout?: NodeJS.WritableStream
 }
@@ -19,7 +22,12 @@ export async function doctor(options: DoctorOptions): Promise<number> {
   const env = options.env ?? process.env
   const chosen = engine(options.sandbox, env)
   const checks = chosen.check
-    ? await chosen.check({ env, jupyterKernel: options.jupyterKernel })
+    ? await chosen.check({
+        env,
+        jupyterKernel: options.jupyterKernel,
+        gpu: options.gpu,
+        image: options.image,
+      })
     : await runChecks()
   // Which data formats the sandbox's pandas reads itself (Parquet without pyarrow is converted first).
   if (!chosen.check) {

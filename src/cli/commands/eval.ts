@@ -64,6 +64,9 @@ export interface EvalOptions {
   sandbox?: string
   /** The Jupyter engine's kernel name (--jupyter-kernel). */
   jupyterKernel?: string
+  /** --gpu and --image (the modal engine). */
+  gpu?: string
+  image?: string
   /** Recorded replies instead of a model (tests, benchmarks of the harness). */
   replay?: string
   cwd: string
@@ -236,6 +239,8 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
       env: options.env,
       poolSize: remaining > 0 ? concurrency : 0,
       jupyterKernel: options.jupyterKernel,
+      gpu: options.gpu,
+      image: options.image,
     })
     void provider.warm?.()
     service = new SessionService({

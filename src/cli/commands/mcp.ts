@@ -14,6 +14,9 @@ export interface McpOptions {
   sandbox?: string
   /** The kernel of the Jupyter engine (--jupyter-kernel). */
   jupyterKernel?: string
+  /** --gpu and --image (the modal engine). */
+  gpu?: string
+  image?: string
   /** For ask_analyst. @default ANALYST_MODEL or what is configured */
   model?: string
   baseUrl?: string

@@ -20,6 +20,9 @@ export interface RunOptions {
   sandbox?: string
   /** --jupyter-kernel */
   jupyterKernel?: string
+  /** --gpu and --image (the modal engine) */
+  gpu?: string
+  image?: string
   env?: NodeJS.ProcessEnv
   /** Check each cell with the static guard first; a cell with violations is not run and fails. */
   guard?: boolean
@@ -98,6 +101,8 @@ export async function run(options: RunOptions): Promise<number> {
       env: options.env,
       poolSize: 0,
       jupyterKernel: options.jupyterKernel,
+      gpu: options.gpu,
+      image: options.image,
     }),
     data,
     isolation: options.isolation,

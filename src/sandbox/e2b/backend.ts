@@ -11,7 +11,7 @@
  * restarted through E2B's contexts API, and the cell is told its state was lost.
  * @module
  */
-import { createReadStream, statSync } from 'node:fs'
+import { createReadStream } from 'node:fs'
 import { Readable } from 'node:stream'
 import {
   AuthenticationError,
@@ -23,7 +23,6 @@ import {
   TimeoutError as E2BTimeoutError,
   FileNotFoundError,
 } from '@e2b/code-interpreter'
-import mime from 'mime-types'
 import {
   InvalidArgumentError,
   NotFoundError,
@@ -46,6 +45,8 @@ import { FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
 import { killedError, timeoutError } from '../cell-output.js'
 import { sandboxKilled } from '../errors.js'
 import type { Artifact, MimeBundle } from '../messaging.js'
+import { dataFileSize } from '../paths.js'
+import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
 
 const HOME = '/home/user'
 /** E2B's result fields → the MIME types Analyst's `Result` reads them from. */
@@ -63,10 +64,6 @@ const MIME_OF: Record<string, string> = {
   data: 'analyst/data',
   chart: 'analyst/chart',
 }
-/** Lists the workspace's files (size and time) after each cell, to tell the cell's artifacts. */
-const SNAPSHOT =
-  "find /home/user -path /home/user/data -prune -o -type f -printf '%P\\t%s\\t%T@\\n' 2>/dev/null | head -n 20000"
-
 export interface E2BProviderOptions
   extends Pick<ConnectionOpts, 'apiUrl' | 'sandboxUrl' | 'domain' | 'requestTimeoutMs'> {
   /** @default E2B_API_KEY */
@@ -156,29 +153,15 @@ class E2BBackend implements SandboxBackend {
   }
 
   private async files(): Promise<Map<string, string>> {
-    const { stdout } = await this.sdk.commands.run(SNAPSHOT, { timeoutMs: 60_000 })
-    const files = new Map<string, string>()
-    for (const line of stdout.split('\n')) {
-      const [name, size, time] = line.split('\t')
-      if (name && size !== undefined) files.set(name, `${size}:${time}`)
-    }
-    return files
+    const { stdout } = await this.sdk.commands.run(WORKSPACE_LISTING, { timeoutMs: 60_000 })
+    return parseListing(stdout)
   }
 
   private async artifacts(): Promise<Artifact[]> {
     const now = await this.files()
-    const changed: Artifact[] = []
-    for (const [name, state] of now) {
-      if (this.snapshot.get(name) === state) continue
-      changed.push({
-        name,
-        path: `${HOME}/${name}`,
-        size: Number(state.split(':')[0]),
-        mimeType: mime.lookup(name) || 'application/octet-stream',
-      })
-    }
+    const changed = changedFiles(this.snapshot, now)
     this.snapshot = now
-    return changed.sort((a, b) => a.name.localeCompare(b.name))
+    return changed
   }
 
   async doExecute(options: DoExecuteOptions): Promise<void> {
@@ -365,18 +348,7 @@ class E2BBackend implements SandboxBackend {
   /** Streams a host file to data/<name>, without reading it into memory. */
   async doAddData(hostPath: string, name: string): Promise<EntryInfo> {
     this.assertAlive()
-    if (!name || name.includes('/') || name === '.' || name === '..') {
-      throw new InvalidArgumentError(`${JSON.stringify(name)} is not a valid file name for data/`)
-    }
-    let size: number
-    try {
-      size = statSync(hostPath).size
-    } catch (cause) {
-      throw new NotFoundError(`${hostPath}: no such file`, {
-        cause,
-        hint: 'Check the path of the data file.',
-      })
-    }
+    const size = dataFileSize(hostPath, name)
     const target = `${HOME}/data/${name}`
     const stream = Readable.toWeb(createReadStream(hostPath)) as ReadableStream<Uint8Array>
     await this.sdk.files.write(target, stream).catch((error: unknown) => {

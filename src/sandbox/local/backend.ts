@@ -17,15 +17,9 @@ import type {
   SandboxCreateOptions,
   SandboxProvider,
 } from '../backend.js'
-import {
-  CellOutput,
-  CommandOutput,
-  formatBytes,
-  killedError,
-  STATE_LOST,
-  timeoutError,
-} from '../cell-output.js'
+import { CommandOutput, formatBytes, killedError, STATE_LOST } from '../cell-output.js'
 import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
+import { runKernelCell } from './cell.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { kernelEnv, SANDBOX_HOME } from './jail.js'
 import { Kernel, KernelExit } from './kernel.js'
@@ -144,62 +138,16 @@ class LocalSandbox implements SandboxBackend {
       this.lostBetweenCells = undefined
     }
     const kernel = this.kernel
-    const id = randomBytes(8).toString('hex')
-    const output = new CellOutput(onEvent, this.config.limits)
-    let sawError = false
-    let stopped: 'timeout' | 'abort' | undefined
-    let killedByUs = false
-    let graceTimer: NodeJS.Timeout | undefined
     const seconds = options.timeoutMs / 1000
-    const stop = (reason: 'timeout' | 'abort') => {
-      if (stopped) return
-      stopped = reason
-      kernel.interrupt(id)
-      graceTimer = setTimeout(() => {
-        killedByUs = true
-        kernel.kill()
-      }, this.interruptGraceMs)
-    }
-    const timer = setTimeout(() => stop('timeout'), options.timeoutMs)
-    const onAbort = () => stop('abort')
-    options.signal?.addEventListener('abort', onAbort, { once: true })
-    let count: number | null = null
-    try {
-      count = await kernel.execute(
-        { type: 'execute', id, code: options.code, context: contextId, envs: options.envs },
-        (message) => {
-          switch (message.type) {
-            case 'stdout':
-            case 'stderr':
-              return output.output(message.type, message.text)
-            case 'truncated':
-              return output.truncate()
-            case 'result':
-              return output.result(message.bundle, message.main)
-            case 'error':
-              sawError = true
-              if (stopped === 'timeout' && message.name === 'KeyboardInterrupt') {
-                return onEvent(timeoutError(seconds, message.traceback))
-              }
-              return onEvent({
-                type: 'error',
-                name: message.name,
-                value: message.value,
-                traceback: message.traceback,
-              })
-          }
-        },
-      )
-      if (stopped === 'timeout' && !sawError) onEvent(timeoutError(seconds))
-    } catch (error) {
-      if (!(error instanceof KernelExit)) throw error
+    const { count, stopped, killedByUs, exit } = await runKernelCell(kernel, options, {
+      limits: this.config.limits,
+      interruptGraceMs: this.interruptGraceMs,
+    })
+    if (exit !== undefined) {
+      if (!(exit instanceof KernelExit)) throw exit
       if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
-      onEvent({ type: 'error', ...this.deathError(error, stopped, killedByUs, seconds) })
+      onEvent({ type: 'error', ...this.deathError(exit, stopped, killedByUs, seconds) })
       this.restart()
-    } finally {
-      clearTimeout(timer)
-      clearTimeout(graceTimer)
-      options.signal?.removeEventListener('abort', onAbort)
     }
     for (const artifact of this.home.workspace.changes()) onEvent({ type: 'artifact', artifact })
     onEvent({ type: 'finish', executionCount: count ?? undefined })

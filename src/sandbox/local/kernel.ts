@@ -10,8 +10,9 @@ import type { Socket } from 'node:net'
 import type { Readable, Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { installHint, systemPackages } from '../../packages.js'
-import { SandboxError, SandboxUnavailableError } from '../errors.js'
-import { type HostRequest, type KernelMessage, parseMessage, readLines } from './protocol.js'
+import { SandboxUnavailableError } from '../errors.js'
+import { KernelChannel } from './channel.js'
+import { readLines } from './protocol.js'
 import { MODULE_SOURCES } from './python.js'
 import { onExit } from './runtime.js'
 
@@ -62,32 +63,22 @@ export class KernelExit extends Error {
   }
 }
 
-type CellHandler = (message: KernelMessage) => void
-type ProcessMessage = Extract<KernelMessage, { type: 'proc-started' | 'proc-out' | 'proc-exit' }>
-type ProcessHandler = (message: ProcessMessage) => void
-
 const JOIN_CGROUPS =
   'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 111; shift; n=$((n-1)); done; exec "$@"'
 
-export class Kernel {
-  private readonly cells = new Map<string, { handler: CellHandler; reject: (error: Error) => void }>()
-  private readonly waiters = new Map<string, () => void>()
-  /** Shell commands that have not exited, by request id. */
-  private readonly processes = new Map<string, ProcessHandler>()
+export class Kernel extends KernelChannel<KernelExit> {
   private readonly requests: Writable
   private diagnostics = ''
-  private exitError: KernelExit | undefined
   /** PID of the jail's init (bubblewrap's child): killing it ends the PID namespace and lets bubblewrap reap it. */
   private jailInit: number | undefined
-  private readonly exited: Promise<KernelExit>
-  /** Messages that the kernel sent that failed validation or were too large. */
-  dropped = 0
+  protected readonly exited: Promise<KernelExit>
 
   private constructor(
     private readonly child: KernelProcess,
     private readonly processGroup: boolean,
     maxMessageBytes: number,
   ) {
+    super()
     const stdio = child.stdio as unknown as [null, Readable, Readable | null, Writable, Readable]
     this.requests = stdio[3]
     this.requests.on('error', () => {}) // the exit handler reports a dead kernel
@@ -117,20 +108,10 @@ export class Kernel {
     this.exited = new Promise((resolve) => {
       child.on('exit', (code, signal) => {
         forget()
-        this.exitError = new KernelExit(code, signal, this.diagnostics)
-        for (const { reject } of this.cells.values()) reject(this.exitError)
-        this.cells.clear()
+        const exit = new KernelExit(code, signal, this.diagnostics)
         // Commands run in the kernel's jail: they ended with it.
-        for (const [id, handler] of this.processes) {
-          handler({
-            type: 'proc-exit',
-            id,
-            code: -1,
-            error: 'the sandbox kernel stopped, and its commands with it',
-          })
-        }
-        this.processes.clear()
-        resolve(this.exitError)
+        this.ended(exit)
+        resolve(exit)
       })
     })
     this.unref()
@@ -245,128 +226,16 @@ export class Kernel {
     return this.child.pid
   }
 
-  get alive(): boolean {
-    return this.exitError === undefined
+  protected write(line: string) {
+    this.requests.write(line)
   }
 
-  /** Resolves when the process has exited, however it ended. */
-  whenExited(): Promise<KernelExit> {
-    return this.exited
-  }
-
-  private receive(line: string) {
-    const message = parseMessage(line)
-    if (!message) {
-      this.dropped++
-      return
-    }
-    switch (message.type) {
-      case 'ready':
-        return this.waiters.get('ready')?.()
-      case 'proc-started':
-      case 'proc-out':
-      case 'proc-exit': {
-        const handler = this.processes.get(message.id)
-        if (message.type === 'proc-exit') {
-          this.processes.delete(message.id)
-          this.unrefWhenIdle()
-        }
-        return handler?.(message)
-      }
-      case 'context-created':
-      case 'env-set': {
-        const key = `${message.type}:${message.id ?? ''}`
-        this.waiters.get(key)?.()
-        this.waiters.delete(key)
-        return
-      }
-      default:
-        this.cells.get(message.id)?.handler(message)
-    }
-  }
-
-  private send(request: HostRequest) {
-    if (!this.alive) throw this.exitError ?? new SandboxError('kernel is not running')
-    this.requests.write(`${JSON.stringify(request)}\n`)
-  }
-
-  /** Sends a cell; `handler` sees its messages until `done`, after which the promise resolves. */
-  execute(request: Extract<HostRequest, { type: 'execute' }>, handler: CellHandler): Promise<number | null> {
-    return new Promise((resolve, reject) => {
-      if (!this.alive) return reject(this.exitError)
-      this.ref()
-      const finish = () => {
-        this.cells.delete(request.id)
-        this.unrefWhenIdle()
-      }
-      this.cells.set(request.id, {
-        handler: (message) => {
-          handler(message)
-          if (message.type === 'done') {
-            finish()
-            resolve(message.count)
-          }
-        },
-        reject: (error) => {
-          finish()
-          reject(error)
-        },
-      })
-      this.send(request)
-    })
-  }
-
-  /** Asks the kernel to raise KeyboardInterrupt in the cell, if it is still running it. */
-  interrupt(id: string) {
-    if (this.alive) this.send({ type: 'interrupt', id })
-  }
-
-  private request(key: string, request: HostRequest): Promise<void> {
+  protected override busy() {
     this.ref()
-    return new Promise<void>((resolve, reject) => {
-      this.waiters.set(key, resolve)
-      this.exited.then(reject)
-      this.send(request)
-    }).finally(() => this.unrefWhenIdle())
   }
 
-  /**
-   * Starts a shell command in the kernel's jail; resolves with its pid. `handler` sees its output
-   * and, last, its `proc-exit` (also when the kernel dies).
-   */
-  spawn(request: Extract<HostRequest, { type: 'spawn' }>, handler: ProcessHandler): Promise<number> {
-    return new Promise((resolve, reject) => {
-      if (!this.alive) return reject(this.exitError)
-      this.ref()
-      let started = false
-      this.processes.set(request.id, (message) => {
-        if (message.type === 'proc-started') {
-          started = true
-          resolve(message.pid)
-        } else if (!started && message.type === 'proc-exit') {
-          reject(new SandboxError(message.error ?? 'The command could not start'))
-        }
-        if (started) handler(message)
-      })
-      this.send(request)
-    })
-  }
-
-  /** Sends stdin, close-stdin or a signal to a running command; ignored once it has exited. */
-  control(request: Extract<HostRequest, { type: 'proc-stdin' | 'proc-close-stdin' | 'proc-signal' }>) {
-    if (this.alive && this.processes.has(request.id)) this.send(request)
-  }
-
-  private unrefWhenIdle() {
-    if (this.cells.size === 0 && this.processes.size === 0) this.unref()
-  }
-
-  createContext(id: string, cwd?: string): Promise<void> {
-    return this.request(`context-created:${id}`, { type: 'context', id, cwd })
-  }
-
-  setEnv(id: string, envs: Record<string, string>): Promise<void> {
-    return this.request(`env-set:${id}`, { type: 'env', id, envs })
+  protected override idle() {
+    this.unref()
   }
 
   /**

@@ -1,0 +1,174 @@
+/**
+ * The host's side of Analyst's kernel protocol (protocol.ts), whatever carries it: requests out,
+ * messages in, each routed to the cell, command or request waiting for it. A transport (a local
+ * process's pipes, a Modal exec's stdin/stdout) subclasses it with `write` and its end.
+ * @module
+ */
+import { SandboxError } from '../errors.js'
+import type { HostRequest, KernelMessage } from './protocol.js'
+import { parseMessage } from './protocol.js'
+
+export type CellHandler = (message: KernelMessage) => void
+export type ProcessMessage = Extract<KernelMessage, { type: 'proc-started' | 'proc-out' | 'proc-exit' }>
+export type ProcessHandler = (message: ProcessMessage) => void
+
+export abstract class KernelChannel<Exit extends Error> {
+  protected readonly cells = new Map<string, { handler: CellHandler; reject: (error: Error) => void }>()
+  protected readonly waiters = new Map<string, () => void>()
+  /** Shell commands that have not exited, by request id. */
+  protected readonly processes = new Map<string, ProcessHandler>()
+  protected exitError: Exit | undefined
+  protected abstract readonly exited: Promise<Exit>
+  /** The kernel's pid where it runs, from its `ready` message. */
+  readyPid: number | undefined
+  /** Messages that the kernel sent that failed validation or were too large. */
+  dropped = 0
+
+  /** Sends one line to the kernel. */
+  protected abstract write(line: string): void
+  /** The kernel has work in flight (a local kernel keeps the host's event loop alive then). */
+  protected busy(): void {}
+  /** The kernel has nothing in flight. */
+  protected idle(): void {}
+
+  get alive(): boolean {
+    return this.exitError === undefined
+  }
+
+  /** Resolves when the kernel has ended, however it ended. */
+  whenExited(): Promise<Exit> {
+    return this.exited
+  }
+
+  private idleWhenDone() {
+    if (this.cells.size === 0 && this.processes.size === 0) this.idle()
+  }
+
+  /** The kernel ended: its cell fails, its commands (which ended with it) exit. */
+  protected ended(exit: Exit) {
+    this.exitError = exit
+    for (const { reject } of this.cells.values()) reject(exit)
+    this.cells.clear()
+    for (const [id, handler] of this.processes) {
+      handler({
+        type: 'proc-exit',
+        id,
+        code: -1,
+        error: 'the sandbox kernel stopped, and its commands with it',
+      })
+    }
+    this.processes.clear()
+  }
+
+  protected receive(line: string) {
+    const message = parseMessage(line)
+    if (!message) {
+      this.dropped++
+      return
+    }
+    switch (message.type) {
+      case 'ready':
+        this.readyPid = message.pid
+        return this.waiters.get('ready')?.()
+      case 'proc-started':
+      case 'proc-out':
+      case 'proc-exit': {
+        const handler = this.processes.get(message.id)
+        if (message.type === 'proc-exit') {
+          this.processes.delete(message.id)
+          this.idleWhenDone()
+        }
+        return handler?.(message)
+      }
+      case 'context-created':
+      case 'env-set': {
+        const key = `${message.type}:${message.id ?? ''}`
+        this.waiters.get(key)?.()
+        this.waiters.delete(key)
+        return
+      }
+      default:
+        this.cells.get(message.id)?.handler(message)
+    }
+  }
+
+  protected send(request: HostRequest) {
+    if (this.exitError) throw this.exitError
+    this.write(`${JSON.stringify(request)}\n`)
+  }
+
+  /** Sends a cell; `handler` sees its messages until `done`, after which the promise resolves. */
+  execute(request: Extract<HostRequest, { type: 'execute' }>, handler: CellHandler): Promise<number | null> {
+    return new Promise((resolve, reject) => {
+      if (this.exitError) return reject(this.exitError)
+      this.busy()
+      const finish = () => {
+        this.cells.delete(request.id)
+        this.idleWhenDone()
+      }
+      this.cells.set(request.id, {
+        handler: (message) => {
+          handler(message)
+          if (message.type === 'done') {
+            finish()
+            resolve(message.count)
+          }
+        },
+        reject: (error) => {
+          finish()
+          reject(error)
+        },
+      })
+      this.send(request)
+    })
+  }
+
+  /** Asks the kernel to raise KeyboardInterrupt in the cell, if it is still running it. */
+  interrupt(id: string) {
+    if (this.alive) this.send({ type: 'interrupt', id })
+  }
+
+  private request(key: string, request: HostRequest): Promise<void> {
+    this.busy()
+    return new Promise<void>((resolve, reject) => {
+      this.waiters.set(key, resolve)
+      this.exited.then(reject)
+      this.send(request)
+    }).finally(() => this.idleWhenDone())
+  }
+
+  /**
+   * Starts a shell command beside the kernel; resolves with its pid. `handler` sees its output
+   * and, last, its `proc-exit` (also when the kernel ends).
+   */
+  spawn(request: Extract<HostRequest, { type: 'spawn' }>, handler: ProcessHandler): Promise<number> {
+    return new Promise((resolve, reject) => {
+      if (this.exitError) return reject(this.exitError)
+      this.busy()
+      let started = false
+      this.processes.set(request.id, (message) => {
+        if (message.type === 'proc-started') {
+          started = true
+          resolve(message.pid)
+        } else if (!started && message.type === 'proc-exit') {
+          reject(new SandboxError(message.error ?? 'The command could not start'))
+        }
+        if (started) handler(message)
+      })
+      this.send(request)
+    })
+  }
+
+  /** Sends stdin, close-stdin or a signal to a running command; ignored once it has exited. */
+  control(request: Extract<HostRequest, { type: 'proc-stdin' | 'proc-close-stdin' | 'proc-signal' }>) {
+    if (this.alive && this.processes.has(request.id)) this.send(request)
+  }
+
+  createContext(id: string, cwd?: string): Promise<void> {
+    return this.request(`context-created:${id}`, { type: 'context', id, cwd })
+  }
+
+  setEnv(id: string, envs: Record<string, string>): Promise<void> {
+    return this.request(`env-set:${id}`, { type: 'env', id, envs })
+  }
+}
