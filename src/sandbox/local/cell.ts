@@ -43,11 +43,16 @@ export async function runKernelCell(
   const outcome: CellOutcome = { count: null, stopped: undefined, killedByUs: false }
   let sawError = false
   let graceTimer: NodeJS.Timeout | undefined
+  let resendTimer: NodeJS.Timeout | undefined
   const seconds = options.timeoutMs / 1000
   const stop = (reason: 'timeout' | 'abort') => {
     if (outcome.stopped) return
     outcome.stopped = reason
     kernel.interrupt(id)
+    // Asked once more halfway through the grace: under heavy load an interrupt was seen lost (rarely,
+    // cause not found), and the kernel then killed with its state. A second one is harmless: the
+    // kernel delivers an interrupt only to the cell it names, and only while that cell runs.
+    resendTimer = setTimeout(() => kernel.interrupt(id), settings.interruptGraceMs / 2)
     graceTimer = setTimeout(() => {
       outcome.killedByUs = true
       kernel.kill()
@@ -90,6 +95,7 @@ export async function runKernelCell(
   } finally {
     clearTimeout(timer)
     clearTimeout(graceTimer)
+    clearTimeout(resendTimer)
     options.signal?.removeEventListener('abort', onAbort)
   }
   return outcome
