@@ -43,6 +43,7 @@ import type {
 } from '../backend.js'
 import { FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
 import { killedError, timeoutError } from '../cell-output.js'
+import { finishCreate } from '../create-data.js'
 import { sandboxKilled } from '../errors.js'
 import type { Artifact, MimeBundle } from '../messaging.js'
 import { dataFileSize } from '../paths.js'
@@ -452,17 +453,6 @@ export class E2BProvider implements SandboxProvider {
         'AnalystWarning',
       )
     }
-    try {
-      for (const item of options.data ?? []) {
-        const { path, name } =
-          typeof item === 'string' ? { path: item, name: item.slice(item.lastIndexOf('/') + 1) } : item
-        await backend.doAddData(path, name)
-      }
-      options.signal?.throwIfAborted()
-    } catch (error) {
-      await backend.doKill()
-      throw error
-    }
-    return backend
+    return finishCreate(backend, options)
   }
 }

@@ -25,6 +25,7 @@ import type {
 import { assertSupported, missingCapabilities } from '../capabilities.js'
 import { CellOutput, CommandOutput, killedError, STATE_LOST, timeoutError } from '../cell-output.js'
 import { CommandMessage } from '../command-messages.js'
+import { addCreateData } from '../create-data.js'
 import {
   InvalidArgumentError,
   NotFoundError,
@@ -817,11 +818,7 @@ export class JupyterProvider implements SandboxProvider {
           'AnalystWarning',
         )
       }
-      for (const item of options.data ?? []) {
-        const { path, name } = typeof item === 'string' ? { path: item, name: basename(item) } : item
-        await sandbox.doAddData(path, name)
-      }
-      options.signal?.throwIfAborted()
+      await addCreateData(sandbox, options)
       return sandbox
     } catch (error) {
       if (sandbox) await sandbox.doKill()

@@ -18,6 +18,7 @@ import type {
   SandboxProvider,
 } from '../backend.js'
 import { CommandOutput, formatBytes, killedError, STATE_LOST } from '../cell-output.js'
+import { finishCreate } from '../create-data.js'
 import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { runKernelCell } from './cell.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
@@ -376,19 +377,9 @@ export class LocalProvider implements SandboxProvider {
     // Refill after this create has returned: preparing a home blocks the event loop for a moment.
     if (poolable) setImmediate(() => this.fill())
     const sandbox = new LocalSandbox(started.home, started.kernel, config, this.interruptGraceMs)
-    try {
+    return finishCreate(sandbox, options, async () => {
       if (poolable && Object.keys(config.envs).length > 0) await sandbox.applyEnvs(config.envs)
-      for (const item of options.data ?? []) {
-        const { path, name } =
-          typeof item === 'string' ? { path: item, name: item.slice(item.lastIndexOf('/') + 1) } : item
-        await sandbox.doAddData(path, name)
-      }
-      options.signal?.throwIfAborted()
-    } catch (error) {
-      await sandbox.doKill()
-      throw error
-    }
-    return sandbox
+    })
   }
 
   /** Kernels ready in the pool now, and how many creates took one (hits) or started their own (misses). */

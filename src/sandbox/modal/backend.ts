@@ -24,6 +24,7 @@ import type {
 } from '../backend.js'
 import { assertSupported, FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
 import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
+import { finishCreate } from '../create-data.js'
 import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { runKernelCell } from '../local/cell.js'
 import { kernelEnv } from '../local/jail.js'
@@ -545,17 +546,6 @@ export class ModalProvider implements SandboxProvider {
       this.told = true
       process.emitWarning(`On Modal, ${missingCapabilities(this.capabilities).join('; ')}.`, 'AnalystWarning')
     }
-    try {
-      for (const item of options.data ?? []) {
-        const { path, name } =
-          typeof item === 'string' ? { path: item, name: item.slice(item.lastIndexOf('/') + 1) } : item
-        await backend.doAddData(path, name)
-      }
-      options.signal?.throwIfAborted()
-    } catch (error) {
-      await backend.doKill()
-      throw error
-    }
-    return backend
+    return finishCreate(backend, options)
   }
 }
