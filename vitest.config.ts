@@ -2,7 +2,6 @@ import { defineConfig } from 'vitest/config'
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     // Sandboxes are real processes: a few test files at a time on a 2-core machine.
     pool: 'forks',
     maxWorkers: 2,
@@ -12,5 +11,20 @@ export default defineConfig({
     // short on a loaded machine. A state that holds comes as soon as it holds; the deadline is for failures.
     expect: { poll: { timeout: 30_000 } },
     reporters: ['default'],
+    projects: [
+      { extends: true, test: { name: 'all', include: ['src/**/*.test.ts', 'test/**/*.test.ts'] } },
+      // As root, sandboxes are forked from a template; the hostile suite also runs on the other
+      // path, the one of every user who is not root and of sandboxes with network on.
+      {
+        extends: true,
+        test: {
+          name: 'spawn',
+          include: ['test/security/**/*.test.ts'],
+          // These two choose their path themselves.
+          exclude: ['test/security/zygote.test.ts', 'test/security/fds.test.ts'],
+          env: { ANALYST_COLD_START: 'spawn' },
+        },
+      },
+    ],
   },
 })

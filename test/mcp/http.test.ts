@@ -12,7 +12,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ScriptedModel } from '../../src/models/scripted.js'
-import type { SandboxProvider } from '../../src/sandbox/index.js'
+import { Sandbox, type SandboxProvider } from '../../src/sandbox/index.js'
 import { LocalProvider } from '../../src/sandbox/local/index.js'
 import { ownerOf, type RunningServer, startServer } from '../../src/server/index.js'
 import { MockSandboxProvider } from '../../src/test/mock-sandbox.js'
@@ -197,11 +197,14 @@ describe('MCP over Streamable HTTP on analyst serve', () => {
     cleanups.push(async () => provider.close())
     const server = await serve(provider)
     const { client, transport } = await connect(server, TOKENS[0])
+    // One sandbox first: where sandboxes are forked, the template it starts outlives sessions.
+    await (await Sandbox.create({ provider })).kill()
     const before = new Set(descendants().map((p) => p.pid))
     const ran = await callTool(client, 'run_python', { code: 'import os\n1 + 1' })
     expect(textOf(ran)).toContain('[result] 2')
     const kernel = descendants().filter((p) => !before.has(p.pid))
-    expect(kernel.some((p) => p.cmd.includes('bwrap'))).toBe(true)
+    // A jail of its own, spawned (bwrap) or forked from the template (analyst_zygote.py).
+    expect(kernel.some((p) => /bwrap|analyst_zygote/.test(p.cmd))).toBe(true)
     await transport.terminateSession()
     await waitFor(() => kernel.every((p) => !alive(p.pid)), {
       what: () => `the sandbox's processes to end (${JSON.stringify(kernel.filter((p) => alive(p.pid)))})`,

@@ -1,6 +1,8 @@
 /**
- * The local backend with sandboxes forked from the template (coldStart: 'fork'): the shared
- * conformance suite, then what is the template's own: it is rebuilt when it dies, sandboxes it
+ * The local backend's two cold starts. As root, sandboxes are forked from the template by default
+ * (test/sandbox/local.test.ts runs the conformance suite on that path); here the shared
+ * conformance suite on the other path, each sandbox spawned (coldStart: 'spawn', as for every user
+ * who is not root), then what is the template's own: it is rebuilt when it dies, sandboxes it
  * cannot serve (network on) start the usual way, a forked sandbox is in its cgroups and survives
  * a kernel restart. The hostile cases are in test/security/zygote.test.ts.
  */
@@ -13,30 +15,27 @@ import { sandboxTemplate } from '../../src/sandbox/local/home.js'
 import { findPython } from '../../src/sandbox/local/python.js'
 import { CGROUPS_MARK, getRuntime } from '../../src/sandbox/local/runtime.js'
 import { stopTemplates } from '../../src/sandbox/local/zygote.js'
+import { jailInit } from '../support/processes.js'
 import { waitFor } from '../support/wait.js'
 
 const isRoot = process.geteuid?.() === 0
 const provider = new LocalProvider({ poolSize: 0, interruptGraceMs: 1000, coldStart: 'fork' })
 const create = (options: Parameters<typeof Sandbox.create>[0] = {}) =>
   Sandbox.create({ provider, ...options })
+const spawning = new LocalProvider({ poolSize: 0, interruptGraceMs: 1000, coldStart: 'spawn' })
 
 afterAll(() => stopTemplates())
 
-describeConformance({ name: 'local, forked from the template', create })
-
-/** The program PID 1 of the sandbox runs: the template's script when forked, else bubblewrap. */
-async function init(sandbox: Sandbox): Promise<string> {
-  const run = await sandbox.runCode(
-    "args = open('/proc/1/cmdline', 'rb').read().split(b'\\0')\n(args[2] if len(args) > 2 and args[2].endswith(b'.py') else args[0]).decode()",
-  )
-  return run.text ?? String(run.error?.value)
-}
+describeConformance({
+  name: 'local, each sandbox spawned',
+  create: (options = {}) => Sandbox.create({ provider: spawning, ...options }),
+})
 
 describe.runIf(isRoot)('sandboxes forked from the template', () => {
   it('are forked, run pandas and matplotlib, and their kernel restarts forked after it dies', async () => {
     const sandbox = await create()
     try {
-      expect(await init(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
+      expect(await jailInit(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
       const chart = await sandbox.runCode(
         'import pandas as pd, matplotlib.pyplot as plt\npd.Series([1, 2, 3]).plot()\nplt.show()\nx = 1',
       )
@@ -47,7 +46,7 @@ describe.runIf(isRoot)('sandboxes forked from the template', () => {
       expect(died.error?.name).toBe('KernelDied')
       const after = await sandbox.runCode("open('kept.txt').read()")
       expect(after.text).toBe("'kept'")
-      expect(await init(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
+      expect(await jailInit(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
     } finally {
       await sandbox.kill()
     }
@@ -72,10 +71,19 @@ describe.runIf(isRoot)('sandboxes forked from the template', () => {
     }
   })
 
+  it("spawn when the provider says so (coldStart: 'spawn')", async () => {
+    const sandbox = await Sandbox.create({ provider: spawning })
+    try {
+      expect(await jailInit(sandbox)).toBe("'bwrap'")
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
   it('start the usual way when they need what a fork cannot give (the network)', async () => {
     const sandbox = await create({ network: true })
     try {
-      expect(await init(sandbox)).toBe("'bwrap'")
+      expect(await jailInit(sandbox)).toBe("'bwrap'")
     } finally {
       await sandbox.kill()
     }
@@ -92,7 +100,7 @@ describe.runIf(isRoot)('sandboxes forked from the template', () => {
     })
     const sandbox = await create()
     try {
-      expect(await init(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
+      expect(await jailInit(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
       expect((await sandboxTemplate(python)).process.pid).not.toBe(first.process.pid)
       // Its kernel died with the template: a cell says so (as it died in it, or before it), and the
       // next runs in a new, forked kernel that has the workspace.
@@ -106,7 +114,7 @@ describe.runIf(isRoot)('sandboxes forked from the template', () => {
         { what: () => `a new kernel for the older sandbox; told: ${told.join(' | ')}` },
       )
       expect(next).toBe(true)
-      expect(await init(older)).toBe("'/opt/analyst/analyst_zygote.py'")
+      expect(await jailInit(older)).toBe("'/opt/analyst/analyst_zygote.py'")
     } finally {
       await Promise.all([sandbox.kill(), older.kill()])
     }

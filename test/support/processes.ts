@@ -48,3 +48,13 @@ export function alive(pid: number): boolean {
     return false
   }
 }
+
+/** The program PID 1 of a sandbox runs: the template's script when it was forked, else bubblewrap. */
+export async function jailInit(sandbox: {
+  runCode(code: string): Promise<{ text?: string; error?: { value: string } }>
+}): Promise<string> {
+  const run = await sandbox.runCode(
+    "args = open('/proc/1/cmdline', 'rb').read().split(b'\\0')\n(args[2] if len(args) > 2 and args[2].endswith(b'.py') else args[0]).decode()",
+  )
+  return run.text ?? String(run.error?.value)
+}

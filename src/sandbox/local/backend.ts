@@ -27,7 +27,7 @@ import { Kernel, KernelExit } from './kernel.js'
 import { DEFAULT_LIMITS, resolveLimits } from './limits.js'
 import { findPython } from './python.js'
 import { splitPath } from './workspace.js'
-import type { ColdStart } from './zygote.js'
+import { type ColdStart, releaseTemplates, useTemplates } from './zygote.js'
 
 export interface LocalProviderOptions {
   /** Kernels kept started and ready for `create`. @default ANALYST_POOL_SIZE or 1 */
@@ -36,7 +36,7 @@ export interface LocalProviderOptions {
   interruptGraceMs?: number
   /**
    * 'fork': sandboxes are forked from a template with pandas already imported (zygote.ts), where
-   * that can run (as root); elsewhere, and with network on, they spawn. @default ANALYST_COLD_START or 'spawn'
+   * that can run (as root); elsewhere, and with network on, they spawn. @default ANALYST_COLD_START or 'fork'
    */
   coldStart?: ColdStart
 }
@@ -338,13 +338,14 @@ export class LocalProvider implements SandboxProvider {
       throw new InvalidArgumentError(`poolSize must be a whole number ≥ 0, not ${size}`)
     this.poolSize = size
     this.interruptGraceMs = options.interruptGraceMs ?? 2000
-    const coldStart = options.coldStart ?? process.env.ANALYST_COLD_START ?? 'spawn'
+    const coldStart = options.coldStart ?? process.env.ANALYST_COLD_START ?? 'fork'
     if (coldStart !== 'fork' && coldStart !== 'spawn')
       throw new InvalidArgumentError(`coldStart must be 'fork' or 'spawn', not ${coldStart}`)
     this.coldStart = coldStart
   }
 
   private async config(options: SandboxCreateOptions): Promise<HomeConfig> {
+    if (this.coldStart === 'fork') useTemplates(this)
     return {
       python: await findPython(),
       limits: resolveLimits(options.limits),
@@ -416,7 +417,10 @@ export class LocalProvider implements SandboxProvider {
     })()
   }
 
-  /** Stops the pool's kernels. Sandboxes already created are not affected. */
+  /**
+   * Stops the pool's kernels. Sandboxes already created are not affected; the sandbox template
+   * stops once they are gone, unless another open provider forks from it.
+   */
   async close(): Promise<void> {
     await this.filling
     const entries = this.pool.splice(0)
@@ -426,5 +430,6 @@ export class LocalProvider implements SandboxProvider {
         entry.home.release()
       }),
     )
+    await releaseTemplates(this)
   }
 }

@@ -16,7 +16,7 @@ import { forkUnsupported } from './zygote.js'
 /** Whether sandboxes can be forked from a template here (coldStart: 'fork'), and whether they are. */
 async function forkCheck(python: PythonInfo): Promise<Check> {
   const name = 'cold start from a template (fork)'
-  const on = process.env.ANALYST_COLD_START === 'fork'
+  const on = (process.env.ANALYST_COLD_START ?? 'fork') === 'fork'
   const unsupported = forkUnsupported()
   if (unsupported) {
     return {
@@ -32,8 +32,8 @@ async function forkCheck(python: PythonInfo): Promise<Check> {
       name,
       ok: true,
       detail: on
-        ? 'on (ANALYST_COLD_START=fork): new sandboxes are forked from a Python with pandas imported'
-        : "available, off: set ANALYST_COLD_START=fork (or coldStart: 'fork') to fork new sandboxes from a Python with pandas imported",
+        ? 'on: new sandboxes are forked from a Python with pandas imported (ANALYST_COLD_START=spawn turns it off)'
+        : 'available, off (ANALYST_COLD_START=spawn): unset it to fork new sandboxes from a Python with pandas imported',
       essential: false,
     }
   } catch (error) {

@@ -31,6 +31,11 @@ export interface Template {
 }
 
 const templates = new Map<string, Promise<Template>>()
+/**
+ * Providers that may fork and are not closed. Templates run while one is open or a sandbox of
+ * theirs runs; then they stop, so that a closed provider leaves no process behind.
+ */
+const users = new Set<object>()
 /** A template that failed to start is not tried again before this long: creates spawn meanwhile. */
 const RETRY_AFTER_MS = 60_000
 const failures = new Map<string, { error: Error; at: number }>()
@@ -48,21 +53,24 @@ export function templateFor(python: PythonInfo, kernelDir: string, preload: stri
   const key = python.executable
   const failed = failures.get(key)
   if (failed && Date.now() - failed.at < RETRY_AFTER_MS) return Promise.reject(failed.error)
-  let template = templates.get(key)
-  if (!template) {
-    template = startTemplate(python, kernelDir, preload)
-    templates.set(key, template)
-    template.then(
-      (started) =>
-        started.process.once('exit', () => {
-          if (templates.get(key) === template) templates.delete(key) // rebuilt by the next create
-        }),
-      (error: Error) => {
-        failures.set(key, { error, at: Date.now() })
-        templates.delete(key)
-      },
-    )
-  }
+  const running = templates.get(key)
+  if (running) return running
+  const template = startTemplate(python, kernelDir, preload)
+  templates.set(key, template)
+  template.then(
+    (started) => {
+      started.process.once('exit', () => {
+        if (templates.get(key) === template) templates.delete(key) // rebuilt by the next create
+      })
+      started.launcher.on('idle', () => {
+        if (users.size === 0) void stopTemplate(key, template)
+      })
+    },
+    (error: Error) => {
+      failures.set(key, { error, at: Date.now() })
+      templates.delete(key)
+    },
+  )
   return template
 }
 
@@ -188,8 +196,11 @@ interface Starting {
   reject(error: Error): void
 }
 
-/** The host's side of one template, spoken to over Node's IPC channel (fds travel on it). */
-export class Launcher {
+/**
+ * The host's side of one template, spoken to over Node's IPC channel (fds travel on it). Emits
+ * 'idle' when its last sandbox is gone.
+ */
+export class Launcher extends EventEmitter {
   readonly process: ChildProcess
   private readonly starting = new Map<string, Starting>()
   private readonly running = new Map<string, ForkedKernel>()
@@ -197,6 +208,7 @@ export class Launcher {
   private holds = 0
 
   constructor(python: PythonInfo, script: string, socket: string) {
+    super()
     this.process = spawn(python.executable, ['-I', '-S', script, socket], {
       env: {},
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -232,6 +244,7 @@ export class Launcher {
       const done = () => {
         this.starting.delete(id)
         this.hold(-1)
+        this.checkIdle()
       }
       this.starting.set(id, {
         resolve: (kernel) => {
@@ -257,9 +270,19 @@ export class Launcher {
         this.mounting.delete(id)
         this.hold(-1)
         resolve(error === null)
+        this.checkIdle()
       })
       this.process.send({ type: 'mount', id, path, options })
     })
+  }
+
+  /** No sandbox starting or running, no mount under way. */
+  get idle(): boolean {
+    return this.starting.size === 0 && this.running.size === 0 && this.mounting.size === 0
+  }
+
+  private checkIdle() {
+    if (this.idle) this.emit('idle')
   }
 
   /** While a sandbox is starting or busy, the IPC channel keeps the host's event loop running. */
@@ -278,6 +301,7 @@ export class Launcher {
       this.running.delete(message.id)
       kernel?.exited(message.code, null)
       start?.reject(new SandboxUnavailableError(`The sandbox exited as it started (code ${message.code})`))
+      this.checkIdle()
       return
     }
     if (!start) {
@@ -328,17 +352,38 @@ export function forkSpec(template: () => Promise<Template>, request: ForkRequest
   }
 }
 
+/** A provider that may fork sandboxes: templates keep running until it is released. */
+export function useTemplates(user: object) {
+  users.add(user)
+}
+
+/** A provider closed: with no other open, every template stops once no sandbox of it runs. */
+export async function releaseTemplates(user: object): Promise<void> {
+  users.delete(user)
+  if (users.size > 0) return
+  await Promise.all(
+    [...templates].map(async ([key, template]) => {
+      if ((await template.catch(() => undefined))?.launcher.idle && users.size === 0)
+        await stopTemplate(key, template)
+    }),
+  )
+}
+
 /** Stops every template (tests, and hosts that want their memory back). */
 export async function stopTemplates(): Promise<void> {
-  const running = [...templates.values()]
-  templates.clear()
-  for (const template of running) {
-    const started = await template.catch(() => undefined)
-    if (started && started.process.exitCode === null && started.process.signalCode === null) {
-      const exited = new Promise((resolve) => started.process.once('exit', resolve))
-      started.process.ref() // an idle template is unref'd: the wait for its exit must hold the loop
-      started.process.kill('SIGKILL')
-      await exited
-    }
-  }
+  await Promise.all([...templates].map(([key, template]) => stopTemplate(key, template)))
+}
+
+async function stopTemplate(key: string, template: Promise<Template>) {
+  if (templates.get(key) === template) templates.delete(key)
+  const started = await template.catch(() => undefined)
+  if (!started) return
+  const exits = [started.process, started.launcher.process]
+    .filter((child) => child.exitCode === null && child.signalCode === null)
+    .map((child) => {
+      child.ref() // an idle template is unref'd: the wait for its exit must hold the loop
+      return new Promise((resolve) => child.once('exit', resolve))
+    })
+  started.process.kill('SIGKILL')
+  await Promise.all(exits)
 }
