@@ -151,6 +151,43 @@ describe('modal provider', () => {
   }, 60_000)
 })
 
+describe('modal kernels deaf to the interrupt and to EOF', () => {
+  it('ends the kernel with a kill from a second exec, which shares the container with it as on Modal', async () => {
+    const quick = new ModalProvider({
+      tokenId: fake.tokenId,
+      tokenSecret: fake.tokenSecret,
+      interruptGraceMs: 300,
+    })
+    const sandbox = await Sandbox.create({ provider: quick })
+    try {
+      await sandbox.runCode('kept = 1')
+      const execs = () => [...(fake.sandboxes.get(sandbox.sandboxId)?.execs.values() ?? [])]
+      const [kernel] = execs()
+      expect(kernel?.args[0]).toBe('python3')
+      // A C loop that never lets go of the GIL: the kernel's IO thread can neither pass on the
+      // interrupt nor hear stdin close, so only a signal from outside the process ends it.
+      const execution = await sandbox.runCode('import itertools\nsum(itertools.repeat(1, 10**13))', {
+        timeoutMs: 300,
+      })
+      expect(execution.error?.name).toBe('TimeoutError')
+      expect(execution.error?.value).toMatch(/variables and imports were lost/)
+      // The second exec found the kernel's process group by the PID the kernel reported, and ended it.
+      const kill = await waitFor(
+        () => execs().find((exec) => exec.args[0] === 'kill' && exec.exit !== undefined),
+        { what: 'the kill exec to finish' },
+      )
+      expect(kill.args).toEqual(['kill', '-KILL', '--', expect.stringMatching(/^-\d+$/)])
+      expect(kill.exit).toEqual({ code: 0 })
+      await waitFor(() => kernel?.exit, { what: 'the first kernel to end' })
+      // A fresh kernel takes the next cells.
+      expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')
+      expect((await sandbox.runCode('1 + 1')).text).toBe('2')
+    } finally {
+      await sandbox.kill()
+    }
+  }, 60_000)
+})
+
 describe('modal GPUs', () => {
   it('asks Modal for the GPUs as gpuConfig, and the sandbox and the prompt know them', async () => {
     const gpu = new ModalProvider({
