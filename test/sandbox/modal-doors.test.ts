@@ -6,14 +6,14 @@
  * And the mistakes each door says clearly.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { Analyst } from '../../src/agent/index.js'
+import { Analyst, type AskResult } from '../../src/agent/index.js'
 import { ask } from '../../src/cli/commands/ask.js'
 import { evalCommand } from '../../src/cli/commands/eval.js'
 import { UsageError } from '../../src/cli/errors.js'
@@ -272,20 +272,60 @@ describe('analyst eval --modal-tool', () => {
 })
 
 describe('analyst ask --modal-tool', () => {
-  it('refuses text mode and malformed functions before anything starts', async () => {
-    const common = {
-      question: 'Paint?',
-      data: [SALES],
-      maxSteps: 4,
-      vision: false,
-      json: true,
-      timeoutMs: 30_000,
-      guard: true,
-      stream: true,
-      isolation: 'sandbox' as const,
-      cwd: dir,
-      env: { ...process.env, ...doorEnv('ask') },
+  /** `analyst ask` as the command line passes it, in a home of its own. */
+  const askOptions = (home: string) => ({
+    question: 'Paint a red bicycle',
+    data: [SALES],
+    maxSteps: 4,
+    vision: false,
+    json: true,
+    timeoutMs: 30_000,
+    guard: true,
+    stream: true,
+    isolation: 'sandbox' as const,
+    cwd: dir,
+    env: { ...process.env, ...doorEnv(home) },
+  })
+
+  it('calls the function in a Modal sandbox and prints the call as a step of the answer', async () => {
+    const replies = join(dir, 'paint-replies.json')
+    writeFileSync(
+      replies,
+      JSON.stringify([
+        { toolCall: { name: 'modal_sd_paint', input: PAINT } },
+        { code: "import os\nprint(os.path.getsize('modal_sd_paint-image.png'))" },
+        { text: 'The picture file has 11 bytes.' },
+      ]),
+    )
+    const out: string[] = []
+    const code = await ask({
+      ...askOptions('ask-paint'),
+      sandbox: 'modal',
+      modalTool: ['sd/paint'],
+      replay: replies,
+      outputDir: join(dir, 'ask-output'),
+      stdout: { write: (text: string) => out.push(text) } as unknown as NodeJS.WritableStream,
+      stderr: { write: () => true } as unknown as NodeJS.WritableStream,
+    })
+    expect(code).toBe(0)
+    const result = JSON.parse(out.join('')) as Omit<AskResult, 'artifacts'> & {
+      artifacts: Array<{ name: string; savedPath?: string }>
     }
+    expect(result.answer).toBe('The picture file has 11 bytes.')
+    expect(result.steps[0]).toMatchObject({
+      tool: { name: 'modal_sd_paint', input: { args: ['a red bicycle'] } },
+      execution: { logs: { stdout: [expect.stringContaining('"width": 512')] } },
+      artifacts: [expect.objectContaining({ name: 'modal_sd_paint-image.png', size: 11 })],
+    })
+    expect(result.steps[1]?.execution?.logs.stdout).toEqual(['11\n'])
+    // The file the function returned, saved beside the answer like a chart.
+    const saved = result.artifacts.find((a) => a.name === 'modal_sd_paint-image.png')?.savedPath
+    expect(saved).toContain(join(dir, 'ask-output'))
+    expect(new Uint8Array(readFileSync(saved as string))).toEqual(PNG)
+  }, 120_000)
+
+  it('refuses text mode and malformed functions before anything starts', async () => {
+    const common = askOptions('ask')
     await expect(ask({ ...common, mode: 'text', modalTool: ['sd/paint'] })).rejects.toThrow(
       /--modal-tool needs --mode tools/,
     )
