@@ -15,9 +15,9 @@ import {
   type ToolResultPart,
   tool,
 } from 'ai'
-import { ConflictError, ModelCallError } from '../errors.js'
+import { ConflictError, InvalidArgumentError, ModelCallError } from '../errors.js'
 import type { CodeMode } from '../models/index.js'
-import type { Artifact, Execution, Sandbox } from '../sandbox/index.js'
+import { type Artifact, type Execution, ExecutionError, type Sandbox } from '../sandbox/index.js'
 import type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
 import { extractCode } from './extract.js'
 import { Evidence, unsupportedNumbers } from './grounding.js'
@@ -41,8 +41,13 @@ export interface AnalystTool {
   call(input: unknown): Promise<{
     observation: string
     files: Array<{ name: string; data: Uint8Array; mimeType: string }>
+    /** false: the call failed, and `observation` says why. @default true */
+    ok?: boolean
   }>
 }
+
+/** The name a failed tool call's step shows as its error. */
+const TOOL_ERROR = 'ToolError'
 
 export interface AnalystOptions {
   model: LanguageModel
@@ -176,6 +181,15 @@ export class Analyst {
       maxRetries: 3,
       stream: true,
       ...given,
+    }
+    if (this.options.mode === 'text' && this.options.tools?.length) {
+      // In text mode the model is offered no tools: they would be silently unused.
+      throw new InvalidArgumentError(
+        `The tools ${this.options.tools.map((t) => t.name).join(', ')} need a model that calls tools, and this one writes code as text`,
+        {
+          hint: 'Use the tools mode (--mode tools) with a model that supports tool calls, or leave the tools out.',
+        },
+      )
     }
     this.evidence.add(options.dataDescription)
     for (const text of options.evidence ?? []) this.evidence.add(text)
@@ -377,10 +391,19 @@ export class Analyst {
           let ran = false
           if (run.tool) {
             const started = Date.now()
+            const input = run.input ?? {}
             // What the step shows for the call (a comment: replaying the session runs nothing).
-            const code = `# ${run.tool.name}(${JSON.stringify(run.input ?? {})})`
+            const code = `# ${run.tool.name}(${JSON.stringify(input)})`
             yield { type: 'code', step, code, source: 'tool' }
             const outcome = await run.tool.call(run.input)
+            // The call's result is the step's output, as a cell's would be: the record, the history
+            // and every view show it; a failure is the step's error.
+            const error =
+              outcome.ok === false ? new ExecutionError(TOOL_ERROR, outcome.observation, '') : undefined
+            const stdout = error ? [] : [`${outcome.observation}\n`]
+            if (error) yield { type: 'error', step, error }
+            else yield { type: 'stdout', step, text: stdout[0] as string }
+            this.evidence.add(outcome.observation)
             const saved: Artifact[] = []
             for (const file of outcome.files) {
               const info = await this.options.sandbox.files.write(file.name, file.data)
@@ -402,6 +425,14 @@ export class Analyst {
               step,
               code,
               text: prose,
+              tool: { name: run.tool.name, input },
+              execution: {
+                results: [],
+                logs: { stdout, stderr: [] },
+                error: error?.toJSON(),
+                executionCount: undefined,
+                artifacts: saved,
+              },
               artifacts: saved,
               durationMs: Date.now() - started,
               usage: reply.usage,

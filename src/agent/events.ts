@@ -24,6 +24,11 @@ export interface StepRecord {
   code: string
   /** What the model wrote around the code. */
   text?: string
+  /**
+   * A call of a tool other than run_python (e.g. --modal-tool): its name and arguments; `code` shows
+   * it as a comment, the execution holds what it returned (stdout) or why it failed (error).
+   */
+  tool?: { name: string; input: unknown }
   /** The execution as JSON; absent when the guard stopped the code. */
   execution?: ReturnType<Execution['toJSON']>
   artifacts: Artifact[]

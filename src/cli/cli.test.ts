@@ -83,6 +83,26 @@ describe('analyst command line', () => {
     expect((await parse(['serve'])).calls[0]?.[1]).toMatchObject({ allowDir: [] })
   })
 
+  it.each([
+    ['ask', ['ask', 'Q?']],
+    ['chat', ['chat']],
+    ['serve', ['serve']],
+    ['mcp', ['mcp']],
+    ['eval', ['eval', 'set']],
+  ])('--modal-tool on %s, repeatable', async (name, argv) => {
+    const tools = ['--modal-tool', 'sd/generate=makes an image', '--modal-tool', 'emb/embed']
+    const { calls } = await parse([...argv, ...tools])
+    expect(calls[0]?.[0]).toBe(name)
+    expect(calls[0]?.[1]).toMatchObject({ modalTool: ['sd/generate=makes an image', 'emb/embed'] })
+  })
+
+  it('serve --gpu --image --jupyter-kernel, as the other engine doors take them', async () => {
+    const { calls } = await parse(['serve', '--sandbox', 'modal', '--gpu', 'A10G:2', '--image', 'pytorch:2'])
+    expect(calls[0]?.[1]).toMatchObject({ sandbox: 'modal', gpu: 'A10G:2', image: 'pytorch:2' })
+    const jupyter = await parse(['serve', '--sandbox', 'jupyter', '--jupyter-kernel', 'ir'])
+    expect(jupyter.calls[0]?.[1]).toMatchObject({ jupyterKernel: 'ir' })
+  })
+
   it('doctor --json', async () => {
     expect((await parse(['doctor', '--json'])).calls).toEqual([['doctor', { json: true }]])
   })

@@ -71,6 +71,14 @@ function imageOption(): Option {
   )
 }
 
+/** --modal-tool: for every command that runs the analyst (ask, chat, serve, mcp, eval). */
+function modalToolOption(): Option {
+  return new Option(
+    '--modal-tool <app/function>',
+    'a function deployed on Modal, offered to the model as a tool; =DESCRIPTION tells what it does (repeatable; MODAL_TOKEN_ID/SECRET)',
+  ).argParser(collect)
+}
+
 /** The engine settings every command that takes --sandbox passes on. */
 function engineFlags(options: Record<string, unknown>) {
   return {
@@ -190,11 +198,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       .addOption(jupyterKernelOption())
       .addOption(gpuOption())
       .addOption(imageOption())
-      .option(
-        '--modal-tool <app/function>',
-        'a function deployed on Modal, offered to the model as a tool; =DESCRIPTION tells what it does (repeatable; MODAL_TOKEN_ID/SECRET)',
-        collect,
-      )
+      .addOption(modalToolOption())
       .addOption(
         new Option('--replay <file>', 'replay recorded model replies instead of calling a model').hideHelp(),
       )
@@ -290,15 +294,25 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       collect,
     )
     .addOption(engineOption())
+    .addOption(jupyterKernelOption())
+    .addOption(gpuOption())
+    .addOption(imageOption())
+    .addOption(modalToolOption())
     .option(
       '--database-url <url>',
       'PostgreSQL for replicas: postgres://… (default ANALYST_DATABASE_URL; else SQLite)',
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  analyst serve --port 8787\n  analyst serve --sandbox modal --gpu A10G --modal-tool sd/generate="makes an image from a prompt"',
     )
     .action((options: Record<string, unknown>) => {
       result = onCommand('serve', {
         host: options.host,
         port: options.port,
         sandbox: options.sandbox,
+        ...engineFlags(options),
+        modalTool: options.modalTool as string[] | undefined,
         databaseUrl: options.databaseUrl,
         allowDir: (options.allowDir as string[] | undefined) ?? [],
       })
@@ -326,6 +340,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
+    .addOption(modalToolOption())
     .addHelpText(
       'after',
       '\nExamples:\n  analyst mcp --data sales.csv\n  analyst mcp --allow-dir ~/data --model openai:gpt-4.1-mini\n\nstdout carries the protocol; messages go to stderr.',
@@ -340,6 +355,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         isolation: options.isolation === false ? 'none' : 'sandbox',
         sandbox: options.sandbox as string | undefined,
         ...engineFlags(options),
+        modalTool: options.modalTool as string[] | undefined,
         cwd: process.cwd(),
       })
     })
@@ -374,6 +390,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
+    .addOption(modalToolOption())
     .addOption(new Option('--replay <file>', 'answer from recorded replies instead of a model').hideHelp())
     .addHelpText(
       'after',

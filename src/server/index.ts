@@ -11,7 +11,7 @@ import { InvalidArgumentError, ModelConfigError } from '../errors.js'
 import { AllowedFolders, McpHttp } from '../mcp/index.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
-import { createProvider } from '../providers.js'
+import { createProvider, type EngineOptions } from '../providers.js'
 import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
 import { type AnalystSettings, SessionService } from '../session/index.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
@@ -49,6 +49,8 @@ export interface ServerOptions {
   provider?: SandboxProvider
   /** The engine, when no provider is given (--sandbox). @default ANALYST_SANDBOX or local */
   engine?: string
+  /** The engine's own settings (--jupyter-kernel, --gpu, --image), when no provider is given. */
+  engineOptions?: Pick<EngineOptions, 'jupyterKernel' | 'gpu' | 'image'>
   /** Settings of every sandbox (isolation, network, limits). */
   sandbox?: Omit<SandboxCreateOptions, 'data' | 'signal'>
   /** How the analyst works (steps, timeouts, guard). */
@@ -111,7 +113,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   try {
     provider =
       options.provider ??
-      (await createProvider(options.engine, { poolSize: Number(process.env.ANALYST_POOL_SIZE ?? 2) }))
+      (await createProvider(options.engine, {
+        ...options.engineOptions,
+        poolSize: Number(process.env.ANALYST_POOL_SIZE ?? 2),
+      }))
   } catch (error) {
     await stores.close()
     throw error

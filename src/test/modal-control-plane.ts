@@ -4,9 +4,13 @@
  * (`modal.task_command_router.TaskCommandRouter`), served over real gRPC with the message and
  * service definitions generated into the `modal` SDK itself (its dist bundles them unexported, so
  * they are taken from the bundle's own scope). The SDK is driven unchanged: point it here with
- * `MODAL_SERVER_URL=fake.url`. A sandbox is a folder; each exec is a local process in a bubblewrap
- * jail (the local engine's jail arguments) that sees that folder as its workspace, with the
- * network cut off when the sandbox blocks it.
+ * `MODAL_SERVER_URL=fake.url`. A sandbox is a folder and a container: a bubblewrap jail (the local
+ * engine's jail arguments) that sees that folder as its workspace, with the network cut off when
+ * the sandbox blocks it, and runs nothing but `sleep` as the real one does without an entrypoint.
+ * Each exec is a local process that joins the container's user and PID namespaces, so that, as
+ * in a real Modal container, the execs of one sandbox see each other's processes (one can signal
+ * another) and terminating the sandbox (its PID 1) ends every process in it. (Each exec keeps a
+ * network namespace of its own, loopback only or the host's: nothing here relies on execs sharing it.)
  *
  * Only what the SDK calls on the paths Analyst uses is answered; anything else is UNIMPLEMENTED.
  * What the SDK sends (`calls`) is kept for tests to read, and faults can be injected per method.
@@ -14,7 +18,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -143,6 +147,10 @@ export interface FakeSandbox {
   definition: Request
   v2: boolean
   execs: Map<string, FakeExec>
+  /** The container: its PID 1 (`sleep`) holds the namespaces that every exec joins. */
+  container: ChildProcess
+  /** Open descriptors of the container's user and PID namespaces, passed to each exec. */
+  namespaces: { user: number; pid: number }
   terminated: boolean
   timer?: NodeJS.Timeout
 }
@@ -220,11 +228,12 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
     return sandbox
   }
 
-  const newSandbox = (definition: Request, v2: boolean): FakeSandbox => {
+  const newSandbox = async (definition: Request, v2: boolean): Promise<FakeSandbox> => {
     const id = v2 ? `sb2-${alnum(20)}` : `sb-${alnum(22)}`
     const taskId = `ta-${alnum(22)}`
     const dir = join(root, id)
     for (const sub of ['home/user', 'tmp', 'root']) mkdirSync(join(dir, sub), { recursive: true })
+    const { container, namespaces } = await startContainer(dir, definition)
     const sandbox: FakeSandbox = {
       id,
       taskId,
@@ -233,6 +242,8 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
       definition,
       v2,
       execs: new Map(),
+      container,
+      namespaces,
       terminated: false,
     }
     const seconds = Number(definition?.timeoutSecs ?? 300)
@@ -247,9 +258,13 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
     if (sandbox.terminated) return
     sandbox.terminated = true
     clearTimeout(sandbox.timer)
+    // The container's PID 1 ends, and with it every process in its PID namespace.
+    sandbox.container.kill('SIGKILL')
     for (const exec of sandbox.execs.values()) {
       if (!exec.exit) exec.child.kill('SIGKILL')
     }
+    closeSync(sandbox.namespaces.user)
+    closeSync(sandbox.namespaces.pid)
     Promise.all([...sandbox.execs.values()].map((exec) => exec.exited)).then(() =>
       rmSync(sandbox.dir, { recursive: true, force: true }),
     )
@@ -276,10 +291,10 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
       return { imageId: id, result: { status: STATUS_SUCCESS } }
     },
     async sandboxCreate(request) {
-      return { sandboxId: newSandbox(request.definition, false).id }
+      return { sandboxId: (await newSandbox(request.definition, false)).id }
     },
     async sandboxCreateV2(request) {
-      const sandbox = newSandbox(request.definition, true)
+      const sandbox = await newSandbox(request.definition, true)
       return {
         sandboxId: sandbox.id,
         taskId: sandbox.taskId,
@@ -442,27 +457,17 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
       LANG: 'C.UTF-8',
     }
     for (const source of request.secretSources ?? []) Object.assign(env, source.env?.contents ?? {})
-    const blocked = sandbox.definition?.networkAccess?.networkAccessType === NETWORK_BLOCKED
-    const runtime = getRuntime()
-    const args = containerArgs(
-      bwrapArgs(
-        {
-          python: { executable: '/usr/bin/python3', version: '', paths: [], modules: {} },
-          workspace: join(sandbox.dir, 'home/user'),
-          data: join(sandbox.dir, 'home/user'),
-          kernelDir: join(sandbox.dir, 'root'),
-          etc: runtime.etc,
-          network: !blocked,
-          tmpBytes: 0,
-          seccomp: false,
-          disableUserns: false,
-        },
+    // In the container's namespaces: the user one (as its own uid) and the PID one (its processes).
+    const args = joinNamespaces(
+      jailArgs(
+        sandbox.dir,
+        sandbox.definition,
         request.commandArgs,
+        request.workdir || sandbox.definition?.workdir || '/',
       ),
-      sandbox.dir,
-      request.workdir || sandbox.definition?.workdir || '/',
     )
-    const child = spawn('bwrap', args, { env, stdio: ['pipe', 'pipe', 'pipe'] })
+    const { user, pid } = sandbox.namespaces
+    const child = spawn('bwrap', args, { env, stdio: ['pipe', 'pipe', 'pipe', user, pid] })
     const exec: FakeExec = {
       id: request.execId,
       args: request.commandArgs,
@@ -474,9 +479,9 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
       exited: Promise.resolve(),
       dropped: false,
     }
-    child.stdin.on('error', () => {})
-    child.stdout.on('data', (chunk: Buffer) => exec.stdout.push(chunk))
-    child.stderr.on('data', (chunk: Buffer) => exec.stderr.push(chunk))
+    child.stdin?.on('error', () => {})
+    child.stdout?.on('data', (chunk: Buffer) => exec.stdout.push(chunk))
+    child.stderr?.on('data', (chunk: Buffer) => exec.stderr.push(chunk))
     exec.exited = new Promise((resolve) => {
       child.on('close', (code, signal) => {
         exec.exit = signal ? { signal: signalNumber(signal) } : { code: code ?? 0 }
@@ -539,6 +544,88 @@ export async function startFakeModal(options: FakeModalOptions = {}): Promise<Fa
       rmSync(root, { recursive: true, force: true })
     },
   }
+}
+
+/** The jail of a sandbox's container or one of its execs: the local engine's, made a container's. */
+function jailArgs(dir: string, definition: Request, command: string[], workdir: string): string[] {
+  const blocked = definition?.networkAccess?.networkAccessType === NETWORK_BLOCKED
+  const runtime = getRuntime()
+  return containerArgs(
+    bwrapArgs(
+      {
+        python: { executable: '/usr/bin/python3', version: '', paths: [], modules: {} },
+        workspace: join(dir, 'home/user'),
+        data: join(dir, 'home/user'),
+        kernelDir: join(dir, 'root'),
+        etc: runtime.etc,
+        network: !blocked,
+        tmpBytes: 0,
+        seccomp: false,
+        disableUserns: false,
+      },
+      command,
+    ),
+    dir,
+    workdir,
+  )
+}
+
+/** The descriptors at which an exec finds the container's user and PID namespaces. */
+const USERNS_FD = 3
+const PIDNS_FD = 4
+
+/** An exec's jail that joins the container's user and PID namespaces instead of making its own. */
+function joinNamespaces(args: string[]): string[] {
+  return args.flatMap((arg) =>
+    arg === '--unshare-user'
+      ? ['--userns', String(USERNS_FD)]
+      : arg === '--unshare-pid'
+        ? ['--pidns', String(PIDNS_FD)]
+        : [arg],
+  )
+}
+
+/**
+ * Starts a sandbox's container: `sleep` as its init, in a jail of its own (a user and a PID
+ * namespace, the sandbox's folder); resolves when bubblewrap says where it runs, with its
+ * namespaces open for the execs to join.
+ */
+async function startContainer(
+  dir: string,
+  definition: Request,
+): Promise<{ container: ChildProcess; namespaces: { user: number; pid: number } }> {
+  // Without --dev: bubblewrap would then nest a second user namespace under the one that owns the
+  // PID namespace, and an exec that joins it could not join the PID namespace.
+  const jail = jailArgs(dir, definition, ['sleep', 'infinity'], '/')
+  const dev = jail.indexOf('--dev')
+  const args = ['--info-fd', '3', ...jail.slice(0, dev), ...jail.slice(dev + 2)]
+  const container = spawn('bwrap', args, {
+    env: { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' },
+    stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+  })
+  let stderr = ''
+  container.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  const childPid = await new Promise<number>((resolve, reject) => {
+    let info = ''
+    const stream = container.stdio[3] as NodeJS.ReadableStream
+    stream.on('data', (chunk: Buffer) => {
+      info += chunk.toString()
+      const pid = /"child-pid":\s*(\d+)/.exec(info)?.[1]
+      if (pid) resolve(Number(pid))
+    })
+    container.once('exit', (code) =>
+      reject(new Error(`the fake container did not start (${code}): ${stderr}`)),
+    )
+    container.once('error', reject)
+  })
+  // Its init (bubblewrap's, PID 1) lives as long as the container: its namespaces are the sandbox's.
+  const namespaces = {
+    user: openSync(`/proc/${childPid}/ns/user`, 'r'),
+    pid: openSync(`/proc/${childPid}/ns/pid`, 'r'),
+  }
+  return { container, namespaces }
 }
 
 /**

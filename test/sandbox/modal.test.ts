@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
+import { MockLanguageModelV3 } from 'ai/test'
 import { Status } from 'nice-grpc'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type AgentEvent, Analyst } from '../../src/agent/index.js'
@@ -26,7 +27,10 @@ import {
   toolDescription,
   toolName,
 } from '../../src/sandbox/modal/index.js'
+import { sessionDetail } from '../../src/server/views.js'
+import { loadSessionHistory } from '../../src/store/index.js'
 import { type FakeModal, startFakeModal } from '../../src/test/modal-control-plane.js'
+import { askAll, openTestService } from '../support/service.js'
 import { waitFor } from '../support/wait.js'
 
 // Real credentials, read before the fake's address replaces Modal's: only then the live test runs.
@@ -141,6 +145,43 @@ describe('modal provider', () => {
       // The kernel that could no longer be heard was ended (EOF on its stdin), not left running.
       const [lost] = fake.sandboxes.get(sandbox.sandboxId)?.execs.values() ?? []
       await waitFor(() => lost?.exit, { what: 'the unheard kernel to exit' })
+    } finally {
+      await sandbox.kill()
+    }
+  }, 60_000)
+})
+
+describe('modal kernels deaf to the interrupt and to EOF', () => {
+  it('ends the kernel with a kill from a second exec, which shares the container with it as on Modal', async () => {
+    const quick = new ModalProvider({
+      tokenId: fake.tokenId,
+      tokenSecret: fake.tokenSecret,
+      interruptGraceMs: 300,
+    })
+    const sandbox = await Sandbox.create({ provider: quick })
+    try {
+      await sandbox.runCode('kept = 1')
+      const execs = () => [...(fake.sandboxes.get(sandbox.sandboxId)?.execs.values() ?? [])]
+      const [kernel] = execs()
+      expect(kernel?.args[0]).toBe('python3')
+      // A C loop that never lets go of the GIL: the kernel's IO thread can neither pass on the
+      // interrupt nor hear stdin close, so only a signal from outside the process ends it.
+      const execution = await sandbox.runCode('import itertools\nsum(itertools.repeat(1, 10**13))', {
+        timeoutMs: 300,
+      })
+      expect(execution.error?.name).toBe('TimeoutError')
+      expect(execution.error?.value).toMatch(/variables and imports were lost/)
+      // The second exec found the kernel's process group by the PID the kernel reported, and ended it.
+      const kill = await waitFor(
+        () => execs().find((exec) => exec.args[0] === 'kill' && exec.exit !== undefined),
+        { what: 'the kill exec to finish' },
+      )
+      expect(kill.args).toEqual(['kill', '-KILL', '--', expect.stringMatching(/^-\d+$/)])
+      expect(kill.exit).toEqual({ code: 0 })
+      await waitFor(() => kernel?.exit, { what: 'the first kernel to end' })
+      // A fresh kernel takes the next cells.
+      expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')
+      expect((await sandbox.runCode('1 + 1')).text).toBe('2')
     } finally {
       await sandbox.kill()
     }
@@ -276,6 +317,96 @@ describe('modal functions in the analysis loop', () => {
       await sandbox.kill()
     }
   })
+})
+
+describe('modal functions in the record', () => {
+  it('keeps each call as a step: its name and arguments, what it returned or why it failed, and its files', async () => {
+    const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 7, 7])
+    fake.deployFunction('sd', 'paint', (args) => ({ prompt: args[0], width: 512, image: PNG }))
+    fake.deployFunction('sd', 'melt', () => {
+      throw new Error('CUDA out of memory')
+    })
+    const settings = { tokenId: fake.tokenId, tokenSecret: fake.tokenSecret }
+    const tools = await modalTools(['sd/paint=paints a picture', 'sd/melt'], settings)
+    // The AI SDK's own mock model, replying from a script, through the session service's loop.
+    const scripted = new ScriptedModel([
+      { toolCall: { name: 'modal_sd_paint', input: JSON.stringify({ args: ['a red bicycle'] }) } },
+      { toolCall: { name: 'modal_sd_melt', input: JSON.stringify({ kwargs: { steps: 50 } }) } },
+      { code: "import os\nprint(os.path.getsize('modal_sd_paint-image.png'))" },
+      { text: 'The picture is 512 pixels wide and its file has 10 bytes.' },
+    ])
+    const model = new MockLanguageModelV3({
+      doGenerate: (options) => scripted.doGenerate(options),
+      doStream: (options) => scripted.doStream(options),
+    })
+    const test = await openTestService({ provider, model, analyst: { tools } })
+    try {
+      const { id } = await test.service.createSession()
+      await test.service.addData(id, [{ path: resolve('examples/sales.csv') }])
+      const { events, result } = await askAll(test.service, id, 'Paint a red bicycle')
+      // Live, the call's result streams as the step's output, its failure as the step's error.
+      expect(events).toContainEqual({
+        type: 'stdout',
+        step: 1,
+        text: expect.stringContaining('"width": 512'),
+      })
+      expect(events).toContainEqual({
+        type: 'error',
+        step: 2,
+        error: expect.objectContaining({
+          name: 'ToolError',
+          value: expect.stringMatching(/CUDA out of memory/),
+        }),
+      })
+      expect(result.answer).toBe('The picture is 512 pixels wide and its file has 10 bytes.')
+      expect(result.steps.map((step) => step.tool)).toEqual([
+        { name: 'modal_sd_paint', input: { args: ['a red bicycle'] } },
+        { name: 'modal_sd_melt', input: { kwargs: { steps: 50 } } },
+        undefined,
+      ])
+
+      // Stored like code steps: the call as a comment, its result as output, its files as blobs.
+      const steps = await test.stores.history.steps(id)
+      expect(steps.map((step) => [step.code, step.success])).toEqual([
+        ['# modal_sd_paint({"args":["a red bicycle"]})', true],
+        ['# modal_sd_melt({"kwargs":{"steps":50}})', false],
+        ["import os\nprint(os.path.getsize('modal_sd_paint-image.png'))", true],
+      ])
+      expect(JSON.parse(steps[0]?.stdout ?? '')).toEqual({
+        prompt: 'a red bicycle',
+        width: 512,
+        image: '<10 bytes, saved as modal_sd_paint-image.png>',
+      })
+      expect(steps[1]?.error).toMatchObject({
+        name: 'ToolError',
+        value: expect.stringMatching(/sd\/melt failed/),
+      })
+      expect(steps[2]?.stdout).toBe('10\n')
+
+      // What GET /api/sessions/:id, `analyst show --json` and the web UI's replay read.
+      const history = await loadSessionHistory(test.stores.history, id)
+      const detail = sessionDetail(history as NonNullable<typeof history>)
+      const [paint, melt] = detail.runs[0]?.steps ?? []
+      expect(paint).toMatchObject({
+        code: '# modal_sd_paint({"args":["a red bicycle"]})',
+        stdout: expect.stringContaining('saved as modal_sd_paint-image.png'),
+        artifacts: [
+          {
+            name: 'modal_sd_paint-image.png',
+            size: 10,
+            mimeType: 'image/png',
+            url: `/api/sessions/${id}/artifacts/modal_sd_paint-image.png`,
+          },
+        ],
+      })
+      expect(melt?.error?.name).toBe('ToolError')
+      const [file] = history?.runs[0]?.steps[0]?.files ?? []
+      const blob = await test.stores.blobs.get(file?.sha256 as string)
+      expect(new Uint8Array(Buffer.concat(await (blob as NonNullable<typeof blob>).toArray()))).toEqual(PNG)
+    } finally {
+      await test.close()
+    }
+  }, 120_000)
 })
 
 describe('analyst doctor --sandbox modal', () => {

@@ -3,16 +3,16 @@
  * committed step is there, the cut-off question is marked interrupted, and the session continues
  * with its state rebuilt. And a SIGTERM stops it cleanly.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
 import { type FakeOpenAI, lastObservation, startFakeOpenAI } from '../support/fake-openai.js'
+import { startServe } from '../support/serve.js'
 import { askOverSse } from '../support/sse.js'
 
-const BIN = resolve('dist/cli/bin.js')
 let home: string
 let model: FakeOpenAI
 
@@ -24,28 +24,15 @@ afterAll(async () => {
   rmSync(home, { recursive: true, force: true })
 })
 
-/** Starts `analyst serve --port 0` and resolves once it prints its address. */
-function serve(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      ANALYST_HOME: home,
-      ANALYST_MODEL: 'openai-compatible:fake',
-      ANALYST_BASE_URL: model.url,
-      NO_COLOR: '1',
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
+/** `analyst serve --port 0` with the fake model. */
+const serve = () =>
+  startServe([], {
+    PATH: process.env.PATH ?? '',
+    ANALYST_HOME: home,
+    ANALYST_MODEL: 'openai-compatible:fake',
+    ANALYST_BASE_URL: model.url,
+    NO_COLOR: '1',
   })
-  return new Promise((resolvePromise, reject) => {
-    let output = ''
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString()
-      const url = output.match(/serving on (http:\/\/\S+)/)?.[1]
-      if (url) resolvePromise({ child, url })
-    })
-    child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${output}`)))
-  })
-}
 
 const exited = (child: ChildProcess) =>
   new Promise<number | null>((r) => child.once('exit', (code) => r(code)))

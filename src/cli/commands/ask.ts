@@ -8,6 +8,7 @@ import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
 import { SessionService } from '../../session/index.js'
 import { UsageError } from '../errors.js'
 import { openHome } from '../home.js'
+import { modalToolSettings } from '../modal-tools.js'
 import { OutputFolder } from '../outputs.js'
 import { AnalysisRenderer, imageName } from '../render.js'
 
@@ -94,11 +95,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
   const stderr = options.stderr ?? process.stderr
   const interactive = options.interactive ?? Boolean((stderr as NodeJS.WriteStream).isTTY)
   // Looked up before anything else starts: a function that is not deployed is said at once.
-  const tools = options.modalTool?.length
-    ? await import('../../sandbox/modal/index.js').then(({ modalTools, modalSettings }) =>
-        modalTools(options.modalTool ?? [], modalSettings(options.env ?? process.env)),
-      )
-    : undefined
+  const modal = await modalToolSettings(options.modalTool, options)
   const { home, stores, provider } = await openHome(options)
   const service = new SessionService({
     history: stores.history,
@@ -115,7 +112,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
       cellTimeoutMs: options.timeoutMs,
       stream: options.stream,
       nameImage: imageName,
-      tools,
+      ...modal,
     },
     cacheDir: join(home, 'cache'),
     idleMs: 0,

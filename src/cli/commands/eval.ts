@@ -40,6 +40,7 @@ import {
   type Stores,
 } from '../../store/index.js'
 import { UsageError } from '../errors.js'
+import { modalToolSettings } from '../modal-tools.js'
 
 export interface EvalOptions {
   /** The set's folder; optional with `resume` (the run remembers it). */
@@ -67,6 +68,8 @@ export interface EvalOptions {
   /** --gpu and --image (the modal engine). */
   gpu?: string
   image?: string
+  /** --modal-tool: functions deployed on Modal, offered to the model as tools (kept with the run). */
+  modalTool?: string[]
   /** Recorded replies instead of a model (tests, benchmarks of the harness). */
   replay?: string
   cwd: string
@@ -83,6 +86,8 @@ interface RunSettings {
   mode?: CodeMode
   maxSteps: number
   timeoutMs: number
+  /** --modal-tool values. */
+  modalTools?: string[]
 }
 
 const EXAMPLE = 'Example: analyst eval ../datasets/dabench --model openai:gpt-4.1-mini --concurrency 4'
@@ -125,6 +130,7 @@ async function newRun(evals: EvalStore, options: EvalOptions): Promise<Plan> {
     mode: options.mode,
     maxSteps: options.maxSteps ?? 8,
     timeoutMs: (options.timeout ?? 60) * 1000,
+    ...(options.modalTool?.length ? { modalTools: options.modalTool } : {}),
   }
   const run = await evals.createEvalRun({
     dataset: set.dir,
@@ -152,6 +158,7 @@ async function resumedRun(evals: EvalStore, options: EvalOptions, prefix: string
       ['--max-steps', options.maxSteps],
       ['--mode', options.mode],
       ['--timeout', options.timeout],
+      ['--modal-tool', options.modalTool],
     ] as const
   ).filter(([, value]) => value !== undefined)
   if (changed.length > 0) {
@@ -220,10 +227,14 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
   let service: SessionService | undefined
   let progress: EvalProgress | undefined
   try {
+    // For a new run, looked up before the run is recorded: a function not deployed is said at once.
+    const fresh = options.resume ? undefined : await modalToolSettings(options.modalTool, options)
     const plan = options.resume
       ? await resumedRun(stores.evals, options, options.resume)
       : await newRun(stores.evals, options)
     const { run, set, questions, settings } = plan
+    const modal =
+      fresh ?? (await modalToolSettings(settings.modalTools, { env: options.env, mode: settings.mode }))
     const answered = (await stores.evals.evalResults(run.id)).filter((row) => row.status === 'done').length
     const remaining = questions.length - answered
     const concurrency = Math.max(1, Math.min(options.concurrency, remaining))
@@ -251,6 +262,7 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
       analyst: {
         mode: settings.mode,
         maxSteps: settings.maxSteps,
+        ...modal,
         cellTimeoutMs: settings.timeoutMs,
         stream: false,
       },

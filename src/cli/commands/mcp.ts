@@ -3,6 +3,7 @@ import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
 import { type ModelChoice, resolveModel } from '../../models/index.js'
 import { SessionService } from '../../session/index.js'
 import { openHome } from '../home.js'
+import { modalToolSettings } from '../modal-tools.js'
 import { imageName } from '../render.js'
 
 export interface McpOptions {
@@ -17,6 +18,8 @@ export interface McpOptions {
   /** --gpu and --image (the modal engine). */
   gpu?: string
   image?: string
+  /** --modal-tool: functions deployed on Modal, offered to ask_analyst's model as tools. */
+  modalTool?: string[]
   /** For ask_analyst. @default ANALYST_MODEL or what is configured */
   model?: string
   baseUrl?: string
@@ -34,6 +37,7 @@ export interface McpOptions {
  */
 export async function mcp(options: McpOptions): Promise<number> {
   const folders = await AllowedFolders.open(options.allowDir, options.cwd)
+  const modal = await modalToolSettings(options.modalTool, options)
   const { home, stores, provider } = await openHome(options)
   let model: Promise<ModelChoice> | undefined
   const service = new SessionService({
@@ -49,7 +53,7 @@ export async function mcp(options: McpOptions): Promise<number> {
           throw error
         },
       )),
-    analyst: { maxSteps: options.maxSteps, nameImage: imageName },
+    analyst: { maxSteps: options.maxSteps, nameImage: imageName, ...modal },
     cacheDir: join(home, 'cache'),
     idleMs: 0,
   })

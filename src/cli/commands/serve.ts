@@ -1,11 +1,19 @@
 import pc from 'picocolors'
 import { createLogger, startServer, tokensFromEnv } from '../../server/index.js'
+import { modalToolSettings } from '../modal-tools.js'
 
 export interface ServeOptions {
   host: string
   port: number
   /** The sandbox engine. @default ANALYST_SANDBOX or local */
   sandbox?: string
+  /** The kernel of the Jupyter engine (--jupyter-kernel). */
+  jupyterKernel?: string
+  /** --gpu and --image (the modal engine). @default ANALYST_GPU, ANALYST_MODAL_IMAGE */
+  gpu?: string
+  image?: string
+  /** --modal-tool: functions deployed on Modal, offered to every session's model as tools. */
+  modalTool?: string[]
   /** Folders from which MCP clients may add data files (add_data on /mcp). */
   allowDir?: string[]
   /** How long a stop waits for questions being answered. @default 20 s */
@@ -17,11 +25,15 @@ export interface ServeOptions {
 /** `analyst serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
 export async function serve(options: ServeOptions): Promise<number> {
   const tokens = tokensFromEnv()
+  // Each function looked up before the server starts; with them, every session's model works in tools mode.
+  const modal = await modalToolSettings(options.modalTool, {})
   const server = await startServer({
     host: options.host,
     port: options.port,
     tokens,
     engine: options.sandbox,
+    engineOptions: { jupyterKernel: options.jupyterKernel, gpu: options.gpu, image: options.image },
+    analyst: modal,
     databaseUrl: options.databaseUrl,
     logger: createLogger(),
     allowDirs: options.allowDir,
