@@ -4,6 +4,7 @@
  * cells that succeeded, the conversation as the model saw it.
  * @module
  */
+import { buffer } from 'node:stream/consumers'
 import type { ModelMessage } from 'ai'
 import { Analyst, type AnalystOptions, type CodeCheck } from '../agent/index.js'
 import { formatProfiles } from '../data/index.js'
@@ -94,8 +95,17 @@ export class LiveSession {
     })
     const replayed = { ran: 0, failed: 0 }
     try {
+      // A tool call ran outside the sandbox: what it left there are its files, written back in turn.
+      const toolFiles = steps.some((step) => step.tool) ? await history.artifacts(sessionId) : []
       for (const step of steps) {
         if (!step.success) continue
+        if (step.tool) {
+          for (const artifact of toolFiles.filter((a) => a.stepId === step.id && a.kind === 'file')) {
+            const content = await context.blobs.get(artifact.sha256)
+            if (content) await sandbox.files.write(artifact.name, await buffer(content))
+          }
+          continue
+        }
         const execution = await sandbox.runCode(step.code, { timeoutMs: 300_000, signal })
         replayed.ran++
         if (execution.error) replayed.failed++

@@ -112,6 +112,7 @@ export class Recorder {
         step: record.step,
         code: record.code,
         text: record.text,
+        tool: record.tool,
         stdout: execution?.logs.stdout.join('') ?? '',
         stderr,
         error: execution?.error,

@@ -93,6 +93,7 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
         step: {
           step: 2,
           code: 'boom',
+          tool: { name: 'modal_app_fn', input: { args: [1], kwargs: { a: 'b' } } },
           stdout: '<script>alert(1)</script>\n',
           stderr: '',
           error: { name: 'NameError', value: "name 'boom' is not defined", traceback: 'Traceback…' },
@@ -135,9 +136,15 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
         ['99'],
         15,
       ])
-      expect(run?.steps.map((s) => [s.step, s.text, s.error?.name, s.success])).toEqual([
-        [1, 'Adding up.', undefined, true],
-        [2, undefined, 'NameError', false],
+      expect(run?.steps.map((s) => [s.step, s.text, s.error?.name, s.success, s.tool])).toEqual([
+        [1, 'Adding up.', undefined, true, undefined],
+        [
+          2,
+          undefined,
+          'NameError',
+          false,
+          { name: 'modal_app_fn', input: { args: [1], kwargs: { a: 'b' } } },
+        ],
       ])
       const first = run?.steps[0]
       expect(first?.results[1]).toMatchObject({

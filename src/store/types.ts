@@ -94,6 +94,8 @@ export interface StepInput {
   code: string
   /** What the model wrote around the code. */
   text?: string
+  /** A call of a tool other than run_python: `code` shows it as a comment, its files are the step's. */
+  tool?: { name: string; input: unknown }
   stdout: string
   stderr: string
   error?: { name: string; value: string; traceback: string }

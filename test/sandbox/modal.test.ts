@@ -334,6 +334,10 @@ describe('modal functions in the record', () => {
       { toolCall: { name: 'modal_sd_melt', input: JSON.stringify({ kwargs: { steps: 50 } }) } },
       { code: "import os\nprint(os.path.getsize('modal_sd_paint-image.png'))" },
       { text: 'The picture is 512 pixels wide and its file has 10 bytes.' },
+      {
+        code: "print(open('modal_sd_paint-image.png', 'rb').read() == bytes([137, 80, 78, 71, 13, 10, 26, 10, 7, 7]))",
+      },
+      { text: 'The picture is still there.' },
     ])
     const model = new MockLanguageModelV3({
       doGenerate: (options) => scripted.doGenerate(options),
@@ -403,6 +407,16 @@ describe('modal functions in the record', () => {
       const [file] = history?.runs[0]?.steps[0]?.files ?? []
       const blob = await test.stores.blobs.get(file?.sha256 as string)
       expect(new Uint8Array(Buffer.concat(await (blob as NonNullable<typeof blob>).toArray()))).toEqual(PNG)
+      expect(steps[0]?.tool).toEqual({ name: 'modal_sd_paint', input: { args: ['a red bicycle'] } })
+
+      // Reopened (a new sandbox): the code steps replay, the call's file is written back, not called again.
+      await test.service.close(id)
+      const called = () => fake.calls.filter((call) => call.method === 'FunctionMap').length
+      const calls = called()
+      const again = await askAll(test.service, id, 'Is the picture still there?')
+      expect(again.events.find((e) => e.type === 'ready')).toMatchObject({ replayed: { ran: 1, failed: 0 } })
+      expect(again.result.steps[0]?.execution?.logs.stdout.join('')).toBe('True\n')
+      expect(called()).toBe(calls)
     } finally {
       await test.close()
     }

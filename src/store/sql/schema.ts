@@ -65,6 +65,8 @@ export interface StepsTable {
   created_at: string
   /** Since migration 2: the model's words around the code. */
   prose: string | null
+  /** Since migration 6: a tool call's name and arguments as JSON (the step's code is a comment). */
+  tool: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface ArtifactsTable {
@@ -348,6 +350,10 @@ export const MIGRATIONS: Migration[] = [
       .addPrimaryKeyConstraint('request_counts_pk', ['owner', 'minute'])
       .execute()
     await db.schema.createIndex('runs_status').on('runs').columns(['status', 'session_id']).execute()
+  },
+  // 6: the tool a step called (--modal-tool): its files are written back when the session reopens.
+  async (db) => {
+    await db.schema.alterTable('steps').addColumn('tool', 'text').execute()
   },
 ]
 
