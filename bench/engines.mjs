@@ -16,6 +16,7 @@ import { join } from 'node:path'
 import WebSocket from 'ws'
 import { LocalProvider, Sandbox } from '../dist/index.js'
 import { JupyterProvider } from '../dist/sandbox/jupyter/index.js'
+import { kernelSettingsCode } from '../dist/sandbox/jupyter/prelude.js'
 import { decodeV1, encodeV1, V1_PROTOCOL } from '../dist/sandbox/jupyter/wire.js'
 import { ModalProvider } from '../dist/sandbox/modal/index.js'
 import { startJupyterServer } from '../dist/test/jupyter-server.js'
@@ -72,9 +73,11 @@ async function measureEngine(provider) {
 /**
  * The least a client can do: one WebSocket, one execute_request, wait for its reply and idle. In
  * the v1 binary form (the server passes the kernel's messages through) or the JSON form (the
- * server parses each message and serializes it again).
+ * server parses each message and serializes it again); on a kernel as it comes, or with the
+ * settings the engine's prelude gives its kernels (kernelSettingsCode), to tell the engine's own
+ * cost from what those settings save.
  */
-async function rawWebSocket(server, { v1 }) {
+async function rawWebSocket(server, { v1, tuned = false }) {
   const headers = { Authorization: `token ${server.token}`, 'Content-Type': 'application/json' }
   const kernel = await (
     await fetch(new URL('api/kernels', server.url), { method: 'POST', headers, body: '{"name":"python3"}' })
@@ -96,27 +99,29 @@ async function rawWebSocket(server, { v1 }) {
     if (type === 'status' && message.content.execution_state === 'idle') entry.idle = true
     if (entry.reply && entry.idle) entry.resolve()
   })
+  const execute = (code, silent = false) =>
+    new Promise((resolve) => {
+      const id = randomUUID()
+      waiting.set(id, { resolve })
+      const message = {
+        header: {
+          msg_id: id,
+          msg_type: 'execute_request',
+          username: '',
+          session: 's',
+          version: '5.3',
+          date: '',
+        },
+        parent_header: {},
+        metadata: {},
+        content: { code, silent, store_history: !silent, user_expressions: {}, allow_stdin: false },
+        channel: 'shell',
+      }
+      socket.send(v1 ? encodeV1(message) : JSON.stringify(message))
+    })
+  if (tuned) await execute(kernelSettingsCode(), true)
   return {
-    execute: (code) =>
-      new Promise((resolve) => {
-        const id = randomUUID()
-        waiting.set(id, { resolve })
-        const message = {
-          header: {
-            msg_id: id,
-            msg_type: 'execute_request',
-            username: '',
-            session: 's',
-            version: '5.3',
-            date: '',
-          },
-          parent_header: {},
-          metadata: {},
-          content: { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: false },
-          channel: 'shell',
-        }
-        socket.send(v1 ? encodeV1(message) : JSON.stringify(message))
-      }),
+    execute,
     close: async () => {
       socket.close()
       await fetch(new URL(`api/kernels/${kernel.id}`, server.url), { method: 'DELETE', headers })
@@ -160,6 +165,7 @@ async function roundTrips(server, provider) {
       close: () => sandbox.kill(),
     },
     raw: await rawWebSocket(server, { v1: true }),
+    rawTuned: await rawWebSocket(server, { v1: true, tuned: true }),
     rawJson: await rawWebSocket(server, { v1: false }),
   }
   try {
@@ -242,6 +248,11 @@ out.push(
 out.push('')
 const baselineRows = [
   ['raw WebSocket client, v1 binary form (the protocol and nothing else)', stats(baselines.raw), '1.00×'],
+  [
+    "raw WebSocket client, v1 form, kernel with the engine's settings",
+    stats(baselines.rawTuned),
+    ratio(baselines.rawTuned, baselines.raw),
+  ],
   ['raw WebSocket client, JSON form', stats(baselines.rawJson), ratio(baselines.rawJson, baselines.raw)],
   [
     "Analyst's jupyter engine (v1 form; results, artifacts scan, caps; its prelude's kernel settings)",

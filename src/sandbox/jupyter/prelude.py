@@ -45,8 +45,8 @@ def setup(config):
     shell.run_line_magic('colors', 'NoColor')
     # IPython warns on stderr after sys.exit(); the cell's SystemExit error says it already.
     warnings.filterwarnings('ignore', message='To exit: use', category=UserWarning)
-    order_streams()
     quick_cells(shell)
+    order_streams()
     format_data(shell)
     format_charts(shell)
     figure_once(shell)
@@ -114,14 +114,10 @@ def order_streams():
                 drain()  # what C code and subprocesses wrote before this
                 return append(_stream, text)
 
-        def flush(_stream=stream, _flush=stream.flush):
+        def flush(_flush=stream.flush):
             with lock:
                 drain()  # what C code and subprocesses wrote goes before the cell's end
-            # Nothing buffered: nothing to send. ipykernel flushes both streams three times a cell,
-            # each time a hand-off to its IOPub thread and back; what was sent before is already
-            # queued ahead of the cell's `status: idle`, the message the host waits for.
-            if _stream._buffer.tell():
-                _flush()
+            _flush()
 
         stream.write = ordered
         stream.flush = flush
@@ -138,7 +134,10 @@ def quick_cells(shell):
       _i and %history of this kernel work as before;
     - a sleep of 0.5 ms after each cell before its reply (`Kernel._execute_sleep`, for clients
       that stop listening at the reply; the host waits for `status: idle`, which follows every
-      output of the cell on the same socket)."""
+      output of the cell on the same socket);
+    - flushing stdout and stderr with nothing in them: ipykernel flushes both three times a cell,
+      each time a hand-off to its IOPub thread and back; what was sent before is already queued
+      ahead of the cell's `status: idle`."""
     history = getattr(shell, 'history_manager', None)
     saver = getattr(history, 'save_thread', None)
     if saver is not None:
@@ -155,6 +154,15 @@ def quick_cells(shell):
     kernel = getattr(shell, 'kernel', None)
     if isinstance(getattr(kernel, '_execute_sleep', None), float):
         kernel._execute_sleep = 0.0
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, '_buffer') and not getattr(stream, '_analyst_quick', False):
+
+            def flush(_stream=stream, _flush=stream.flush):
+                if _stream._buffer.tell():
+                    _flush()
+
+            stream.flush = flush
+            stream._analyst_quick = True
 
 
 def figure_once(shell):
