@@ -145,6 +145,20 @@ describe('jupyter engine: what a kernel keeps', () => {
   }, 60_000)
 })
 
+describe('jupyter engine: output at the end of a cell', () => {
+  it("keeps a subprocess's last line in its cell, however fast the cell ends", async () => {
+    const sandbox = await Sandbox.create({ provider })
+    try {
+      for (let i = 0; i < 5; i++) {
+        const execution = await sandbox.runCode(`import os\n_ = os.system('echo last words ${i}')`)
+        expect(execution.logs.stdout).toEqual([`last words ${i}\n`])
+      }
+    } finally {
+      await sandbox.kill()
+    }
+  }, 60_000)
+})
+
 describe('jupyter engine: a server whose kernel WebSocket speaks only JSON', () => {
   it('falls back from the v1 binary form and gives the same results', async () => {
     const legacy = await startJupyterServer({ config: "c.ServerApp.kernel_ws_protocol = ''" })

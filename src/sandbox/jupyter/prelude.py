@@ -71,6 +71,7 @@ def order_streams():
         return
     lock = threading.RLock()
     writes = {out: out.write, err: err.write}  # ipykernel's own
+    flushes = {out: out.flush, err: err.flush}  # ipykernel's (or quick_cells'): no drain in them
     others = {out: err, err: out}
     readers = {}
     for fd, stream in ((1, out), (2, err)):
@@ -82,7 +83,7 @@ def order_streams():
 
     def append(stream, text):
         if others[stream]._buffer.tell():
-            others[stream].flush()
+            flushes[others[stream]]()
         return writes[stream](text)
 
     def drain():
@@ -114,10 +115,10 @@ def order_streams():
                 drain()  # what C code and subprocesses wrote before this
                 return append(_stream, text)
 
-        def flush(_flush=stream.flush):
+        def flush(_stream=stream):
             with lock:
                 drain()  # what C code and subprocesses wrote goes before the cell's end
-            _flush()
+            flushes[_stream]()
 
         stream.write = ordered
         stream.flush = flush

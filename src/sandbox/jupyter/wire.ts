@@ -2,7 +2,7 @@
  * The two forms a kernel message takes on a Jupyter server's kernel WebSocket. The legacy form is
  * one JSON text per message, which the server makes by parsing each message from the kernel
  * (its signature checked, its dates read) and serializing it again. The v1 form
- * (`v1.kernel.websocket.jupyter.org`, Jupyter Server 1.17 and later, JupyterLab 4's) is a binary
+ * (`v1.kernel.websocket.jupyter.org`, JupyterLab 4's; Debian 12's Jupyter Server 1.23 has it) is a binary
  * frame that carries the kernel's own JSON parts, which the server passes through as they are:
  *
  *   n (u64 LE) · n offsets (u64 LE) · channel · header · parent_header · metadata · content · buffers…
