@@ -24,12 +24,17 @@ export interface WireMessage {
 
 const PARTS = ['header', 'parent_header', 'metadata', 'content'] as const
 
+/** An unsigned 64-bit little-endian integer, as a number (frames are far below 2^53 bytes). */
+function u64(frame: Buffer, at: number): number {
+  return frame.readUInt32LE(at) + frame.readUInt32LE(at + 4) * 2 ** 32
+}
+
 /** One v1 frame; binary buffers (after the content) are not used by Analyst and left out. */
 export function decodeV1(frame: Buffer): WireMessage {
-  const count = Number(frame.readBigUInt64LE(0))
+  const count = u64(frame, 0)
   if (count < 2 + PARTS.length || frame.length < 8 * (count + 1)) throw new Error('short v1 frame')
   const offsets: number[] = []
-  for (let i = 0; i < count; i++) offsets.push(Number(frame.readBigUInt64LE(8 * (i + 1))))
+  for (let i = 0; i < count; i++) offsets.push(u64(frame, 8 * (i + 1)))
   const part = (i: number) => frame.toString('utf8', offsets[i], offsets[i + 1])
   const message = { channel: part(0) } as WireMessage
   PARTS.forEach((name, i) => {
