@@ -16,6 +16,8 @@ import { join } from 'node:path'
 import WebSocket from 'ws'
 import { LocalProvider, Sandbox } from '../dist/index.js'
 import { JupyterProvider } from '../dist/sandbox/jupyter/index.js'
+import { kernelSettingsCode } from '../dist/sandbox/jupyter/prelude.js'
+import { decodeV1, encodeV1, V1_PROTOCOL } from '../dist/sandbox/jupyter/wire.js'
 import { ModalProvider } from '../dist/sandbox/modal/index.js'
 import { startJupyterServer } from '../dist/test/jupyter-server.js'
 import { startFakeModal } from '../dist/test/modal-control-plane.js'
@@ -68,48 +70,58 @@ async function measureEngine(provider) {
   }
 }
 
-/** The least a client can do: one WebSocket, one execute_request, wait for its reply and idle. */
-async function rawWebSocket(server) {
+/**
+ * The least a client can do: one WebSocket, one execute_request, wait for its reply and idle. In
+ * the v1 binary form (the server passes the kernel's messages through) or the JSON form (the
+ * server parses each message and serializes it again); on a kernel as it comes, or with the
+ * settings the engine's prelude gives its kernels (kernelSettingsCode), to tell the engine's own
+ * cost from what those settings save.
+ */
+async function rawWebSocket(server, { v1, tuned = false }) {
   const headers = { Authorization: `token ${server.token}`, 'Content-Type': 'application/json' }
   const kernel = await (
     await fetch(new URL('api/kernels', server.url), { method: 'POST', headers, body: '{"name":"python3"}' })
   ).json()
   const socket = new WebSocket(
     `${server.url.replace('http', 'ws')}api/kernels/${kernel.id}/channels?session_id=${randomUUID()}`,
+    v1 ? [V1_PROTOCOL] : [],
     { headers, perMessageDeflate: false },
   )
   await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
+  socket._socket.setNoDelay(true)
   const waiting = new Map()
   socket.on('message', (data) => {
-    const message = JSON.parse(data.toString())
+    const message = v1 ? decodeV1(data) : JSON.parse(data.toString())
     const entry = waiting.get(message.parent_header?.msg_id)
     if (!entry) return
-    if (message.msg_type === 'execute_reply') entry.reply = true
-    if (message.msg_type === 'status' && message.content.execution_state === 'idle') entry.idle = true
+    const type = message.header.msg_type
+    if (type === 'execute_reply') entry.reply = true
+    if (type === 'status' && message.content.execution_state === 'idle') entry.idle = true
     if (entry.reply && entry.idle) entry.resolve()
   })
+  const execute = (code, silent = false) =>
+    new Promise((resolve) => {
+      const id = randomUUID()
+      waiting.set(id, { resolve })
+      const message = {
+        header: {
+          msg_id: id,
+          msg_type: 'execute_request',
+          username: '',
+          session: 's',
+          version: '5.3',
+          date: '',
+        },
+        parent_header: {},
+        metadata: {},
+        content: { code, silent, store_history: !silent, user_expressions: {}, allow_stdin: false },
+        channel: 'shell',
+      }
+      socket.send(v1 ? encodeV1(message) : JSON.stringify(message))
+    })
+  if (tuned) await execute(kernelSettingsCode(), true)
   return {
-    execute: (code) =>
-      new Promise((resolve) => {
-        const id = randomUUID()
-        waiting.set(id, { resolve })
-        socket.send(
-          JSON.stringify({
-            header: {
-              msg_id: id,
-              msg_type: 'execute_request',
-              username: '',
-              session: 's',
-              version: '5.3',
-              date: '',
-            },
-            parent_header: {},
-            metadata: {},
-            content: { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: false },
-            channel: 'shell',
-          }),
-        )
-      }),
+    execute,
     close: async () => {
       socket.close()
       await fetch(new URL(`api/kernels/${kernel.id}`, server.url), { method: 'DELETE', headers })
@@ -152,7 +164,9 @@ async function roundTrips(server, provider) {
       },
       close: () => sandbox.kill(),
     },
-    raw: await rawWebSocket(server),
+    raw: await rawWebSocket(server, { v1: true }),
+    rawTuned: await rawWebSocket(server, { v1: true, tuned: true }),
+    rawJson: await rawWebSocket(server, { v1: false }),
   }
   try {
     clients.services = await jupyterlabServices(server)
@@ -229,13 +243,19 @@ out.push(
 )
 out.push('')
 out.push(
-  '`1 + 1` round trip on the same server (with TCP_NODELAY), the three clients taking turns in each of the rounds:',
+  '`1 + 1` round trip on the same server (with TCP_NODELAY), the clients taking turns in each of the rounds, each on a kernel of its own:',
 )
 out.push('')
 const baselineRows = [
-  ['raw WebSocket client (the protocol and nothing else)', stats(baselines.raw), '1.00×'],
+  ['raw WebSocket client, v1 binary form (the protocol and nothing else)', stats(baselines.raw), '1.00×'],
   [
-    "Analyst's jupyter engine (results, artifacts scan, caps)",
+    "raw WebSocket client, v1 form, kernel with the engine's settings",
+    stats(baselines.rawTuned),
+    ratio(baselines.rawTuned, baselines.raw),
+  ],
+  ['raw WebSocket client, JSON form', stats(baselines.rawJson), ratio(baselines.rawJson, baselines.raw)],
+  [
+    "Analyst's jupyter engine (v1 form; results, artifacts scan, caps; its prelude's kernel settings)",
     stats(baselines.engine),
     ratio(baselines.engine, baselines.raw),
   ],

@@ -125,6 +125,65 @@ describe('jupyter engine: settings and failures', () => {
   })
 })
 
+describe('jupyter engine: what a kernel keeps', () => {
+  it("keeps each kernel's input history in memory, out of the server's history file and other sandboxes", async () => {
+    const first = await Sandbox.create({ provider })
+    const second = await Sandbox.create({ provider })
+    try {
+      await first.runCode('marker_4711 = 1')
+      expect((await first.runCode('_i')).text).toBe("'marker_4711 = 1'")
+      const search = await second.runCode("get_ipython().run_line_magic('history', '-g marker_4711')")
+      expect(search.error).toBeUndefined()
+      expect(search.logs.stdout.join('')).not.toContain('marker_4711 = 1')
+      // IPython's file in the server's home (HOME is the root's parent): the session row only.
+      const file = join(server.root, '..', '.ipython', 'profile_default', 'history.sqlite')
+      expect(existsSync(file)).toBe(true)
+      expect(readFileSync(file).includes('marker_4711')).toBe(false)
+    } finally {
+      await Promise.all([first.kill(), second.kill()])
+    }
+  }, 60_000)
+})
+
+describe('jupyter engine: output at the end of a cell', () => {
+  it("keeps a subprocess's last line in its cell, however fast the cell ends", async () => {
+    const sandbox = await Sandbox.create({ provider })
+    try {
+      for (let i = 0; i < 5; i++) {
+        const execution = await sandbox.runCode(`import os\n_ = os.system('echo last words ${i}')`)
+        expect(execution.logs.stdout).toEqual([`last words ${i}\n`])
+      }
+    } finally {
+      await sandbox.kill()
+    }
+  }, 60_000)
+})
+
+describe('jupyter engine: a server whose kernel WebSocket speaks only JSON', () => {
+  it('falls back from the v1 binary form and gives the same results', async () => {
+    const legacy = await startJupyterServer({ config: "c.ServerApp.kernel_ws_protocol = ''" })
+    try {
+      const provider = new JupyterProvider({ url: legacy.url, token: legacy.token, recordDir })
+      const sandbox = await Sandbox.create({ provider })
+      try {
+        const execution = await sandbox.runCode(
+          "import sys\nprint('out')\nprint('err', file=sys.stderr)\n1 + 1",
+        )
+        expect(execution.logs).toEqual({ stdout: ['out\n'], stderr: ['err\n'] })
+        expect(execution.text).toBe('2')
+        expect((await sandbox.runCode('1 / 0')).error?.name).toBe('ZeroDivisionError')
+        // A second context opens its channel in JSON straight away.
+        const context = await sandbox.createContext()
+        expect((await sandbox.runCode('40 + 2', { context })).text).toBe('42')
+      } finally {
+        await sandbox.kill()
+      }
+    } finally {
+      await legacy.stop()
+    }
+  }, 60_000)
+})
+
 describe('jupyter engine: a server that goes away', () => {
   it('ends a running cell with a clear error, without hanging, and says so to later calls', async () => {
     const doomed = await startJupyterServer()

@@ -86,19 +86,30 @@ export async function startFakeGateway(
       reply(response, 500, { message: String(error) })
     }
   })
-  const sockets = new WebSocketServer({ noServer: true })
+  // The subprotocol is the upstream server's choice among the client's (a gateway's own handler).
+  const sockets = new WebSocketServer({
+    noServer: true,
+    handleProtocols: (_offered, request) => chosen.get(request) || false,
+  })
+  const chosen = new WeakMap<IncomingMessage, string>()
   server.on('upgrade', (request, socket, head) => {
     if (!authorized(request)) {
       socket.end('HTTP/1.1 401 Unauthorized\r\n\r\n')
       return
     }
     const url = new URL(request.url ?? '/', 'http://gateway')
+    const offered = (request.headers['sec-websocket-protocol'] ?? '')
+      .split(',')
+      .map((name) => name.trim())
+      .filter(Boolean)
     const target = new WebSocket(
       new URL(`${url.pathname.slice(1)}${url.search}`, upstream.url.replace('http', 'ws')),
+      offered,
       {
         headers: { Authorization: `token ${upstream.token}` },
       },
     )
+    target.once('open', () => chosen.set(request, target.protocol))
     target.once('open', () => {
       sockets.handleUpgrade(request, socket, head, (client) => {
         client.on('message', (data, binary) => target.send(data, { binary }))

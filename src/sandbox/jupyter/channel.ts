@@ -1,7 +1,8 @@
 /**
  * One kernel's WebSocket (`/api/kernels/ID/channels`), speaking Jupyter's messaging protocol in
- * its JSON form, which Jupyter Server, JupyterHub's servers and Enterprise Gateway all accept.
- * Requests go out on `shell`; replies and iopub messages come back and are routed to the request
+ * the v1 binary form where the server offers it (Jupyter Server 1.23 does: it then passes the
+ * kernel's messages through without parsing them again) and in the JSON form elsewhere (older
+ * servers and gateways); see wire.ts. Requests go out on `shell`; replies and iopub messages come back and are routed to the request
  * they answer by `parent_header.msg_id`. A closed socket, a silent server or a restarted kernel
  * ends every request in flight with an error: nothing waits forever.
  * @module
@@ -11,11 +12,17 @@ import WebSocket from 'ws'
 import { z } from 'zod'
 import { SandboxUnavailableError } from '../../errors.js'
 import { type JupyterHttp, SETTINGS_HINT } from './http.js'
+import { decodeV1, encodeV1, V1_PROTOCOL, type WireMessage } from './wire.js'
 
+// What the channel and the engine read of a message, and no more: five arrive for every cell, and
+// copying headers or walking every key of a content (a record schema) cost more than the rest of
+// the parse.
 const messageSchema = z.object({
-  header: z.object({ msg_id: z.string(), msg_type: z.string() }).passthrough(),
-  parent_header: z.object({ msg_id: z.string().optional() }).passthrough().nullish(),
-  content: z.record(z.string(), z.unknown()).nullish(),
+  header: z.object({ msg_id: z.string(), msg_type: z.string() }),
+  parent_header: z.object({ msg_id: z.string().optional() }).nullish(),
+  content: z.custom<Record<string, unknown> | null | undefined>(
+    (value) => value == null || (typeof value === 'object' && !Array.isArray(value)),
+  ),
   channel: z.string().nullish(),
 })
 
@@ -60,6 +67,12 @@ interface Pending {
 /** How often the socket is pinged, and how long a missing pong may take before it is given up. */
 const PING_INTERVAL_MS = 10_000
 
+/** What `ws` says when the server chose no subprotocol: a server that speaks only JSON. */
+const NO_SUBPROTOCOL = 'Server sent no subprotocol'
+
+/** Servers found to speak only the JSON form: their next channels ask for nothing else. */
+const jsonOnly = new WeakSet<JupyterHttp>()
+
 export class KernelChannel {
   private readonly pending = new Map<string, Pending>()
   private readonly session = randomUUID()
@@ -71,12 +84,16 @@ export class KernelChannel {
   /** Told of comm messages from the kernel, whatever request they follow (commands' output). */
   onComm: (commId: string, data: unknown) => void = () => {}
 
+  private readonly v1: boolean
+
   private constructor(
     private readonly socket: WebSocket,
     private readonly describe: string,
   ) {
+    this.v1 = socket.protocol === V1_PROTOCOL
     socket.on('message', (data, isBinary) => {
-      if (!isBinary) this.receive(data.toString())
+      // In the JSON form, a binary frame is a message with buffers, which Analyst does not use.
+      if (this.v1 ? isBinary : !isBinary) this.receive(data as Buffer)
     })
     socket.on('pong', () => {
       this.awaitingPong = false
@@ -109,12 +126,30 @@ export class KernelChannel {
     this.pingTimer.unref()
   }
 
-  /** Opens the kernel's channels. */
-  static open(http: JupyterHttp, kernelId: string, timeoutMs = 30_000): Promise<KernelChannel> {
+  /** Opens the kernel's channels: in the v1 form, or in JSON where the server has no other. */
+  static async open(http: JupyterHttp, kernelId: string, timeoutMs = 30_000): Promise<KernelChannel> {
+    if (jsonOnly.has(http)) return KernelChannel.connect(http, kernelId, timeoutMs, false)
+    try {
+      return await KernelChannel.connect(http, kernelId, timeoutMs, true)
+    } catch (error) {
+      if (!(error instanceof SandboxUnavailableError && error.cause instanceof Error)) throw error
+      if (error.cause.message !== NO_SUBPROTOCOL) throw error
+      jsonOnly.add(http)
+      return KernelChannel.connect(http, kernelId, timeoutMs, false)
+    }
+  }
+
+  private static connect(
+    http: JupyterHttp,
+    kernelId: string,
+    timeoutMs: number,
+    v1: boolean,
+  ): Promise<KernelChannel> {
     const describe = `kernel ${kernelId} on ${http.baseUrl}`
     return new Promise((resolve, reject) => {
       const socket = new WebSocket(
         http.wsUrl(`api/kernels/${encodeURIComponent(kernelId)}/channels?session_id=${randomUUID()}`),
+        v1 ? [V1_PROTOCOL] : [],
         { headers: http.headers(), handshakeTimeout: timeoutMs, perMessageDeflate: false },
       )
       socket.once('open', () => {
@@ -154,10 +189,10 @@ export class KernelChannel {
     return this.closedWith !== undefined
   }
 
-  private receive(text: string) {
+  private receive(data: Buffer) {
     let message: KernelMessage
     try {
-      const parsed = messageSchema.safeParse(JSON.parse(text))
+      const parsed = messageSchema.safeParse(this.v1 ? decodeV1(data) : JSON.parse(data.toString()))
       if (!parsed.success) return
       message = { ...parsed.data, content: parsed.data.content ?? {} }
     } catch {
@@ -206,7 +241,8 @@ export class KernelChannel {
   ): Promise<ExecuteReply> {
     if (this.closedWith) return Promise.reject(this.closedWith)
     const id = randomUUID()
-    const message = {
+    const message: WireMessage = {
+      channel: 'shell',
       header: {
         msg_id: id,
         msg_type: 'execute_request',
@@ -225,12 +261,10 @@ export class KernelChannel {
         allow_stdin: false,
         stop_on_error: request.stopOnError ?? false,
       },
-      channel: 'shell',
-      buffers: [],
     }
     return new Promise((resolve, reject) => {
       this.pending.set(id, { onMessage, idle: false, resolve, reject })
-      this.socket.send(JSON.stringify(message), (error) => {
+      this.socket.send(this.v1 ? encodeV1(message) : JSON.stringify(message), (error) => {
         if (error && this.pending.delete(id)) {
           reject(
             new SandboxUnavailableError(`Cannot send to ${this.describe}: ${error.message}`, {

@@ -45,6 +45,7 @@ def setup(config):
     shell.run_line_magic('colors', 'NoColor')
     # IPython warns on stderr after sys.exit(); the cell's SystemExit error says it already.
     warnings.filterwarnings('ignore', message='To exit: use', category=UserWarning)
+    quick_cells(shell)
     order_streams()
     format_data(shell)
     format_charts(shell)
@@ -70,6 +71,7 @@ def order_streams():
         return
     lock = threading.RLock()
     writes = {out: out.write, err: err.write}  # ipykernel's own
+    flushes = {out: out.flush, err: err.flush}  # ipykernel's (or quick_cells'): no drain in them
     others = {out: err, err: out}
     readers = {}
     for fd, stream in ((1, out), (2, err)):
@@ -81,7 +83,7 @@ def order_streams():
 
     def append(stream, text):
         if others[stream]._buffer.tell():
-            others[stream].flush()
+            flushes[others[stream]]()
         return writes[stream](text)
 
     def drain():
@@ -113,9 +115,55 @@ def order_streams():
                 drain()  # what C code and subprocesses wrote before this
                 return append(_stream, text)
 
+        def flush(_stream=stream):
+            with lock:
+                drain()  # what C code and subprocesses wrote goes before the cell's end
+            flushes[_stream]()
+
         stream.write = ordered
+        stream.flush = flush
         stream._analyst_ordered = True
     threading.Thread(target=pump, name='analyst-output', daemon=True).start()
+
+
+def quick_cells(shell):
+    """What ipykernel and IPython do in every cell that a sandbox has no use for, off:
+    - the input history in a SQLite file in the server's home (history.sqlite), written by a
+      thread of IPython's after every cell with a commit that syncs the disk: milliseconds of
+      every round trip, and every sandbox's code readable by the others (`%history -g`). Kept
+      in memory instead, as with IPython's own `HistoryManager.hist_file = ':memory:'`: In, Out,
+      _i and %history of this kernel work as before;
+    - a sleep of 0.5 ms after each cell before its reply (`Kernel._execute_sleep`, for clients
+      that stop listening at the reply; the host waits for `status: idle`, which follows every
+      output of the cell on the same socket);
+    - flushing stdout and stderr with nothing in them: ipykernel flushes both three times a cell,
+      each time a hand-off to its IOPub thread and back; what was sent before is already queued
+      ahead of the cell's `status: idle`."""
+    history = getattr(shell, 'history_manager', None)
+    saver = getattr(history, 'save_thread', None)
+    if saver is not None:
+        try:
+            saver.stop()  # joins the thread, which writes nothing more
+            history.save_thread = None
+            on_disk = history.db
+            history.hist_file = ':memory:'
+            history.init_db()
+            history.new_session()
+            on_disk.close()
+        except Exception:
+            pass  # an IPython unlike 7 and 8: its history stays as it was
+    kernel = getattr(shell, 'kernel', None)
+    if isinstance(getattr(kernel, '_execute_sleep', None), float):
+        kernel._execute_sleep = 0.0
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, '_buffer') and not getattr(stream, '_analyst_quick', False):
+
+            def flush(_stream=stream, _flush=stream.flush):
+                if _stream._buffer.tell():
+                    _flush()
+
+            stream.flush = flush
+            stream._analyst_quick = True
 
 
 def figure_once(shell):

@@ -44,8 +44,8 @@ export interface PreludeConfig {
   orphans?: number[]
 }
 
-/** One silent cell that defines the modules and sets the kernel up. */
-export function preludeCode(config: PreludeConfig): string {
+/** One silent cell that defines the modules and then calls `call` on the prelude's module `_m`. */
+function withModules(call: string): string {
   return [
     'import sys as _s, types as _t',
     `for _n, _c in ${JSON.stringify(moduleSources())}:`,
@@ -53,9 +53,22 @@ export function preludeCode(config: PreludeConfig): string {
     "    _m.__file__ = '<%s>' % _n",
     '    _s.modules[_n] = _m',
     "    exec(compile(_c, _m.__file__, 'exec'), _m.__dict__)",
-    `_m.setup(__import__('json').loads(${JSON.stringify(JSON.stringify(config))}))`,
+    call,
     'del _s, _t, _m, _n, _c',
   ].join('\n')
+}
+
+/** One silent cell that defines the modules and sets the kernel up. */
+export function preludeCode(config: PreludeConfig): string {
+  return withModules(`_m.setup(__import__('json').loads(${JSON.stringify(JSON.stringify(config))}))`)
+}
+
+/**
+ * Only the prelude's kernel settings (`quick_cells`: history in memory, no sleep before replies,
+ * no empty flushes), nothing of Analyst's results: for the benchmark's baseline client.
+ */
+export function kernelSettingsCode(): string {
+  return withModules("_m.quick_cells(__import__('IPython').get_ipython())")
 }
 
 /** The code that sets variables for the next cell only. */
