@@ -2,9 +2,10 @@
  * One kernel's WebSocket (`/api/kernels/ID/channels`), speaking Jupyter's messaging protocol in
  * the v1 binary form where the server offers it (Jupyter Server 1.23 does: it then passes the
  * kernel's messages through without parsing them again) and in the JSON form elsewhere (older
- * servers and gateways); see wire.ts. Requests go out on `shell`; replies and iopub messages come back and are routed to the request
- * they answer by `parent_header.msg_id`. A closed socket, a silent server or a restarted kernel
- * ends every request in flight with an error: nothing waits forever.
+ * servers and gateways); see wire.ts. Requests go out on `shell`; replies and iopub messages come
+ * back and are routed to the request they answer by `parent_header.msg_id`. A closed socket, a
+ * silent server or a restarted kernel ends every request in flight with an error: nothing waits
+ * forever.
  * @module
  */
 import { randomUUID } from 'node:crypto'
