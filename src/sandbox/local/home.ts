@@ -170,14 +170,19 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       // Asynchronously: under load a mount can take a while, and the event loop serves others meanwhile.
       // A forked sandbox's launcher mounts it without starting a process.
       const size = `size=${config.limits.workspaceBytes},uid=${uid},gid=${uid},mode=0700`
+      // Marked before the mount: if this process dies in between (kill -9), the sweep still unmounts it.
+      const mark = join(dir, MOUNT_MARK)
+      writeFileSync(mark, '')
       const mounted = template
         ? await template.launcher.mount(work, size)
         : await run('mount', ['-t', 'tmpfs', '-o', `${size},nosuid,nodev`, 'tmpfs', work]).then(
             () => true,
             () => false,
           )
-      if (mounted) writeFileSync(join(dir, MOUNT_MARK), '')
-      else chownSync(work, uid, uid)
+      if (!mounted) {
+        rmSync(mark, { force: true })
+        chownSync(work, uid, uid)
+      }
       // tmpfs pages count as the sandbox's memory: the cgroup allows for a full workspace.
       cgroup = createCgroup(
         id,

@@ -124,14 +124,20 @@ export const MOUNT_MARK = 'mounted'
 export const CGROUPS_MARK = 'cgroups'
 
 /** Removes what processes that died without cleaning up left behind: mounts, cgroups, folders, uid locks. */
-function sweepStale(root: string) {
+export function sweepStale(root: string) {
   for (const entry of readdirSync(root)) {
     if (!/^\d+-\d+$/.test(entry) || ownerAlive(entry)) continue
     const dir = join(root, entry)
-    for (const sandbox of readdirSync(dir).filter((name) => name.startsWith('sb-'))) {
-      releaseSandboxDir(join(dir, sandbox))
+    // What cannot be removed now (a mount still busy) waits for a later sweep: a dead process's
+    // leftovers must never stop this one from starting sandboxes.
+    try {
+      for (const sandbox of readdirSync(dir).filter((name) => name.startsWith('sb-'))) {
+        releaseSandboxDir(join(dir, sandbox))
+      }
+      rmSync(dir, { recursive: true, force: true })
+    } catch {
+      // left for the next sweep
     }
-    rmSync(dir, { recursive: true, force: true })
   }
 }
 
@@ -214,7 +220,11 @@ export function releaseSandboxDir(dir: string) {
       }
     }
   }
-  rmSync(dir, { recursive: true, force: true })
+  try {
+    rmSync(dir, { recursive: true, force: true })
+  } catch {
+    // a mount still busy: the sweep of a later process removes the folder
+  }
 }
 
 /**
