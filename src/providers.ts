@@ -48,7 +48,8 @@ const ENGINES: Record<string, Engine> = {
     async create({ env = process.env }) {
       if (!env.E2B_API_KEY) {
         throw new SandboxUnavailableError('E2B_API_KEY is not set', {
-          hint: 'Get a key at e2b.dev/dashboard?tab=keys and set E2B_API_KEY, or choose --sandbox local.',
+          hint: 'Get a key at e2b.dev/dashboard?tab=keys and set E2B_API_KEY.',
+          fix: { setting: 'sandbox', example: 'local' },
         })
       }
       const { E2BProvider } = await import('./sandbox/e2b/index.js')
@@ -96,7 +97,7 @@ export function engine(name?: string, env: NodeJS.ProcessEnv = process.env): Eng
   const found = ENGINES[chosen]
   if (!found) {
     throw new InvalidArgumentError(`Unknown sandbox engine "${chosen}"`, {
-      hint: `Choose one of: ${ENGINE_NAMES.join(', ')} (--sandbox or ANALYST_SANDBOX).`,
+      fix: { setting: 'sandbox' },
     })
   }
   return found
@@ -107,8 +108,9 @@ export async function createProvider(name?: string, options: EngineOptions = {})
   const chosen = engine(name, options.env)
   const gpu = options.gpu ?? (options.env ?? process.env).ANALYST_GPU
   if (gpu && !chosen.gpu) {
-    throw new InvalidArgumentError(`The ${chosen.name} engine cannot give a GPU (--gpu ${gpu})`, {
-      hint: `Run with --sandbox ${ENGINE_NAMES.filter((n) => ENGINES[n]?.gpu).join(' or ')} (MODAL_TOKEN_ID/MODAL_TOKEN_SECRET), or leave out --gpu and ANALYST_GPU.`,
+    throw new InvalidArgumentError(`The ${chosen.name} engine cannot give a GPU (${gpu} asked for)`, {
+      hint: 'Or leave the GPU out.',
+      fix: { setting: 'sandbox', example: ENGINE_NAMES.filter((n) => ENGINES[n]?.gpu).join(' or ') },
     })
   }
   return chosen.create(options)

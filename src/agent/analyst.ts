@@ -15,7 +15,7 @@ import {
   type ToolResultPart,
   tool,
 } from 'ai'
-import { ConflictError, InvalidArgumentError, ModelCallError } from '../errors.js'
+import { ConflictError, type Fix, InvalidArgumentError, ModelCallError } from '../errors.js'
 import type { CodeMode } from '../models/index.js'
 import { type Artifact, type Execution, ExecutionError, type Sandbox } from '../sandbox/index.js'
 import type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
@@ -688,18 +688,25 @@ function describeModelError(error: unknown): ModelCallError {
   const last = (e.lastError ?? e) as { statusCode?: number; message?: string; url?: string }
   const status = last.statusCode
   const detail = (last.message ?? e.message ?? String(error)).split('\n')[0] ?? ''
+  let fix: Fix | undefined
   let hint: string | undefined
-  if (status === 401 || status === 403) hint = 'Check the API key for this provider.'
-  else if (status === 404) hint = 'Check the model name (--model) and the base URL (--base-url).'
-  else if (status === 429) hint = 'The provider is rate limiting: wait a moment and try again.'
+  if (status === 401 || status === 403) fix = { setting: 'apiKey' }
+  else if (status === 404) {
+    fix = { setting: 'model' }
+    hint = 'Check the base URL too, for a server of your own.'
+  } else if (status === 429) hint = 'The provider is rate limiting: wait a moment and try again.'
   else if (status !== undefined && status >= 500)
     hint = 'The model server failed repeatedly; try again later.'
-  else if (/timeout|timed out|aborted/i.test(String(e.name) + detail))
-    hint = 'The model did not answer in time; check the server or raise the request timeout.'
-  else if (/fetch failed|ECONNREFUSED|connect|ENOTFOUND/i.test(detail))
-    hint = 'The model server cannot be reached; check --base-url and that the server is running.'
+  else if (/timeout|timed out|aborted/i.test(String(e.name) + detail)) {
+    fix = { setting: 'requestTimeout' }
+    hint = 'The model did not answer in time; check the server.'
+  } else if (/fetch failed|ECONNREFUSED|connect|ENOTFOUND/i.test(detail)) {
+    fix = { setting: 'baseUrl' }
+    hint = 'The model server cannot be reached; check that it is running.'
+  }
   return new ModelCallError(`The model request failed${status ? ` (HTTP ${status})` : ''}: ${detail}`, {
     cause: error,
     hint,
+    fix,
   })
 }

@@ -4,6 +4,7 @@
  * errors keep their traceback.
  * @module
  */
+import { type Door, executionFix, phraseFix } from '../fixes.js'
 import { type Artifact, type Execution, parseChart, type Result, summarizeChart } from '../sandbox/index.js'
 
 export interface ObservationLimits {
@@ -69,6 +70,8 @@ export interface ObservationInput {
   /** Appended as a note (e.g. the same error twice). */
   notes?: string[]
   limits?: ObservationLimits
+  /** Who reads it: what fixes an error is said in its words. @default 'model' */
+  door?: Door
 }
 
 export function describeArtifacts(artifacts: Artifact[]): string {
@@ -80,6 +83,7 @@ export function observe({
   imageNames = [],
   notes = [],
   limits = DEFAULT_OBSERVATION_LIMITS,
+  door = 'model',
 }: ObservationInput): string {
   const parts: string[] = []
   const stdout = execution.logs.stdout.join('')
@@ -96,6 +100,8 @@ export function observe({
   if (execution.error) {
     const { name, value, traceback } = execution.error
     parts.push(`[error] ${name}: ${value}\n${truncateMiddle(traceback, limits.tracebackChars)}`)
+    const fix = phraseFix(executionFix(execution.error), door)
+    if (fix) parts.push(`[fix] ${fix}`)
   }
   if (parts.length === 0)
     parts.push('[no output] The code ran without printing anything. print() what you need to see.')

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The `analyst` command. The only place that calls process.exit.
 import { AnalystError } from '../errors.js'
+import { advice } from '../fixes.js'
 import { main } from './cli.js'
 import { ExitError } from './errors.js'
 
@@ -14,7 +15,8 @@ function report(error: unknown): number {
   }
   if (AnalystError.isInstance(error)) {
     process.stderr.write(`analyst: ${error.message}\n`)
-    if (error.hint) process.stderr.write(`  ${error.hint}\n`)
+    const what = advice(error, 'cli')
+    if (what) process.stderr.write(`  ${what}\n`)
     return 2
   }
   process.stderr.write(`analyst: internal error, please report it at ${ISSUES}\n`)

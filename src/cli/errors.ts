@@ -7,21 +7,21 @@ import { AnalystError } from '../errors.js'
 
 /** Ends the command with this exit code, after printing `message` (if any) to stderr. */
 export class ExitError extends AnalystError {
+  static override readonly errorName: string = 'ExitError'
   constructor(
     readonly code: number,
     message = '',
     hint?: string,
   ) {
     super(message, { hint })
-    this.name = 'ExitError'
   }
 }
 
 /** The command line was wrong: exit 2 with a message that says what to do. */
 export class UsageError extends ExitError {
+  static override readonly errorName: string = 'UsageError'
   constructor(message: string, hint?: string) {
     super(2, message, hint)
-    this.name = 'UsageError'
   }
 }
 

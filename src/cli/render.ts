@@ -9,6 +9,7 @@ import python from 'highlight.js/lib/languages/python'
 import pc from 'picocolors'
 import yoctoSpinner from 'yocto-spinner'
 import { extractCode } from '../agent/index.js'
+import { executionFix, phraseFix } from '../fixes.js'
 import type { Artifact } from '../sandbox/index.js'
 import type { SessionEvent } from '../session/index.js'
 import type { OutputFolder } from './outputs.js'
@@ -183,8 +184,13 @@ export class AnalysisRenderer {
         }
         return
       }
-      case 'error':
-        return this.write(pc.red(`${event.error.traceback || `${event.error.name}: ${event.error.value}`}\n`))
+      case 'error': {
+        const fix = phraseFix(executionFix(event.error), 'cli')
+        return this.write(
+          pc.red(`${event.error.traceback || `${event.error.name}: ${event.error.value}`}\n`) +
+            (fix ? `  ${fix}\n` : ''),
+        )
+      }
       case 'artifact':
         return this.saveArtifact(event.artifact)
       case 'observation':

@@ -7,6 +7,7 @@
  */
 import { join } from 'node:path'
 import { AnalystError } from '../errors.js'
+import { advice } from '../fixes.js'
 import type { SessionService } from '../session/index.js'
 import type { EvalStore, StoredEvalRun } from '../store/index.js'
 import type { EvalQuestion, EvalSet } from './dataset.js'
@@ -63,7 +64,10 @@ export function storedResult(detail: unknown): QuestionResult {
 }
 
 function reason(error: unknown): string {
-  if (AnalystError.isInstance(error)) return error.hint ? `${error.message} (${error.hint})` : error.message
+  if (AnalystError.isInstance(error)) {
+    const what = advice(error, 'cli')
+    return what ? `${error.message} (${what})` : error.message
+  }
   return error instanceof Error ? error.message : String(error)
 }
 

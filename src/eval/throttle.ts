@@ -41,8 +41,8 @@ export function rateLimitOf(error: unknown): { retryAfterMs?: number } | undefin
     seen.add(current)
     if (APICallError.isInstance(current) && current.statusCode === 429)
       return { retryAfterMs: retryAfterMs(current.responseHeaders) }
-    if (RateLimitError.isInstance(current) && current.name === 'RateLimitError') {
-      const seconds = (current as RateLimitError).retryAfterSeconds
+    if (RateLimitError.isInstance(current)) {
+      const seconds = current.retryAfterSeconds
       return { retryAfterMs: seconds === undefined ? undefined : seconds * 1000 }
     }
     const e = current as { cause?: unknown; lastError?: unknown; errors?: unknown[] }

@@ -5,6 +5,7 @@
  * @module
  */
 import { observe, type Violation } from '../agent/index.js'
+import type { Door } from '../fixes.js'
 import { checkCode } from '../guard/index.js'
 import type { Artifact, Execution, Result, Sandbox } from '../sandbox/index.js'
 
@@ -48,6 +49,8 @@ export function cellOutput(
   execution: Execution | undefined,
   violations: Violation[],
   imageNames: string[] = [],
+  /** Who reads it (the calling model, or an MCP client): how a fix is worded. */
+  door: Door = 'model',
 ): CellOutput {
   if (!execution) {
     const lines = violations.map((v) => `  line ${v.line}:${v.column}  ${v.rule}  ${v.message}`)
@@ -55,7 +58,7 @@ export function cellOutput(
     return { text: text.join('\n'), images: [], files: [], isError: true }
   }
   return {
-    text: observe({ execution, imageNames }),
+    text: observe({ execution, imageNames, door }),
     images: execution.results.map(imageOf).filter((image) => image !== undefined),
     files: execution.artifacts,
     isError: execution.error !== undefined,

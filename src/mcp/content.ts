@@ -7,6 +7,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { AskResult } from '../agent/index.js'
 import { AnalystError } from '../errors.js'
+import { advice } from '../fixes.js'
 import { type CellImage, cellOutput, imageOf } from '../integrations/cell.js'
 import type { Result } from '../sandbox/index.js'
 import type { CellResult } from '../session/index.js'
@@ -28,7 +29,7 @@ export function cellContent(
   cell: CellResult,
   options: { sessionId: string; imageNames: string[] },
 ): CallToolResult {
-  const output = cellOutput(cell.execution, cell.violations, options.imageNames)
+  const output = cellOutput(cell.execution, cell.violations, options.imageNames, 'mcp')
   const saved = [...options.imageNames, ...output.files.map((a) => a.name)]
   let text = output.text
   if (saved.length > 0)
@@ -68,8 +69,10 @@ export function answerContent(result: AskResult, sessionId: string): CallToolRes
 /** An error as a tool result the client's model can read and act on, never a protocol failure. */
 export function errorContent(error: unknown): CallToolResult {
   let text: string
-  if (AnalystError.isInstance(error)) text = error.hint ? `${error.message}\n${error.hint}` : error.message
-  else {
+  if (AnalystError.isInstance(error)) {
+    const what = advice(error, 'mcp')
+    text = what ? `${error.message}\n${what}` : error.message
+  } else {
     // Not the caller's doing: keep the details for the operator (stderr), say little to the model.
     console.error('analyst mcp: internal error:', error)
     text = `Internal error: ${error instanceof Error ? error.message : String(error)}`

@@ -25,7 +25,8 @@ export function timeoutError(seconds: number, traceback = ''): ExecutionEvent {
   return {
     type: 'error',
     name: 'TimeoutError',
-    value: `The cell ran longer than its ${seconds} s timeout and was interrupted; variables and imports are kept. Pass a larger timeoutMs (analyst run --timeout) if it needs longer.`,
+    // Each door adds what raises the limit in its reader's words (fixes.ts).
+    value: `The cell ran longer than its ${seconds} s timeout and was interrupted; variables and imports are kept.`,
     traceback,
   }
 }
@@ -35,7 +36,7 @@ export function killedError(stopped: 'timeout' | 'abort' | undefined, seconds: n
   if (stopped === 'timeout') {
     return {
       name: 'TimeoutError',
-      value: `The cell ran longer than its ${seconds} s timeout and did not stop when interrupted, so its kernel was killed. ${STATE_LOST} Pass a larger timeoutMs if it needs longer.`,
+      value: `The cell ran longer than its ${seconds} s timeout and did not stop when interrupted, so its kernel was killed. ${STATE_LOST}`,
       traceback: '',
     }
   }

@@ -18,11 +18,11 @@ export interface CommandResult {
 
 /** A command that exited with a code other than 0: thrown by `run` and `wait()`, as in E2B. */
 export class CommandExitError extends SandboxError implements CommandResult {
+  static override readonly errorName: string = 'CommandExitError'
   constructor(readonly result: CommandResult) {
     super(result.error ?? `The command exited with code ${result.exitCode}`, {
       hint: result.stderr.trim().split('\n').slice(-3).join('\n') || undefined,
     })
-    this.name = 'CommandExitError'
   }
   get exitCode() {
     return this.result.exitCode
@@ -40,6 +40,7 @@ export class CommandExitError extends SandboxError implements CommandResult {
 
 /** A command that ran past its `timeoutMs`: it was killed. */
 export class CommandTimeoutError extends SandboxError {
+  static override readonly errorName: string = 'CommandTimeoutError'
   constructor(
     readonly timeoutMs: number,
     readonly result: CommandResult,
@@ -47,7 +48,6 @@ export class CommandTimeoutError extends SandboxError {
     super(`The command ran longer than its ${timeoutMs / 1000} s timeout and was killed`, {
       hint: 'Pass a larger timeoutMs (0 for none), or run it with background: true.',
     })
-    this.name = 'CommandTimeoutError'
   }
 }
 

@@ -14,6 +14,7 @@ import mime from 'mime-types'
 import type { Logger } from 'pino'
 import { z } from 'zod'
 import { AnalystError, InvalidArgumentError, RateLimitError, ShuttingDownError, statusOf } from '../errors.js'
+import { advice } from '../fixes.js'
 import type { McpHttp } from '../mcp/index.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
 import { EXPORT_FORMATS, EXPORT_TYPES, isExportFormat } from '../store/export/index.js'
@@ -113,9 +114,9 @@ export function createApp(options: AppOptions): Hono<Env> {
   // One mapping from errors to statuses: each error knows its own (src/errors.ts).
   app.onError((error, c) => {
     if (AnalystError.isInstance(error)) {
-      if (RateLimitError.isInstance(error) && (error as RateLimitError).retryAfterSeconds !== undefined)
-        c.header('retry-after', String((error as RateLimitError).retryAfterSeconds))
-      return fail(c, statusOf(error), error.message, error.hint)
+      if (RateLimitError.isInstance(error) && error.retryAfterSeconds !== undefined)
+        c.header('retry-after', String(error.retryAfterSeconds))
+      return fail(c, statusOf(error), error.message, advice(error, 'http'))
     }
     logError(c, error)
     return fail(c, 500, 'Internal error', 'The server logged the details.')
@@ -290,8 +291,9 @@ export function createApp(options: AppOptions): Hono<Env> {
         if (controller.signal.aborted) return
         if (!AnalystError.isInstance(error)) logError(c, error)
         else log?.warn({ error: error.name, message: error.message }, 'question failed')
-        const e = error as { message?: string; hint?: string }
-        await send({ type: 'failed', message: e.message ?? String(error), hint: e.hint })
+        const message = error instanceof Error ? error.message : String(error)
+        const hint = AnalystError.isInstance(error) ? advice(error, 'http') : undefined
+        await send({ type: 'failed', message, hint })
       } finally {
         ended()
       }

@@ -117,7 +117,8 @@ export async function sandboxFiles(
     const path = sha256 ? await materialize(context.blobs, sha256, context.cacheDir) : undefined
     if (!path) {
       throw new MissingDataError(`The data file ${dataset.name} of this session is no longer in the store`, {
-        hint: 'Add the file to the session again, or start a new session.',
+        fix: { setting: 'data' },
+        hint: 'Or start a new session.',
       })
     }
     const profile = { ...dataset.profile, path }

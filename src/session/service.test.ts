@@ -7,7 +7,13 @@ import { join, resolve } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { askAll, openTestService, type TestService } from '../../test/support/service.js'
 import { waitFor } from '../../test/support/wait.js'
-import { MissingDataError, ModelConfigError, NotFoundError, ShuttingDownError } from '../errors.js'
+import {
+  MissingDataError,
+  ModelCallError,
+  ModelConfigError,
+  NotFoundError,
+  ShuttingDownError,
+} from '../errors.js'
 import { ScriptedModel, type ScriptStep } from '../models/scripted.js'
 import { MockSandboxProvider } from '../test/mock-sandbox.js'
 import { SessionService } from './service.js'
@@ -291,7 +297,8 @@ describe('SessionService', () => {
     unlinkSync(stores.blobs.localPath?.(dataset?.sha256 as string) as string)
     const error = await askAll(service, id, 'Anything?').catch((e: unknown) => e)
     expect(MissingDataError.isInstance(error)).toBe(true)
-    expect(error).toMatchObject({ status: 409, hint: expect.stringMatching(/Add the file/) })
+    expect(ModelCallError.isInstance(error)).toBe(false)
+    expect(error).toMatchObject({ status: 409, fix: { setting: 'data' } })
     expect((await stores.history.runs(id)).length).toBe(0)
   })
 

@@ -59,6 +59,16 @@ describe('analyst ask', () => {
     expect(stderr).not.toMatch(/\n\s+at /)
   })
 
+  it("a model's refusal (HTTP 401) is told as it is, with what fixes it, not as missing data", async () => {
+    const env = await withModel([{ status: 401, message: 'Incorrect API key provided' }])
+    const { code, stderr } = await analyst(['ask', 'How many orders?', '--data', SALES], { env })
+    expect(code).toBe(2)
+    expect(stderr).toMatch(/HTTP 401.*Incorrect API key/)
+    expect(stderr).toMatch(/API key/)
+    expect(stderr).not.toMatch(/--data|Pass the file again/)
+    expect(stderr).not.toMatch(/\n\s+at /)
+  })
+
   it('shows the steps and the answer, and saves the chart', async () => {
     const env = await withModel([
       {

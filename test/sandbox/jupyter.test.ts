@@ -69,7 +69,8 @@ describe('jupyter engine: settings and failures', () => {
     })
     const error = await errorOf(Sandbox.create({ provider }))
     expect(error?.message).toMatch(/no kernel named julia-1.9/)
-    expect(error?.hint).toMatch(/python3.*--jupyter-kernel/)
+    expect(error?.hint).toMatch(/python3/)
+    expect(error).toMatchObject({ fix: { setting: 'jupyterKernel', example: 'python3' } })
   })
 
   it('refuses limits it cannot enforce instead of ignoring them', async () => {

@@ -222,8 +222,8 @@ describe('modal GPUs', () => {
     expect(() => new ModalProvider({ gpu: 'Z80' })).toThrow(/not a GPU Modal offers/)
     await expect(createProvider('local', { gpu: 'T4', env: {} })).rejects.toMatchObject({
       name: 'InvalidArgumentError',
-      message: 'The local engine cannot give a GPU (--gpu T4)',
-      hint: expect.stringContaining('--sandbox modal'),
+      message: 'The local engine cannot give a GPU (T4 asked for)',
+      fix: { setting: 'sandbox', example: 'modal' },
     })
     await expect(createProvider('e2b', { env: { ANALYST_GPU: 'H100', E2B_API_KEY: 'k' } })).rejects.toThrow(
       /cannot give a GPU/,

@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import pc from 'picocolors'
 import type { AskResult } from '../../agent/index.js'
-import { MissingDataError } from '../../errors.js'
 import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
 import { SessionService } from '../../session/index.js'
@@ -173,10 +172,6 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
           }
           await renderer.handle(next.value)
         }
-      } catch (error) {
-        if (MissingDataError.isInstance(error))
-          throw new UsageError(error.message, 'Pass the file again with --data, or start a new session.')
-        throw error
       } finally {
         renderer.close()
       }

@@ -2,6 +2,7 @@ import { readFile, stat } from 'node:fs/promises'
 import { basename, join, resolve } from 'node:path'
 import { text as readStream } from 'node:stream/consumers'
 import pc from 'picocolors'
+import { executionFix, phraseFix } from '../../fixes.js'
 import { checkCode, formatViolations, type Violation } from '../../guard/index.js'
 import { createProvider } from '../../providers.js'
 import { type Result, Sandbox } from '../../sandbox/index.js'
@@ -173,6 +174,8 @@ export async function run(options: RunOptions): Promise<number> {
         const { name, value, traceback } = execution.error
         stderr.write(pc.red(`${traceback || `${name}: ${value}`}\n`))
         if (traceback && !traceback.includes(value)) stderr.write(pc.red(`${name}: ${value}\n`))
+        const fix = phraseFix(executionFix(execution.error), 'cli')
+        if (fix) stderr.write(`  ${fix}\n`)
       }
       if (execution.error) failed = true
     }

@@ -97,7 +97,8 @@ function fromE2B(error: unknown, doing: string): Error {
   if (error instanceof AuthenticationError) {
     return new SandboxUnavailableError(`E2B refused the API key while ${doing}`, {
       cause: error,
-      hint: 'Check E2B_API_KEY (e2b.dev/dashboard?tab=keys), or choose --sandbox local.',
+      hint: 'Check E2B_API_KEY (e2b.dev/dashboard?tab=keys).',
+      fix: { setting: 'sandbox', example: 'local' },
     })
   }
   if (error instanceof E2BRateLimitError)

@@ -204,7 +204,8 @@ class JupyterSandbox implements SandboxBackend {
       throw new SandboxUnavailableError(
         `The Jupyter kernel could not be set up for Analyst: ${reply.ename}: ${reply.evalue}`,
         {
-          hint: 'Analyst needs an IPython kernel (ipykernel 6 or newer) for Python 3: choose it with --jupyter-kernel.',
+          hint: 'Analyst needs an IPython kernel (ipykernel 6 or newer) for Python 3.',
+          fix: { setting: 'jupyterKernel' },
         },
       )
     }

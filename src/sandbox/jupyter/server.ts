@@ -150,7 +150,8 @@ export async function connect(settings: JupyterSettings): Promise<ServerInfo> {
   const wanted = settings.kernelName ?? 'python3'
   if (kernelNames.length > 0 && !kernelNames.includes(wanted)) {
     throw new SandboxUnavailableError(`The Jupyter server has no kernel named ${wanted}`, {
-      hint: `Choose one of: ${kernelNames.join(', ')} (--jupyter-kernel or ANALYST_JUPYTER_KERNEL).`,
+      hint: `It has: ${kernelNames.join(', ')}.`,
+      fix: { setting: 'jupyterKernel', example: kernelNames[0] },
     })
   }
   let contents = false

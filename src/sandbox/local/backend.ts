@@ -112,7 +112,7 @@ class LocalSandbox implements SandboxBackend {
     const oomKills = this.home.cgroup?.oomKills() ?? 0
     if (oomKills > this.oomKillsSeen) {
       this.oomKillsSeen = oomKills
-      return `out of memory: the sandbox may use ${formatBytes(this.config.limits.memoryBytes)} (limits.memoryBytes)`
+      return `out of memory: the sandbox may use ${formatBytes(this.config.limits.memoryBytes)}`
     }
     if (exit.signal) return `killed by ${exit.signal}`
     if (exit.code !== null && exit.code > 128) return `killed by signal ${exit.code - 128}`

@@ -9,6 +9,7 @@ import { closeSync, openSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import type { Readable, Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { ErrorOptions } from '../../errors.js'
 import { installHint, systemPackages } from '../../packages.js'
 import { SandboxUnavailableError } from '../errors.js'
 import { KernelChannel } from './channel.js'
@@ -218,7 +219,7 @@ export class Kernel extends KernelChannel<KernelExit> {
       outcome === 'timeout'
         ? `The Python kernel did not start within ${timeoutMs / 1000} s`
         : `The sandbox failed to start: ${output.trim().split('\n').slice(-3).join(' ') || outcome.message}`,
-      { hint: startHint(output) },
+      startHint(output),
     )
   }
 
@@ -288,18 +289,22 @@ export class Kernel extends KernelChannel<KernelExit> {
   }
 }
 
-export function startHint(output: string): string | undefined {
+/** What to do about a kernel that failed to start, from what it printed. */
+export function startHint(output: string): Pick<ErrorOptions, 'hint' | 'fix'> {
   if (/setting up uid map|No permissions to creat|Operation not permitted|unprivileged/i.test(output)) {
-    return (
-      'bubblewrap cannot create user namespaces here. Enable them (sudo sysctl -w kernel.unprivileged_userns_clone=1; ' +
-      'on Ubuntu 24.04 also sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0), ' +
-      "or run without isolation: Sandbox.create({ isolation: 'none' }) / --no-isolation (unsafe for untrusted code)."
-    )
+    return {
+      hint:
+        'bubblewrap cannot create user namespaces here. Enable them (sudo sysctl -w kernel.unprivileged_userns_clone=1; ' +
+        'on Ubuntu 24.04 also sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0).',
+      fix: { setting: 'isolation' },
+    }
   }
   if (/No module named|ModuleNotFoundError/.test(output)) {
     const packages = [MODULE_SOURCES.pandas.package, MODULE_SOURCES.matplotlib.package]
     const otherwise = 'set ANALYST_PYTHON to a Python 3 with pandas and matplotlib'
-    return `The sandbox Python lacks a module: ${installHint(packages, systemPackages(), otherwise)}`
+    return {
+      hint: `The sandbox Python lacks a module: ${installHint(packages, systemPackages(), otherwise)}`,
+    }
   }
-  return undefined
+  return {}
 }

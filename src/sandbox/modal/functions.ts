@@ -44,7 +44,8 @@ export function parseModalTool(value: string): ModalToolSpec {
   const match = /^([\w.-]+)\/([\w.-]+)$/.exec(target.trim())
   if (!match?.[1] || !match[2]) {
     throw new InvalidArgumentError(`"${value}" is not a Modal function`, {
-      hint: 'Give --modal-tool APP/FUNCTION (a deployed function), optionally =DESCRIPTION, e.g. --modal-tool sd/generate="makes an image from a prompt".',
+      hint: 'A description may follow after =.',
+      fix: { setting: 'modalTool', example: 'sd/generate="makes an image from a prompt"' },
     })
   }
   const description = rest.join('=').trim()
@@ -127,7 +128,8 @@ export class ModalFunctions {
           `No function ${spec.function} is deployed in the Modal app ${spec.app}`,
           {
             cause: error,
-            hint: 'Deploy it with `modal deploy`, or check the APP/FUNCTION given to --modal-tool.',
+            hint: 'Deploy it with `modal deploy`.',
+            fix: { setting: 'modalTool' },
           },
         )
       }

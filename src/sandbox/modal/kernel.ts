@@ -156,10 +156,13 @@ export class ModalKernel extends KernelChannel<KernelStopped> {
         : `The Python kernel could not start in the Modal sandbox: ${output.trim().split('\n').slice(-3).join(' ') || outcome.message}`,
       {
         hint: /No module named|ModuleNotFoundError/.test(output)
-          ? 'The image lacks a module the kernel needs (pandas, matplotlib): add it to the image (--image).'
+          ? 'The image lacks a module the kernel needs (pandas, matplotlib).'
           : /not found|No such file/.test(output)
-            ? `The image has no ${spec.python}: use an image with Python 3 (--image).`
+            ? `The image has no ${spec.python}.`
             : undefined,
+        fix: /No module named|ModuleNotFoundError|not found|No such file/.test(output)
+          ? { setting: 'image' }
+          : undefined,
       },
     )
   }

@@ -32,7 +32,8 @@ export function parseGpu(value: string): string {
   const count = match?.[2] === undefined ? 1 : Number(match[2])
   if (!type || !GPU_TYPES.includes(type) || !Number.isInteger(count) || count < 1 || count > 8) {
     throw new InvalidArgumentError(`"${value}" is not a GPU Modal offers`, {
-      hint: `Use TYPE or TYPE:COUNT (1-8), TYPE one of ${GPU_TYPES.join(', ')}; e.g. --gpu A10G or --gpu H100:2.`,
+      hint: `TYPE is one of ${GPU_TYPES.join(', ')}; COUNT from 1 to 8.`,
+      fix: { setting: 'gpu', example: 'A10G or H100:2' },
     })
   }
   return count === 1 ? type : `${type}:${count}`
@@ -52,7 +53,7 @@ export const DEFAULT_PACKAGES = [
 export const DEFAULT_BASE_IMAGE = 'python:3.11-slim-bookworm'
 
 export const CREDENTIALS_HINT =
-  'Set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (create a token at modal.com/settings/tokens), or run `modal token new` to write ~/.modal.toml; or choose --sandbox local.'
+  'Set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (create a token at modal.com/settings/tokens), or run `modal token new` to write ~/.modal.toml; or run code on another engine (local).'
 
 /** A gRPC status code of Modal's answer (nice-grpc's ClientError), without importing nice-grpc. */
 function grpcCode(error: unknown): number | undefined {

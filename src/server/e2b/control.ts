@@ -6,6 +6,7 @@
 import { type Context, Hono } from 'hono'
 import { z } from 'zod'
 import { AnalystError, statusOf } from '../../errors.js'
+import { advice } from '../../fixes.js'
 import { Sandbox, type SandboxProvider } from '../../sandbox/index.js'
 import { ENVD_VERSION, type Registry, type SandboxEntry, unguessable } from './registry.js'
 
@@ -98,7 +99,8 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
     const status = statusOf(error)
     if (status >= 500 && !AnalystError.isInstance(error))
       console.error('analyst serve: E2B API error:', error)
-    const hint = AnalystError.isInstance(error) && error.hint ? ` ${error.hint}` : ''
+    const what = AnalystError.isInstance(error) ? advice(error, 'http') : undefined
+    const hint = what ? ` ${what}` : ''
     return e2bError(c, status, `${error.message}${hint}`)
   })
 

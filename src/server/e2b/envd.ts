@@ -9,6 +9,7 @@ import { Code, ConnectError, createConnectRouter, type HandlerContext } from '@c
 import { createFetchHandler } from '@connectrpc/connect/protocol'
 import { Hono, type Context as HonoContext } from 'hono'
 import { AnalystError, NotFoundError, statusOf, TooLargeError } from '../../errors.js'
+import { advice } from '../../fixes.js'
 import {
   CommandExitError,
   type CommandHandle,
@@ -30,7 +31,8 @@ const DEADLINE_SLACK_MS = 1000
 function toConnectError(error: unknown): ConnectError {
   if (error instanceof ConnectError) return error
   const message = error instanceof Error ? error.message : String(error)
-  const hint = AnalystError.isInstance(error) && error.hint ? ` ${error.hint}` : ''
+  const what = AnalystError.isInstance(error) ? advice(error, 'http') : undefined
+  const hint = what ? ` ${what}` : ''
   const codes: Record<number, Code> = {
     400: Code.InvalidArgument,
     401: Code.Unauthenticated,
