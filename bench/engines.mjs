@@ -19,8 +19,8 @@ import { JupyterProvider } from '../dist/sandbox/jupyter/index.js'
 import { kernelSettingsCode } from '../dist/sandbox/jupyter/prelude.js'
 import { decodeV1, encodeV1, V1_PROTOCOL } from '../dist/sandbox/jupyter/wire.js'
 import { ModalProvider } from '../dist/sandbox/modal/index.js'
-import { startJupyterServer } from '../dist/test/jupyter-server.js'
-import { startFakeModal } from '../dist/test/modal-control-plane.js'
+import { startJupyterServer } from '../dist/test/support/jupyter-server.js'
+import { startFakeModal } from '../dist/test/support/modal-control-plane.js'
 import { machine, percentile, table } from './util.mjs'
 
 const quick = process.argv.includes('--quick')

@@ -1,9 +1,9 @@
-// Copies the Python files next to the compiled code (dist/pylib, dist/sandbox/python, dist/sandbox/local/python)
-// and the Jupyter engine's prelude (dist/sandbox/jupyter).
+// Copies the Python files next to the compiled code (dist/pylib, dist/sandbox/python,
+// dist/sandbox/kernel/python, dist/sandbox/local/python) and the Jupyter engine's prelude.
 import { cpSync } from 'node:fs'
 
 const python = { recursive: true, filter: (source) => !source.includes('__pycache__') }
-cpSync('src/pylib', 'dist/pylib', python)
-cpSync('src/sandbox/python', 'dist/sandbox/python', python)
-cpSync('src/sandbox/local/python', 'dist/sandbox/local/python', python)
+for (const dir of ['pylib', 'sandbox/python', 'sandbox/kernel/python', 'sandbox/local/python']) {
+  cpSync(`src/${dir}`, `dist/${dir}`, python)
+}
 cpSync('src/sandbox/jupyter/prelude.py', 'dist/sandbox/jupyter/prelude.py')

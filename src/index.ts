@@ -10,4 +10,4 @@ import { Sandbox } from './sandbox/sandbox.js'
 Sandbox.defaultProvider ??= local
 
 export * from './sandbox/index.js'
-export { LocalProvider, local } from './sandbox/local/index.js'
+export { LocalProvider, local, localProvider } from './sandbox/local/index.js'

@@ -55,6 +55,25 @@ class LineSplitter {
   }
 }
 
+/** The versions of the provider spec (backend.ts) this Sandbox drives. */
+const SPECIFICATION_VERSIONS: ReadonlySet<unknown> = new Set(['v1'])
+
+/**
+ * The provider, if it implements a version of the spec this Sandbox knows; a clear error
+ * otherwise (an engine built for a newer or older Analyst), as the AI SDK's resolve-model does.
+ */
+export function resolveProvider(provider: SandboxProvider): SandboxProvider {
+  const version = (provider as { specificationVersion?: unknown }).specificationVersion
+  if (!SPECIFICATION_VERSIONS.has(version)) {
+    const name = typeof provider.name === 'string' ? provider.name : 'the given'
+    throw new InvalidArgumentError(
+      `The ${name} sandbox provider implements specification version ${JSON.stringify(version ?? null)}; this Analyst knows ${[...SPECIFICATION_VERSIONS].join(', ')}`,
+      { hint: 'Use a version of the engine made for this version of Analyst, or upgrade Analyst.' },
+    )
+  }
+  return provider
+}
+
 /** The error for an optional backend method that a backend leaves out. */
 export function unsupported(backend: SandboxBackend, what: string): SandboxUnavailableError {
   return new SandboxUnavailableError(`The ${backend.provider} sandbox cannot ${what}`)
@@ -147,7 +166,7 @@ export class Sandbox {
         hint: "Import Sandbox from 'analyst' (local backend by default) or pass { provider }.",
       })
     }
-    return new Sandbox(await provider.doCreate(rest))
+    return new Sandbox(await resolveProvider(provider).doCreate(rest))
   }
 
   /** The GPUs the sandbox has (`A10G`, `H100:2`), on engines that give them; undefined when none. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { Sandbox } from '../sandbox/index.js'
+import { describeConformance } from './conformance.js'
 import { MockSandboxProvider } from './mock-sandbox.js'
 
 describe('MockSandboxProvider', () => {
@@ -28,5 +29,26 @@ describe('a provider without commands', () => {
       name: 'SandboxUnavailableError',
       message: 'The mock sandbox cannot run shell commands',
     })
+  })
+})
+
+// The engine-independent part of the conformance suite: what a sandbox refuses once killed.
+describeConformance({
+  name: 'mock',
+  python: false,
+  create: (options) => Sandbox.create({ ...options, provider: new MockSandboxProvider() }),
+})
+
+describe('Sandbox.create and the spec version', () => {
+  it('refuses a provider of a version it does not know, with a clear error, before creating anything', async () => {
+    const provider = new MockSandboxProvider()
+    const future = Object.assign(Object.create(provider), { specificationVersion: 'v9' })
+    await expect(Sandbox.create({ provider: future })).rejects.toMatchObject({
+      name: 'InvalidArgumentError',
+      message: 'The mock sandbox provider implements specification version "v9"; this Analyst knows v1',
+    })
+    const unversioned = { name: 'old', doCreate: provider.doCreate.bind(provider) }
+    await expect(Sandbox.create({ provider: unversioned as never })).rejects.toThrow(/version null/)
+    expect(provider.sandboxes).toEqual([])
   })
 })

@@ -14,6 +14,7 @@ import type {
   SandboxCreateOptions,
   SandboxProvider,
 } from '../sandbox/backend.js'
+import { sandboxKilled } from '../sandbox/errors.js'
 
 /** What a mock cell produces: events in order (`finish` is added). */
 export type MockCell = (code: string) => ExecutionEvent[]
@@ -33,6 +34,7 @@ class MockSandbox implements SandboxBackend {
   readonly specificationVersion = 'v1'
   readonly provider = 'mock'
   readonly files = new Map<string, Uint8Array>()
+  private readonly contexts = new Set<string>()
   count = 0
   readonly record: MockSandboxRecord
   constructor(
@@ -43,7 +45,19 @@ class MockSandbox implements SandboxBackend {
     this.record = { sandboxId, data: [], killed: false }
   }
 
+  /** Refuses every call once killed, as a real engine does. */
+  private alive() {
+    if (this.record.killed) throw sandboxKilled()
+  }
+
   async doExecute(options: DoExecuteOptions) {
+    this.alive()
+    if (
+      options.contextId !== undefined &&
+      options.contextId !== 'default' &&
+      !this.contexts.has(options.contextId)
+    )
+      throw new NotFoundError(`No context ${options.contextId} in this sandbox`)
     this.calls.push(options)
     for (const event of this.cell(options.code)) {
       // A cell that saves a file: keep it, so reading the artifact back works.
@@ -54,36 +68,59 @@ class MockSandbox implements SandboxBackend {
     options.onEvent({ type: 'finish', executionCount: ++this.count })
   }
   async doCreateContext(options: { cwd?: string }): Promise<Context> {
-    return { id: `ctx-${this.count}`, language: 'python', cwd: options.cwd ?? '/home/user' }
+    this.alive()
+    const context: Context = {
+      id: `ctx-${this.contexts.size + 1}`,
+      language: 'python',
+      cwd: options.cwd ?? '/home/user',
+    }
+    this.contexts.add(context.id)
+    return context
+  }
+  async doRestartContext(contextId: string) {
+    this.alive()
+    if (contextId !== 'default' && !this.contexts.has(contextId))
+      throw new NotFoundError(`No context ${contextId} in this sandbox`)
+  }
+  async doRemoveContext(contextId: string) {
+    this.alive()
+    if (!this.contexts.delete(contextId)) throw new NotFoundError(`No context ${contextId} in this sandbox`)
   }
   private entry(path: string, size: number): EntryInfo {
     return { name: path.split('/').at(-1) ?? path, type: 'file', path: `/home/user/${path}`, size }
   }
   async doWriteFile(path: string, data: Uint8Array) {
+    this.alive()
     this.files.set(path, data)
     return this.entry(path, data.length)
   }
   async doReadFile(path: string) {
+    this.alive()
     const data = this.files.get(path)
     if (!data) throw new NotFoundError(`${path}: no such file in the sandbox`)
     return data
   }
   async doList() {
+    this.alive()
     return [...this.files].map(([path, data]) => this.entry(path, data.length))
   }
   async doStat(path: string) {
+    this.alive()
     const data = this.files.get(path)
     return data ? this.entry(path, data.length) : undefined
   }
   async doRemove(path: string) {
+    this.alive()
     this.files.delete(path)
   }
   async doAddData(_hostPath: string, name: string) {
+    this.alive()
     this.record.data.push(name)
     return this.entry(`data/${name}`, 0)
   }
   async doKill() {
     this.record.killed = true
+    this.files.clear()
   }
 }
 

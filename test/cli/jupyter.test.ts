@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type RunningJupyter, startJupyterServer } from '../../src/test/jupyter-server.js'
+import { type RunningJupyter, startJupyterServer } from '../../src/test/support/jupyter-server.js'
 
 const BIN = resolve('dist/cli/bin.js')
 const SALES = resolve('examples/sales.csv')

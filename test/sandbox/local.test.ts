@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type CommandExitError, LocalProvider, Sandbox } from '../../src/index.js'
-import { describeConformance } from '../../src/sandbox/conformance.case.js'
+import { describeConformance } from '../../src/test/conformance.js'
 import { getRuntime } from '../../src/sandbox/local/runtime.js'
 
 const provider = new LocalProvider({ poolSize: 0, interruptGraceMs: 1000 })

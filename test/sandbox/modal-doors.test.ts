@@ -21,7 +21,7 @@ import { ScriptedModel } from '../../src/models/scripted.js'
 import type { Sandbox } from '../../src/sandbox/index.js'
 import type { SessionDetail } from '../../src/server/types.js'
 import { loadSessionHistory, openStores } from '../../src/store/index.js'
-import { type FakeModal, startFakeModal } from '../../src/test/modal-control-plane.js'
+import { type FakeModal, startFakeModal } from '../../src/test/support/modal-control-plane.js'
 import { makeSet } from '../eval/support.js'
 import {
   type ChatRequest,

@@ -12,7 +12,7 @@ import { LocalProvider, Sandbox } from '../../src/index.js'
 import { ScriptedModel, type ScriptStep } from '../../src/models/scripted.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import type { DatasetInfo, SessionDetail, SessionSummary } from '../../src/server/types.js'
-import { type PostgresCluster, startPostgres } from '../../src/test/postgres.js'
+import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
 import { askOverSse, type SseEvent } from '../support/sse.js'
 import { waitFor } from '../support/wait.js'
 

@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path'
 import parsePrometheus from 'parse-prometheus-text-format'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
-import { type PostgresCluster, startPostgres } from '../../src/test/postgres.js'
+import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
 import {
   type FakeOpenAI,
   lastObservation,

@@ -13,7 +13,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import WebSocket, { WebSocketServer } from 'ws'
-import type { RunningJupyter } from '../../src/test/jupyter-server.js'
+import type { RunningJupyter } from '../../src/test/support/jupyter-server.js'
 
 export interface FakeGateway {
   url: string

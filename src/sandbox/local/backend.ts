@@ -7,26 +7,18 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type {
-  CommandProcess,
-  Context,
-  DoExecuteOptions,
-  DoStartCommandOptions,
-  EntryInfo,
-  SandboxBackend,
-  SandboxCreateOptions,
-  SandboxProvider,
-} from '../backend.js'
-import { CommandOutput, formatBytes, killedError, STATE_LOST } from '../cell-output.js'
+import type { EntryInfo, SandboxBackend, SandboxCreateOptions, SandboxProvider } from '../backend.js'
+import { formatBytes } from '../cell-output.js'
 import { finishCreate } from '../create-data.js'
-import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
-import { runKernelCell } from './cell.js'
+import { InvalidArgumentError } from '../errors.js'
+import { KernelBackend } from '../kernel/backend.js'
+import { kernelEnv } from '../kernel/env.js'
+import { DEFAULT_LIMITS, resolveLimits } from '../kernel/limits.js'
+import type { Artifact } from '../messaging.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
-import { kernelEnv, SANDBOX_HOME } from './jail.js'
-import { Kernel, KernelExit } from './kernel.js'
-import { DEFAULT_LIMITS, resolveLimits } from './limits.js'
+import { SANDBOX_HOME } from './jail.js'
+import { Kernel, type KernelExit } from './kernel.js'
 import { findPython } from './python.js'
-import { splitPath } from './workspace.js'
 import { type ColdStart, releaseTemplates, useTemplates } from './zygote.js'
 
 export interface LocalProviderOptions {
@@ -56,23 +48,17 @@ async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
   }
 }
 
-class LocalSandbox implements SandboxBackend {
-  readonly specificationVersion = 'v1'
+class LocalSandbox extends KernelBackend<Kernel> {
   readonly provider = 'local'
-  private readonly contexts = new Map<string, Context>()
-  private queue: Promise<unknown> = Promise.resolve()
-  private restarting: Promise<void> | undefined
-  private killed = false
-  /** Set when the kernel died between cells, told to the next cell. */
-  private lostBetweenCells: string | undefined
   private oomKillsSeen: number
 
   constructor(
     private readonly home: Home,
-    private kernel: Kernel,
+    kernel: Kernel,
     private readonly config: HomeConfig,
-    private readonly interruptGraceMs: number,
+    interruptGraceMs: number,
   ) {
+    super(kernel, { limits: config.limits, interruptGraceMs })
     this.oomKillsSeen = home.cgroup?.oomKills() ?? 0
   }
 
@@ -80,35 +66,16 @@ class LocalSandbox implements SandboxBackend {
     return this.home.id
   }
 
-  doExecute(options: DoExecuteOptions): Promise<void> {
-    // One cell at a time, in the order they were asked for, as a Jupyter kernel does.
-    const run = this.queue.then(() => this.runCell(options))
-    this.queue = run.catch(() => {})
-    return run
+  protected startKernel(): Promise<Kernel> {
+    return Kernel.start(this.home.spec)
   }
 
-  private async ensureKernel() {
-    if (this.restarting) await this.restarting
-    if (this.kernel.alive) return
-    const exit = await this.kernel.whenExited()
-    this.lostBetweenCells = `[The kernel had stopped since the last cell (${this.describeExit(exit)}). ${STATE_LOST}]\n`
-    this.restart()
-    await this.restarting
+  protected stopKernel(kernel: Kernel): Promise<KernelExit> {
+    return kernel.kill()
   }
 
-  private restart() {
-    this.restarting ??= (async () => {
-      try {
-        this.kernel = await Kernel.start(this.home.spec)
-        for (const context of this.contexts.values()) await this.kernel.createContext(context.id, context.cwd)
-      } finally {
-        this.restarting = undefined
-      }
-    })()
-    this.restarting.catch(() => {}) // reported to the next cell that awaits it
-  }
-
-  private describeExit(exit: KernelExit): string {
+  protected async describeStop(kernel: Kernel): Promise<string> {
+    const exit = await kernel.whenExited()
     const oomKills = this.home.cgroup?.oomKills() ?? 0
     if (oomKills > this.oomKillsSeen) {
       this.oomKillsSeen = oomKills
@@ -119,64 +86,8 @@ class LocalSandbox implements SandboxBackend {
     return `exit code ${exit.code}`
   }
 
-  private async runCell(options: DoExecuteOptions) {
-    if (this.killed) throw sandboxKilled()
-    options.signal?.throwIfAborted()
-    const contextId = options.contextId
-    if (contextId !== undefined && contextId !== 'default' && !this.contexts.has(contextId)) {
-      throw new NotFoundError(`No context ${contextId} in this sandbox`, {
-        hint: 'Create one with createContext().',
-      })
-    }
-    try {
-      await this.ensureKernel()
-    } catch (cause) {
-      throw new SandboxError('The kernel could not be restarted', { cause })
-    }
-    const { onEvent } = options
-    if (this.lostBetweenCells) {
-      onEvent({ type: 'stderr', text: this.lostBetweenCells })
-      this.lostBetweenCells = undefined
-    }
-    const kernel = this.kernel
-    const seconds = options.timeoutMs / 1000
-    const { count, stopped, killedByUs, exit } = await runKernelCell(kernel, options, {
-      limits: this.config.limits,
-      interruptGraceMs: this.interruptGraceMs,
-    })
-    if (exit !== undefined) {
-      if (!(exit instanceof KernelExit)) throw exit
-      if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
-      onEvent({ type: 'error', ...this.deathError(exit, stopped, killedByUs, seconds) })
-      this.restart()
-    }
-    for (const artifact of this.home.workspace.changes()) onEvent({ type: 'artifact', artifact })
-    onEvent({ type: 'finish', executionCount: count ?? undefined })
-    if (stopped === 'abort') throw options.signal?.reason ?? new Error('aborted')
-  }
-
-  private deathError(
-    exit: KernelExit,
-    stopped: 'timeout' | 'abort' | undefined,
-    killedByUs: boolean,
-    seconds: number,
-  ) {
-    if (killedByUs) return killedError(stopped, seconds)
-    return {
-      name: 'KernelDied',
-      value: `The Python kernel died while running this cell (${this.describeExit(exit)}). ${STATE_LOST}`,
-      traceback: exit.output.trim().split('\n').slice(-20).join('\n'),
-    }
-  }
-
-  async doCreateContext(options: { cwd?: string }): Promise<Context> {
-    await this.ensureKernel()
-    const { area, parts } = splitPath(options.cwd ?? SANDBOX_HOME)
-    const cwd = [SANDBOX_HOME, ...(area === 'data' ? ['data'] : []), ...parts].join('/')
-    const context: Context = { id: randomBytes(6).toString('hex'), language: 'python', cwd }
-    await this.kernel.createContext(context.id, cwd)
-    this.contexts.set(context.id, context)
-    return context
+  protected async artifacts(): Promise<Artifact[]> {
+    return this.home.workspace.changes()
   }
 
   async doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo> {
@@ -219,81 +130,26 @@ class LocalSandbox implements SandboxBackend {
     return this.home.workspace.addData(hostPath, name)
   }
 
-  /** A shell command started by the kernel, so it runs in the kernel's jail, limits and workspace. */
-  async doStartCommand(options: DoStartCommandOptions): Promise<CommandProcess> {
-    this.assertAlive()
-    try {
-      await this.ensureKernel()
-    } catch (cause) {
-      throw new SandboxError('The kernel could not be restarted', { cause })
-    }
-    const kernel = this.kernel
-    const id = randomBytes(8).toString('hex')
-    const output = new CommandOutput(options.onEvent, this.config.limits.outputBytes)
-    const pid = await kernel.spawn(
-      {
-        type: 'spawn',
-        id,
-        cmd: options.cmd,
-        cwd: this.commandCwd(options.cwd),
-        envs: options.envs,
-        stdin: options.stdin,
-      },
-      (message) => {
-        if (message.type === 'proc-exit') {
-          return options.onEvent({ type: 'exit', exitCode: message.code, error: message.error })
-        }
-        if (message.type === 'proc-out') output.output(message.stream, Buffer.from(message.data, 'base64'))
-      },
-    )
-    return {
-      pid,
-      sendStdin: async (data) =>
-        kernel.control({ type: 'proc-stdin', id, data: Buffer.from(data).toString('base64') }),
-      closeStdin: async () => kernel.control({ type: 'proc-close-stdin', id }),
-      kill: async (signal = 'SIGKILL') => kernel.control({ type: 'proc-signal', id, signal }),
-    }
-  }
-
-  /** A command's working folder as the kernel sees it: relative to the workspace, like files. */
-  private commandCwd(cwd: string | undefined): string {
-    const inside = cwd === undefined ? SANDBOX_HOME : cwd.startsWith('/') ? cwd : `${SANDBOX_HOME}/${cwd}`
+  /** Without a jail the workspace is a host folder: a command's folder is found there. */
+  protected override commandCwd(cwd: string | undefined): string {
+    const inside = super.commandCwd(cwd)
     if (this.config.isolation === 'sandbox') return inside
-    // Without a jail the workspace is a host folder.
     if (inside === SANDBOX_HOME || inside.startsWith(`${SANDBOX_HOME}/`)) {
       return this.home.workspace.work + inside.slice(SANDBOX_HOME.length)
     }
     return inside
   }
 
-  async doRestartContext(contextId: string): Promise<void> {
-    const context = contextId === 'default' ? undefined : this.contexts.get(contextId)
-    if (contextId !== 'default' && !context)
-      throw new NotFoundError(`No context ${contextId} in this sandbox`)
-    await this.ensureKernel()
-    // A fresh namespace under the same id: the kernel replaces it.
-    await this.kernel.createContext(contextId, context?.cwd)
-  }
-
-  async doRemoveContext(contextId: string): Promise<void> {
-    if (!this.contexts.delete(contextId)) throw new NotFoundError(`No context ${contextId} in this sandbox`)
-  }
-
   /** Environment variables given after the kernel started (a pooled kernel): for this kernel and its restarts. */
   async applyEnvs(envs: Record<string, string>) {
     this.home.spec.env = kernelEnv(SANDBOX_HOME, { ...this.config.envs, ...envs })
-    await this.kernel.setEnv(randomBytes(4).toString('hex'), envs)
-  }
-
-  private assertAlive() {
-    if (this.killed) throw sandboxKilled()
+    await this.supervisor.current.setEnv(randomBytes(4).toString('hex'), envs)
   }
 
   async doKill(): Promise<void> {
-    if (this.killed) return
-    this.killed = true
-    await this.restarting?.catch(() => {})
-    await this.kernel.kill()
+    const kernel = await this.closeKernel()
+    if (!kernel) return
+    await kernel.kill()
     await waitUntilEmpty(this.home.cgroup?.procsFiles ?? [])
     await this.home.releaseAsync()
   }

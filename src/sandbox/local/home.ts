@@ -17,15 +17,15 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { PYLIB_DIR } from '../../python.js'
 import type { SandboxLimits } from '../backend.js'
+import { kernelEnv } from '../kernel/env.js'
+import { KERNEL_SOURCE_DIRS, kernelSourceFiles } from '../kernel/sources.js'
 import { type Cgroup, createCgroup } from './cgroup.js'
-import { bwrapArgs, kernelEnv, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
+import { bwrapArgs, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
 import type { KernelSpawnSpec } from './kernel.js'
-import { KERNEL_PYTHON_DIR, type PythonInfo } from './python.js'
+import { LOCAL_PYTHON_DIR, type PythonInfo } from './python.js'
 import {
   allocateUid,
   CGROUPS_MARK,
@@ -66,8 +66,6 @@ export interface Home {
   releaseAsync(): Promise<void>
 }
 
-/** Python shared by every engine's kernels (src/sandbox/python). */
-const SHARED_SOURCE = join(dirname(fileURLToPath(import.meta.url)), '..', 'python')
 const MODULES_TO_PRELOAD = ['numpy', 'pandas', 'matplotlib']
 
 const run = promisify(execFile)
@@ -94,10 +92,8 @@ function installKernel(): string {
   if (kernelDir) return kernelDir
   const dir = join(getRuntime().own, 'kernel')
   mkdirSync(dir, { recursive: true, mode: 0o755 })
-  for (const source of [PYLIB_DIR, SHARED_SOURCE, KERNEL_PYTHON_DIR]) {
-    for (const file of readdirSync(source).filter((name) => name.endsWith('.py'))) {
-      copyFileSync(join(source, file), join(dir, file))
-    }
+  for (const [name, path] of kernelSourceFiles([...KERNEL_SOURCE_DIRS, LOCAL_PYTHON_DIR])) {
+    copyFileSync(path, join(dir, name))
   }
   kernelDir = dir
   return dir

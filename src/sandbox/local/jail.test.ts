@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { bwrapArgs, kernelEnv, SANDBOX_HOME, TEMPLATE_SOCKET_DIR } from './jail.js'
+import { bwrapArgs, SANDBOX_HOME, TEMPLATE_SOCKET_DIR } from './jail.js'
 
 const venv = mkdtempSync(join(tmpdir(), 'analyst-venv-'))
 const python = {
@@ -81,30 +81,5 @@ describe('bwrapArgs', () => {
   it('ends with the command after --', () => {
     const args = bwrapArgs(spec, ['python3', '-s', 'kernel.py'])
     expect(args.slice(args.indexOf('--'))).toEqual(['--', 'python3', '-s', 'kernel.py'])
-  })
-})
-
-describe('kernelEnv', () => {
-  it('lets no host variable in except the math libraries tuning', () => {
-    const env = kernelEnv(
-      '/home/user',
-      { MINE: '1' },
-      {
-        OPENAI_API_KEY: 'sk-secret',
-        AWS_SECRET_ACCESS_KEY: 'x',
-        PATH: '/root/.pyenv/bin:/usr/bin',
-        OPENBLAS_CORETYPE: 'Haswell',
-      },
-    )
-    expect(env.OPENAI_API_KEY).toBeUndefined()
-    expect(env.AWS_SECRET_ACCESS_KEY).toBeUndefined()
-    expect(env.PATH).toBe('/usr/local/bin:/usr/bin:/bin')
-    expect(env.OPENBLAS_CORETYPE).toBe('Haswell')
-    expect(env.MINE).toBe('1')
-    expect(env.HOME).toBe('/home/user')
-  })
-
-  it('lets the caller override a default', () => {
-    expect(kernelEnv('/home/user', { LANG: 'de_DE.UTF-8' }, {}).LANG).toBe('de_DE.UTF-8')
   })
 })

@@ -4,6 +4,7 @@
  * @module
  */
 import { existsSync, lstatSync, readlinkSync } from 'node:fs'
+import { MPL_CONFIG_DIR } from '../kernel/env.js'
 import { SANDBOX_HOME } from '../paths.js'
 import type { PythonInfo } from './python.js'
 
@@ -15,7 +16,6 @@ export const SANDBOX_KERNEL_DIR = '/opt/analyst'
 export const INFO_FD = 5
 /** bubblewrap reads the seccomp filter from here. */
 export const SECCOMP_FD = 6
-const MPL_CONFIG_DIR = '/tmp/.matplotlib'
 
 /** What of the host's /etc the Python stack needs; everything else of /etc stays out. */
 const ETC_ALLOWED = [
@@ -156,35 +156,4 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     ...command,
   )
   return args
-}
-
-/** Host variables that only tune the CPU's math libraries: no secrets, and numpy can crash without them. */
-const PASSED_THROUGH =
-  /^(OPENBLAS_CORETYPE|OPENBLAS_L2_SIZE|OPENBLAS_NUM_THREADS|OMP_NUM_THREADS|MKL_NUM_THREADS)$/
-
-/** The kernel's whole environment: a clean one, plus the caller's. No other host variable enters. */
-export function kernelEnv(
-  home: string,
-  callerEnvs: Record<string, string> = {},
-  host: NodeJS.ProcessEnv = process.env,
-): Record<string, string> {
-  const env: Record<string, string> = {
-    PATH: '/usr/local/bin:/usr/bin:/bin',
-    HOME: home,
-    USER: 'user',
-    LOGNAME: 'user',
-    SHELL: '/bin/sh',
-    LANG: 'C.UTF-8',
-    TERM: 'dumb',
-    TMPDIR: '/tmp',
-    MPLBACKEND: 'module://analyst_mpl_backend',
-    MPLCONFIGDIR: MPL_CONFIG_DIR,
-    XDG_CACHE_HOME: '/tmp/.cache',
-    XDG_CONFIG_HOME: '/tmp/.config',
-    PYTHONDONTWRITEBYTECODE: '1',
-  }
-  for (const [key, value] of Object.entries(host)) {
-    if (PASSED_THROUGH.test(key) && value !== undefined) env[key] = value
-  }
-  return { ...env, ...callerEnvs }
 }

@@ -1,6 +1,6 @@
 /**
- * The kernel's interpreter: the host's Python (src/python.ts), whose paths the jail binds read-only,
- * and where the kernel's own Python files are.
+ * The kernel's interpreter: the host's Python (src/python.ts), whose paths the jail binds
+ * read-only, and the local engine's own Python files (the sandbox template and its launcher).
  * @module
  */
 import { dirname, join } from 'node:path'
@@ -9,5 +9,5 @@ import { fileURLToPath } from 'node:url'
 export { MODULE_SOURCES } from '../../packages.js'
 export { EXPECTED_MODULES, findPython, type PythonInfo, probePython } from '../../python.js'
 
-/** The kernel's Python files (analyst_kernel.py and the modules beside it), in src/ or dist/. */
-export const KERNEL_PYTHON_DIR = join(dirname(fileURLToPath(import.meta.url)), 'python')
+/** analyst_zygote.py and analyst_launcher.py, in src/ or dist/. */
+export const LOCAL_PYTHON_DIR = join(dirname(fileURLToPath(import.meta.url)), 'python')

@@ -12,8 +12,6 @@ import { createReadStream } from 'node:fs'
 import type { App, Image, ModalClient, Sandbox as ModalSdkSandbox } from 'modal'
 import type {
   CommandProcess,
-  Context,
-  DoExecuteOptions,
   DoStartCommandOptions,
   EntryInfo,
   SandboxBackend,
@@ -23,17 +21,16 @@ import type {
   SandboxProvider,
 } from '../backend.js'
 import { assertSupported, FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
-import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
 import { finishCreate } from '../create-data.js'
-import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
-import { runKernelCell } from '../local/cell.js'
-import { kernelEnv } from '../local/jail.js'
-import { resolveLimits } from '../local/limits.js'
+import { InvalidArgumentError, NotFoundError, SandboxError } from '../errors.js'
+import { KernelBackend, sandboxPath } from '../kernel/backend.js'
+import { kernelEnv } from '../kernel/env.js'
+import { resolveLimits } from '../kernel/limits.js'
 import type { Artifact } from '../messaging.js'
-import { dataFileSize, SANDBOX_HOME, splitPath } from '../paths.js'
+import { dataFileSize, SANDBOX_HOME } from '../paths.js'
 import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
 import { createModalClient, ModalFunctions } from './functions.js'
-import { KernelStopped, ModalKernel } from './kernel.js'
+import { type KernelStopped, ModalKernel } from './kernel.js'
 import { DEFAULT_BASE_IMAGE, DEFAULT_PACKAGES, fromModal, parseGpu } from './settings.js'
 
 export interface ModalProviderOptions {
@@ -82,12 +79,6 @@ const CHUNK = 1024 * 1024
 
 const quote = (value: string) => `'${value.replace(/'/g, `'\\''`)}'`
 
-/** A files-API path → the absolute path inside the sandbox (checked to stay in the workspace). */
-function inside(path: string): string {
-  const { area, parts } = splitPath(path)
-  return [SANDBOX_HOME, ...(area === 'data' ? ['data'] : []), ...parts].join('/')
-}
-
 function entry(path: string, line: string): EntryInfo | undefined {
   const [kind, size, name] = line.split('\t')
   if (!kind || name === undefined) return undefined
@@ -100,27 +91,22 @@ interface CommandResult {
   stderr: string
 }
 
-class ModalSandbox implements SandboxBackend {
-  readonly specificationVersion = 'v1'
+class ModalSandbox extends KernelBackend<ModalKernel> {
   readonly provider = 'modal'
   readonly gpu: string | undefined
-  private readonly contexts = new Map<string, Context>()
-  private queue: Promise<unknown> = Promise.resolve()
-  private restarting: Promise<void> | undefined
-  private killed = false
-  private lostBetweenCells: string | undefined
   private snapshot = new Map<string, string>()
   /** Set after the host wrote files: the next cell takes a fresh snapshot first, so they are not its artifacts. */
   private stale = true
 
   constructor(
     private readonly sdk: ModalSdkSandbox,
-    private kernel: ModalKernel,
-    private readonly startKernel: () => Promise<ModalKernel>,
-    private readonly limits: SandboxLimits,
-    private readonly interruptGraceMs: number,
+    kernel: ModalKernel,
+    private readonly start: () => Promise<ModalKernel>,
+    limits: SandboxLimits,
+    interruptGraceMs: number,
     gpu: string | undefined,
   ) {
+    super(kernel, { limits, interruptGraceMs })
     this.gpu = gpu
   }
 
@@ -128,102 +114,31 @@ class ModalSandbox implements SandboxBackend {
     return this.sdk.sandboxId
   }
 
-  private assertAlive() {
-    if (this.killed) throw sandboxKilled()
+  protected startKernel(): Promise<ModalKernel> {
+    return this.start()
   }
 
-  doExecute(options: DoExecuteOptions): Promise<void> {
-    const run = this.queue.then(() => this.runCell(options))
-    this.queue = run.catch(() => {})
-    return run
+  /** At once: EOF on its stdin and a kill from a second exec (it already had its interrupt's grace). */
+  protected stopKernel(kernel: ModalKernel): Promise<KernelStopped> {
+    return kernel.kill(0)
   }
 
-  private describe(stopped: KernelStopped): string {
+  protected async describeStop(kernel: ModalKernel): Promise<string> {
+    const stopped = await kernel.whenExited()
     if (stopped.lost) return 'the connection to it through Modal was lost'
     if (stopped.code !== null && stopped.code > 128) return `killed by signal ${stopped.code - 128}`
     return `exit code ${stopped.code}`
   }
 
-  private async ensureKernel() {
-    if (this.restarting) await this.restarting
-    if (this.kernel.alive) return
-    const stopped = await this.kernel.whenExited()
-    this.lostBetweenCells = `[The kernel had stopped since the last cell (${this.describe(stopped)}). ${STATE_LOST}]\n`
-    this.restart()
-    await this.restarting
+  protected override restartFailed(cause: unknown): Error {
+    return fromModal(cause, 'restarting the kernel')
   }
 
-  private restart() {
-    this.restarting ??= (async () => {
-      try {
-        const old = this.kernel
-        if (old.alive) await old.kill(this.interruptGraceMs)
-        this.kernel = await this.startKernel()
-        for (const context of this.contexts.values()) await this.kernel.createContext(context.id, context.cwd)
-      } finally {
-        this.restarting = undefined
-      }
-    })()
-    this.restarting.catch(() => {})
-  }
-
-  private async readyKernel(): Promise<ModalKernel> {
-    this.assertAlive()
-    try {
-      await this.ensureKernel()
-    } catch (cause) {
-      throw fromModal(cause, 'restarting the kernel')
-    }
-    return this.kernel
-  }
-
-  private async runCell(options: DoExecuteOptions) {
-    this.assertAlive()
-    options.signal?.throwIfAborted()
-    const contextId = options.contextId
-    if (contextId !== undefined && contextId !== 'default' && !this.contexts.has(contextId)) {
-      throw new NotFoundError(`No context ${contextId} in this sandbox`, {
-        hint: 'Create one with createContext().',
-      })
-    }
-    const kernel = await this.readyKernel()
-    const { onEvent } = options
-    if (this.lostBetweenCells) {
-      onEvent({ type: 'stderr', text: this.lostBetweenCells })
-      this.lostBetweenCells = undefined
-    }
+  protected override async beforeCell() {
     if (this.stale) {
       this.snapshot = await this.files().catch(() => this.snapshot)
       this.stale = false
     }
-    const seconds = options.timeoutMs / 1000
-    const { count, stopped, killedByUs, exit } = await runKernelCell(
-      {
-        execute: kernel.execute.bind(kernel),
-        interrupt: kernel.interrupt.bind(kernel),
-        kill: () => kernel.kill(0),
-      },
-      options,
-      { limits: this.limits, interruptGraceMs: this.interruptGraceMs },
-    )
-    if (exit !== undefined) {
-      if (!(exit instanceof KernelStopped)) throw exit
-      if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
-      onEvent({
-        type: 'error',
-        ...(killedByUs
-          ? killedError(stopped, seconds)
-          : {
-              name: 'KernelDied',
-              value: `The Python kernel ${exit.lost ? 'was lost' : 'died'} while running this cell (${this.describe(exit)}). ${STATE_LOST}`,
-              traceback: exit.output.trim().split('\n').slice(-20).join('\n'),
-            }),
-      })
-      this.restart()
-    }
-    for (const artifact of await this.artifacts().catch(() => [])) onEvent({ type: 'artifact', artifact })
-    onEvent({ type: 'finish', executionCount: count ?? undefined })
-    if (stopped === 'abort') throw options.signal?.reason ?? new Error('aborted')
   }
 
   /**
@@ -231,7 +146,7 @@ class ModalSandbox implements SandboxBackend {
    * any, goes to its stdin in pieces.
    */
   private async command(cmd: string, input?: AsyncIterable<Uint8Array> | Uint8Array): Promise<CommandResult> {
-    const kernel = await this.readyKernel()
+    const kernel = await this.kernel()
     const id = randomBytes(8).toString('hex')
     const stdout: Buffer[] = []
     let stderr = ''
@@ -285,34 +200,12 @@ class ModalSandbox implements SandboxBackend {
     return parseListing(stdout.toString('utf8'))
   }
 
-  private async artifacts(): Promise<Artifact[]> {
-    const now = await this.files()
+  protected async artifacts(): Promise<Artifact[]> {
+    const now = await this.files().catch(() => undefined)
+    if (!now) return []
     const changed = changedFiles(this.snapshot, now)
     this.snapshot = now
     return changed
-  }
-
-  async doCreateContext(options: { cwd?: string }): Promise<Context> {
-    const kernel = await this.readyKernel()
-    const context: Context = {
-      id: randomBytes(6).toString('hex'),
-      language: 'python',
-      cwd: inside(options.cwd ?? SANDBOX_HOME),
-    }
-    await kernel.createContext(context.id, context.cwd)
-    this.contexts.set(context.id, context)
-    return context
-  }
-
-  async doRestartContext(contextId: string): Promise<void> {
-    const context = contextId === 'default' ? undefined : this.contexts.get(contextId)
-    if (contextId !== 'default' && !context)
-      throw new NotFoundError(`No context ${contextId} in this sandbox`)
-    await (await this.readyKernel()).createContext(contextId, context?.cwd)
-  }
-
-  async doRemoveContext(contextId: string): Promise<void> {
-    if (!this.contexts.delete(contextId)) throw new NotFoundError(`No context ${contextId} in this sandbox`)
   }
 
   private async write(target: string, input: AsyncIterable<Uint8Array> | Uint8Array, readOnly = false) {
@@ -326,20 +219,20 @@ class ModalSandbox implements SandboxBackend {
   }
 
   async doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo> {
-    const target = inside(path)
+    const target = sandboxPath(path)
     await this.write(target, data)
     return { name: target.slice(target.lastIndexOf('/') + 1), type: 'file', path: target, size: data.length }
   }
 
   async doReadFile(path: string): Promise<Uint8Array> {
-    const target = inside(path)
+    const target = sandboxPath(path)
     const result = await this.command(`cat -- ${quote(target)}`)
     if (result.code !== 0) throw this.failure(path, result)
     return new Uint8Array(result.stdout)
   }
 
   async doList(path: string): Promise<EntryInfo[]> {
-    const target = inside(path)
+    const target = sandboxPath(path)
     const result = await this.command(
       `cd -- ${quote(target)} && find . -mindepth 1 -maxdepth 1 -printf '%y\\t%s\\t%f\\n'`,
     )
@@ -353,7 +246,7 @@ class ModalSandbox implements SandboxBackend {
   }
 
   async doStat(path: string): Promise<EntryInfo | undefined> {
-    const target = inside(path)
+    const target = sandboxPath(path)
     const result = await this.command(`find ${quote(target)} -maxdepth 0 -printf '%y\\t%s\\t%f\\n'`)
     if (result.code !== 0) {
       if (/No such file/.test(result.stderr)) return undefined
@@ -363,13 +256,13 @@ class ModalSandbox implements SandboxBackend {
   }
 
   async doRemove(path: string): Promise<void> {
-    const result = await this.command(`rm -rf -- ${quote(inside(path))}`)
+    const result = await this.command(`rm -rf -- ${quote(sandboxPath(path))}`)
     if (result.code !== 0) throw this.failure(path, result)
     this.stale = true
   }
 
   async doMakeDir(path: string): Promise<boolean> {
-    const target = inside(path)
+    const target = sandboxPath(path)
     const result = await this.command(
       `if [ -d ${quote(target)} ]; then echo exists; else mkdir -p -- ${quote(target)}; fi`,
     )
@@ -378,8 +271,8 @@ class ModalSandbox implements SandboxBackend {
   }
 
   async doRename(from: string, to: string): Promise<EntryInfo> {
-    const target = inside(to)
-    const result = await this.command(`mv -- ${quote(inside(from))} ${quote(target)}`)
+    const target = sandboxPath(to)
+    const result = await this.command(`mv -- ${quote(sandboxPath(from))} ${quote(target)}`)
     if (result.code !== 0) throw this.failure(from, result)
     this.stale = true
     const moved = await this.doStat(target)
@@ -396,39 +289,14 @@ class ModalSandbox implements SandboxBackend {
     return { name, type: 'file', path: target, size }
   }
 
-  async doStartCommand(options: DoStartCommandOptions): Promise<CommandProcess> {
-    const kernel = await this.readyKernel()
-    const id = randomBytes(8).toString('hex')
-    const output = new CommandOutput(options.onEvent, this.limits.outputBytes)
-    const cwd =
-      options.cwd === undefined
-        ? SANDBOX_HOME
-        : options.cwd.startsWith('/')
-          ? options.cwd
-          : inside(options.cwd)
-    const pid = await kernel.spawn(
-      { type: 'spawn', id, cmd: options.cmd, cwd, envs: options.envs, stdin: options.stdin },
-      (message) => {
-        if (message.type === 'proc-exit') {
-          return options.onEvent({ type: 'exit', exitCode: message.code, error: message.error })
-        }
-        if (message.type === 'proc-out') output.output(message.stream, Buffer.from(message.data, 'base64'))
-      },
-    )
+  override async doStartCommand(options: DoStartCommandOptions): Promise<CommandProcess> {
+    const started = await super.doStartCommand(options)
     this.stale = true
-    return {
-      pid,
-      sendStdin: async (data) =>
-        kernel.control({ type: 'proc-stdin', id, data: Buffer.from(data).toString('base64') }),
-      closeStdin: async () => kernel.control({ type: 'proc-close-stdin', id }),
-      kill: async (signal = 'SIGKILL') => kernel.control({ type: 'proc-signal', id, signal }),
-    }
+    return started
   }
 
   async doKill(): Promise<void> {
-    if (this.killed) return
-    this.killed = true
-    await this.restarting?.catch(() => {})
+    if (!(await this.closeKernel())) return
     // Terminating the container ends every process in it; the kernel needs no goodbye.
     await this.sdk.terminate().catch(() => {})
     this.sdk.detach()

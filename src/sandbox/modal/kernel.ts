@@ -1,30 +1,13 @@
-import { readdirSync, readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
 import { Readable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import type { ContainerProcess, Sandbox as ModalSdkSandbox } from 'modal'
 import { SandboxUnavailableError } from '../errors.js'
-import { KernelChannel } from '../local/channel.js'
-import { readLines } from '../local/protocol.js'
-import { KERNEL_PYTHON_DIR } from '../local/python.js'
+import { KernelChannel } from '../kernel/channel.js'
+import { readLines } from '../kernel/protocol.js'
+import { kernelSources } from '../kernel/sources.js'
 
-const here = dirname(fileURLToPath(import.meta.url))
-/** Where the kernel's Python lives, in src/ or dist/: the same files the local engine runs. */
-const SOURCE_DIRS = [join(here, '..', '..', 'pylib'), join(here, '..', 'python'), KERNEL_PYTHON_DIR]
-
+/** The kernel's Python files, as the bootstrap reads them: one JSON object, made once. */
 let payload: Buffer | undefined
-
-/** The kernel's Python files, as the bootstrap reads them: one JSON object. */
-function kernelFiles(): Record<string, string> {
-  const files: Record<string, string> = {}
-  for (const dir of SOURCE_DIRS) {
-    for (const name of readdirSync(dir).filter((file) => file.endsWith('.py'))) {
-      files[name] = readFileSync(join(dir, name), 'utf8')
-    }
-  }
-  return files
-}
 
 /**
  * Reads `LENGTH\n` then LENGTH bytes of JSON ({files, config}) from stdin, unbuffered, so that
@@ -131,7 +114,7 @@ export class ModalKernel extends KernelChannel<KernelStopped> {
     })
     const kernel = new ModalKernel(sandbox, process, spec.maxMessageBytes)
     const ready = new Promise<void>((resolve) => kernel.waiters.set('ready', resolve))
-    payload ??= Buffer.from(JSON.stringify(kernelFiles()))
+    payload ??= Buffer.from(JSON.stringify(kernelSources()))
     const body = Buffer.concat([
       Buffer.from(`{"home":${JSON.stringify(spec.home)},"config":${JSON.stringify(spec.config)},"files":`),
       payload,

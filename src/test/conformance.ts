@@ -1,13 +1,15 @@
 /**
- * What every sandbox backend must do, as one suite each backend runs (as Hono's routers share
- * common.case.test.ts): `describeConformance({ name, create, skip })`.
+ * What every sandbox engine must do, as one suite each engine runs (as Hono's routers share
+ * common.case.test.ts): `describeConformance({ name, create, skip })` in a vitest file. Shipped on
+ * `analyst/test` for third-party engines (it needs vitest, an optional peer dependency).
+ * @module
  */
 import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FULL_CAPABILITIES, missingCapabilities } from './capabilities.js'
+import { FULL_CAPABILITIES, missingCapabilities } from '../sandbox/capabilities.js'
 import {
   CommandExitError,
   type CreateOpts,
@@ -16,7 +18,7 @@ import {
   type Result,
   type Sandbox,
   type SandboxCapabilities,
-} from './index.js'
+} from '../sandbox/index.js'
 
 export interface ConformanceOptions {
   name: string
@@ -30,6 +32,11 @@ export interface ConformanceOptions {
    * (`a`), as E2B's code-interpreter server sends it. @default 'repr'
    */
   stringText?: 'repr' | 'unquoted'
+  /**
+   * The engine runs Python. An engine that runs none (a mock) is held only to the sandbox's
+   * lifecycle: what it refuses once killed. @default true
+   */
+  python?: boolean
 }
 
 const PNG_MAGIC = 'iVBORw0KGgo' // base64 of the PNG signature
@@ -40,6 +47,7 @@ export function describeConformance({
   capabilities = FULL_CAPABILITIES,
   skip = [],
   stringText = 'repr',
+  python = true,
 }: ConformanceOptions) {
   /** The text of a string result whose repr is `repr`. */
   const str = (repr: string) => (stringText === 'repr' ? repr : repr.slice(1, -1))
@@ -51,6 +59,9 @@ export function describeConformance({
     // Said in the test output, as the user is told by doctor and the CLI.
     console.info(`sandbox conformance: ${name} does not enforce: ${missing.join('; ')}`)
   }
+  if (!python) console.info(`sandbox conformance: ${name} runs no Python: only its lifecycle is tested`)
+  /** A part of the suite that needs Python. */
+  const describePython = python ? describe : describe.skip
   const hostFiles: string[] = []
   afterAll(() => {
     for (const dir of hostFiles) rmSync(dir, { recursive: true, force: true })
@@ -63,7 +74,7 @@ export function describeConformance({
     return join(dir, name)
   }
 
-  describe(`sandbox conformance: ${name}`, () => {
+  describePython(`sandbox conformance: ${name}`, () => {
     let sandbox: Sandbox
     beforeAll(async () => {
       sandbox = await create()
@@ -392,7 +403,7 @@ export function describeConformance({
     })
   })
 
-  describe(`sandbox conformance: ${name}: data files in`, () => {
+  describePython(`sandbox conformance: ${name}: data files in`, () => {
     let sandbox: Sandbox
     beforeAll(async () => {
       sandbox = await create({ data: [hostFile('input.csv', 'a,b\n1,2\n3,4\n')] })
@@ -444,7 +455,7 @@ export function describeConformance({
     })
   })
 
-  describe(`sandbox conformance: ${name}: kernels that stop`, () => {
+  describePython(`sandbox conformance: ${name}: kernels that stop`, () => {
     let sandbox: Sandbox
     beforeAll(async () => {
       sandbox = await create()
@@ -489,14 +500,35 @@ export function describeConformance({
   })
 
   describe(`sandbox conformance: ${name}: kill`, () => {
-    test('kill() ends the sandbox: its files are gone and later calls reject', async () => {
+    test('kill() ends the sandbox: its files are gone and every later call is refused, none starts a kernel', async () => {
       const sandbox = await create()
       await sandbox.files.write('left.txt', 'x')
-      await sandbox.runCode("open('made.txt', 'w').write('y')")
+      const context = await sandbox.createContext()
+      if (python) await sandbox.runCode("open('made.txt', 'w').write('y')")
       await sandbox.kill()
       await sandbox.kill() // twice is fine
-      await expect(sandbox.runCode('1')).rejects.toThrow(/killed/)
-      await expect(sandbox.files.read('left.txt')).rejects.toThrow(/killed/)
+      const calls: Record<string, () => Promise<unknown>> = {
+        runCode: () => sandbox.runCode('1'),
+        'files.read': () => sandbox.files.read('left.txt'),
+        'files.write': () => sandbox.files.write('new.txt', 'x'),
+        'files.list': () => sandbox.files.list('.'),
+        'files.exists': () => sandbox.files.exists('left.txt'),
+        createContext: () => sandbox.createContext(),
+        'runCode in a context': () => sandbox.runCode('1', { context }),
+      }
+      for (const [call, refused] of Object.entries(calls)) {
+        await expect(refused(), call).rejects.toThrow(/killed/)
+      }
+      // Optional parts of the spec: refused as killed, or as not supported by the engine at all.
+      const optional: Record<string, () => Promise<unknown>> = {
+        restartCodeContext: async () => sandbox.restartCodeContext('default'),
+        'restartCodeContext of a context': async () => sandbox.restartCodeContext(context),
+        removeCodeContext: async () => sandbox.removeCodeContext(context),
+        'commands.run': async () => sandbox.commands.run('true'),
+      }
+      for (const [call, refused] of Object.entries(optional)) {
+        await expect(refused(), call).rejects.toThrow(/killed|cannot/)
+      }
     })
   })
 }

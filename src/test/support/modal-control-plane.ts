@@ -25,8 +25,8 @@ import { dirname, join } from 'node:path'
 import { compileFunction } from 'node:vm'
 import { Decoder, Encoder } from 'cbor-x'
 import { type CallContext, createServer, type Server, ServerError, Status } from 'nice-grpc'
-import { bwrapArgs } from '../sandbox/local/jail.js'
-import { getRuntime } from '../sandbox/local/runtime.js'
+import { bwrapArgs } from '../../sandbox/local/jail.js'
+import { getRuntime } from '../../sandbox/local/runtime.js'
 
 // biome-ignore lint/suspicious/noExplicitAny: the SDK's generated definitions are not exported with types
 type Definition = any

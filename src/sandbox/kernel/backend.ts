@@ -1,0 +1,234 @@
+/**
+ * What a backend does with Analyst's own kernel, wherever the kernel runs (a local jail, a Modal
+ * container): cells one at a time, contexts, shell commands beside the kernel, and the one
+ * restart policy (supervisor.ts). An engine adds how its kernels start and stop, its files, and
+ * how it finds a cell's artifacts.
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import type {
+  CommandProcess,
+  Context,
+  DoExecuteOptions,
+  DoStartCommandOptions,
+  EntryInfo,
+  SandboxBackend,
+  SandboxLimits,
+} from '../backend.js'
+import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
+import { NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
+import type { Artifact } from '../messaging.js'
+import { SANDBOX_HOME, splitPath } from '../paths.js'
+import { runKernelCell } from './cell.js'
+import type { KernelChannel } from './channel.js'
+import { KernelSupervisor } from './supervisor.js'
+
+/** A kernel that speaks Analyst's protocol, as the backend drives it; its end keeps what it printed last. */
+export type ProtocolKernel = KernelChannel<Error & { readonly output: string }>
+
+export interface KernelBackendSettings {
+  limits: Pick<SandboxLimits, 'outputBytes' | 'resultBytes'>
+  /** How long an interrupted cell may take to stop before its kernel is ended. */
+  interruptGraceMs: number
+}
+
+/** A path of the files API (relative to the workspace, or absolute in it) → the absolute path in the sandbox. */
+export function sandboxPath(path: string): string {
+  const { area, parts } = splitPath(path)
+  return [SANDBOX_HOME, ...(area === 'data' ? ['data'] : []), ...parts].join('/')
+}
+
+export abstract class KernelBackend<K extends ProtocolKernel> implements SandboxBackend {
+  readonly specificationVersion = 'v1'
+  abstract readonly provider: string
+  abstract readonly sandboxId: string
+  protected readonly supervisor: KernelSupervisor<K>
+  private readonly contexts = new Map<string, Context>()
+  private queue: Promise<unknown> = Promise.resolve()
+  protected killed = false
+
+  constructor(
+    kernel: K,
+    private readonly settings: KernelBackendSettings,
+  ) {
+    this.supervisor = new KernelSupervisor(kernel, {
+      start: () => this.startKernel(),
+      stop: (stale) => this.stopKernel(stale),
+      describe: (stopped) => this.describeStop(stopped),
+      prepare: async (fresh) => {
+        for (const context of this.contexts.values()) await fresh.createContext(context.id, context.cwd)
+      },
+      lost: STATE_LOST,
+      closedError: sandboxKilled,
+    })
+  }
+
+  /** A new kernel for this sandbox, ready for requests. */
+  protected abstract startKernel(): Promise<K>
+  /** Ends a kernel now (it ignored an interrupt, or it is replaced). */
+  protected abstract stopKernel(kernel: K): Promise<unknown>
+  /** Why a kernel stopped, in a few words: `exit code 3`, `killed by SIGKILL`. */
+  protected abstract describeStop(kernel: K): Promise<string>
+  /** What the cell created or changed in the workspace, after it ran. */
+  protected abstract artifacts(): Promise<Artifact[]>
+  /** Before each cell, with its kernel ready. */
+  protected async beforeCell(): Promise<void> {}
+  /** A command's working folder as the kernel sees it. */
+  protected commandCwd(cwd: string | undefined): string {
+    if (cwd === undefined) return SANDBOX_HOME
+    return cwd.startsWith('/') ? cwd : sandboxPath(cwd)
+  }
+  /** Turns a failure to start a new kernel into the error the caller sees. */
+  protected restartFailed(cause: unknown): Error {
+    return new SandboxError('The kernel could not be restarted', { cause })
+  }
+
+  protected assertAlive() {
+    if (this.killed) throw sandboxKilled()
+  }
+
+  /** The kernel, restarted first if it stopped; refused once the sandbox is killed. */
+  protected async kernel(): Promise<K> {
+    this.assertAlive()
+    try {
+      return await this.supervisor.ready()
+    } catch (cause) {
+      if (this.killed) throw sandboxKilled()
+      throw this.restartFailed(cause)
+    }
+  }
+
+  doExecute(options: DoExecuteOptions): Promise<void> {
+    // One cell at a time, in the order they were asked for, as a Jupyter kernel does.
+    const run = this.queue.then(() => this.runCell(options))
+    this.queue = run.catch(() => {})
+    return run
+  }
+
+  private checkContext(contextId: string | undefined) {
+    if (contextId !== undefined && contextId !== 'default' && !this.contexts.has(contextId)) {
+      throw new NotFoundError(`No context ${contextId} in this sandbox`, {
+        hint: 'Create one with createContext().',
+      })
+    }
+  }
+
+  private async runCell(options: DoExecuteOptions) {
+    this.assertAlive()
+    options.signal?.throwIfAborted()
+    this.checkContext(options.contextId)
+    const kernel = await this.kernel()
+    const { onEvent } = options
+    const notice = this.supervisor.takeNotice()
+    if (notice) onEvent({ type: 'stderr', text: notice })
+    await this.beforeCell()
+    this.supervisor.running()
+    const seconds = options.timeoutMs / 1000
+    const { count, stopped, killedByUs, exit } = await runKernelCell(
+      {
+        execute: (request, handler) => kernel.execute(request, handler),
+        interrupt: (id) => kernel.interrupt(id),
+        kill: () => this.stopKernel(kernel),
+      },
+      options,
+      this.settings,
+    )
+    if (exit !== undefined) {
+      // The kernel's end is the cell's error; anything else is not the code's doing.
+      if (kernel.alive) throw exit
+      if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
+      const error = killedByUs
+        ? killedError(stopped, seconds)
+        : {
+            name: 'KernelDied',
+            value: `The Python kernel died while running this cell (${await this.describeStop(kernel)}). ${STATE_LOST}`,
+            traceback: lastLines((await kernel.whenExited()).output),
+          }
+      onEvent({ type: 'error', ...error })
+      void this.supervisor.restart()
+    }
+    for (const artifact of await this.artifacts()) onEvent({ type: 'artifact', artifact })
+    onEvent({ type: 'finish', executionCount: count ?? undefined })
+    if (stopped === 'abort') throw options.signal?.reason ?? new Error('aborted')
+  }
+
+  async doCreateContext(options: { cwd?: string }): Promise<Context> {
+    const kernel = await this.kernel()
+    const context: Context = {
+      id: randomBytes(6).toString('hex'),
+      language: 'python',
+      cwd: sandboxPath(options.cwd ?? SANDBOX_HOME),
+    }
+    await kernel.createContext(context.id, context.cwd)
+    this.contexts.set(context.id, context)
+    return context
+  }
+
+  async doRestartContext(contextId: string): Promise<void> {
+    this.assertAlive()
+    const context = contextId === 'default' ? undefined : this.contexts.get(contextId)
+    if (contextId !== 'default' && !context)
+      throw new NotFoundError(`No context ${contextId} in this sandbox`)
+    // A fresh namespace under the same id: the kernel replaces it.
+    await (await this.kernel()).createContext(contextId, context?.cwd)
+  }
+
+  async doRemoveContext(contextId: string): Promise<void> {
+    this.assertAlive()
+    if (!this.contexts.delete(contextId)) throw new NotFoundError(`No context ${contextId} in this sandbox`)
+  }
+
+  /** A shell command started by the kernel, so it runs in the kernel's isolation, limits and workspace. */
+  async doStartCommand(options: DoStartCommandOptions): Promise<CommandProcess> {
+    const kernel = await this.kernel()
+    const id = randomBytes(8).toString('hex')
+    const output = new CommandOutput(options.onEvent, this.settings.limits.outputBytes)
+    const pid = await kernel.spawn(
+      {
+        type: 'spawn',
+        id,
+        cmd: options.cmd,
+        cwd: this.commandCwd(options.cwd),
+        envs: options.envs,
+        stdin: options.stdin,
+      },
+      (message) => {
+        if (message.type === 'proc-exit') {
+          return options.onEvent({ type: 'exit', exitCode: message.code, error: message.error })
+        }
+        if (message.type === 'proc-out') output.output(message.stream, Buffer.from(message.data, 'base64'))
+      },
+    )
+    return {
+      pid,
+      sendStdin: async (data) =>
+        kernel.control({ type: 'proc-stdin', id, data: Buffer.from(data).toString('base64') }),
+      closeStdin: async () => kernel.control({ type: 'proc-close-stdin', id }),
+      kill: async (signal = 'SIGKILL') => kernel.control({ type: 'proc-signal', id, signal }),
+    }
+  }
+
+  abstract doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo>
+  abstract doReadFile(path: string): Promise<Uint8Array>
+  abstract doList(path: string): Promise<EntryInfo[]>
+  abstract doStat(path: string): Promise<EntryInfo | undefined>
+  abstract doRemove(path: string): Promise<void>
+  abstract doAddData(hostPath: string, name: string): Promise<EntryInfo>
+
+  /**
+   * Marks the sandbox killed (every later call is refused) and stops restarting its kernel.
+   * Returns the kernel to end; the engine ends it and frees what it holds.
+   */
+  protected async closeKernel(): Promise<K | undefined> {
+    if (this.killed) return undefined
+    this.killed = true
+    return this.supervisor.close()
+  }
+
+  abstract doKill(): Promise<void>
+}
+
+/** The end of what a kernel printed before it stopped: its last words, for the traceback. */
+function lastLines(output: string): string {
+  return output.trim().split('\n').slice(-20).join('\n')
+}

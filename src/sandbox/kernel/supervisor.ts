@@ -1,0 +1,125 @@
+/**
+ * One restart policy for a sandbox's kernel, in the manner of jupyter_client's restarter.py: the
+ * supervisor owns the running kernel and decides when a new one starts, how often, and what the
+ * next cell is told. Engines only start and stop kernels (their provisioners).
+ * @module
+ */
+import { SandboxError } from '../errors.js'
+
+/** What the supervisor needs to know of a kernel. */
+export interface Supervised {
+  readonly alive: boolean
+}
+
+export interface SupervisorOptions<K extends Supervised> {
+  /** Starts a new kernel, ready for requests. */
+  start(): Promise<K>
+  /** Ends a kernel that may still run (one replaced, or one started after the sandbox was closed). */
+  stop(kernel: K): Promise<unknown>
+  /** Why a kernel stopped, for the user: `exit code 3`, `out of memory: …`. */
+  describe(kernel: K): Promise<string>
+  /** What a new kernel gets before it takes requests (the contexts the old one had). */
+  prepare?(kernel: K): Promise<void>
+  /** Kernels in a row that stop before they are sent a cell, after which no new one is started. @default 5 */
+  restartLimit?: number
+  /** What is lost when a kernel stops, said with each notice. */
+  lost: string
+  /** The error once the sandbox is closed. */
+  closedError(): Error
+}
+
+export class KernelSupervisor<K extends Supervised> {
+  private kernel: K
+  private restarting: Promise<K> | undefined
+  private closed = false
+  private notice: string | undefined
+  /** New kernels in a row that stopped before a cell was sent to them. */
+  private unstable = 0
+
+  constructor(
+    kernel: K,
+    private readonly options: SupervisorOptions<K>,
+  ) {
+    this.kernel = kernel
+  }
+
+  /** The kernel as it is now, alive or not. */
+  get current(): K {
+    return this.kernel
+  }
+
+  /**
+   * The kernel to send a request to. One that stopped since the last request is replaced first,
+   * and the next cell is told (`takeNotice`).
+   */
+  async ready(): Promise<K> {
+    for (;;) {
+      if (this.closed) throw this.options.closedError()
+      if (this.restarting) {
+        await this.restarting
+        continue
+      }
+      if (this.kernel.alive) return this.kernel
+      const why = await this.options.describe(this.kernel)
+      this.notice = `[The kernel had stopped since the last cell (${why}). ${this.options.lost}]\n`
+      await this.restart()
+    }
+  }
+
+  /**
+   * Starts a new kernel now, in place of one that stopped during a cell or ignored an interrupt
+   * (the cell itself says so). One restart at a time; a failure reaches whoever awaits it.
+   */
+  restart(): Promise<K> {
+    this.restarting ??= this.replace().finally(() => {
+      this.restarting = undefined
+    })
+    this.restarting.catch(() => {}) // reported to the next request, which awaits it
+    return this.restarting
+  }
+
+  private async replace(): Promise<K> {
+    const limit = this.options.restartLimit ?? 5
+    if (this.unstable >= limit) {
+      throw new SandboxError(
+        `The kernel stopped ${this.unstable} times in a row before it could run a cell: this sandbox no longer restarts it`,
+        {
+          hint: 'Kill the sandbox and create a new one; look at what the last kernel printed (the cell before).',
+        },
+      )
+    }
+    this.unstable++
+    const old = this.kernel
+    if (old.alive) await this.options.stop(old)
+    const fresh = await this.options.start()
+    try {
+      // Closed while it started: nothing would ever end it.
+      if (this.closed) throw this.options.closedError()
+      await this.options.prepare?.(fresh)
+    } catch (error) {
+      await this.options.stop(fresh)
+      throw error
+    }
+    this.kernel = fresh
+    return fresh
+  }
+
+  /** A cell is sent to the current kernel: it started well, and the restart count begins again. */
+  running() {
+    this.unstable = 0
+  }
+
+  /** What the next cell is told of the kernel it runs in (a new one, and why), once. */
+  takeNotice(): string | undefined {
+    const notice = this.notice
+    this.notice = undefined
+    return notice
+  }
+
+  /** No new kernel from now on; waits for a start in flight. Returns the kernel to end. */
+  async close(): Promise<K> {
+    this.closed = true
+    await this.restarting?.catch(() => {})
+    return this.kernel
+  }
+}
