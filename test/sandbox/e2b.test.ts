@@ -10,9 +10,9 @@ import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createProvider } from '../../src/providers.js'
-import { describeConformance } from '../../src/test/conformance.js'
 import { E2B_CAPABILITIES, E2BProvider } from '../../src/sandbox/e2b/index.js'
 import { Sandbox } from '../../src/sandbox/index.js'
+import { describeConformance } from '../../src/test/conformance.js'
 import { type E2BServer, startE2BServer } from '../e2b/server.js'
 
 let e2b: E2BServer

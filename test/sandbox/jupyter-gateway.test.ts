@@ -7,13 +7,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { describeConformance } from '../../src/test/conformance.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import {
   checkJupyter,
   JUPYTER_GATEWAY_CAPABILITIES,
   JupyterProvider,
 } from '../../src/sandbox/jupyter/index.js'
+import { describeConformance } from '../../src/test/conformance.js'
 import { type RunningJupyter, startJupyterServer } from '../../src/test/support/jupyter-server.js'
 import { type FakeGateway, startFakeGateway } from '../support/fake-gateway.js'
 

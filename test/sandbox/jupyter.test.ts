@@ -8,9 +8,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { describeConformance } from '../../src/test/conformance.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import { JUPYTER_CAPABILITIES, JupyterProvider } from '../../src/sandbox/jupyter/index.js'
+import { describeConformance } from '../../src/test/conformance.js'
 import { freePort, type RunningJupyter, startJupyterServer } from '../../src/test/support/jupyter-server.js'
 
 let server: RunningJupyter

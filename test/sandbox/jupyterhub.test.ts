@@ -6,9 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { describeConformance } from '../../src/test/conformance.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import { JUPYTER_CAPABILITIES, JupyterProvider } from '../../src/sandbox/jupyter/index.js'
+import { describeConformance } from '../../src/test/conformance.js'
 import { HUB_USER, type RunningHub, startJupyterHub } from '../support/jupyterhub.js'
 
 let hub: RunningHub

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type CommandExitError, LocalProvider, Sandbox } from '../../src/index.js'
-import { describeConformance } from '../../src/test/conformance.js'
 import { getRuntime } from '../../src/sandbox/local/runtime.js'
+import { describeConformance } from '../../src/test/conformance.js'
 
 const provider = new LocalProvider({ poolSize: 0, interruptGraceMs: 1000 })
 const create = (options: Parameters<typeof Sandbox.create>[0] = {}) =>

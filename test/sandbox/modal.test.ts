@@ -17,7 +17,6 @@ import { systemPrompt } from '../../src/agent/prompt.js'
 import { doctor } from '../../src/cli/commands/doctor.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
 import { createProvider } from '../../src/providers.js'
-import { describeConformance } from '../../src/test/conformance.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import {
   MODAL_CAPABILITIES,
@@ -29,6 +28,7 @@ import {
 } from '../../src/sandbox/modal/index.js'
 import { sessionDetail } from '../../src/server/views.js'
 import { loadSessionHistory } from '../../src/store/index.js'
+import { describeConformance } from '../../src/test/conformance.js'
 import { type FakeModal, startFakeModal } from '../../src/test/support/modal-control-plane.js'
 import { askAll, openTestService } from '../support/service.js'
 import { waitFor } from '../support/wait.js'

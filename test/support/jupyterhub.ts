@@ -10,7 +10,13 @@ import { randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, keepLog, PYTHON, terminate, waitUntilServing } from '../../src/test/support/jupyter-server.js'
+import {
+  freePort,
+  keepLog,
+  PYTHON,
+  terminate,
+  waitUntilServing,
+} from '../../src/test/support/jupyter-server.js'
 
 export const HUB_USER = 'alice'
 
