@@ -43,16 +43,13 @@ export async function runKernelCell(
   const outcome: CellOutcome = { count: null, stopped: undefined, killedByUs: false }
   let sawError = false
   let graceTimer: NodeJS.Timeout | undefined
-  let resendTimer: NodeJS.Timeout | undefined
   const seconds = options.timeoutMs / 1000
   const stop = (reason: 'timeout' | 'abort') => {
     if (outcome.stopped) return
     outcome.stopped = reason
+    // Once: the kernel delivers it to the cell's code until its handler has run (analyst_kernel.py's
+    // Interrupter), so a cell that still runs after the grace ignores interrupts and is killed.
     kernel.interrupt(id)
-    // Asked once more halfway through the grace: under heavy load an interrupt was seen lost (rarely,
-    // cause not found), and the kernel then killed with its state. A second one is harmless: the
-    // kernel delivers an interrupt only to the cell it names, and only while that cell runs.
-    resendTimer = setTimeout(() => kernel.interrupt(id), settings.interruptGraceMs / 2)
     graceTimer = setTimeout(() => {
       outcome.killedByUs = true
       kernel.kill()
@@ -95,7 +92,6 @@ export async function runKernelCell(
   } finally {
     clearTimeout(timer)
     clearTimeout(graceTimer)
-    clearTimeout(resendTimer)
     options.signal?.removeEventListener('abort', onAbort)
   }
   return outcome

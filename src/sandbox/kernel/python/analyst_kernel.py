@@ -28,6 +28,7 @@ import select
 import signal
 import sys
 import threading
+import time
 import traceback
 import types
 
@@ -362,6 +363,17 @@ class Cells:
     # user code (still queued, or being compiled, while SIGINT is blocked): it is kept here and
     # delivered when the cell starts, instead of being lost.
     interrupted = None
+    # The last cell whose interrupt reached its code (the handler ran): one interrupt per cell.
+    delivered = None
+
+
+def on_interrupt(signum, frame):
+    """SIGINT's handler: KeyboardInterrupt in the cell's code, once per cell. A second signal for
+    the same cell (the IO thread sends again until this has run) is dropped."""
+    if Cells.current is None or Cells.delivered == Cells.current:
+        return
+    Cells.delivered = Cells.current
+    raise KeyboardInterrupt
 
 
 figures_shown = set()
@@ -480,28 +492,22 @@ def suppresses_result(code):
 
 
 
-class interruptible:
-    """SIGINT reaches user code only inside this block; elsewhere it stays pending and is dropped,
-    so an interrupt that arrives as a cell finishes cannot break the kernel's own bookkeeping."""
-
-    def __enter__(self):
-        while signal.sigtimedwait({signal.SIGINT}, 0) is not None:
-            pass
-        # An interrupt for this cell that came before it started is delivered now, as a signal,
-        # so that code which ignores SIGINT still ignores it.
-        if Cells.interrupted is not None and Cells.interrupted == Cells.current:
-            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-        try:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        except BaseException:
-            # The interrupt came as SIGINT was unblocked, before the block was entered: block it
-            # again, so that a second one waits for the next cell instead of hitting the kernel.
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            raise
-
-    def __exit__(self, *exc):
+def allow_interrupts():
+    """SIGINT reaches user code only from here to the end of the cell's code (where `execute`
+    blocks it again); elsewhere it stays pending and is dropped at the next cell, so it cannot
+    break the kernel's own bookkeeping."""
+    while signal.sigtimedwait({signal.SIGINT}, 0) is not None:
+        pass
+    # An interrupt for this cell that came before it started is delivered now, as a signal,
+    # so that code which ignores SIGINT still ignores it.
+    if Cells.interrupted is not None and Cells.interrupted == Cells.current:
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    except BaseException:
+        # The interrupt came as SIGINT was unblocked: block it again before it goes on up.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        return False
+        raise
 
 
 async_runner = None
@@ -545,13 +551,19 @@ def execute(request):
         if tree.body and isinstance(tree.body[-1], ast.Expr) and not suppresses_result(code):
             last = tree.body.pop()
         value = None
-        with interruptible():
+        try:
+            allow_interrupts()
             if tree.body:
                 run_code_object(compile(tree, filename, 'exec', flags, dont_inherit=True), context.namespace)
             if last is not None:
                 expression = ast.Expression(last.value)
                 value = run_code_object(compile(expression, filename, 'eval', flags, dont_inherit=True),
                                         context.namespace)
+        finally:
+            # Called here, first, and not from a function or a context manager's __exit__: Python
+            # runs pending signal handlers when a function starts, so an interrupt could come in
+            # before the mask is set and leave SIGINT unblocked for the kernel's own code.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         if value is not None:
             context.namespace['_'] = value
             publish(value, main=True)
@@ -586,6 +598,51 @@ def finish(cell_id, context, error):
 # ---------------------------------------------------------------- the IO thread
 
 
+class Interrupter:
+    """Delivers the host's interrupt to the main thread, and again until its handler has run.
+
+    A signal that lands after the main thread let go of the GIL for a blocking call (time.sleep,
+    a read) but before the call began only sets Python's flag: the call then blocks to its end,
+    and the interrupt seemed lost. Sent again, the signal ends the call (EINTR) and the handler
+    runs. The IO thread is the one that gets the GIL at exactly that moment, so this was no rare
+    race: about one interrupt in a hundred, under load."""
+
+    FIRST_RETRY = 0.02
+    LAST_RETRY = 1.0
+
+    def __init__(self, main_thread_id):
+        self.main_thread_id = main_thread_id
+        self.cell = None
+        self.due = 0.0
+        self.wait = self.FIRST_RETRY
+
+    def interrupt(self, cell_id):
+        Cells.interrupted = cell_id
+        if Cells.current is not None and Cells.current == cell_id:
+            self.cell = cell_id
+            self.wait = self.FIRST_RETRY
+            self.signal()
+
+    def signal(self):
+        signal.pthread_kill(self.main_thread_id, signal.SIGINT)
+        self.due = time.monotonic() + self.wait
+        self.wait = min(self.wait * 2, self.LAST_RETRY)
+
+    def timeout_ms(self):
+        """How long the IO thread may wait before the next send is due; None with nothing to send."""
+        if self.cell is None:
+            return None
+        return max(0, int((self.due - time.monotonic()) * 1000))
+
+    def retry(self):
+        if self.cell is None:
+            return
+        if Cells.current != self.cell or Cells.delivered == self.cell:
+            self.cell = None  # the cell ended, or its code got the interrupt
+        elif time.monotonic() >= self.due:
+            self.signal()
+
+
 def io_loop(requests, main_thread_id):
     """Reads host requests, forwards output, and delivers interrupts to the main thread."""
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGXCPU})
@@ -595,8 +652,11 @@ def io_loop(requests, main_thread_id):
     for fd in (REQUEST_FD, pipes.wake_read, *pipes.readers):
         poller.register(fd, select.POLLIN)
     interval = int(Output.FLUSH_INTERVAL * 1000)
+    interrupter = Interrupter(main_thread_id)
     while True:
-        events = dict(poller.poll(interval if pipes.pending else None))
+        waits = [wait for wait in (interval if pipes.pending else None, interrupter.timeout_ms()) if wait is not None]
+        events = dict(poller.poll(min(waits) if waits else None))
+        interrupter.retry()
         if pipes.wake_read in events:
             os.read(pipes.wake_read, 4096)  # the flush waits for the interval, to batch writes
         if not events or any(fd in pipes.readers for fd in events):
@@ -615,9 +675,7 @@ def io_loop(requests, main_thread_id):
                 continue
             message = json.loads(line)
             if message.get('type') == 'interrupt':
-                Cells.interrupted = message.get('id')
-                if Cells.current is not None and Cells.current == message.get('id'):
-                    signal.pthread_kill(main_thread_id, signal.SIGINT)
+                interrupter.interrupt(message.get('id'))
             elif not analyst_commands.handle(message, send, BASE_ENV):
                 requests.put(message)
 
@@ -665,7 +723,7 @@ def main():
     sys.modules['analyst_kernel'] = sys.modules[__name__]
     builtins.display = display
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, on_interrupt)
     # A crash (segfault) prints the Python stack to the host's side of the original stderr.
     import faulthandler
     crash_log = os.dup(2)
