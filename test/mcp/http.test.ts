@@ -16,7 +16,7 @@ import { Sandbox, type SandboxProvider } from '../../src/sandbox/index.js'
 import { LocalProvider } from '../../src/sandbox/local/index.js'
 import { ownerOf, type RunningServer, startServer } from '../../src/server/index.js'
 import { MockSandboxProvider } from '../../src/test/mock-sandbox.js'
-import { callTool, textOf } from '../support/mcp.js'
+import { callTool, PROTOCOL_ERROR_CASES, textOf } from '../support/mcp.js'
 import { alive, descendants } from '../support/processes.js'
 import { waitFor } from '../support/wait.js'
 
@@ -211,4 +211,15 @@ describe('MCP over Streamable HTTP on analyst serve', () => {
     })
     expect(server.service.busy).toBe(0)
   }, 120_000)
+
+  describe('answers protocol errors as the spec has them', () => {
+    for (const { name, run } of PROTOCOL_ERROR_CASES)
+      it(name, async () => {
+        const server = await serve(new MockSandboxProvider())
+        const { client, transport } = await connect(server, TOKENS[0])
+        await run(client, transport.sessionId as string)
+        // The session goes on.
+        expect(textOf(await callTool(client, 'run_python', { code: 'x = 1' }))).toContain('ran 5 characters')
+      })
+  })
 })
