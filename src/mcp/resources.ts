@@ -1,7 +1,8 @@
 /**
  * A session's artifacts (its charts and the files its code saved) as MCP resources:
  * `analyst://sessions/<id>/artifacts/<name>`, the latest of each name, read from the blob store.
- * A connection sees its own session's files and no other's.
+ * A connection sees its own session's files and no other's: another's, or a name never saved, is
+ * a resource not found (-32002).
  * @module
  */
 import type { Variables } from '@modelcontextprotocol/sdk/shared/uriTemplate.js'
@@ -9,6 +10,10 @@ import type { ReadResourceResult, Resource } from '@modelcontextprotocol/sdk/typ
 import { NotFoundError, TooLargeError } from '../errors.js'
 import type { SessionService } from '../session/index.js'
 import { artifactUri } from './content.js'
+import { resourceNotFound } from './protocol.js'
+
+/** The URIs of a session's files. */
+export const ARTIFACT_TEMPLATE = 'analyst://sessions/{session}/artifacts/{+name}'
 
 /** Larger files are refused: a resource travels whole, base64 in one JSON message. */
 export const MAX_RESOURCE_BYTES = 16 * 1024 * 1024
@@ -52,8 +57,12 @@ export async function readArtifact(
     Array.isArray(value) ? value.join('/') : (value ?? '')
   const session = decodeURIComponent(one(variables.session))
   const name = one(variables.name).split('/').map(decodeURIComponent).join('/')
-  if (session !== connection.sessionId) throw new NotFoundError(`No resource ${uri.href} in this session`)
-  const { artifact, content } = await service.openArtifact(session, name, connection.owner)
+  if (session !== connection.sessionId) throw resourceNotFound(uri.href)
+  const { artifact, content } = await service
+    .openArtifact(session, name, connection.owner)
+    .catch((error: unknown) => {
+      throw NotFoundError.isInstance(error) ? resourceNotFound(uri.href) : error
+    })
   if (artifact.size > MAX_RESOURCE_BYTES) {
     content.destroy()
     throw new TooLargeError(

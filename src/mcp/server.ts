@@ -16,7 +16,8 @@ import { RUN_PYTHON_DESCRIPTION } from '../integrations/cell.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
 import { answerContent, cellContent, errorContent } from './content.js'
 import type { AllowedFolders } from './folders.js'
-import { artifactResources, readArtifact } from './resources.js'
+import { keepToSpec } from './protocol.js'
+import { ARTIFACT_TEMPLATE, artifactResources, readArtifact } from './resources.js'
 
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
 
@@ -56,7 +57,8 @@ export class McpConnection {
   constructor(private readonly options: McpConnectionOptions) {
     this.server = new McpServer({ name: 'analyst', version }, { instructions: INSTRUCTIONS })
     this.registerTools()
-    this.registerResources()
+    const artifacts = this.registerResources()
+    keepToSpec(this.server.server, { isResourceUri: (uri) => artifacts.uriTemplate.match(uri.href) !== null })
     // The session is named after the client once it says who it is.
     this.server.server.oninitialized = () => {
       const client = this.server.server.getClientVersion()?.name
@@ -268,19 +270,22 @@ export class McpConnection {
     )
   }
 
-  private registerResources() {
+  /** The session's files as resources, under one template (returned). */
+  private registerResources(): ResourceTemplate {
     const { service, sessionId, owner } = this.options
+    const template = new ResourceTemplate(ARTIFACT_TEMPLATE, {
+      list: async () => ({ resources: await artifactResources(service, sessionId, owner) }),
+    })
     this.server.registerResource(
       'artifact',
-      new ResourceTemplate('analyst://sessions/{session}/artifacts/{+name}', {
-        list: async () => ({ resources: await artifactResources(service, sessionId, owner) }),
-      }),
+      template,
       {
         title: 'A file of the session',
         description: "A chart or file that the session's code saved (the latest of that name)",
       },
       (uri, variables) => readArtifact(service, { sessionId, owner }, uri, variables),
     )
+    return template
   }
 }
 

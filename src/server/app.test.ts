@@ -3,16 +3,18 @@
  * every route, auth and ownership, uploads, the event stream, and how each error maps to a status.
  * The real server with real kernels is tested in test/server/.
  */
-import { readFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { APICallError } from '@ai-sdk/provider'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
 import { askAll, openTestService, type TestService } from '../../test/support/service.js'
 import { readSse, type SseEvent } from '../../test/support/sse.js'
+import { McpHttp } from '../mcp/index.js'
 import { ScriptedModel, type ScriptStep } from '../models/scripted.js'
 import { MockSandboxProvider } from '../test/mock-sandbox.js'
 import { createApp } from './app.js'
-import type { DatasetInfo, SessionDetail, SessionSummary } from './types.js'
+import type { ApiError, DatasetInfo, SessionDetail, SessionSummary } from './types.js'
 
 const SALES = readFileSync(resolve('examples/sales.csv'))
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=='
@@ -21,8 +23,12 @@ const TOKENS = ['token-a', 'token-b']
 let test: TestService
 let app: ReturnType<typeof createApp>
 let model: ScriptedModel
+let mcp: McpHttp | undefined
 
-async function start(script: ScriptStep[], options: { maxUploadBytes?: number; tokens?: string[] } = {}) {
+async function start(
+  script: ScriptStep[],
+  options: { maxUploadBytes?: number; tokens?: string[]; webDir?: string } = {},
+) {
   // Every cell prints, shows a chart, and saves a file.
   const provider = new MockSandboxProvider((code) => [
     { type: 'stdout', text: `ran ${code.length}\n` },
@@ -38,14 +44,18 @@ async function start(script: ScriptStep[], options: { maxUploadBytes?: number; t
     model,
     analyst: { nameImage: (step, index) => `step-${step}-chart-${index}.png` },
   })
+  mcp = new McpHttp({ service: test.service })
   app = createApp({
     service: test.service,
     tokens: options.tokens ?? TOKENS,
     uploadDir: join(test.home, 'uploads'),
     maxUploadBytes: options.maxUploadBytes,
+    webDir: options.webDir,
+    mcp,
   })
 }
 afterEach(async () => {
+  await mcp?.close()
   await test?.close()
 })
 
@@ -217,5 +227,76 @@ describe('HTTP API (portless)', () => {
     expect(detail.runs.map((r) => r.status)).toEqual(['failed'])
     const { result } = await askAll(test.service, id, 'Again?')
     expect(result.answer).toBe('Fine now.')
+  })
+})
+
+describe('HTTP API: the protocol, not the page', () => {
+  /** A built web UI: its page and one asset. */
+  function webDir(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'analyst-web-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    mkdirSync(join(dir, 'assets'))
+    writeFileSync(join(dir, 'index.html'), '<!doctype html><title>Analyst</title>')
+    writeFileSync(join(dir, 'assets', 'index-1.js'), 'console.log(1)')
+    return dir
+  }
+
+  it('answers a 401 with WWW-Authenticate (RFC 6750), on the API and on /mcp', async () => {
+    await start([])
+    for (const path of ['/api/sessions', '/mcp']) {
+      const missing = await call(path, { method: 'POST', body: '{}' }, null)
+      expect(missing.status, path).toBe(401)
+      expect(missing.headers.get('www-authenticate'), path).toBe('Bearer realm="analyst"')
+      expect(missing.body).toEqual({
+        error: { message: 'A token is required', hint: expect.stringContaining('Authorization: Bearer') },
+      })
+      const wrong = await call(path, { method: 'POST', body: '{}' }, 'wrong')
+      expect(wrong.status, path).toBe(401)
+      expect(wrong.headers.get('www-authenticate'), path).toBe(
+        'Bearer realm="analyst", error="invalid_token", error_description="The token is not valid"',
+      )
+    }
+    // A valid token is no 401 (here: the initialize the body lacks); a path that is none is a 401
+    // still, as any under /api/ without a token.
+    expect((await call('/mcp', { method: 'POST', body: '{}' })).status).toBe(400)
+    expect((await call('/api/nothing', {}, null)).status).toBe(401)
+  })
+
+  it('serves the UI at its own routes and answers every other path 404 in JSON, naming it', async () => {
+    await start([], { tokens: [], webDir: webDir() })
+    for (const path of ['/', '/index.html']) {
+      const page = await call(path, {}, null)
+      expect(page.status, path).toBe(200)
+      expect(page.headers.get('content-type'), path).toMatch(/^text\/html/)
+      expect(page.body).toContain('<title>Analyst</title>')
+    }
+    const asset = await call('/assets/index-1.js', {}, null)
+    expect(asset).toMatchObject({ status: 200, body: 'console.log(1)' })
+    expect(asset.headers.get('cache-control')).toMatch(/immutable/)
+    for (const [method, path] of [
+      ['GET', '/.well-known/oauth-protected-resource'],
+      ['GET', '/.well-known/oauth-protected-resource/mcp'],
+      ['GET', '/.well-known/oauth-authorization-server'],
+      ['GET', '/files?name=sales.csv'],
+      ['GET', '/assets/index-0.js'],
+      ['GET', '/assets/..%2F..%2F..%2F..%2F..%2Fetc%2Fpasswd'],
+      ['GET', '/s/3f2a'],
+      ['POST', '/register'],
+      ['GET', '/api/nothing/here'],
+    ] as const) {
+      const answer = await call(path, { method }, null)
+      expect(answer.status, path).toBe(404)
+      expect(answer.headers.get('content-type'), path).toMatch(/^application\/json/)
+      expect((answer.body as ApiError).error.message, path).toBe(`No route ${method} ${path.split('?')[0]}`)
+    }
+  })
+
+  it('says the UI is not built, in JSON, where it is not', async () => {
+    await start([], { tokens: [], webDir: join(tmpdir(), 'analyst-no-web-here') })
+    const page = await call('/', {}, null)
+    expect(page).toMatchObject({
+      status: 404,
+      body: { error: { message: 'The web UI is not built', hint: expect.stringContaining('npm run build') } },
+    })
   })
 })

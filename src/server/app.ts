@@ -6,7 +6,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createReadStream, existsSync, statSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
-import { join, normalize } from 'node:path'
+import { basename, join } from 'node:path'
 import { Readable } from 'node:stream'
 import { type Context, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
@@ -185,13 +185,17 @@ export function createApp(options: AppOptions): Hono<Env> {
         ? c.req.query('token')
         : undefined
     const token = given ? options.tokens.find((t) => sameToken(t, given)) : undefined
-    if (!token)
-      return fail(
-        c,
-        401,
-        given ? 'The token is not valid' : 'A token is required',
-        'Send Authorization: Bearer <token> (one of ANALYST_TOKEN).',
+    if (!token) {
+      const message = given ? 'The token is not valid' : 'A token is required'
+      // RFC 6750: the scheme a client must use, and why this one failed; no OAuth is offered.
+      c.header(
+        'www-authenticate',
+        given
+          ? `Bearer realm="analyst", error="invalid_token", error_description="${message}"`
+          : 'Bearer realm="analyst"',
       )
+      return fail(c, 401, message, 'Send Authorization: Bearer <token> (one of ANALYST_TOKEN).')
+    }
     c.set('owner', ownerOf(token))
     c.set('token', token)
     return next()
@@ -372,24 +376,39 @@ export function createApp(options: AppOptions): Hono<Env> {
     })
   })
 
-  app.all('/api/*', (c) =>
-    fail(c, 404, `No route ${c.req.method} ${new URL(c.req.url).pathname}`, 'See /openapi.json.'),
-  )
-
-  // The web UI: its files, and index.html for every other page.
-  app.get('*', (c) => {
-    const dir = options.webDir
-    if (!dir || !existsSync(join(dir, 'index.html'))) {
-      return c.text('The web UI is not built: run npm run build.', 404)
-    }
-    const requested = normalize(decodeURIComponent(new URL(c.req.url).pathname)).replace(/^(\.\.[/\\])+/, '')
-    let path = join(dir, requested)
-    if (!path.startsWith(dir) || !existsSync(path) || !statSync(path).isFile()) path = join(dir, 'index.html')
-    const type = mime.lookup(path) || 'application/octet-stream'
-    const cache = path.includes(`${join(dir, 'assets')}`) ? 'public, max-age=31536000, immutable' : 'no-cache'
+  // The web UI is one page (its views are in the URL's hash): the page at / and its files. Any
+  // other path, /.well-known/* (where OAuth clients look for metadata) included, is no page.
+  const dir = options.webDir
+  const page = (file: string) => (c: Context<Env>) => {
+    if (!dir || !existsSync(join(dir, 'index.html')))
+      return fail(c, 404, 'The web UI is not built', 'Run npm run build.')
+    const path = join(dir, file)
+    const cache = path.startsWith(join(dir, 'assets/')) ? 'public, max-age=31536000, immutable' : 'no-cache'
     return new Response(Readable.toWeb(createReadStream(path)) as ReadableStream, {
-      headers: { 'content-type': type, 'cache-control': cache, 'x-content-type-options': 'nosniff' },
+      headers: {
+        'content-type': mime.lookup(path) || 'application/octet-stream',
+        'cache-control': cache,
+        'x-content-type-options': 'nosniff',
+      },
     })
+  }
+  app.get('/', page('index.html'))
+  app.get('/index.html', page('index.html'))
+  app.get('/assets/:name', (c, next) => {
+    const name = c.req.param('name')
+    const file = join('assets', name)
+    // The build's own files only: a name that leads out of the folder is no file of it.
+    const found =
+      dir && basename(file) === name && statSync(join(dir, file), { throwIfNoEntry: false })?.isFile()
+    return found ? page(file)(c) : next()
+  })
+
+  app.notFound((c) => {
+    const path = new URL(c.req.url).pathname
+    const hint = path.startsWith('/api/')
+      ? 'See /openapi.json.'
+      : `The web UI is at /, the API under /api/ (see /openapi.json)${options.mcp ? ', MCP at /mcp' : ''}.`
+    return fail(c, 404, `No route ${c.req.method} ${path}`, hint)
   })
 
   return app

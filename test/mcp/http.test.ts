@@ -7,8 +7,16 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import {
+  discoverAuthorizationServerMetadata,
+  discoverOAuthProtectedResourceMetadata,
+  extractWWWAuthenticateParams,
+} from '@modelcontextprotocol/sdk/client/auth.js'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ScriptedModel } from '../../src/models/scripted.js'
@@ -16,7 +24,7 @@ import { Sandbox, type SandboxProvider } from '../../src/sandbox/index.js'
 import { LocalProvider } from '../../src/sandbox/local/index.js'
 import { ownerOf, type RunningServer, startServer } from '../../src/server/index.js'
 import { MockSandboxProvider } from '../../src/test/mock-sandbox.js'
-import { callTool, textOf } from '../support/mcp.js'
+import { callTool, PROTOCOL_ERROR_CASES, textOf } from '../support/mcp.js'
 import { alive, descendants } from '../support/processes.js'
 import { waitFor } from '../support/wait.js'
 
@@ -142,6 +150,35 @@ describe('MCP over Streamable HTTP on analyst serve', () => {
     expect(mock.sandboxes[0]?.data).toEqual(['sales.csv'])
   })
 
+  it('tells a client without a token that one is needed (RFC 6750), and offers no OAuth to discover', async () => {
+    const server = await serve(new MockSandboxProvider())
+    const refused = await connect(server).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(StreamableHTTPError)
+    expect(refused).toMatchObject({ code: 401, message: expect.stringContaining('A token is required') })
+    expect((refused as Error).message).toContain('Send Authorization: Bearer <token>')
+
+    const missing = await post(server, { authorization: '' })
+    expect(missing.status).toBe(401)
+    expect(missing.headers.get('www-authenticate')).toBe('Bearer realm="analyst"')
+    // As the client reads the challenge: a bearer token, wrong here, and no resource metadata to follow.
+    const wrong = await post(server, { authorization: 'Bearer token-mallory' })
+    expect(extractWWWAuthenticateParams(wrong)).toEqual({
+      error: 'invalid_token',
+      resourceMetadataUrl: undefined,
+      scope: undefined,
+    })
+    // Where an OAuth client looks next (RFC 9728, RFC 8414): nothing, said in JSON, not the web UI's page.
+    await expect(discoverOAuthProtectedResourceMetadata(`${server.url}/mcp`)).rejects.toThrow(
+      'Resource server does not implement OAuth 2.0 Protected Resource Metadata',
+    )
+    await expect(discoverAuthorizationServerMetadata(server.url)).resolves.toBeUndefined()
+    const metadata = await fetch(`${server.url}/.well-known/oauth-protected-resource/mcp`)
+    expect(metadata.status).toBe(404)
+    expect(await metadata.json()).toMatchObject({
+      error: { message: 'No route GET /.well-known/oauth-protected-resource/mcp' },
+    })
+  })
+
   it('adds data from a folder given with serve --allow-dir, and from nowhere else', async () => {
     const allowed = mkdtempSync(join(tmpdir(), 'analyst-mcp-http-allowed-'))
     cleanups.push(async () => rmSync(allowed, { recursive: true, force: true }))
@@ -211,4 +248,15 @@ describe('MCP over Streamable HTTP on analyst serve', () => {
     })
     expect(server.service.busy).toBe(0)
   }, 120_000)
+
+  describe('answers protocol errors as the spec has them', () => {
+    for (const { name, run } of PROTOCOL_ERROR_CASES)
+      it(name, async () => {
+        const server = await serve(new MockSandboxProvider())
+        const { client, transport } = await connect(server, TOKENS[0])
+        await run(client, transport.sessionId as string)
+        // The session goes on.
+        expect(textOf(await callTool(client, 'run_python', { code: 'x = 1' }))).toContain('ran 5 characters')
+      })
+  })
 })

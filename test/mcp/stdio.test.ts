@@ -13,7 +13,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ResourceListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { type FakeOpenAI, lastObservation, startFakeOpenAI } from '../support/fake-openai.js'
-import { askAnalyst, callTool, TOOL_NAMES, textOf } from '../support/mcp.js'
+import { askAnalyst, callTool, PROTOCOL_ERROR_CASES, TOOL_NAMES, textOf } from '../support/mcp.js'
 import { alive, descendants } from '../support/processes.js'
 import { waitFor } from '../support/wait.js'
 
@@ -68,6 +68,12 @@ async function connect(args: string[], extraEnv: Record<string, string> = {}) {
 }
 
 const analyst = promisify(execFile)
+
+/** The ids of the sessions in the history, as `analyst history` lists them. */
+async function sessionIds(): Promise<string[]> {
+  const { stdout } = await analyst(process.execPath, [BIN, 'history', '--json'], { env: env() })
+  return (JSON.parse(stdout) as Array<{ id: string }>).map((s) => s.id)
+}
 
 describe('analyst mcp over stdio', () => {
   it('serves one recorded session: state across calls, charts as images, a hostile cell blocked, files as resources, data from allowed folders only', async () => {
@@ -203,4 +209,19 @@ describe('analyst mcp over stdio', () => {
     expect(missing).toMatchObject({ code: 2 })
     expect((missing as { stderr: string }).stderr).toContain('is not a folder')
   }, 60_000)
+
+  describe('answers protocol errors as the spec has them', () => {
+    for (const { name, run } of PROTOCOL_ERROR_CASES)
+      it(name, async () => {
+        const before = new Set(await sessionIds())
+        const { client } = await connect([])
+        // The session that this server made when it started.
+        const sessionId = await waitFor(async () => (await sessionIds()).find((id) => !before.has(id)), {
+          what: 'the new MCP session in the history',
+        })
+        await run(client, sessionId)
+        // The server goes on.
+        expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(TOOL_NAMES)
+      }, 60_000)
+  })
 })

@@ -221,6 +221,14 @@ describe.each(['sqlite', 'postgres'])('analyst serve over %s', (store) => {
     const { url } = await start([], { tokens: ['token-a', 'token-b'] })
     expect((await api(url, '/api/sessions')).status).toBe(401)
     expect((await api(url, '/api/sessions', {}, 'wrong')).status).toBe(401)
+    // RFC 6750: the 401 says which scheme, and for a token that is wrong, why.
+    for (const path of ['/api/sessions', '/mcp']) {
+      const refused = await fetch(`${url}${path}`, { method: 'POST' })
+      expect(refused.status, path).toBe(401)
+      expect(refused.headers.get('www-authenticate'), path).toBe('Bearer realm="analyst"')
+    }
+    const wrong = await fetch(`${url}/mcp`, { method: 'POST', headers: { authorization: 'Bearer wrong' } })
+    expect(wrong.headers.get('www-authenticate')).toMatch(/^Bearer realm="analyst", error="invalid_token"/)
     expect((await api(url, '/healthz')).status).toBe(200)
     const { id } = (
       await api<{ id: string }>(url, '/api/sessions', { method: 'POST', body: '{}' }, 'token-a')
@@ -231,6 +239,21 @@ describe.each(['sqlite', 'postgres'])('analyst serve over %s', (store) => {
     expect((await api(url, `/api/sessions/${id}/export?format=py&token=token-a`)).status).toBe(200)
     expect((await api(url, `/api/sessions/${id}/export?format=py&token=token-b`)).status).toBe(404)
     expect((await api(url, `/api/sessions/${id}`, { method: 'DELETE' }, 'token-b')).status).toBe(404)
+  })
+
+  it('serves the built web UI at /, and answers paths that are none of its pages 404 in JSON', async () => {
+    const { url } = await start([])
+    const page = await fetch(url)
+    expect(page.status).toBe(200)
+    const html = await page.text()
+    expect(html).toContain('<div id="app">')
+    const script = html.match(/src="\.\/(assets\/[^"]+\.js)"/)?.[1]
+    expect((await fetch(`${url}/${script}`)).headers.get('content-type')).toMatch(/javascript/)
+    for (const path of ['/.well-known/oauth-protected-resource/mcp', '/files?name=a.csv', '/api/nope']) {
+      const { status, body } = await api<{ error: { message: string } }>(url, path)
+      expect({ path, status }).toEqual({ path, status: 404 })
+      expect(body.error.message).toBe(`No route GET ${path.split('?')[0]}`)
+    }
   })
 
   it('refuses to listen beyond loopback without tokens', async () => {
