@@ -38,7 +38,11 @@ export interface AnalystTool {
   name: string
   description: string
   inputSchema: Record<string, unknown>
-  call(input: unknown): Promise<{
+  /** `signal` aborts when the question is cancelled; the loop stops waiting for the call then. */
+  call(
+    input: unknown,
+    options?: { signal?: AbortSignal },
+  ): Promise<{
     observation: string
     files: Array<{ name: string; data: Uint8Array; mimeType: string }>
     /** false: the call failed, and `observation` says why. @default true */
@@ -323,6 +327,8 @@ export class Analyst {
       const runs: Array<{
         code?: string
         toolCallId?: string
+        /** The name the model called, which its tool result must carry. */
+        toolName?: string
         problem?: string
         tool?: AnalystTool
         input?: unknown
@@ -331,21 +337,27 @@ export class Analyst {
         const input = call.input as { code?: unknown } | undefined
         const extra = this.options.tools?.find((candidate) => candidate.name === call.toolName)
         if (extra) {
-          runs.push({ toolCallId: call.toolCallId, tool: extra, input: call.input })
+          runs.push({ toolCallId: call.toolCallId, toolName: call.toolName, tool: extra, input: call.input })
         } else if (call.toolName !== RUN_PYTHON) {
           runs.push({
             toolCallId: call.toolCallId,
+            toolName: call.toolName,
             problem: `There is no tool named ${call.toolName}. Use ${RUN_PYTHON} with a "code" argument.`,
           })
         } else if (call.invalid || typeof input?.code !== 'string') {
           runs.push({
             toolCallId: call.toolCallId,
+            toolName: call.toolName,
             problem: `The ${RUN_PYTHON} call had invalid arguments; nothing ran. Call it with JSON {"code": "<python code>"}.`,
           })
         } else if (!input.code.trim()) {
-          runs.push({ toolCallId: call.toolCallId, problem: 'The code was empty; nothing ran.' })
+          runs.push({
+            toolCallId: call.toolCallId,
+            toolName: call.toolName,
+            problem: 'The code was empty; nothing ran.',
+          })
         } else {
-          runs.push({ toolCallId: call.toolCallId, code: input.code })
+          runs.push({ toolCallId: call.toolCallId, toolName: call.toolName, code: input.code })
         }
       }
       if (calls.length === 0) {
@@ -395,7 +407,7 @@ export class Analyst {
             // What the step shows for the call (a comment: replaying the session runs nothing).
             const code = `# ${run.tool.name}(${JSON.stringify(input)})`
             yield { type: 'code', step, code, source: 'tool' }
-            const outcome = await run.tool.call(run.input)
+            const outcome = await unlessAborted(run.tool.call(run.input, { signal }), signal)
             // The call's result is the step's output, as a cell's would be: the record, the history
             // and every view show it; a failure is the step's error.
             const error =
@@ -516,7 +528,7 @@ export class Analyst {
             toolResults.push({
               type: 'tool-result',
               toolCallId: run.toolCallId,
-              toolName: run.tool?.name ?? RUN_PYTHON,
+              toolName: run.toolName ?? RUN_PYTHON,
               output: { type: 'text', value: observation },
             })
           } else {
@@ -535,7 +547,7 @@ export class Analyst {
               toolResults.push({
                 type: 'tool-result',
                 toolCallId: run.toolCallId,
-                toolName: RUN_PYTHON,
+                toolName: run.toolName ?? RUN_PYTHON,
                 output: { type: 'text', value: 'The run was cancelled before it finished.' },
               })
             }
@@ -668,6 +680,17 @@ function withoutToolResults(messages: ModelMessage[], callIds: Set<string>): Mod
     if (message.role !== 'tool') return [message]
     const content = message.content.filter((part) => !('toolCallId' in part) || !callIds.has(part.toolCallId))
     return content.length > 0 ? [{ ...message, content }] : []
+  })
+}
+
+/** The promise, or the signal's reason once it aborts: a tool that ignores its signal does not hold the question. */
+function unlessAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
   })
 }
 
