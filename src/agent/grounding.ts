@@ -6,6 +6,7 @@
  * Small whole numbers (0 to 10) are not checked: they are counts and ordinals in ordinary prose.
  * @module
  */
+import type { Execution } from '../sandbox/index.js'
 
 export interface StatedNumber {
   /** As written in the answer, e.g. `$1,234.5`, `12.3%`, `1.2 million`. */
@@ -73,6 +74,15 @@ export class Evidence {
       if (typeof value === 'number' && Number.isFinite(value)) this.values.push(value, Math.abs(value))
     }
     this.sorted = false
+  }
+
+  /** What a cell printed and returned: its streams, its results' text, its tables' values. */
+  addExecution(execution: Pick<Execution, 'logs' | 'results'>) {
+    for (const line of [...execution.logs.stdout, ...execution.logs.stderr]) this.add(line)
+    for (const result of execution.results) {
+      if (result.text) this.add(result.text)
+      if (result.data) for (const column of Object.values(result.data)) this.addValues(column)
+    }
   }
 
   private hasWithin(low: number, high: number): boolean {

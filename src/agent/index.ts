@@ -2,7 +2,15 @@
  * The analyst: the loop that turns a question into code, runs it, repairs it and answers.
  * @module
  */
-export { Analyst, type AnalystOptions, type CodeCheck, ModelCallError, RUN_PYTHON } from './analyst.js'
+export {
+  Analyst,
+  type AnalystOptions,
+  type AnalystTool,
+  type CodeCheck,
+  ModelCallError,
+  RUN_PYTHON,
+  type ToolOutcome,
+} from './analyst.js'
 export type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
 export { type ExtractedCode, extractCode } from './extract.js'
 export { Evidence, statedNumbers, unsupportedNumbers } from './grounding.js'

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { waitFor } from '../../test/support/wait.js'
 import { Sandbox } from '../sandbox/index.js'
 import { describeConformance } from './conformance.js'
 import { MockSandboxProvider } from './mock-sandbox.js'
@@ -50,5 +51,34 @@ describe('Sandbox.create and the spec version', () => {
     const unversioned = { name: 'old', doCreate: provider.doCreate.bind(provider) }
     await expect(Sandbox.create({ provider: unversioned as never })).rejects.toThrow(/version null/)
     expect(provider.sandboxes).toEqual([])
+  })
+})
+
+describe('an async mock cell', () => {
+  it('streams its events as they come, and an abort interrupts it with the reason', async () => {
+    let release: () => void = () => {}
+    const released = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const provider = new MockSandboxProvider(async function* (code) {
+      yield { type: 'stdout', text: `started ${code}\n` }
+      if (code === 'wait') await new Promise(() => {})
+      await released
+      yield { type: 'stdout', text: 'done\n' }
+    })
+    const sandbox = await Sandbox.create({ provider })
+    const lines: string[] = []
+    const running = sandbox.runCode('go', { onStdout: (m) => lines.push(m.line) })
+    await waitFor(() => lines.length === 1, { what: 'the first line' })
+    release()
+    expect((await running).logs.stdout).toEqual(['started go\n', 'done\n'])
+
+    const controller = new AbortController()
+    const waiting = sandbox.runCode('wait', {
+      signal: controller.signal,
+      onStdout: () => controller.abort(new Error('stopped')),
+    })
+    await expect(waiting).rejects.toThrow('stopped')
+    expect(provider.calls.map((c) => c.code)).toEqual(['go', 'wait'])
   })
 })

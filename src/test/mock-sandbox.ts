@@ -16,8 +16,15 @@ import type {
 } from '../sandbox/backend.js'
 import { sandboxKilled } from '../sandbox/errors.js'
 
-/** What a mock cell produces: events in order (`finish` is added). */
-export type MockCell = (code: string) => ExecutionEvent[]
+/**
+ * What a mock cell produces: events in order (`finish` is added). An async cell can wait between
+ * its events (e.g. until a test lets it go); as on every backend, an abort of the run's signal
+ * interrupts it, and the run rejects with the signal's reason.
+ */
+export type MockCell = (
+  code: string,
+  options: { signal?: AbortSignal },
+) => ExecutionEvent[] | AsyncIterable<ExecutionEvent>
 
 /** By default a cell prints its own length: enough to see that it "ran". */
 const echo: MockCell = (code) => [{ type: 'stdout', text: `ran ${code.length} characters\n` }]
@@ -59,13 +66,36 @@ class MockSandbox implements SandboxBackend {
     )
       throw new NotFoundError(`No context ${options.contextId} in this sandbox`)
     this.calls.push(options)
-    for (const event of this.cell(options.code)) {
-      // A cell that saves a file: keep it, so reading the artifact back works.
-      if (event.type === 'artifact')
-        this.files.set(event.artifact.name, new TextEncoder().encode(event.artifact.name))
-      options.onEvent(event)
-    }
+    const events = this.cell(options.code, { signal: options.signal })
+    if (Array.isArray(events)) for (const event of events) this.emit(event, options)
+    else await this.stream(events, options)
     options.onEvent({ type: 'finish', executionCount: ++this.count })
+  }
+  private emit(event: ExecutionEvent, options: DoExecuteOptions) {
+    // A cell that saves a file: keep it, so reading the artifact back works.
+    if (event.type === 'artifact')
+      this.files.set(event.artifact.name, new TextEncoder().encode(event.artifact.name))
+    options.onEvent(event)
+  }
+  private async stream(events: AsyncIterable<ExecutionEvent>, options: DoExecuteOptions) {
+    const { signal } = options
+    signal?.throwIfAborted()
+    let onAbort = () => {}
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal?.reason)
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+    const iterator = events[Symbol.asyncIterator]()
+    try {
+      for (;;) {
+        const next = await Promise.race([iterator.next(), aborted])
+        if (next.done) return
+        this.emit(next.value, options)
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort)
+      void iterator.return?.()
+    }
   }
   async doCreateContext(options: { cwd?: string }): Promise<Context> {
     this.alive()
