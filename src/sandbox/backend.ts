@@ -4,6 +4,7 @@
  * @module
  */
 import type { Artifact, MimeBundle } from './messaging.js'
+import type { QueryHost, QueryRecord } from './query.js'
 
 /** What a backend reports while a cell runs, in order. `finish` comes last, exactly once. */
 export type ExecutionEvent =
@@ -12,6 +13,8 @@ export type ExecutionEvent =
   | { type: 'result'; bundle: MimeBundle; isMainResult: boolean }
   | { type: 'error'; name: string; value: string; traceback: string }
   | { type: 'artifact'; artifact: Artifact }
+  /** A query the cell's sql() ran on the host's sources, once it ended. */
+  | { type: 'query'; record: QueryRecord }
   | { type: 'finish'; executionCount?: number }
 
 export interface DoExecuteOptions {
@@ -136,6 +139,12 @@ export interface SandboxCreateOptions {
   isolation?: 'sandbox' | 'none'
   /** Let code reach the network. @default false */
   network?: boolean
+  /**
+   * The host's data sources that code queries with `sql()` (src/sources). The host keeps the
+   * connections and credentials; code gets rows. Only engines whose kernel can ask the host
+   * (`capabilities.hostQueries`) take them.
+   */
+  sources?: QueryHost
   /** Abort creation. */
   signal?: AbortSignal
 }
@@ -174,6 +183,12 @@ export interface SandboxCapabilities {
    * at a time), they wait for the running cell to end.
    */
   filesDuringCells: boolean
+  /**
+   * Code can ask the host to run queries on its sources (`sql()`): the kernel has a channel to
+   * the host. Where false (E2B's cloud: its SDK gives the sandbox no way to call back), a sandbox
+   * with sources cannot be created.
+   */
+  hostQueries: boolean
 }
 
 export interface SandboxProvider {

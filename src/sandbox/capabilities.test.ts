@@ -17,6 +17,7 @@ describe('capabilities', () => {
       homeWorkspace: false,
       abortInterrupts: false,
       filesDuringCells: true,
+      hostQueries: true,
     })
     expect(missing).toEqual([
       'network access is not blocked by Analyst',

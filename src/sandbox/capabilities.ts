@@ -39,6 +39,7 @@ export const FULL_CAPABILITIES: SandboxCapabilities = {
   homeWorkspace: true,
   abortInterrupts: true,
   filesDuringCells: true,
+  hostQueries: true,
 }
 
 export function capabilitiesOf(provider: Pick<SandboxProvider, 'capabilities'>): SandboxCapabilities {
@@ -63,6 +64,7 @@ export function missingCapabilities(capabilities: SandboxCapabilities): string[]
     missing.push('an aborted cell runs on until its timeout (the next cell waits for it)')
   if (!capabilities.filesDuringCells)
     missing.push('the files API and commands wait while a cell runs (they go through the kernel)')
+  if (!capabilities.hostQueries) missing.push("code cannot query the host's data sources (sql())")
   return missing
 }
 

@@ -4,6 +4,8 @@
  * @module
  */
 
+import type { QueryRecord } from './query.js'
+
 /** One line that the cell wrote to stdout or stderr, delivered while the cell runs. */
 export class OutputMessage {
   constructor(
@@ -140,6 +142,8 @@ export class Execution {
     public executionCount?: number,
     /** Files the cell created or changed (an Analyst addition to E2B's shape). */
     public artifacts: Artifact[] = [],
+    /** The queries the cell's sql() calls ran on the host's sources, in order (an Analyst addition). */
+    public queries: QueryRecord[] = [],
   ) {}
 
   /** The main result's text, if the cell ended in an expression. */
@@ -154,6 +158,7 @@ export class Execution {
       error: this.error?.toJSON(),
       executionCount: this.executionCount,
       artifacts: this.artifacts,
+      ...(this.queries.length > 0 ? { queries: this.queries } : {}),
     }
   }
 }

@@ -82,6 +82,8 @@ export interface QuerySourceInfo {
 export interface QueryHost {
   readonly sources: readonly QuerySourceInfo[]
   run(request: QueryRequest, options: QueryOptions): Promise<QueryStream>
+  /** A table's description in full, as the prompt gives a source's tables (describe_table() in code). */
+  describeTable?(table: string, source?: string): Promise<string>
 }
 
 /** What a cell's step keeps of each query it ran (the history, exports, the views). */

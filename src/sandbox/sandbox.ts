@@ -7,6 +7,7 @@ import type {
   SandboxCreateOptions,
   SandboxProvider,
 } from './backend.js'
+import { capabilitiesOf } from './capabilities.js'
 import { Commands } from './commands.js'
 import { InvalidArgumentError, SandboxUnavailableError } from './errors.js'
 import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js'
@@ -166,7 +167,13 @@ export class Sandbox {
         hint: "Import Sandbox from 'analyst' (local backend by default) or pass { provider }.",
       })
     }
-    return new Sandbox(await resolveProvider(provider).doCreate(rest))
+    const engine = resolveProvider(provider)
+    if (rest.sources && !capabilitiesOf(engine).hostQueries) {
+      throw new InvalidArgumentError(`The ${engine.name} engine cannot give code the host's data sources (sql())`, {
+        hint: 'Its sandboxes have no channel back to the host. Use the local or Modal engine for data sources.',
+      })
+    }
+    return new Sandbox(await engine.doCreate(rest))
   }
 
   /** The GPUs the sandbox has (`A10G`, `H100:2`), on engines that give them; undefined when none. */
@@ -221,6 +228,9 @@ export class Sandbox {
           return call(options.onError, execution.error)
         case 'artifact':
           execution.artifacts.push(event.artifact)
+          return
+        case 'query':
+          execution.queries.push(event.record)
           return
         case 'finish':
           stdout.end()

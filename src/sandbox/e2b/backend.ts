@@ -407,7 +407,12 @@ class E2BBackend implements SandboxBackend {
 }
 
 /** E2B's VM isolates; what it cannot do is cut an aborted cell short (no abort in the SDK, no interrupt call). */
-export const E2B_CAPABILITIES: SandboxCapabilities = { ...FULL_CAPABILITIES, abortInterrupts: false }
+/** E2B's cloud: no interrupt call, and no way for code to call back to the host (no sql()). */
+export const E2B_CAPABILITIES: SandboxCapabilities = {
+  ...FULL_CAPABILITIES,
+  abortInterrupts: false,
+  hostQueries: false,
+}
 
 export class E2BProvider implements SandboxProvider {
   readonly specificationVersion = 'v1'

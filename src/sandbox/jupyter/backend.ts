@@ -74,6 +74,7 @@ export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
   homeWorkspace: false,
   abortInterrupts: true,
   filesDuringCells: true,
+  hostQueries: false,
 }
 
 /** On a server without a Contents API (Enterprise Gateway), files and commands go through the busy kernel. */

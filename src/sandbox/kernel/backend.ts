@@ -6,6 +6,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type {
   CommandProcess,
   Context,
@@ -19,8 +20,9 @@ import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
 import { NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import type { Artifact } from '../messaging.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
+import type { QueryHost, QueryRecord } from '../query.js'
 import { runKernelCell } from './cell.js'
-import type { KernelChannel } from './channel.js'
+import type { HostQuestion, KernelChannel } from './channel.js'
 import { KernelSupervisor } from './supervisor.js'
 
 /** A kernel that speaks Analyst's protocol, as the backend drives it; its end keeps what it printed last. */
@@ -30,7 +32,25 @@ export interface KernelBackendSettings {
   limits: Pick<SandboxLimits, 'outputBytes' | 'resultBytes'>
   /** How long an interrupted cell may take to stop before its kernel is ended. */
   interruptGraceMs: number
+  /** The host's data sources that the cells' sql() queries. */
+  sources?: QueryHost
 }
+
+/** The cell that runs now, as the host's answers to its sql() calls need it. */
+interface RunningCell {
+  /** Aborted when the cell is stopped or ends: its queries are cancelled on their servers. */
+  controller: AbortController
+  /** When the cell must end: a query gets what is left of the cell's time. */
+  deadline: number
+  onEvent: DoExecuteOptions['onEvent']
+  /** Each query still running, by the kernel's id for it. */
+  queries: Map<string, AbortController>
+  /** Each query's answer, until it has ended: the cell's end waits for their records. */
+  answering: Set<Promise<void>>
+}
+
+/** How long a stopped cell waits for its cancelled queries to say they ended. */
+const QUERY_SETTLE_MS = 5000
 
 /** A path of the files API (relative to the workspace, or absolute in it) → the absolute path in the sandbox. */
 export function sandboxPath(path: string): string {
@@ -46,6 +66,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
   private readonly contexts = new Map<string, Context>()
   private queue: Promise<unknown> = Promise.resolve()
   protected killed = false
+  private running: RunningCell | undefined
 
   constructor(
     kernel: K,
@@ -56,11 +77,86 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       stop: (stale) => this.stopKernel(stale),
       describe: (stopped) => this.describeStop(stopped),
       prepare: async (fresh) => {
+        this.listen(fresh)
         for (const context of this.contexts.values()) await fresh.createContext(context.id, context.cwd)
       },
       lost: STATE_LOST,
       closedError: sandboxKilled,
     })
+    this.listen(kernel)
+  }
+
+  /** The kernel's questions to the host (sql(), describe_table()) reach the sources. */
+  private listen(kernel: K) {
+    kernel.onQuestion = (question) => {
+      if (question.type === 'query-cancel') return this.running?.queries.get(question.id)?.abort()
+      const cell = this.running
+      if (question.type === 'describe-table') return void this.describeTable(kernel, question, cell)
+      const answering = this.query(kernel, question, cell)
+      cell?.answering.add(answering)
+      void answering.finally(() => cell?.answering.delete(answering))
+    }
+  }
+
+  /** Runs one sql() call on the host and streams its rows to the kernel; records it in the cell. */
+  private async query(
+    kernel: K,
+    question: Extract<HostQuestion, { type: 'query' }>,
+    cell: RunningCell | undefined,
+  ) {
+    const { id } = question
+    const sources = this.settings.sources
+    const started = Date.now()
+    const record: QueryRecord = { source: question.source ?? '', query: question.query, rows: 0, durationMs: 0 }
+    const fail = (name: string, message: string) => {
+      kernel.answer({ type: 'query-error', id, name, message })
+      record.error = message
+    }
+    if (!cell) return fail('RuntimeError', 'sql() answers only while a cell runs')
+    if (!sources || sources.sources.length === 0) {
+      return fail('RuntimeError', 'This sandbox has no data sources: sql() has nothing to query. Give the session a database or a file.')
+    }
+    const controller = new AbortController()
+    const cancel = () => controller.abort(new Error('the cell was stopped'))
+    cell.controller.signal.addEventListener('abort', cancel, { once: true })
+    cell.queries.set(id, controller)
+    try {
+      const stream = await sources.run(
+        { query: question.query, source: question.source ?? undefined, params: question.params ?? undefined },
+        { signal: controller.signal, timeoutMs: Math.max(1, cell.deadline - Date.now()) },
+      )
+      const source = question.source ?? sources.sources[0]?.name ?? ''
+      record.source = source
+      kernel.answer({ type: 'query-columns', id, columns: stream.columns, source })
+      for await (const batch of stream.batches) kernel.answer({ type: 'query-rows', id, values: batch.values })
+      const summary = stream.summary()
+      record.rows = summary.rows
+      if (summary.truncated) record.truncated = summary.truncated
+      kernel.answer({ type: 'query-end', id, rows: summary.rows, truncated: summary.truncated?.message })
+    } catch (error) {
+      const name = controller.signal.aborted ? 'KeyboardInterrupt' : 'QueryError'
+      fail(name, error instanceof Error ? error.message : String(error))
+    } finally {
+      cell.queries.delete(id)
+      cell.controller.signal.removeEventListener('abort', cancel)
+      record.durationMs = Date.now() - started
+      cell.onEvent({ type: 'query', record })
+    }
+  }
+
+  private async describeTable(
+    kernel: K,
+    question: Extract<HostQuestion, { type: 'describe-table' }>,
+    cell: RunningCell | undefined,
+  ) {
+    const sources = this.settings.sources
+    try {
+      if (!cell || !sources?.describeTable) throw new Error('This sandbox has no data sources to describe.')
+      const text = await sources.describeTable(question.table, question.source ?? undefined)
+      kernel.answer({ type: 'table-description', id: question.id, text })
+    } catch (error) {
+      kernel.answer({ type: 'table-description', id: question.id, error: error instanceof Error ? error.message : String(error) })
+    }
   }
 
   /** A new kernel for this sandbox, ready for requests. */
@@ -124,15 +220,36 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
     await this.beforeCell()
     this.supervisor.running()
     const seconds = options.timeoutMs / 1000
-    const { count, stopped, killedByUs, exit } = await runKernelCell(
+    const cell: RunningCell = {
+      controller: new AbortController(),
+      deadline: Date.now() + options.timeoutMs,
+      onEvent,
+      queries: new Map(),
+      answering: new Set(),
+    }
+    this.running = cell
+    const outcome = await runKernelCell(
       {
         execute: (request, handler) => kernel.execute(request, handler),
-        interrupt: (id) => kernel.interrupt(id),
+        interrupt: (id) => {
+          // A stopped cell's queries are cancelled on their servers, not left to run on.
+          cell.controller.abort()
+          kernel.interrupt(id)
+        },
         kill: () => this.stopKernel(kernel),
       },
       options,
       this.settings,
-    )
+    ).finally(() => {
+      cell.controller.abort()
+      this.running = undefined
+    })
+    // The records of queries that a stop cancelled, before the cell's end (bounded: a server
+    // that does not answer its cancel must not hold the cell).
+    if (cell.answering.size > 0) {
+      await Promise.race([Promise.allSettled(cell.answering), sleep(QUERY_SETTLE_MS, undefined, { ref: false })])
+    }
+    const { count, stopped, killedByUs, exit } = outcome
     if (exit !== undefined) {
       // The kernel's end is the cell's error; anything else is not the code's doing.
       if (kernel.alive) throw exit

@@ -11,6 +11,8 @@ import { parseMessage } from './protocol.js'
 export type CellHandler = (message: KernelMessage) => void
 export type ProcessMessage = Extract<KernelMessage, { type: 'proc-started' | 'proc-out' | 'proc-exit' }>
 export type ProcessHandler = (message: ProcessMessage) => void
+/** What the kernel asks of the host while a cell runs: sql() and describe_table(). */
+export type HostQuestion = Extract<KernelMessage, { type: 'query' | 'query-cancel' | 'describe-table' }>
 
 export abstract class KernelChannel<Exit extends Error> {
   protected readonly cells = new Map<string, { handler: CellHandler; reject: (error: Error) => void }>()
@@ -23,6 +25,8 @@ export abstract class KernelChannel<Exit extends Error> {
   readyPid: number | undefined
   /** Messages that the kernel sent that failed validation or were too large. */
   dropped = 0
+  /** Answers sql() and describe_table() (the backend's, when the sandbox has sources). */
+  onQuestion: ((question: HostQuestion) => void) | undefined
 
   /** Sends one line to the kernel. */
   protected abstract write(line: string): void
@@ -80,6 +84,10 @@ export abstract class KernelChannel<Exit extends Error> {
         }
         return handler?.(message)
       }
+      case 'query':
+      case 'query-cancel':
+      case 'describe-table':
+        return this.onQuestion?.(message)
       case 'context-created':
       case 'env-set': {
         const key = `${message.type}:${message.id ?? ''}`
@@ -90,6 +98,11 @@ export abstract class KernelChannel<Exit extends Error> {
       default:
         this.cells.get(message.id)?.handler(message)
     }
+  }
+
+  /** Sends a request or an answer; ignored once the kernel has ended (an answer to a gone kernel). */
+  answer(request: HostRequest) {
+    if (this.alive) this.send(request)
   }
 
   protected send(request: HostRequest) {

@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream'
 import { z } from 'zod'
 import { COMMAND_MESSAGES } from '../command-messages.js'
+import type { QueryColumn } from '../query.js'
 
 const cellId = z.string()
 
@@ -30,6 +31,16 @@ export const KernelMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('done'), id: cellId, count: z.number().nullable() }),
   z.object({ type: z.literal('context-created'), id: z.string() }),
   z.object({ type: z.literal('env-set'), id: z.string().nullish() }),
+  // sql() in a cell: a query for the host's sources, and its cancellation (the cell was interrupted).
+  z.object({
+    type: z.literal('query'),
+    id: z.string(),
+    query: z.string(),
+    source: z.string().nullish(),
+    params: z.union([z.array(z.unknown()), z.record(z.string(), z.unknown())]).nullish(),
+  }),
+  z.object({ type: z.literal('query-cancel'), id: z.string() }),
+  z.object({ type: z.literal('describe-table'), id: z.string(), table: z.string(), source: z.string().nullish() }),
   ...COMMAND_MESSAGES,
 ])
 export type KernelMessage = z.infer<typeof KernelMessage>
@@ -43,6 +54,12 @@ export type HostRequest =
   | { type: 'proc-stdin'; id: string; data: string }
   | { type: 'proc-close-stdin'; id: string }
   | { type: 'proc-signal'; id: string; signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT' }
+  // The answer to a query, in order: its columns, batches of rows, then its end or an error.
+  | { type: 'query-columns'; id: string; columns: QueryColumn[]; source: string }
+  | { type: 'query-rows'; id: string; values: unknown[][] }
+  | { type: 'query-end'; id: string; rows: number; truncated?: string }
+  | { type: 'query-error'; id: string; name: string; message: string }
+  | { type: 'table-description'; id: string; text?: string; error?: string }
 
 /**
  * Splits a byte stream into lines. One decoder with `stream: true`, so a character split across

@@ -15,6 +15,7 @@ import { KernelBackend } from '../kernel/backend.js'
 import { kernelEnv } from '../kernel/env.js'
 import { DEFAULT_LIMITS, resolveLimits } from '../kernel/limits.js'
 import type { Artifact } from '../messaging.js'
+import type { QueryHost } from '../query.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { SANDBOX_HOME } from './jail.js'
 import { Kernel, type KernelExit } from './kernel.js'
@@ -57,8 +58,9 @@ class LocalSandbox extends KernelBackend<Kernel> {
     kernel: Kernel,
     private readonly config: HomeConfig,
     interruptGraceMs: number,
+    sources: QueryHost | undefined,
   ) {
-    super(kernel, { limits: config.limits, interruptGraceMs })
+    super(kernel, { limits: config.limits, interruptGraceMs, sources })
     this.oomKillsSeen = home.cgroup?.oomKills() ?? 0
   }
 
@@ -233,7 +235,7 @@ export class LocalProvider implements SandboxProvider {
     const started = pooled ?? (await start({ ...config, envs: poolable ? {} : config.envs }))
     // Refill after this create has returned: preparing a home blocks the event loop for a moment.
     if (poolable) setImmediate(() => this.fill())
-    const sandbox = new LocalSandbox(started.home, started.kernel, config, this.interruptGraceMs)
+    const sandbox = new LocalSandbox(started.home, started.kernel, config, this.interruptGraceMs, options.sources)
     return finishCreate(sandbox, options, async () => {
       if (poolable && Object.keys(config.envs).length > 0) await sandbox.applyEnvs(config.envs)
     })

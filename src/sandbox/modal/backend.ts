@@ -27,6 +27,7 @@ import { KernelBackend, sandboxPath } from '../kernel/backend.js'
 import { kernelEnv } from '../kernel/env.js'
 import { resolveLimits } from '../kernel/limits.js'
 import type { Artifact } from '../messaging.js'
+import type { QueryHost } from '../query.js'
 import { dataFileSize, SANDBOX_HOME } from '../paths.js'
 import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
 import { createModalClient, ModalFunctions } from './functions.js'
@@ -105,8 +106,9 @@ class ModalSandbox extends KernelBackend<ModalKernel> {
     limits: SandboxLimits,
     interruptGraceMs: number,
     gpu: string | undefined,
+    sources: QueryHost | undefined,
   ) {
-    super(kernel, { limits, interruptGraceMs })
+    super(kernel, { limits, interruptGraceMs, sources })
     this.gpu = gpu
   }
 
@@ -409,7 +411,7 @@ export class ModalProvider implements SandboxProvider {
       await sdk.terminate().catch(() => {})
       throw fromModal(error, 'starting the kernel')
     }
-    const backend = new ModalSandbox(sdk, kernel, startKernel, limits, interruptGraceMs, this.gpu)
+    const backend = new ModalSandbox(sdk, kernel, startKernel, limits, interruptGraceMs, this.gpu, options.sources)
     if (!this.told) {
       this.told = true
       process.emitWarning(`On Modal, ${missingCapabilities(this.capabilities).join('; ')}.`, 'AnalystWarning')
