@@ -1,7 +1,9 @@
 /**
  * `Result.chart`: the data behind a matplotlib figure, in the shapes (and snake_case field names)
  * of E2B's code interpreter (js/src/charts.ts), read defensively since it comes from the sandbox,
- * and summarized in a few lines for a model that cannot see the image. No Node imports: the web
+ * and summarized in a few lines for a model that cannot see the image. Analyst's extractor
+ * (python/analyst_charts.py) adds fields, marked below, and changes none: what a chart needs to be
+ * drawn as the figure is (a bar's extent and base, a histogram's bins). No Node imports: the web
  * UI uses it too.
  * @module
  */
@@ -22,6 +24,8 @@ interface Chart2D extends ChartBase {
 export interface PointData {
   label: string
   points: Array<[number | string, number | string]>
+  /** Added: drawn as markers with no line between them. */
+  markers_only?: boolean
 }
 
 export interface PointChart extends Chart2D {
@@ -36,14 +40,42 @@ export interface PointChart extends Chart2D {
 }
 
 export interface BarData {
+  /** The category at the bar's position, or the position itself (a histogram's bin: `[a, b)`). */
   label: string
   group: string
+  /** The bar's height (its width, for horizontal bars): a stacked segment's own. */
   value: number
+  /** Added: the bar's extent on the category axis, in its units (numbers, or ISO dates). */
+  start?: number | string
+  end?: number | string
+  /** Added: where the bar starts on the value axis; it spans `bottom` to `bottom + value`. */
+  bottom?: number
 }
 
 export interface BarChart extends Chart2D {
   type: 'bar'
+  /** Added: `horizontal` puts the category axis upright. x_* fields are the category axis's. */
+  orientation?: 'vertical' | 'horizontal'
+  /** Added: scales of the category axis (`categorical`, `linear`, `datetime`, ...) and the value axis. */
+  x_scale?: string
+  y_scale?: string
+  /** Added: the bars of each group tile their axis, as a histogram's bins. */
+  histogram?: boolean
   elements: BarData[]
+}
+
+/** A bar with its extent and base, as Analyst's extractor gives every bar. */
+export type PlacedBar = BarData & Required<Pick<BarData, 'start' | 'end' | 'bottom'>>
+
+/**
+ * Whether every bar has its own extent and base. Bars without (E2B's own extractor, which pairs
+ * bars with tick labels by order) cannot be placed faithfully: draw the image instead.
+ */
+export function barsPlaced(chart: BarChart): chart is BarChart & { elements: PlacedBar[] } {
+  return (
+    chart.elements.length > 0 &&
+    chart.elements.every((b) => b.start !== undefined && b.end !== undefined && b.bottom !== undefined)
+  )
 }
 
 export interface PieData {
@@ -65,6 +97,8 @@ export interface BoxAndWhiskerData {
   third_quartile: number
   max: number
   outliers: number[]
+  /** Added: where the box plot shows it (showmeans). */
+  mean?: number
 }
 
 export interface BoxAndWhiskerChart extends Chart2D {
@@ -102,7 +136,12 @@ function validElement(type: ChartType, element: unknown): boolean {
         element.points.every((p) => Array.isArray(p) && p.length === 2 && isValue(p[0]) && isValue(p[1]))
       )
     case 'bar':
-      return typeof element.value === 'number'
+      return (
+        typeof element.value === 'number' &&
+        (element.start === undefined || isValue(element.start)) &&
+        (element.end === undefined || isValue(element.end)) &&
+        (element.bottom === undefined || typeof element.bottom === 'number')
+      )
     case 'pie':
       return typeof element.angle === 'number'
     case 'box_and_whisker':
@@ -137,6 +176,12 @@ function axes(chart: Chart2D): string {
   return [x, y].filter(Boolean).join(', ')
 }
 
+/** ` (a; b)`, or nothing when every part is empty. */
+function aside(parts: string[]): string {
+  const kept = parts.filter(Boolean)
+  return kept.length > 0 ? ` (${kept.join('; ')})` : ''
+}
+
 function numbers(values: Array<number | string>): number[] {
   return values.filter((v): v is number => typeof v === 'number')
 }
@@ -162,6 +207,47 @@ function describeSeries(series: PointData): string {
   return parts.join(', ')
 }
 
+/** Bins past this many are left out of a histogram's summary (said so). */
+const MAX_BINS = 200
+
+/**
+ * A histogram: its bins (their range, and their width when they share one), how many values fell
+ * in them, the fullest bin, and every count in order, so that a model reads the distribution drawn.
+ */
+function describeHistogram(chart: BarChart & { elements: PlacedBar[] }, title: string): string {
+  const groups = [...new Set(chart.elements.map((b) => b.group))]
+  const lines = groups.map((group) => {
+    const bins = chart.elements.filter((b) => b.group === group)
+    const first = bins[0] as PlacedBar
+    const last = bins[bins.length - 1] as PlacedBar
+    const widths = bins.map((b) =>
+      typeof b.end === 'number' && typeof b.start === 'number' ? b.end - b.start : NaN,
+    )
+    const width = widths[0] as number
+    const even = Number.isFinite(width) && widths.every((w) => Math.abs(w - width) <= 1e-9 * Math.abs(width))
+    const counts = bins.map((b) => b.value)
+    const whole = counts.every(Number.isInteger)
+    const fullest = bins.reduce((best, b) => (b.value > best.value ? b : best), first)
+    const shown = bins.slice(0, MAX_BINS)
+    const list = even ? shown.map((b) => format(b.value)) : shown.map((b) => `${b.label} ${format(b.value)}`)
+    const rest = bins.length > MAX_BINS ? `; … ${bins.length - MAX_BINS} more bins` : ''
+    const parts = [
+      `${bins.length} bins from ${format(first.start)} to ${format(last.end)}${even ? ` (each ${format(width)} wide)` : ''}`,
+      whole ? `${counts.reduce((sum, c) => sum + c, 0)} values` : '',
+      `the fullest ${fullest.label} (${format(fullest.value)})`,
+    ]
+    const head = parts.filter(Boolean).join(', ')
+    return { head, counts: `${even ? 'counts' : 'bins'}: ${list.join(', ')}${rest}`, group }
+  })
+  const scale = chart.y_scale && chart.y_scale !== 'linear' ? `count scale ${chart.y_scale}` : ''
+  const kind = `histogram${title}${aside([axes(chart), scale])}`
+  if (lines.length === 1) {
+    const only = lines[0] as (typeof lines)[number]
+    return `${kind}: ${only.head}\n  ${only.counts}`
+  }
+  return [kind, ...lines.map((l) => `  ${l.group}: ${l.head}\n    ${l.counts}`)].join('\n')
+}
+
 /**
  * A few lines that say what a chart shows, with its values (the first `maxItems` of each list), so
  * that a model without vision can read what it plotted.
@@ -177,11 +263,14 @@ export function summarizeChart(chart: Chart, maxItems = 12): string {
       return [head, ...series].join('\n') + more(chart.elements.length)
     }
     case 'bar': {
+      if (chart.histogram && barsPlaced(chart)) return describeHistogram(chart, title)
       const groups = new Set(chart.elements.map((b) => b.group))
       const bars = chart.elements
         .slice(0, maxItems)
         .map((b) => `${groups.size > 1 ? `${b.group} / ` : ''}${b.label}=${format(b.value)}`)
-      return `bar chart${title} (${axes(chart)}): ${bars.join(', ')}${more(chart.elements.length)}`
+      const kind = chart.orientation === 'horizontal' ? 'horizontal bar chart' : 'bar chart'
+      const scale = chart.y_scale && chart.y_scale !== 'linear' ? `value scale ${chart.y_scale}` : ''
+      return `${kind}${title}${aside([axes(chart), scale])}: ${bars.join(', ')}${more(chart.elements.length)}`
     }
     case 'pie': {
       const slices = chart.elements
@@ -194,10 +283,10 @@ export function summarizeChart(chart: Chart, maxItems = 12): string {
         .slice(0, maxItems)
         .map(
           (b) =>
-            `${b.label}: min ${format(b.min)}, q1 ${format(b.first_quartile)}, median ${format(b.median)}, q3 ${format(b.third_quartile)}, max ${format(b.max)}${b.outliers.length ? `, outliers ${b.outliers.map(format).join(' ')}` : ''}`,
+            `${b.label}: min ${format(b.min)}, q1 ${format(b.first_quartile)}, median ${format(b.median)}, q3 ${format(b.third_quartile)}, max ${format(b.max)}${b.mean === undefined ? '' : `, mean ${format(b.mean)}`}${b.outliers.length ? `, outliers ${b.outliers.map(format).join(' ')}` : ''}`,
         )
       return (
-        [`box plot${title} (${axes(chart)})`, ...boxes.map((b) => `  ${b}`)].join('\n') +
+        [`box plot${title}${aside([axes(chart)])}`, ...boxes.map((b) => `  ${b}`)].join('\n') +
         more(chart.elements.length)
       )
     }
