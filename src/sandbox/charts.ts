@@ -65,13 +65,21 @@ export interface BarChart extends Chart2D {
 }
 
 /** A bar with its extent and base, as Analyst's extractor gives every bar. */
-export type PlacedBar = BarData & Required<Pick<BarData, 'start' | 'end' | 'bottom'>>
+export interface PlacedBar extends BarData {
+  start: number | string
+  end: number | string
+  bottom: number
+}
+
+export interface PlacedBarChart extends BarChart {
+  elements: PlacedBar[]
+}
 
 /**
  * Whether every bar has its own extent and base. Bars without (E2B's own extractor, which pairs
  * bars with tick labels by order) cannot be placed faithfully: draw the image instead.
  */
-export function barsPlaced(chart: BarChart): chart is BarChart & { elements: PlacedBar[] } {
+export function barsPlaced(chart: BarChart): chart is PlacedBarChart {
   return (
     chart.elements.length > 0 &&
     chart.elements.every((b) => b.start !== undefined && b.end !== undefined && b.bottom !== undefined)
@@ -214,7 +222,7 @@ const MAX_BINS = 200
  * A histogram: its bins (their range, and their width when they share one), how many values fell
  * in them, the fullest bin, and every count in order, so that a model reads the distribution drawn.
  */
-function describeHistogram(chart: BarChart & { elements: PlacedBar[] }, title: string): string {
+function describeHistogram(chart: PlacedBarChart, title: string): string {
   const groups = [...new Set(chart.elements.map((b) => b.group))]
   const lines = groups.map((group) => {
     const bins = chart.elements.filter((b) => b.group === group)
@@ -296,6 +304,6 @@ export function summarizeChart(chart: Chart, maxItems = 12): string {
         ...chart.elements.map((c) => summarizeChart(c, maxItems).replace(/^/gm, '  ')),
       ].join('\n')
     default:
-      return `a figure${title} whose data could not be read (not a line, scatter, bar, pie or box plot)`
+      return `a figure${title} whose data cannot be read faithfully (not only lines, points, bars, wedges or boxes that a chart can hold)`
   }
 }
