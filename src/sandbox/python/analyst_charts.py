@@ -232,10 +232,26 @@ def _column(values):
         if (data == seconds).all():  # no '.000000000' on every date
             data = seconds
         return numpy.datetime_as_string(data).tolist(), drawn & ~numpy.isnat(data)
+    if data.dtype.kind == 'O':
+        starts = _period_starts(data)
+        if starts is not None:
+            return _column(numpy.ma.array(starts, mask=~drawn))
     if data.dtype.kind in 'OUS':
         out = [_value(value) for value in data.tolist()]
         return out, drawn & numpy.array([value is not None for value in out], bool)
     raise Unreadable('values of dtype %s' % data.dtype)
+
+
+def _period_starts(data):
+    """The start times of an array of pandas periods (its plotted dates) at once, or None; one by one
+    they cost 50 µs each."""
+    pandas = sys.modules.get('pandas')
+    if pandas is None or not len(data) or not isinstance(data[0], pandas.Period):
+        return None
+    try:
+        return pandas.PeriodIndex(data.tolist()).start_time.values
+    except (TypeError, ValueError):
+        return None  # periods of several frequencies, or other values among them
 
 
 def _line_points(xs, ys):
