@@ -113,6 +113,8 @@ describe('the fields Analyst adds', () => {
     expect(placed && placed.type === 'bar' && barsPlaced(placed)).toBe(true)
     expect(parseChart(histogram([{ ...bin(0, 10, 3), start: [0] }]))).toBeUndefined()
     expect(parseChart(histogram([{ ...bin(0, 10, 3), bottom: '0' }]))).toBeUndefined()
+    expect(parseChart({ ...histogram([bin(0, 10, 3)]), orientation: 'diagonal' })).toBeUndefined()
+    expect(parseChart({ ...histogram([bin(0, 10, 3)]), histogram: 'yes' })).toBeUndefined()
     const e2b = parseChart({ type: 'bar', title: null, elements: [{ label: 'a', group: 'g', value: 1 }] })
     expect(e2b && e2b.type === 'bar' && barsPlaced(e2b)).toBe(false)
   })

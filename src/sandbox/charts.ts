@@ -169,7 +169,20 @@ export function parseChart(value: unknown): Chart | undefined {
   if (!Array.isArray(value.elements)) return undefined
   const type = value.type as ChartType
   if (!value.elements.every((element) => validElement(type, element))) return undefined
+  if (type === 'bar' && !validBarFields(value)) return undefined
   return value as unknown as Chart
+}
+
+/** The chart-level fields Analyst adds to bar charts, when present, of their types. */
+function validBarFields(chart: Record<string, unknown>): boolean {
+  const optional = (key: string, check: (v: unknown) => boolean) =>
+    chart[key] === undefined || check(chart[key])
+  return (
+    optional('orientation', (v) => v === 'vertical' || v === 'horizontal') &&
+    optional('x_scale', (v) => typeof v === 'string') &&
+    optional('y_scale', (v) => typeof v === 'string') &&
+    optional('histogram', (v) => typeof v === 'boolean')
+  )
 }
 
 function format(value: number | string): string {
