@@ -28,6 +28,15 @@ export interface PointData {
   markers_only?: boolean
 }
 
+/** Added: a line across the whole plot at one position (matplotlib's axvline, axhline). */
+export interface ReferenceLine {
+  /** `vertical` stands at a position on the horizontal axis as drawn, `horizontal` on the upright one. */
+  orientation: 'vertical' | 'horizontal'
+  /** In the axis's units: a number, or an ISO date. */
+  at: number | string
+  label: string | null
+}
+
 export interface PointChart extends Chart2D {
   type: 'line' | 'scatter'
   x_ticks: Array<number | string>
@@ -36,6 +45,8 @@ export interface PointChart extends Chart2D {
   y_ticks: Array<number | string>
   y_tick_labels: string[]
   y_scale: string
+  /** Added. */
+  reference_lines?: ReferenceLine[]
   elements: PointData[]
 }
 
@@ -61,6 +72,8 @@ export interface BarChart extends Chart2D {
   y_scale?: string
   /** Added: the bars of each group tile their axis, as a histogram's bins. */
   histogram?: boolean
+  /** Added. */
+  reference_lines?: ReferenceLine[]
   elements: BarData[]
 }
 
@@ -170,7 +183,30 @@ export function parseChart(value: unknown): Chart | undefined {
   const type = value.type as ChartType
   if (!value.elements.every((element) => validElement(type, element))) return undefined
   if (type === 'bar' && !validBarFields(value)) return undefined
+  if (value.reference_lines !== undefined && !validReferences(type, value.reference_lines)) return undefined
   return value as unknown as Chart
+}
+
+function validReferences(type: ChartType, lines: unknown): boolean {
+  return (
+    ['line', 'scatter', 'bar'].includes(type) &&
+    Array.isArray(lines) &&
+    lines.every(
+      (line) =>
+        isRecord(line) &&
+        (line.orientation === 'vertical' || line.orientation === 'horizontal') &&
+        isValue(line.at) &&
+        (line.label === null || typeof line.label === 'string'),
+    )
+  )
+}
+
+/** The lines across a chart, as a line of its summary (or nothing). */
+function describeReferences(chart: PointChart | BarChart): string {
+  const lines = (chart.reference_lines ?? []).map(
+    (line) => `${line.orientation} at ${format(line.at)}${line.label ? ` (${line.label})` : ''}`,
+  )
+  return lines.length > 0 ? `\n  lines across the plot: ${lines.join(', ')}` : ''
 }
 
 /** The chart-level fields Analyst adds to bar charts, when present, of their types. */
@@ -281,17 +317,18 @@ export function summarizeChart(chart: Chart, maxItems = 12): string {
     case 'scatter': {
       const head = `${chart.type} chart${title} (${[axes(chart), `x scale ${chart.x_scale}`, `y scale ${chart.y_scale}`].filter(Boolean).join('; ')})`
       const series = chart.elements.slice(0, maxItems).map((s) => `  ${describeSeries(s)}`)
-      return [head, ...series].join('\n') + more(chart.elements.length)
+      return [head, ...series].join('\n') + more(chart.elements.length) + describeReferences(chart)
     }
     case 'bar': {
-      if (chart.histogram && barsPlaced(chart)) return describeHistogram(chart, title)
+      if (chart.histogram && barsPlaced(chart))
+        return describeHistogram(chart, title) + describeReferences(chart)
       const groups = new Set(chart.elements.map((b) => b.group))
       const bars = chart.elements
         .slice(0, maxItems)
         .map((b) => `${groups.size > 1 ? `${b.group} / ` : ''}${b.label}=${format(b.value)}`)
       const kind = chart.orientation === 'horizontal' ? 'horizontal bar chart' : 'bar chart'
       const scale = chart.y_scale && chart.y_scale !== 'linear' ? `value scale ${chart.y_scale}` : ''
-      return `${kind}${title}${aside([axes(chart), scale])}: ${bars.join(', ')}${more(chart.elements.length)}`
+      return `${kind}${title}${aside([axes(chart), scale])}: ${bars.join(', ')}${more(chart.elements.length)}${describeReferences(chart)}`
     }
     case 'pie': {
       const slices = chart.elements

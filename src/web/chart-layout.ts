@@ -5,7 +5,7 @@
  * what this computes.
  * @module
  */
-import type { PlacedBar, PlacedBarChart } from '../sandbox/charts.js'
+import type { PlacedBar, PlacedBarChart, ReferenceLine } from '../sandbox/charts.js'
 
 export interface Tick {
   pos: number
@@ -156,11 +156,48 @@ export interface BarMark {
   height: number
 }
 
+export interface Segment {
+  line: ReferenceLine
+  x1: number
+  y1: number
+  x2: number
+  y2: number
+}
+
+/** Where the values of the lines across a plot stand on each axis, to widen its domain by. */
+export function referenceValues(lines: ReferenceLine[] = []): {
+  x: Array<number | string>
+  y: Array<number | string>
+} {
+  return {
+    x: lines.filter((l) => l.orientation === 'vertical').map((l) => l.at),
+    y: lines.filter((l) => l.orientation === 'horizontal').map((l) => l.at),
+  }
+}
+
+/** Lines across the plot, from edge to edge, at their positions on the x (horizontal) and y scales. */
+export function referenceSegments(
+  lines: ReferenceLine[] = [],
+  x: Scale,
+  y: Scale,
+  width: number,
+  height: number,
+): Segment[] {
+  return lines
+    .map((line) =>
+      line.orientation === 'vertical'
+        ? { line, x1: x.at(line.at), y1: 0, x2: x.at(line.at), y2: height }
+        : { line, x1: 0, y1: y.at(line.at), x2: width, y2: y.at(line.at) },
+    )
+    .filter((segment) => [segment.x1, segment.y1].every(Number.isFinite))
+}
+
 export interface BarLayout {
   marks: BarMark[]
   /** Ticks along the bottom and the left edge. */
   xTicks: Tick[]
   yTicks: Tick[]
+  references: Segment[]
 }
 
 /**
@@ -170,10 +207,13 @@ export interface BarLayout {
 export function placeBars(chart: PlacedBarChart, width: number, height: number): BarLayout {
   const horizontal = chart.orientation === 'horizontal'
   const [along, across] = horizontal ? [height, width] : [width, height]
-  const edges = chart.elements.flatMap((b) => [b.start, b.end])
+  // The lines across the plot on each axis as drawn: x is the value axis of horizontal bars.
+  const across_ = referenceValues(chart.reference_lines)
+  const [onCategory, onValue] = horizontal ? [across_.y, across_.x] : [across_.x, across_.y]
+  const edges = [...chart.elements.flatMap((b) => [b.start, b.end]), ...onCategory]
   const category = scaleOf(edges, along, { flip: horizontal, log: chart.x_scale === 'log', pad: 0.02 })
   const tops = chart.elements.map((b) => b.bottom + b.value)
-  const value = scaleOf([...chart.elements.map((b) => b.bottom), ...tops], across, {
+  const value = scaleOf([...chart.elements.map((b) => b.bottom), ...tops, ...onValue], across, {
     flip: !horizontal,
     log: chart.y_scale === 'log',
     include: chart.y_scale === 'log' ? [] : [0],
@@ -206,7 +246,9 @@ export function placeBars(chart: PlacedBarChart, width: number, height: number):
     const every = Math.ceil(named.length / MAX_CATEGORY_TICKS)
     categoryTicks = named.filter((_, i) => i % every === 0)
   }
+  const [x, y] = horizontal ? [value, category] : [category, value]
+  const references = referenceSegments(chart.reference_lines, x, y, width, height)
   return horizontal
-    ? { marks, xTicks: value.ticks, yTicks: categoryTicks }
-    : { marks, xTicks: categoryTicks, yTicks: value.ticks }
+    ? { marks, xTicks: value.ticks, yTicks: categoryTicks, references }
+    : { marks, xTicks: categoryTicks, yTicks: value.ticks, references }
 }

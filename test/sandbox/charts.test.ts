@@ -52,7 +52,8 @@ def _axes_truth(ax):
         'patches': len(ax.patches),
         'wedges': [{'label': w.get_label(), 'angle': float(w.theta2) - float(w.theta1), 'r': float(w.r)}
                    for w in ax.patches if isinstance(w, Wedge)],
-        'lines': [{'label': l.get_label(), 'xy': finite(l.get_xydata())} for l in ax.get_lines()],
+        'lines': [{'label': l.get_label(), 'xy': finite(l.get_xydata())} for l in ax.get_lines()
+                  if l.get_transform() is ax.transData],
         'offsets': [{'label': c.get_label(), 'xy': finite(c.get_offsets())} for c in ax.collections],
     }
 
@@ -411,11 +412,48 @@ ${boxTruth('y')}`)
   })
 })
 
-describe('what cannot be read faithfully has no data', () => {
-  it('a histogram with a reference line', async () => {
-    const { chart } = await draw(
-      "v = rng.normal(0, 1, 100)\nplt.hist(v, bins=10)\nplt.axvline(v.mean(), color='r')\nreport()",
+describe('lines across the plot', () => {
+  it('a histogram with its mean marked: the bins, and the line where it stands', async () => {
+    const { chart, truth } = await draw(`
+v = rng.normal(0, 1, 100)
+plt.hist(v, bins=10)
+line = plt.axvline(v.mean(), color='r', linestyle='--', label='mean')
+report(at=float(line.get_xdata()[0]))`)
+    expect(chart.histogram).toBe(true)
+    expectBars(chart.elements, truth.axes[0].containers[0].bars)
+    expect(chart.reference_lines).toEqual([{ orientation: 'vertical', at: truth.at, label: 'mean' }])
+    expect(summarizeChart(parseChart(chart) as never)).toContain(`lines across the plot: vertical at `)
+  })
+
+  it('a line chart with a level at 0 and a date marked', async () => {
+    const { chart, truth } = await draw(`
+days = pd.date_range('2024-01-01', periods=30)
+plt.plot(days, rng.normal(size=30))
+plt.axhline(0)
+plt.axvline(days[10], label='launch')
+report(day=days[10].isoformat())`)
+    expect(chart.type).toBe('line')
+    expect(chart.elements).toHaveLength(1)
+    expect(chart.elements[0].points.map((p: Json) => p[1])).toEqual(
+      truth.axes[0].lines[0].xy.map((p: Json) => p[1]),
     )
+    expect(chart.reference_lines).toHaveLength(2)
+    expect(chart.reference_lines[0]).toEqual({ orientation: 'horizontal', at: 0, label: null })
+    expect(chart.reference_lines[1]).toMatchObject({ orientation: 'vertical', label: 'launch' })
+    expect(Date.parse(chart.reference_lines[1].at)).toBe(Date.parse(`${truth.day}Z`))
+  })
+})
+
+describe('what cannot be read faithfully has no data', () => {
+  it('a line across part of the plot', async () => {
+    const { chart } = await draw(
+      'plt.hist(rng.normal(0, 1, 100), bins=10)\nplt.axvline(0, ymax=0.5)\nreport()',
+    )
+    expect(chart).toMatchObject(UNREADABLE)
+  })
+
+  it('a box plot with a line across it', async () => {
+    const { chart } = await draw('plt.boxplot([rng.normal(0, 1, 40)])\nplt.axhline(0)\nreport()')
     expect(chart).toMatchObject(UNREADABLE)
   })
 

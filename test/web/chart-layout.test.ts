@@ -71,6 +71,23 @@ describe('bars are drawn where the figure has them', () => {
     })
   })
 
+  it('a line across a histogram: where the figure has it, from top to bottom', async () => {
+    const { marks, rects, references } = await layout(
+      "plt.hist(rng.normal(10, 2, 300), bins=12)\nplt.axvline(11.5, label='goal')",
+    )
+    const first = rects[0] as Rect
+    const last = rects[rects.length - 1] as Rect
+    const [left, right] = [
+      (marks[0] as BarMark).x,
+      (marks[marks.length - 1] as BarMark).x + (marks[marks.length - 1] as BarMark).width,
+    ]
+    expect(references).toHaveLength(1)
+    const [line] = references
+    expect(line?.line.label).toBe('goal')
+    expectRatio((line?.x1 as number) - left, right - left, 11.5 - first.x, last.x + last.w - first.x)
+    expect([line?.x2, line?.y1, line?.y2]).toEqual([line?.x1, 0, HEIGHT])
+  })
+
   it('stacked bars: each segment on the one below it', async () => {
     const { chart, marks, rects } = await layout(`
 names = ['a', 'b', 'c']

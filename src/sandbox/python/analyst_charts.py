@@ -14,7 +14,8 @@ E2B's types and field names (github.com/e2b-dev/code-interpreter, chart_data_ext
 License, Copyright (c) 2025 FOUNDRYLABS, INC.), without its pydantic models; fields are added, never
 changed: bars have `start`, `end` (their extent on the category axis) and `bottom`, bar charts
 `orientation`, `x_scale`, `y_scale` and `histogram`, a series drawn as markers alone
-`markers_only`, a box with its mean shown `mean`. Values are plain JSON: finite numbers, strings.
+`markers_only`, a box with its mean shown `mean`, line, scatter and bar charts the lines drawn
+across them (axvline, axhline) as `reference_lines`. Values are plain JSON: finite numbers, strings.
 """
 
 import datetime
@@ -587,6 +588,32 @@ def pie_chart(ax, wedges):
     return chart
 
 
+def _reference_lines(ax, artists):
+    """Lines across the whole axes at one position (axvline, axhline), apart from the rest."""
+    from matplotlib.lines import Line2D
+
+    upright = ax.get_xaxis_transform(which='grid')  # x in data, y from bottom (0) to top (1)
+    level = ax.get_yaxis_transform(which='grid')
+    rest, references = [], []
+    for artist in artists:
+        transform = artist.get_transform() if isinstance(artist, Line2D) else None
+        if transform is not upright and transform is not level:
+            rest.append(artist)
+            continue
+        vertical = transform is upright
+        axis = ax.xaxis if vertical else ax.yaxis
+        where, span = (artist.get_xdata(), artist.get_ydata()) if vertical else (artist.get_ydata(), artist.get_xdata())
+        where = [float(axis.convert_units(value)) for value in where]
+        if len(where) != 2 or where[0] != where[1] or not math.isfinite(where[0]) or sorted(span) != [0, 1]:
+            raise Unreadable('a line across part of the axes')
+        read_date = _date_reader(axis)
+        label = artist.get_label()
+        references.append({'orientation': 'vertical' if vertical else 'horizontal',
+                           'at': read_date(where[0]).isoformat() if read_date else where[0],
+                           'label': None if label.startswith('_') else label})
+    return rest, references
+
+
 def _extractor(artists):
     from matplotlib.collections import PathCollection
     from matplotlib.lines import Line2D
@@ -621,12 +648,18 @@ def axes_chart(ax):
     if children is None:  # matplotlib before 3.5
         return _base(ax, 'unknown')
     artists = [artist for artist in children if not isinstance(artist, Text)]
-    extractor = _extractor(artists)
-    if extractor is not None:
-        try:
-            return extractor(ax, artists)
-        except Unreadable:
-            pass
+    try:
+        artists, references = _reference_lines(ax, artists)
+        extractor = _extractor(artists)
+        if extractor is not None:
+            chart = extractor(ax, artists)
+            if references:
+                if chart['type'] not in ('line', 'scatter', 'bar'):
+                    raise Unreadable('reference lines on a %s' % chart['type'])
+                chart['reference_lines'] = references
+            return chart
+    except Unreadable:
+        pass
     return _base(ax, 'unknown')
 
 

@@ -8,7 +8,15 @@
  */
 import { useState } from 'preact/hooks'
 import { barsPlaced, type Chart, type PlacedBarChart, type PointChart } from '../../sandbox/charts.js'
-import { placeBars, scaleOf, show, type Tick } from '../chart-layout.js'
+import {
+  placeBars,
+  referenceSegments,
+  referenceValues,
+  type Segment,
+  scaleOf,
+  show,
+  type Tick,
+} from '../chart-layout.js'
 
 const WIDTH = 640
 const HEIGHT = 320
@@ -71,6 +79,28 @@ function Axes({
   )
 }
 
+/** Lines across the plot (axvline, axhline): dashed, named at their end. */
+function References({ segments }: { segments: Segment[] }) {
+  return (
+    <g class="references">
+      {segments.map(({ line, x1, y1, x2, y2 }, i) => (
+        <g key={i}>
+          <line x1={x1} y1={y1} x2={x2} y2={y2} stroke="#111827" stroke-width={1.5} stroke-dasharray="5 4" />
+          {line.label && (
+            <text
+              x={line.orientation === 'vertical' ? x1 + 4 : x2 - 4}
+              y={line.orientation === 'vertical' ? 12 : y1 - 4}
+              text-anchor={line.orientation === 'vertical' ? 'start' : 'end'}
+            >
+              {line.label}
+            </text>
+          )}
+        </g>
+      ))}
+    </g>
+  )
+}
+
 interface Hover {
   x: number
   y: number
@@ -79,16 +109,12 @@ interface Hover {
 
 function Points({ chart, onHover }: { chart: PointChart; onHover: (hover?: Hover) => void }) {
   const points = chart.elements.flatMap((series) => series.points)
-  const x = scaleOf(
-    points.map((p) => p[0]),
-    PLOT_W,
-    { log: chart.x_scale === 'log' },
-  )
-  const y = scaleOf(
-    points.map((p) => p[1]),
-    PLOT_H,
-    { flip: true, log: chart.y_scale === 'log' },
-  )
+  const across = referenceValues(chart.reference_lines)
+  const x = scaleOf([...points.map((p) => p[0]), ...across.x], PLOT_W, { log: chart.x_scale === 'log' })
+  const y = scaleOf([...points.map((p) => p[1]), ...across.y], PLOT_H, {
+    flip: true,
+    log: chart.y_scale === 'log',
+  })
   const marks = chart.elements.flatMap((series, s) =>
     series.points.map((p) => ({ series: series.label, s, px: x.at(p[0]), py: y.at(p[1]), p })),
   )
@@ -140,13 +166,14 @@ function Points({ chart, onHover }: { chart: PointChart; onHover: (hover?: Hover
         onMouseMove={nearest}
         onMouseLeave={() => onHover(undefined)}
       />
+      <References segments={referenceSegments(chart.reference_lines, x, y, PLOT_W, PLOT_H)} />
     </g>
   )
 }
 
 function Bars({ chart, onHover }: { chart: PlacedBarChart; onHover: (hover?: Hover) => void }) {
   const groups = [...new Set(chart.elements.map((b) => b.group))]
-  const { marks, xTicks, yTicks } = placeBars(chart, PLOT_W, PLOT_H)
+  const { marks, xTicks, yTicks, references } = placeBars(chart, PLOT_W, PLOT_H)
   // E2B's x_* fields are the category axis's, which stands upright for horizontal bars.
   const horizontal = chart.orientation === 'horizontal'
   return (
@@ -175,6 +202,7 @@ function Bars({ chart, onHover }: { chart: PlacedBarChart; onHover: (hover?: Hov
           />
         )
       })}
+      <References segments={references} />
     </g>
   )
 }
