@@ -38,6 +38,10 @@ from matplotlib.container import BarContainer
 from matplotlib.patches import Rectangle, Wedge
 rng = np.random.default_rng(7)
 
+def num(value):
+    value = float(value)
+    return value if np.isfinite(value) else None
+
 def _axes_truth(ax):
     def finite(xy):
         xy = np.ma.filled(np.ma.asarray(xy, float), np.nan)
@@ -45,9 +49,9 @@ def _axes_truth(ax):
     return {
         'containers': [
             {'orientation': c.orientation, 'label': c.get_label(),
-             'bars': [{'x': float(p.get_x()), 'y': float(p.get_y()), 'w': float(p.get_width()),
-                       'h': float(p.get_height()), 'right': float(p.get_x() + p.get_width()),
-                       'top': float(p.get_y() + p.get_height())} for p in c]}
+             'bars': [{'x': num(p.get_x()), 'y': num(p.get_y()), 'w': num(p.get_width()),
+                       'h': num(p.get_height()), 'right': num(p.get_x() + p.get_width()),
+                       'top': num(p.get_y() + p.get_height())} for p in c]}
             for c in ax.containers if isinstance(c, BarContainer)],
         'patches': len(ax.patches),
         'wedges': [{'label': w.get_label(), 'angle': float(w.theta2) - float(w.theta1), 'r': float(w.r)}
@@ -243,6 +247,17 @@ report(names=names)`)
     })
   })
 
+  it("seaborn's histplot: its bins, past the empty container it leaves behind", async () => {
+    const { chart, truth } = await draw(`
+import seaborn as sns
+sns.histplot(x=rng.normal(0, 1, 200), bins=12)
+report()`)
+    const containers = truth.axes[0].containers.filter((c: Json) => c.bars.length === truth.axes[0].patches)
+    expect(containers).toHaveLength(1)
+    expect(chart.histogram).toBe(true)
+    expectBars(chart.elements, containers[0].bars)
+  })
+
   it("pandas' grouped bars: named by the index", async () => {
     const { chart, truth } = await draw(`
 df = pd.DataFrame({'a': [1, 2, 3], 'b': [4, 5, 6]}, index=['p', 'q', 'r'])
@@ -400,6 +415,14 @@ ${boxTruth('x', true)}`)
     expect(chart.elements).toEqual(
       truth.boxes.map((box: Json, i: number) => ({ label: String(i + 1), ...box })),
     )
+  })
+
+  it('one box with one outlier: a flier, not a mean', async () => {
+    const { chart, truth } = await draw(`
+r = plt.boxplot([rng.normal(0, 1, 40).tolist() + [9.0]])
+${boxTruth('y')}`)
+    expect(truth.boxes[0].outliers).toHaveLength(1)
+    expect(chart.elements).toEqual([{ label: '1', ...truth.boxes[0] }])
   })
 
   it('one box is not read sideways', async () => {

@@ -371,7 +371,8 @@ def bar_chart(ax, patches):
     import numpy
     from matplotlib.container import BarContainer
 
-    containers = list(ax.containers)
+    # Containers whose bars were all removed stay in ax.containers (seaborn's histplot leaves one).
+    containers = [c for c in ax.containers if any(patch.axes is ax for patch in c)]
     if not containers or not all(isinstance(c, BarContainer) for c in containers):
         raise Unreadable('bars outside bar containers')
     bars = [patch for container in containers for patch in container.patches]
@@ -448,7 +449,8 @@ def bar_chart(ax, patches):
 
 
 def _box_shapes(ax, artists, vertical):
-    """Each artist of a box plot as (points, markers only), in the value-up frame."""
+    """Each artist of a box plot as (points, kind), in the value-up frame: kind is False for a line,
+    None for a patch, and the marker for markers without a line (means and fliers)."""
     import numpy
     from matplotlib.lines import Line2D
 
@@ -458,7 +460,7 @@ def _box_shapes(ax, artists, vertical):
             if artist.get_transform() is not ax.transData:
                 raise Unreadable('a line placed outside the data')
             points = numpy.asarray(artist.get_xydata(), float).reshape(-1, 2)
-            markers = artist.get_linestyle() in NO_LINE
+            markers = str(artist.get_marker()) if artist.get_linestyle() in NO_LINE else False
         else:  # a box drawn as a patch (patch_artist=True)
             if artist.get_data_transform() is not ax.transData:
                 raise Unreadable('a patch placed outside the data')
@@ -511,7 +513,7 @@ def _parse_boxes(shapes):
             raise Unreadable('no median')
         element = {'at': at, 'left': left, 'right': right, 'min': float(whisker_low), 'first_quartile': float(q1),
                    'median': float(median[0, 1]), 'third_quartile': float(q3), 'max': float(whisker_high),
-                   'marks': []}
+                   'marks': [], 'symbols': []}
         i += 1
         mean, mean_markers = shape(i)
         if segment(mean, mean_markers) and mean[0, 1] == mean[1, 1] and (mean[:, 0] == median[:, 0]).all():
@@ -519,9 +521,10 @@ def _parse_boxes(shapes):
             i += 1
         while len(element['marks']) < 2:
             marks, marks_markers = shape(i)
-            if not (marks_markers is True and (marks[:, 0] == at).all()):
+            if not (isinstance(marks_markers, str) and (marks[:, 0] == at).all()):
                 break
             element['marks'].append([float(v) for v in marks[:, 1]])
+            element['symbols'].append(marks_markers)
             i += 1
         boxes.append(element)
     _means_and_fliers(boxes)
@@ -530,7 +533,8 @@ def _parse_boxes(shapes):
 
 def _means_and_fliers(boxes):
     """Which marker lines are means and which fliers. A flier lies outside the whiskers, a mean is
-    one point; showfliers gives every box a fliers line, empty or not."""
+    one point; showfliers gives every box a fliers line, empty or not. One point outside the
+    whiskers in every box could be either: told by its marker, where it is matplotlib's own."""
     kinds = {len(box['marks']) for box in boxes}
     if kinds == {2} and all(len(box['marks'][0]) == 1 and 'mean' not in box for box in boxes):
         for box in boxes:
@@ -540,6 +544,12 @@ def _means_and_fliers(boxes):
             return [v for v in box['marks'][0] if box['min'] <= v <= box['max']]
         several = any(len(box['marks'][0]) != 1 for box in boxes) or any('mean' in box for box in boxes)
         within = any(inside(box) for box in boxes)
+        if not several and not within:
+            from matplotlib import rcParams
+
+            symbols = {box['symbols'][0] for box in boxes}
+            flier, mean = rcParams['boxplot.flierprops.marker'], rcParams['boxplot.meanprops.marker']
+            several, within = flier != mean and symbols == {flier}, flier != mean and symbols == {mean}
         if several and not within:
             for box in boxes:
                 box['outliers'] = box['marks'][0]
