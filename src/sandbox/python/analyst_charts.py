@@ -37,7 +37,8 @@ class Unreadable(Exception):
 
 
 def dynamic_round(number):
-    """About 8 significant digits, as E2B rounds pie angles (matplotlib's are single precision)."""
+    """E2B's rounding of pie angles: fewer decimals the larger the number (205.714, 36.0), which
+    clears the noise of matplotlib's single-precision angles."""
     value = Decimal(str(number))
     with localcontext() as context:
         context.prec = max(1, 8 - value.adjusted())
@@ -353,7 +354,10 @@ def _group_name(container, index):
         return label
     # hist puts its label= on the first bar, not on the container
     first = container.patches[0].get_label() if container.patches else '_'
-    return first if not first.startswith('_') else 'Group %d' % index
+    if not first.startswith('_'):
+        return first
+    number = label[10:] if label.startswith('_container') else ''
+    return 'Group %s' % (number if number.isdigit() else index)
 
 
 def _tiles(low, high):
