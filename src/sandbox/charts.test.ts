@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { parseChart, summarizeChart } from './charts.js'
+import { barsPlaced, parseChart, summarizeChart } from './charts.js'
 
 const line = {
   type: 'line',
@@ -81,6 +81,81 @@ describe('summarizeChart', () => {
     }
     expect(summarizeChart(parseChart(box) as never)).toBe(
       'box plot (x: Class, y: Score)\n  B: min 84, q1 84.75, median 88, q3 90.5, max 95, outliers 76',
+    )
+  })
+})
+
+describe('the fields Analyst adds', () => {
+  const bin = (start: number, end: number, value: number, group = 'Age') => ({
+    label: `[${start}, ${end})`,
+    group,
+    value,
+    start,
+    end,
+    bottom: 0,
+  })
+  const histogram = (elements: unknown[]) => ({
+    type: 'bar',
+    title: null,
+    x_label: 'Age',
+    y_label: null,
+    x_unit: null,
+    y_unit: null,
+    orientation: 'vertical',
+    x_scale: 'linear',
+    y_scale: 'linear',
+    histogram: true,
+    elements,
+  })
+
+  it('are checked when present, and bars without them are not placed', () => {
+    const placed = parseChart(histogram([bin(0, 10, 3), bin(10, 20, 5)]))
+    expect(placed && placed.type === 'bar' && barsPlaced(placed)).toBe(true)
+    expect(parseChart(histogram([{ ...bin(0, 10, 3), start: [0] }]))).toBeUndefined()
+    expect(parseChart(histogram([{ ...bin(0, 10, 3), bottom: '0' }]))).toBeUndefined()
+    expect(parseChart({ ...histogram([bin(0, 10, 3)]), orientation: 'diagonal' })).toBeUndefined()
+    expect(parseChart({ ...histogram([bin(0, 10, 3)]), histogram: 'yes' })).toBeUndefined()
+    const e2b = parseChart({ type: 'bar', title: null, elements: [{ label: 'a', group: 'g', value: 1 }] })
+    expect(e2b && e2b.type === 'bar' && barsPlaced(e2b)).toBe(false)
+  })
+
+  it('a histogram of uneven bins names each bin; several groups each get their line', () => {
+    const uneven = histogram([bin(0, 10, 3), bin(10, 15, 5), bin(15, 40, 1)])
+    expect(summarizeChart(parseChart(uneven) as never)).toBe(
+      'histogram (x: Age): 3 bins from 0 to 40, 9 values, the fullest [10, 15) (5)\n' +
+        '  bins: [0, 10) 3, [10, 15) 5, [15, 40) 1',
+    )
+    const stacked = histogram([bin(0, 1, 2, 'a'), bin(1, 2, 4, 'a'), bin(0, 1, 1, 'b'), bin(1, 2, 0, 'b')])
+    expect(summarizeChart(parseChart(stacked) as never)).toBe(
+      'histogram (x: Age)\n' +
+        '  a: 2 bins from 0 to 2 (each 1 wide), 6 values, the fullest [1, 2) (4)\n    counts: 2, 4\n' +
+        '  b: 2 bins from 0 to 2 (each 1 wide), 1 values, the fullest [0, 1) (1)\n    counts: 1, 0',
+    )
+  })
+
+  it('a box plot says its mean', () => {
+    const box = {
+      type: 'box_and_whisker',
+      title: null,
+      x_label: null,
+      y_label: null,
+      x_unit: null,
+      y_unit: null,
+      elements: [
+        {
+          label: '1',
+          min: 1,
+          first_quartile: 2,
+          median: 3,
+          third_quartile: 4,
+          max: 5,
+          mean: 3.5,
+          outliers: [],
+        },
+      ],
+    }
+    expect(summarizeChart(parseChart(box) as never)).toBe(
+      'box plot\n  1: min 1, q1 2, median 3, q3 4, max 5, mean 3.5',
     )
   })
 })

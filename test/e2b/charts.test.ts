@@ -1,6 +1,7 @@
 /**
  * `Result.chart` through the official SDK: each chart type of E2B's own chart tests
- * (js/tests/charts in e2b-dev/code-interpreter), with their code and their expected values.
+ * (js/tests/charts in e2b-dev/code-interpreter), with their code and their expected values, and a
+ * histogram, which E2B's own extractor gets wrong (test/sandbox/charts.test.ts has the rest).
  */
 import { Sandbox } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -19,7 +20,9 @@ afterAll(async () => {
 })
 
 // biome-ignore lint/suspicious/noExplicitAny: chart data is untyped JSON, as in E2B's tests
-async function chartOf(code: string): Promise<any> {
+type Json = any
+
+async function chartOf(code: string): Promise<Json> {
   const execution = await sandbox.runCode(code)
   expect(execution.error).toBeUndefined()
   expect(execution.results[0]?.png).toBeDefined()
@@ -55,6 +58,29 @@ plt.show()
       'Author C',
       'Author D',
     ])
+  })
+
+  it("histogram: one bar per bin, at the bin's edges, as the artists hold them", async () => {
+    const execution = await sandbox.runCode(`
+import json
+values = np.random.default_rng(5).normal(40, 12, 600)
+counts, edges, patches = plt.hist(values, bins=20)
+print(json.dumps({'counts': counts.tolist(), 'edges': edges.tolist(), 'x': [float(p.get_x()) for p in patches],
+                  'right': [float(p.get_x() + p.get_width()) for p in patches]}))
+plt.show()
+`)
+    expect(execution.error).toBeUndefined()
+    const truth = JSON.parse(execution.logs.stdout.join(''))
+    const chart = execution.results[0]?.chart as Json
+    expect(chart).toMatchObject({ type: 'bar', histogram: true, orientation: 'vertical' })
+    expect(chart.elements.map((b: Json) => b.value)).toEqual(truth.counts)
+    expect(chart.elements.map((b: Json) => b.start)).toEqual(truth.x)
+    expect(chart.elements.map((b: Json) => b.end)).toEqual(truth.right)
+    // The bins np.histogram made, to float noise (matplotlib places each bar from its centre).
+    chart.elements.forEach((b: Json, i: number) => {
+      expect(b.start).toBeCloseTo(truth.edges[i], 9)
+      expect(b.end).toBeCloseTo(truth.edges[i + 1], 9)
+    })
   })
 
   it('line, with a datetime axis and units', async () => {

@@ -1,27 +1,31 @@
 /**
  * A chart drawn from its data (`Result.chart`): line, scatter, bar and pie charts as SVG with the
  * values on hover, a table of every value, and the PNG the sandbox rendered as the fallback (and
- * the only view for box plots, several axes, or data that cannot be drawn). The data is untrusted
- * sandbox output: it becomes text and numbers in elements, never markup.
+ * the only view for box plots, several axes, data that cannot be drawn, and bars that do not say
+ * where they stand: E2B's own extractor pairs them with tick labels). Bars are drawn at their own
+ * extents (chart-layout.ts), so a histogram shows its bins. The data is untrusted sandbox output:
+ * it becomes text and numbers in elements, never markup.
  */
 import { useState } from 'preact/hooks'
-import type { Chart, PointChart } from '../../sandbox/charts.js'
+import { barsPlaced, type Chart, type PlacedBarChart, type PointChart } from '../../sandbox/charts.js'
+import {
+  placeBars,
+  referenceSegments,
+  referenceValues,
+  type Segment,
+  scaleOf,
+  show,
+  type Tick,
+} from '../chart-layout.js'
 
 const WIDTH = 640
 const HEIGHT = 320
-const MARGIN = { top: 16, right: 16, bottom: 40, left: 56 }
+const MARGIN = { top: 16, right: 16, bottom: 44, left: 64 }
 const PLOT_W = WIDTH - MARGIN.left - MARGIN.right
 const PLOT_H = HEIGHT - MARGIN.top - MARGIN.bottom
 const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563']
 
 type Mode = 'chart' | 'table' | 'image'
-
-/** A tick label: a few digits. */
-function show(value: number | string): string {
-  if (typeof value === 'string') return value
-  if (Number.isInteger(value)) return String(value)
-  return Number(value.toPrecision(5)).toString()
-}
 
 /** A value as plotted (float noise aside): for the tooltip and the table. */
 function exact(value: number | string): string {
@@ -29,42 +33,26 @@ function exact(value: number | string): string {
   return Number(value.toPrecision(12)).toString()
 }
 
-/** A scale for one axis: numbers stay numbers, dates become times, other strings categories. */
-function scaleOf(values: Array<number | string>, length: number, flip: boolean) {
-  const isDate =
-    values.length > 0 && values.every((v) => typeof v === 'string' && !Number.isNaN(Date.parse(v)))
-  const categories = [...new Set(values.filter((v) => typeof v === 'string'))] as string[]
-  const numeric = (v: number | string) =>
-    typeof v === 'number' ? v : isDate ? Date.parse(v) : categories.indexOf(v)
-  const all = values.map(numeric)
-  let min = Math.min(...all)
-  let max = Math.max(...all)
-  if (!Number.isFinite(min) || !Number.isFinite(max)) [min, max] = [0, 1]
-  if (min === max) [min, max] = [min - 1, max + 1]
-  const at = (v: number | string) => {
-    const share = (numeric(v) - min) / (max - min)
-    return flip ? length - share * length : share * length
-  }
-  const ticks: Array<{ pos: number; label: string }> = []
-  if (categories.length > 0 && !isDate) {
-    categories.slice(0, 20).forEach((label) => void ticks.push({ pos: at(label), label }))
-  } else {
-    for (let i = 0; i <= 4; i++) {
-      const value = min + ((max - min) * i) / 4
-      const label = isDate ? new Date(value).toISOString().slice(0, 10) : show(value)
-      ticks.push({ pos: flip ? length - (i / 4) * length : (i / 4) * length, label })
-    }
-  }
-  return { at, ticks }
-}
+/** Tick labels centred on their tick, but kept inside the figure at its right edge. */
+const anchor = (pos: number, width: number) => (pos > width - 24 ? 'end' : 'middle')
 
-function Axes({ x, y }: { x: ReturnType<typeof scaleOf>['ticks']; y: ReturnType<typeof scaleOf>['ticks'] }) {
+function Axes({
+  x,
+  y,
+  xLabel,
+  yLabel,
+}: {
+  x: Tick[]
+  y: Tick[]
+  xLabel?: string | null
+  yLabel?: string | null
+}) {
   return (
     <g class="axes">
       <line x1={0} y1={PLOT_H} x2={PLOT_W} y2={PLOT_H} />
       <line x1={0} y1={0} x2={0} y2={PLOT_H} />
       {x.map((tick) => (
-        <text key={`x${tick.label}`} x={tick.pos} y={PLOT_H + 16} text-anchor="middle">
+        <text key={`x${tick.label}`} x={tick.pos} y={PLOT_H + 16} text-anchor={anchor(tick.pos, PLOT_W)}>
           {tick.label}
         </text>
       ))}
@@ -72,6 +60,42 @@ function Axes({ x, y }: { x: ReturnType<typeof scaleOf>['ticks']; y: ReturnType<
         <text key={`y${tick.label}`} x={-6} y={tick.pos + 4} text-anchor="end">
           {tick.label}
         </text>
+      ))}
+      {xLabel && (
+        <text class="axis-label" x={PLOT_W / 2} y={PLOT_H + 34} text-anchor="middle">
+          {xLabel}
+        </text>
+      )}
+      {yLabel && (
+        <text
+          class="axis-label"
+          transform={`translate(${-MARGIN.left + 12},${PLOT_H / 2}) rotate(-90)`}
+          text-anchor="middle"
+        >
+          {yLabel}
+        </text>
+      )}
+    </g>
+  )
+}
+
+/** Lines across the plot (axvline, axhline): dashed, named at their end. */
+function References({ segments }: { segments: Segment[] }) {
+  return (
+    <g class="references">
+      {segments.map(({ line, x1, y1, x2, y2 }, i) => (
+        <g key={i}>
+          <line x1={x1} y1={y1} x2={x2} y2={y2} stroke="#111827" stroke-width={1.5} stroke-dasharray="5 4" />
+          {line.label && (
+            <text
+              x={line.orientation === 'vertical' ? x1 + 4 : x2 - 4}
+              y={line.orientation === 'vertical' ? 12 : y1 - 4}
+              text-anchor={line.orientation === 'vertical' ? 'start' : 'end'}
+            >
+              {line.label}
+            </text>
+          )}
+        </g>
       ))}
     </g>
   )
@@ -85,16 +109,12 @@ interface Hover {
 
 function Points({ chart, onHover }: { chart: PointChart; onHover: (hover?: Hover) => void }) {
   const points = chart.elements.flatMap((series) => series.points)
-  const x = scaleOf(
-    points.map((p) => p[0]),
-    PLOT_W,
-    false,
-  )
-  const y = scaleOf(
-    points.map((p) => p[1]),
-    PLOT_H,
-    true,
-  )
+  const across = referenceValues(chart.reference_lines)
+  const x = scaleOf([...points.map((p) => p[0]), ...across.x], PLOT_W, { log: chart.x_scale === 'log' })
+  const y = scaleOf([...points.map((p) => p[1]), ...across.y], PLOT_H, {
+    flip: true,
+    log: chart.y_scale === 'log',
+  })
   const marks = chart.elements.flatMap((series, s) =>
     series.points.map((p) => ({ series: series.label, s, px: x.at(p[0]), py: y.at(p[1]), p })),
   )
@@ -119,9 +139,9 @@ function Points({ chart, onHover }: { chart: PointChart; onHover: (hover?: Hover
   }
   return (
     <g>
-      <Axes x={x.ticks} y={y.ticks} />
+      <Axes x={x.ticks} y={y.ticks} xLabel={chart.x_label} yLabel={chart.y_label} />
       {chart.elements.map((series, s) =>
-        chart.type === 'line' ? (
+        chart.type === 'line' && !series.markers_only ? (
           <polyline
             key={series.label}
             fill="none"
@@ -146,44 +166,43 @@ function Points({ chart, onHover }: { chart: PointChart; onHover: (hover?: Hover
         onMouseMove={nearest}
         onMouseLeave={() => onHover(undefined)}
       />
+      <References segments={referenceSegments(chart.reference_lines, x, y, PLOT_W, PLOT_H)} />
     </g>
   )
 }
 
-function Bars({
-  chart,
-  onHover,
-}: {
-  chart: Extract<Chart, { type: 'bar' }>
-  onHover: (hover?: Hover) => void
-}) {
+function Bars({ chart, onHover }: { chart: PlacedBarChart; onHover: (hover?: Hover) => void }) {
   const groups = [...new Set(chart.elements.map((b) => b.group))]
-  const labels = [...new Set(chart.elements.map((b) => b.label))]
-  const values = chart.elements.map((b) => b.value)
-  const y = scaleOf([0, ...values], PLOT_H, true)
-  const slot = PLOT_W / Math.max(1, labels.length)
-  const width = (slot * 0.8) / groups.length
+  const { marks, xTicks, yTicks, references } = placeBars(chart, PLOT_W, PLOT_H)
+  // E2B's x_* fields are the category axis's, which stands upright for horizontal bars.
+  const horizontal = chart.orientation === 'horizontal'
   return (
     <g>
-      <Axes x={labels.slice(0, 20).map((label, i) => ({ pos: slot * (i + 0.5), label }))} y={y.ticks} />
-      {chart.elements.map((bar, i) => {
-        const left = slot * labels.indexOf(bar.label) + slot * 0.1 + width * groups.indexOf(bar.group)
-        const top = Math.min(y.at(bar.value), y.at(0))
+      <Axes
+        x={xTicks}
+        y={yTicks}
+        xLabel={horizontal ? chart.y_label : chart.x_label}
+        yLabel={horizontal ? chart.x_label : chart.y_label}
+      />
+      {marks.map(({ bar, x, y, width, height }, i) => {
         const text = `${groups.length > 1 ? `${bar.group} · ` : ''}${bar.label}: ${exact(bar.value)}`
         return (
           // biome-ignore lint/a11y/noStaticElementInteractions: as for the points, the Values tab is the accessible view
           <rect
             key={i}
-            x={left}
-            y={top}
+            x={x}
+            y={y}
             width={width}
-            height={Math.abs(y.at(0) - y.at(bar.value))}
+            height={height}
             fill={COLORS[groups.indexOf(bar.group) % COLORS.length]}
-            onMouseEnter={() => onHover({ x: left + width / 2 + MARGIN.left, y: top + MARGIN.top, text })}
+            stroke={chart.histogram ? '#fff' : undefined}
+            stroke-width={chart.histogram ? 0.5 : undefined}
+            onMouseEnter={() => onHover({ x: x + width / 2 + MARGIN.left, y: y + MARGIN.top, text })}
             onMouseLeave={() => onHover(undefined)}
           />
         )
       })}
+      <References segments={references} />
     </g>
   )
 }
@@ -240,11 +259,27 @@ export function chartRows(chart: Chart): { columns: string[]; rows: Array<Array<
         columns: ['series', chart.x_label ?? 'x', chart.y_label ?? 'y'],
         rows: chart.elements.flatMap((s) => s.points.map((p) => [s.label, p[0], p[1]])),
       }
-    case 'bar':
+    case 'bar': {
+      const columns = [
+        'group',
+        chart.x_label ?? (chart.histogram ? 'bin' : 'label'),
+        chart.y_label ?? 'value',
+      ]
+      if (!barsPlaced(chart)) return { columns, rows: chart.elements.map((b) => [b.group, b.label, b.value]) }
+      // Where each bar stands: a histogram's bin edges, a stacked bar's base.
+      const based = chart.elements.some((b) => b.bottom !== 0)
       return {
-        columns: ['group', chart.x_label ?? 'label', chart.y_label ?? 'value'],
-        rows: chart.elements.map((b) => [b.group, b.label, b.value]),
+        columns: [...columns, 'start', 'end', ...(based ? ['bottom'] : [])],
+        rows: chart.elements.map((b) => [
+          b.group,
+          b.label,
+          b.value,
+          b.start,
+          b.end,
+          ...(based ? [b.bottom] : []),
+        ]),
       }
+    }
     case 'pie':
       return {
         columns: ['label', 'share %', 'angle'],
@@ -311,7 +346,8 @@ function ValuesTable({ chart }: { chart: Chart }) {
 }
 
 function drawable(chart: Chart | undefined): boolean {
-  return chart !== undefined && ['line', 'scatter', 'bar', 'pie'].includes(chart.type)
+  if (chart?.type === 'bar') return barsPlaced(chart)
+  return chart !== undefined && ['line', 'scatter', 'pie'].includes(chart.type)
 }
 
 export function ChartView({ chart, src, alt }: { chart?: Chart; src?: string; alt: string }) {
@@ -341,7 +377,7 @@ export function ChartView({ chart, src, alt }: { chart?: Chart; src?: string; al
               {(chart.type === 'line' || chart.type === 'scatter') && (
                 <Points chart={chart} onHover={setHover} />
               )}
-              {chart.type === 'bar' && <Bars chart={chart} onHover={setHover} />}
+              {chart.type === 'bar' && barsPlaced(chart) && <Bars chart={chart} onHover={setHover} />}
               {chart.type === 'pie' && <Pie chart={chart} onHover={setHover} />}
             </g>
           </svg>
