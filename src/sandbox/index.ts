@@ -39,4 +39,16 @@ export {
   OutputMessage,
   Result,
 } from './messaging.js'
+export type {
+  QueryBatch,
+  QueryColumn,
+  QueryColumnType,
+  QueryHost,
+  QueryOptions,
+  QueryRecord,
+  QueryRequest,
+  QuerySourceInfo,
+  QueryStream,
+  QuerySummary,
+} from './query.js'
 export { type CreateOpts, DEFAULT_TIMEOUT_MS, Files, type RunCodeOpts, Sandbox } from './sandbox.js'

@@ -169,9 +169,12 @@ export class Sandbox {
     }
     const engine = resolveProvider(provider)
     if (rest.sources && !capabilitiesOf(engine).hostQueries) {
-      throw new InvalidArgumentError(`The ${engine.name} engine cannot give code the host's data sources (sql())`, {
-        hint: 'Its sandboxes have no channel back to the host. Use the local or Modal engine for data sources.',
-      })
+      throw new InvalidArgumentError(
+        `The ${engine.name} engine cannot give code the host's data sources (sql())`,
+        {
+          hint: 'Its sandboxes have no channel back to the host. Use the local or Modal engine for data sources.',
+        },
+      )
     }
     return new Sandbox(await engine.doCreate(rest))
   }

@@ -107,14 +107,22 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
     const { id } = question
     const sources = this.settings.sources
     const started = Date.now()
-    const record: QueryRecord = { source: question.source ?? '', query: question.query, rows: 0, durationMs: 0 }
+    const record: QueryRecord = {
+      source: question.source ?? '',
+      query: question.query,
+      rows: 0,
+      durationMs: 0,
+    }
     const fail = (name: string, message: string) => {
       kernel.answer({ type: 'query-error', id, name, message })
       record.error = message
     }
     if (!cell) return fail('RuntimeError', 'sql() answers only while a cell runs')
     if (!sources || sources.sources.length === 0) {
-      return fail('RuntimeError', 'This sandbox has no data sources: sql() has nothing to query. Give the session a database or a file.')
+      return fail(
+        'RuntimeError',
+        'This sandbox has no data sources: sql() has nothing to query. Give the session a database or a file.',
+      )
     }
     const controller = new AbortController()
     const cancel = () => controller.abort(new Error('the cell was stopped'))
@@ -128,7 +136,8 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       const source = question.source ?? sources.sources[0]?.name ?? ''
       record.source = source
       kernel.answer({ type: 'query-columns', id, columns: stream.columns, source })
-      for await (const batch of stream.batches) kernel.answer({ type: 'query-rows', id, values: batch.values })
+      for await (const batch of stream.batches)
+        kernel.answer({ type: 'query-rows', id, values: batch.values })
       const summary = stream.summary()
       record.rows = summary.rows
       if (summary.truncated) record.truncated = summary.truncated
@@ -155,7 +164,11 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       const text = await sources.describeTable(question.table, question.source ?? undefined)
       kernel.answer({ type: 'table-description', id: question.id, text })
     } catch (error) {
-      kernel.answer({ type: 'table-description', id: question.id, error: error instanceof Error ? error.message : String(error) })
+      kernel.answer({
+        type: 'table-description',
+        id: question.id,
+        error: error instanceof Error ? error.message : String(error),
+      })
     }
   }
 
@@ -247,7 +260,10 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
     // The records of queries that a stop cancelled, before the cell's end (bounded: a server
     // that does not answer its cancel must not hold the cell).
     if (cell.answering.size > 0) {
-      await Promise.race([Promise.allSettled(cell.answering), sleep(QUERY_SETTLE_MS, undefined, { ref: false })])
+      await Promise.race([
+        Promise.allSettled(cell.answering),
+        sleep(QUERY_SETTLE_MS, undefined, { ref: false }),
+      ])
     }
     const { count, stopped, killedByUs, exit } = outcome
     if (exit !== undefined) {

@@ -40,7 +40,12 @@ export const KernelMessage = z.discriminatedUnion('type', [
     params: z.union([z.array(z.unknown()), z.record(z.string(), z.unknown())]).nullish(),
   }),
   z.object({ type: z.literal('query-cancel'), id: z.string() }),
-  z.object({ type: z.literal('describe-table'), id: z.string(), table: z.string(), source: z.string().nullish() }),
+  z.object({
+    type: z.literal('describe-table'),
+    id: z.string(),
+    table: z.string(),
+    source: z.string().nullish(),
+  }),
   ...COMMAND_MESSAGES,
 ])
 export type KernelMessage = z.infer<typeof KernelMessage>

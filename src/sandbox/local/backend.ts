@@ -235,7 +235,13 @@ export class LocalProvider implements SandboxProvider {
     const started = pooled ?? (await start({ ...config, envs: poolable ? {} : config.envs }))
     // Refill after this create has returned: preparing a home blocks the event loop for a moment.
     if (poolable) setImmediate(() => this.fill())
-    const sandbox = new LocalSandbox(started.home, started.kernel, config, this.interruptGraceMs, options.sources)
+    const sandbox = new LocalSandbox(
+      started.home,
+      started.kernel,
+      config,
+      this.interruptGraceMs,
+      options.sources,
+    )
     return finishCreate(sandbox, options, async () => {
       if (poolable && Object.keys(config.envs).length > 0) await sandbox.applyEnvs(config.envs)
     })

@@ -27,8 +27,8 @@ import { KernelBackend, sandboxPath } from '../kernel/backend.js'
 import { kernelEnv } from '../kernel/env.js'
 import { resolveLimits } from '../kernel/limits.js'
 import type { Artifact } from '../messaging.js'
-import type { QueryHost } from '../query.js'
 import { dataFileSize, SANDBOX_HOME } from '../paths.js'
+import type { QueryHost } from '../query.js'
 import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
 import { createModalClient, ModalFunctions } from './functions.js'
 import { type KernelStopped, ModalKernel } from './kernel.js'
@@ -411,7 +411,15 @@ export class ModalProvider implements SandboxProvider {
       await sdk.terminate().catch(() => {})
       throw fromModal(error, 'starting the kernel')
     }
-    const backend = new ModalSandbox(sdk, kernel, startKernel, limits, interruptGraceMs, this.gpu, options.sources)
+    const backend = new ModalSandbox(
+      sdk,
+      kernel,
+      startKernel,
+      limits,
+      interruptGraceMs,
+      this.gpu,
+      options.sources,
+    )
     if (!this.told) {
       this.told = true
       process.emitWarning(`On Modal, ${missingCapabilities(this.capabilities).join('; ')}.`, 'AnalystWarning')

@@ -44,8 +44,23 @@ _send_lock = threading.Lock()
 _real_exit = os._exit
 
 
+def _finite(value):
+    """NaN and infinities, which JSON has no words for, as None: the host drops a line it cannot parse."""
+    if isinstance(value, float):
+        return value if value == value and value not in (float('inf'), float('-inf')) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
 def send(message):
-    line = (json.dumps(message, default=str) + '\n').encode('utf-8', 'surrogatepass')
+    try:
+        text = json.dumps(message, default=str, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(message), default=str, allow_nan=False)
+    line = (text + '\n').encode('utf-8', 'surrogatepass')
     with _send_lock:
         view = memoryview(line)
         while view:
@@ -595,6 +610,96 @@ def finish(cell_id, context, error):
     send({'type': 'done', 'id': cell_id, 'count': context.count if context else None})
 
 
+# ---------------------------------------------------------------- sql(): questions to the host
+
+
+class QueryError(Exception):
+    """A query the host refused or its source failed: the message says why and what to do."""
+
+
+class HostQuestions:
+    """sql() and describe_table() ask the host (which holds the sources) and wait for its answer,
+    which the IO thread routes here by id."""
+
+    waiting = {}
+    count = 0
+
+    @classmethod
+    def ask(cls, message):
+        cls.count += 1
+        message['id'] = 'q%d' % cls.count
+        answers = queue.Queue()
+        cls.waiting[message['id']] = answers
+        send(message)
+        return message['id'], answers
+
+    @classmethod
+    def deliver(cls, message):
+        answers = cls.waiting.get(message.get('id'))
+        if answers is not None:
+            answers.put(message)
+
+
+def sql(query, source=None, params=None):
+    """Runs one read-only SQL statement on a data source and returns the rows as a DataFrame.
+
+    source: the source's name, when there is more than one. params: values for $1/? or :name
+    placeholders, bound by the database (never put values into the text yourself)."""
+    if not isinstance(query, str):
+        raise TypeError('sql() takes the query as a string, not %s' % type(query).__name__)
+    if source is not None and not isinstance(source, str):
+        raise TypeError('source is the name of a data source, a string')
+    if params is not None and not isinstance(params, (list, tuple, dict)):
+        raise TypeError('params is a list (for $1, ?) or a dict (for :name)')
+    query_id, answers = HostQuestions.ask(
+        {'type': 'query', 'query': query, 'source': source, 'params': list(params) if isinstance(params, tuple) else params})
+    columns, batches, truncated = [], [], None
+    try:
+        while True:
+            answer = answers.get()
+            kind = answer['type']
+            if kind == 'query-columns':
+                columns = answer['columns']
+            elif kind == 'query-rows':
+                batches.append(answer['values'])
+            elif kind == 'query-end':
+                truncated = answer.get('truncated')
+                break
+            elif kind == 'query-error':
+                if answer.get('name') == 'KeyboardInterrupt':
+                    raise KeyboardInterrupt
+                raise QueryError(answer.get('message'))
+    except KeyboardInterrupt:
+        send({'type': 'query-cancel', 'id': query_id})  # cancelled on its server, not left to run on
+        raise
+    finally:
+        HostQuestions.waiting.pop(query_id, None)
+    import analyst_sql
+    result = analyst_sql.frame(columns, batches)
+    if truncated:
+        print('[sql] %s' % truncated, file=sys.stderr)
+    return result
+
+
+class TableDescription(str):
+    """describe_table()'s text, shown as text (not a quoted string) when it ends a cell."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def describe_table(table, source=None):
+    """A table's columns, types, keys, row estimate, sample values and comments."""
+    query_id, answers = HostQuestions.ask({'type': 'describe-table', 'table': str(table), 'source': source})
+    try:
+        answer = answers.get()
+    finally:
+        HostQuestions.waiting.pop(query_id, None)
+    if answer.get('error'):
+        raise QueryError(answer['error'])
+    return TableDescription(answer.get('text') or '')
+
+
 # ---------------------------------------------------------------- the IO thread
 
 
@@ -674,8 +779,11 @@ def io_loop(requests, main_thread_id):
             if not line.strip():
                 continue
             message = json.loads(line)
-            if message.get('type') == 'interrupt':
+            kind = message.get('type', '')
+            if kind == 'interrupt':
                 interrupter.interrupt(message.get('id'))
+            elif kind.startswith('query-') or kind == 'table-description':
+                HostQuestions.deliver(message)
             elif not analyst_commands.handle(message, send, BASE_ENV):
                 requests.put(message)
 
@@ -722,6 +830,8 @@ def main():
     os.dup2(sys.stdin.fileno(), 0)
     sys.modules['analyst_kernel'] = sys.modules[__name__]
     builtins.display = display
+    builtins.sql = sql
+    builtins.describe_table = describe_table
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
     signal.signal(signal.SIGINT, on_interrupt)
     # A crash (segfault) prints the Python stack to the host's side of the original stderr.
