@@ -11,6 +11,7 @@ import { capabilitiesOf } from './capabilities.js'
 import { Commands } from './commands.js'
 import { InvalidArgumentError, SandboxUnavailableError } from './errors.js'
 import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js'
+import type { QueryHost } from './query.js'
 
 /** Options of one `runCode` call (E2B's names and units). */
 export interface RunCodeOpts {
@@ -34,9 +35,24 @@ export interface RunCodeOpts {
   signal?: AbortSignal
 }
 
-export type CreateOpts = SandboxCreateOptions & {
+export type CreateOpts = Omit<SandboxCreateOptions, 'sources'> & {
   /** The engine that runs the code. @default Sandbox.defaultProvider (the local backend when imported from 'analyst') */
   provider?: SandboxProvider
+  /**
+   * The data sources code queries with `sql()`: a QueryHost the caller keeps (and closes), or
+   * sources by name, `{ shop: 'postgres://analyst@db/shop', sales: 'sales.parquet' }`, which the
+   * sandbox opens (on the host: code never sees a URL or a password) and closes at kill().
+   */
+  sources?: QueryHost | Record<string, string>
+}
+
+/** Opens sources given by name and URL; the package entry sets it (src/sources), as it sets the default provider. */
+export type SourcesOpener = (
+  sources: Record<string, string>,
+) => Promise<QueryHost & { close(): Promise<void> }>
+
+function isQueryHost(value: object): value is QueryHost {
+  return typeof (value as QueryHost).run === 'function'
 }
 
 export const DEFAULT_TIMEOUT_MS = 60_000
@@ -150,25 +166,31 @@ export class Files {
 export class Sandbox {
   /** Used when `create` is given no provider; the package entry sets it to the local backend. */
   static defaultProvider: SandboxProvider | undefined
+  /** Opens sources given as URLs; the package entry sets it. */
+  static openSources: SourcesOpener | undefined
 
   readonly files: Files
   /** Shell commands beside the kernel, in the same isolation (E2B's `sandbox.commands`). */
   readonly commands: Commands
 
-  protected constructor(private readonly backend: SandboxBackend) {
+  protected constructor(
+    private readonly backend: SandboxBackend,
+    /** Closes what the sandbox opened for itself (sources given by URL). */
+    private readonly release?: () => Promise<void>,
+  ) {
     this.files = new Files(backend)
     this.commands = new Commands(backend)
   }
 
   static async create(options: CreateOpts = {}): Promise<Sandbox> {
-    const { provider = Sandbox.defaultProvider, ...rest } = options
+    const { provider = Sandbox.defaultProvider, sources: given, ...rest } = options
     if (!provider) {
       throw new InvalidArgumentError('No sandbox provider given', {
         hint: "Import Sandbox from 'analyst' (local backend by default) or pass { provider }.",
       })
     }
     const engine = resolveProvider(provider)
-    if (rest.sources && !capabilitiesOf(engine).hostQueries) {
+    if (given && !capabilitiesOf(engine).hostQueries) {
       throw new InvalidArgumentError(
         `The ${engine.name} engine cannot give code the host's data sources (sql())`,
         {
@@ -176,7 +198,19 @@ export class Sandbox {
         },
       )
     }
-    return new Sandbox(await engine.doCreate(rest))
+    if (!given || isQueryHost(given)) return new Sandbox(await engine.doCreate({ ...rest, sources: given }))
+    if (!Sandbox.openSources) {
+      throw new InvalidArgumentError('Sources given by URL need the sources module', {
+        hint: "Import Sandbox from 'analyst', or pass a QueryHost you opened yourself.",
+      })
+    }
+    const opened = await Sandbox.openSources(given)
+    try {
+      return new Sandbox(await engine.doCreate({ ...rest, sources: opened }), () => opened.close())
+    } catch (error) {
+      await opened.close()
+      throw error
+    }
   }
 
   /** The GPUs the sandbox has (`A10G`, `H100:2`), on engines that give them; undefined when none. */
@@ -277,7 +311,11 @@ export class Sandbox {
   }
 
   /** Ends every process of the sandbox and removes its files. Safe to call twice. */
-  kill(): Promise<void> {
-    return this.backend.doKill()
+  async kill(): Promise<void> {
+    try {
+      await this.backend.doKill()
+    } finally {
+      await this.release?.()
+    }
   }
 }
