@@ -1,7 +1,7 @@
 /**
  * Analyst: an open code interpreter for data analysis.
  *
- * `import { Sandbox } from 'analyst'` gives the sandbox with the local backend as its default.
+ * `import { Sandbox } from 'analyst'` gives the sandbox with the local engine as its default.
  * @module
  */
 import { local } from './sandbox/local/index.js'

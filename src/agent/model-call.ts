@@ -139,7 +139,7 @@ export function describeModelError(error: unknown): ModelCallError {
   else if (status === 404) {
     fix = { setting: 'model' }
     hint = 'Check the base URL too, for a server of your own.'
-  } else if (status === 429) hint = 'The provider is rate limiting: wait a moment and try again.'
+  } else if (status === 429) hint = 'The model provider is rate limiting: wait a moment and try again.'
   else if (status !== undefined && status >= 500)
     hint = 'The model server failed repeatedly; try again later.'
   else if (/timeout|timed out|aborted/i.test(String(e.name) + detail)) {

@@ -31,7 +31,7 @@ export interface GuardPolicy {
   allowNetwork: boolean
   /**
    * The working directory inside the sandbox, also $HOME; input files are at `<workspace>/data/`.
-   * The same on every backend (local, E2B).
+   * The same on every engine (local, E2B).
    * @default '/home/user'
    */
   workspace: string

@@ -24,7 +24,7 @@ export interface AnalystToolsOptions extends Omit<RunCellOptions, 'signal'> {
   /** The data files the sandbox was given: `list_data` describes them (profiled once, when first asked). */
   data?: DataInput[]
   /**
-   * Show charts to the model as images. Leave on for providers that take images in tool results
+   * Show charts to the model as images. Leave on for model providers that take images in tool results
    * (Anthropic, OpenAI's Responses API, Google); turn off for chat-completions ones
    * (`@ai-sdk/openai-compatible`, `openai.chat`), which would send the base64 to the model as text.
    * @default true
@@ -64,7 +64,7 @@ export function analystTools(sandbox: Sandbox, options: AnalystToolsOptions = {}
           timeoutMs: timeout_ms ?? options.timeoutMs,
           signal: abortSignal,
         }),
-      // Plain text unless there are charts to show: chat-completions providers (openai-compatible,
+      // Plain text unless there are charts to show: chat-completions model providers (openai-compatible,
       // openai.chat) send content parts to the model as JSON text, images as base64 in it.
       toModelOutput: ({ output }) => {
         const images = options.images === false ? [] : output.images

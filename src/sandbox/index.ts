@@ -1,6 +1,6 @@
 /**
- * The sandbox: its API (E2B's shapes), result types, errors, and the backend interface that every
- * engine implements. Backends live in subfolders and are imported from their own subpaths.
+ * The sandbox: its API (E2B's shapes), result types, errors, and the provider spec that every
+ * engine implements. Engines live in subfolders and are imported from their own subpaths.
  * @module
  */
 export type {

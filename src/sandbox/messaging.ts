@@ -79,7 +79,7 @@ export class Result {
   readonly javascript?: string
   /** A DataFrame or Series as `{ column: values[] }`: JSON-safe, the labelled index kept, at most 10,000 rows. */
   readonly data?: Record<string, unknown[]>
-  /** Structured chart data, when the backend extracts it. */
+  /** Structured chart data, when the engine extracts it. */
   readonly chart?: unknown
   /** Any other MIME type. */
   readonly extra?: Record<string, unknown>

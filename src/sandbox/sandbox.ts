@@ -36,7 +36,7 @@ export interface RunCodeOpts {
 }
 
 export type CreateOpts = Omit<SandboxCreateOptions, 'sources'> & {
-  /** The engine that runs the code. @default Sandbox.defaultProvider (the local backend when imported from 'analyst') */
+  /** The engine that runs the code. @default Sandbox.defaultProvider (the local engine's provider when imported from 'analyst') */
   provider?: SandboxProvider
   /**
    * The data sources code queries with `sql()`: a QueryHost the caller keeps (and closes), or

@@ -43,7 +43,7 @@ export interface ServerOptions {
   leaseMs?: number
   /** @default ANALYST_TOKEN, split at commas */
   tokens?: string[]
-  /** The model for every session; default: the CLI's configuration (ANALYST_MODEL, provider keys). */
+  /** The model for every session; default: the CLI's configuration (ANALYST_MODEL, the model provider's key). */
   model?: () => Promise<ModelChoice>
   /** The sandbox provider; one given here is the caller's to close. @default the `engine`'s */
   provider?: SandboxProvider
@@ -150,7 +150,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           throw ModelConfigError.isInstance(error)
             ? new ModelConfigError(error.message, {
                 cause: error,
-                hint: 'Set ANALYST_MODEL (and the provider key, e.g. OPENAI_API_KEY) where analyst serve runs, then restart it.',
+                hint: 'Set ANALYST_MODEL (and the model provider key, e.g. OPENAI_API_KEY) where analyst serve runs, then restart it.',
               })
             : error
         }))),

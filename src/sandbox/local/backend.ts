@@ -1,5 +1,5 @@
 /**
- * The local backend: each sandbox is a Python kernel in a bubblewrap jail on this machine, with
+ * The local engine's provider and backend: each sandbox is a Python kernel in a bubblewrap jail on this machine, with
  * its own uid, cgroup and size-limited workspace when Analyst runs as root. A warm pool of
  * started kernels makes `create` take milliseconds.
  * @module

@@ -1,5 +1,5 @@
 /**
- * What `analyst doctor` checks: each thing the local backend needs, whether it is there, and the
+ * What `analyst doctor` checks: each thing the local engine needs, whether it is there, and the
  * command that fixes it when it is not.
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The local backend: Python kernels in bubblewrap jails on this machine.
+ * The local engine: Python kernels in bubblewrap jails on this machine.
  * @module
  */
 import type { SandboxProvider } from '../backend.js'
