@@ -1,0 +1,100 @@
+/**
+ * PostgreSQL statements checked with PostgreSQL's own parser (libpg-query) before they are sent:
+ * one statement, a query (SELECT, VALUES, EXPLAIN of one, SHOW), no SELECT INTO, no data-changing
+ * CTE, and none of the functions that reach the server's files, programs, large objects, other
+ * servers or settings.
+ * @module
+ */
+import { loadModule, parseSync } from 'libpg-query'
+import { notOneStatement, ONLY_QUERIES, refuse, unparsable } from './refuse.js'
+
+let loaded: Promise<void> | undefined
+
+/** Functions refused whatever the role may do: the rule each breaks. */
+function refusedFunction(name: string): string | undefined {
+  if (
+    /^pg_(read_file|read_binary_file|ls_[a-z_]+|stat_file|file_write|file_rename|file_unlink|file_sync|logdir_ls)$/.test(
+      name,
+    )
+  )
+    return `${name}() reads or changes the server's files`
+  if (/^(lo_[a-z_]+|loread|lowrite)$/.test(name))
+    return `${name}() reaches the server's large objects and files`
+  if (name.startsWith('dblink')) return `${name}() connects to other servers`
+  if (
+    /^(query_to_xml|query_to_xml_and_xmlschema|query_to_xmlschema|cursor_to_xml|cursor_to_xmlschema)$/.test(
+      name,
+    )
+  )
+    return `${name}() runs SQL from a string, past these checks`
+  if (name === 'set_config') return 'set_config() changes settings such as the statement timeout'
+  if (
+    /^pg_(terminate_backend|cancel_backend|reload_conf|rotate_logfile|promote|switch_wal|create_restore_point|advisory_[a-z_]+|try_advisory_[a-z_]+)$/.test(
+      name,
+    )
+  )
+    return `${name}() acts on the server, not on data`
+  return undefined
+}
+
+const CHANGING = new Set(['InsertStmt', 'UpdateStmt', 'DeleteStmt', 'MergeStmt'])
+
+/** Walks a parse tree: every node's type (the single key of an object) and every function call. */
+function walk(node: unknown, visit: (type: string, value: Record<string, unknown>) => void): void {
+  if (Array.isArray(node)) {
+    for (const item of node) walk(item, visit)
+    return
+  }
+  if (node === null || typeof node !== 'object') return
+  for (const [key, value] of Object.entries(node)) {
+    if (/^[A-Z]/.test(key) && value && typeof value === 'object' && !Array.isArray(value)) {
+      visit(key, value as Record<string, unknown>)
+    }
+    walk(value, visit)
+  }
+}
+
+function functionName(call: Record<string, unknown>): string {
+  const parts = (call.funcname as { String?: { sval?: string } }[] | undefined) ?? []
+  return (parts.at(-1)?.String?.sval ?? '').toLowerCase()
+}
+
+/** Throws the refusal when the statement may not run. */
+export async function checkPostgres(query: string): Promise<void> {
+  loaded ??= loadModule()
+  await loaded
+  let tree: { stmts?: { stmt: Record<string, unknown> }[] }
+  try {
+    tree = parseSync(query) as typeof tree
+  } catch (error) {
+    throw unparsable((error as Error).message)
+  }
+  const statements = tree.stmts ?? []
+  if (statements.length !== 1) throw notOneStatement(statements.length)
+  const statement = statements[0]?.stmt ?? {}
+  const [type, body] = Object.entries(statement)[0] ?? []
+  const top = body as Record<string, unknown> | undefined
+  const explained = type === 'ExplainStmt' ? (top?.query as Record<string, unknown> | undefined) : undefined
+  const queryType = explained ? Object.keys(explained)[0] : type
+  if (type === 'CopyStmt') {
+    throw refuse(
+      'COPY reads and writes files and programs on the server',
+      'Select the rows with SELECT; the host streams them back.',
+    )
+  }
+  if (queryType !== 'SelectStmt' && type !== 'VariableShowStmt') {
+    throw refuse(`${(queryType ?? 'this').replace(/Stmt$/, '').toUpperCase()} is not a query`, ONLY_QUERIES)
+  }
+  walk(statement, (nodeType, value) => {
+    if (nodeType === 'SelectStmt' && value.intoClause) {
+      throw refuse('SELECT INTO creates a table', 'Select the rows and keep them in pandas instead.')
+    }
+    if (CHANGING.has(nodeType)) {
+      throw refuse(`${nodeType.replace(/Stmt$/, '').toUpperCase()} changes data`, ONLY_QUERIES)
+    }
+    if (nodeType === 'FuncCall') {
+      const rule = refusedFunction(functionName(value))
+      if (rule) throw refuse(rule, 'Query the tables; files and programs on the server are out of reach.')
+    }
+  })
+}

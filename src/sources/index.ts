@@ -1,0 +1,17 @@
+/**
+ * The host's data sources for `sql()`: PostgreSQL, MySQL/MariaDB, SQLite, DuckDB and data files
+ * queried in place, read-only, bounded and cancellable. `Sources` is the sandbox's QueryHost.
+ * @module
+ */
+export { loadSourcesFile, mayUse, type NamedSource, parseSourcesFile } from './config.js'
+export { type Catalog, type CatalogTable, DEFAULT_LIMITS, type Limits, type WriteAccess } from './source.js'
+export { Sources, type SourcesOptions } from './sources.js'
+export {
+  describeLocation,
+  isDatabaseUrl,
+  isQueryableFile,
+  parseSource,
+  redact,
+  type SourceKind,
+  type SourceSpec,
+} from './spec.js'

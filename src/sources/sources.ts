@@ -1,0 +1,168 @@
+/**
+ * A sandbox's sources: the QueryHost that `sql()` asks. It holds one Source per database and one
+ * DuckDB for all the data files (so files can be joined), opens each once up front (a wrong URL or
+ * password fails here, before any model call), routes a query by its source's name and applies
+ * the caps. No error that leaves it carries a password.
+ * @module
+ */
+import { AnalystError, InvalidArgumentError, NotFoundError } from '../errors.js'
+import type { QueryHost, QueryOptions, QueryRequest, QuerySourceInfo, QueryStream } from '../sandbox/query.js'
+import { DuckDbSource } from './duckdb.js'
+import { DEFAULT_LIMITS, type Limits, type Source, type WriteAccess } from './source.js'
+import type { SourceSpec } from './spec.js'
+import { SqliteSource } from './sqlite.js'
+
+export interface SourcesOptions {
+  limits?: Partial<Limits>
+  /** Where DuckDB spills (under ANALYST_HOME). */
+  spillDirectory?: string
+  /** DuckDB's memory limit for data files. @default '2GB' */
+  memoryLimit?: string
+}
+
+/** Creates the source of one spec (not yet connected). Drivers load only when a kind is used. */
+async function createSource(spec: SourceSpec): Promise<Source> {
+  switch (spec.kind) {
+    case 'postgres':
+    case 'mysql':
+      throw new InvalidArgumentError(`${spec.kind} sources are not wired yet`)
+    case 'sqlite':
+      return new SqliteSource(spec.location)
+    case 'duckdb':
+      return new DuckDbSource({ database: spec.location })
+    case 'file':
+      throw new Error('file sources are grouped into one DuckDB')
+  }
+}
+
+/** The error with every password of these specs replaced: a driver may quote what it was given. */
+function scrub(error: unknown, secrets: string[]): unknown {
+  if (!(error instanceof Error)) return error
+  const clean = (text: string | undefined) =>
+    text === undefined ? text : secrets.reduce((out, secret) => out.split(secret).join('***'), text)
+  if (!secrets.some((secret) => error.message.includes(secret) || error.stack?.includes(secret))) return error
+  if (AnalystError.isInstance(error)) {
+    const copy = new (error.constructor as typeof AnalystError)(clean(error.message) as string, {
+      hint: clean(error.hint),
+      fix: error.fix,
+    })
+    return copy
+  }
+  return new AnalystError(clean(error.message) as string)
+}
+
+export class Sources implements QueryHost {
+  readonly sources: QuerySourceInfo[]
+  readonly limits: Limits
+  #byName: Map<string, { source: Source; spec?: SourceSpec }>
+  #secrets: string[]
+  #all: Source[]
+
+  private constructor(
+    entries: { info: QuerySourceInfo; source: Source; spec?: SourceSpec }[],
+    all: Source[],
+    secrets: string[],
+    limits: Limits,
+  ) {
+    this.sources = entries.map((entry) => entry.info)
+    this.#byName = new Map(entries.map((entry) => [entry.info.name, entry]))
+    this.#all = all
+    this.#secrets = secrets
+    this.limits = limits
+  }
+
+  /** Creates and connects every source once; the first that fails closes the others and throws. */
+  static async open(specs: readonly SourceSpec[], options: SourcesOptions = {}): Promise<Sources> {
+    const names = new Set<string>()
+    for (const spec of specs) {
+      if (names.has(spec.name)) {
+        throw new InvalidArgumentError(`Two sources are named "${spec.name}"`, {
+          hint: 'Name one of them with NAME=URL (or NAME=PATH).',
+        })
+      }
+      names.add(spec.name)
+    }
+    const secrets = specs.flatMap((spec) => (spec.password ? [spec.password] : []))
+    const entries: { info: QuerySourceInfo; source: Source; spec?: SourceSpec }[] = []
+    const all: Source[] = []
+    try {
+      const files = specs.filter((spec) => spec.kind === 'file')
+      if (files.length > 0) {
+        const source = new DuckDbSource({
+          files: files.map((spec) => ({ name: spec.name, path: spec.location })),
+          spillDirectory: options.spillDirectory,
+          memoryLimit: options.memoryLimit,
+        })
+        all.push(source)
+        await source.open()
+        for (const spec of files) entries.push({ info: { name: spec.name, kind: 'file' }, source, spec })
+      }
+      for (const spec of specs) {
+        if (spec.kind === 'file') continue
+        const source = await createSource(spec)
+        all.push(source)
+        await source.open()
+        entries.push({ info: { name: spec.name, kind: spec.kind }, source, spec })
+      }
+    } catch (error) {
+      await Promise.allSettled(all.map((source) => source.close()))
+      throw scrub(error, secrets)
+    }
+    const order = new Map(specs.map((spec, index) => [spec.name, index]))
+    entries.sort((a, b) => (order.get(a.info.name) ?? 0) - (order.get(b.info.name) ?? 0))
+    return new Sources(entries, all, secrets, { ...DEFAULT_LIMITS, ...options.limits })
+  }
+
+  /** The source a request names, or the only one (file sources share one database). */
+  source(name: string | undefined): Source {
+    if (name !== undefined) {
+      const entry = this.#byName.get(name)
+      if (!entry) {
+        throw new NotFoundError(`There is no source named "${name}"`, {
+          hint: `The sources are: ${this.sources.map((source) => source.name).join(', ') || 'none'}.`,
+        })
+      }
+      return entry.source
+    }
+    if (this.#all.length === 1) return this.#all[0] as Source
+    throw new InvalidArgumentError(
+      this.#all.length === 0 ? 'There is no data source to query' : 'There are several sources: say which',
+      {
+        hint:
+          this.#all.length === 0
+            ? 'Give a database URL or a data file with --data.'
+            : `Pass source= one of: ${this.sources.map((source) => source.name).join(', ')}.`,
+      },
+    )
+  }
+
+  async run(request: QueryRequest, options: QueryOptions): Promise<QueryStream> {
+    try {
+      const source = this.source(request.source)
+      return await source.run(request.query, request.params, { ...options, limits: this.limits })
+    } catch (error) {
+      throw scrub(error, this.#secrets)
+    }
+  }
+
+  /** Whether each source's role can write, for `analyst doctor`. */
+  async writeAccess(): Promise<{ name: string; access: WriteAccess }[]> {
+    const seen = new Set<Source>()
+    const out: { name: string; access: WriteAccess }[] = []
+    for (const info of this.sources) {
+      const entry = this.#byName.get(info.name)
+      if (!entry || seen.has(entry.source)) continue
+      seen.add(entry.source)
+      try {
+        out.push({ name: info.name, access: await entry.source.canWrite() })
+      } catch (error) {
+        throw scrub(error, this.#secrets)
+      }
+    }
+    return out
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.#all.map((source) => source.close()))
+  }
+}

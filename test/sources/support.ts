@@ -1,0 +1,33 @@
+/** Reading a QueryStream whole, for the sources' tests. */
+import type { QueryStream } from '../../src/sandbox/query.js'
+import { Sources } from '../../src/sources/sources.js'
+import { parseSource } from '../../src/sources/spec.js'
+
+export async function drain(
+  stream: QueryStream,
+): Promise<{ columns: Record<string, unknown[]>; types: Record<string, string> }> {
+  const columns: Record<string, unknown[]> = {}
+  for (const column of stream.columns) columns[column.name] = []
+  for await (const batch of stream.batches) {
+    stream.columns.forEach((column, c) => {
+      columns[column.name]?.push(...(batch.values[c] ?? []))
+    })
+  }
+  return { columns, types: Object.fromEntries(stream.columns.map((column) => [column.name, column.type])) }
+}
+
+export function options(timeoutMs = 30_000, signal = new AbortController().signal) {
+  return { signal, timeoutMs }
+}
+
+/** Sources opened from `--data` arguments. */
+export function openSources(
+  args: string[],
+  limits?: { maxRows?: number; maxBytes?: number },
+  env = process.env,
+) {
+  return Sources.open(
+    args.map((arg) => parseSource(arg, env)),
+    { limits },
+  )
+}
