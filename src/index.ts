@@ -8,6 +8,11 @@ import { local } from './sandbox/local/index.js'
 import { Sandbox } from './sandbox/sandbox.js'
 
 Sandbox.defaultProvider ??= local
+// Sources by URL (`Sandbox.create({ sources: { shop: 'postgres://…' } })`); their drivers load when used.
+Sandbox.openSources ??= async (sources) => {
+  const { parseSource, Sources } = await import('./sources/index.js')
+  return Sources.open(Object.entries(sources).map(([name, url]) => parseSource(`${name}=${url}`)))
+}
 
 export * from './sandbox/index.js'
 export { LocalProvider, local, localProvider } from './sandbox/local/index.js'

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { advice } from '../../fixes.js'
 import type {
   CommandProcess,
   Context,
@@ -17,7 +18,7 @@ import type {
   SandboxLimits,
 } from '../backend.js'
 import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
-import { NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
+import { AnalystError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import type { Artifact } from '../messaging.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
 import type { QueryHost, QueryRecord } from '../query.js'
@@ -144,7 +145,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       kernel.answer({ type: 'query-end', id, rows: summary.rows, truncated: summary.truncated?.message })
     } catch (error) {
       const name = controller.signal.aborted ? 'KeyboardInterrupt' : 'QueryError'
-      fail(name, error instanceof Error ? error.message : String(error))
+      fail(name, toldToCode(error))
     } finally {
       cell.queries.delete(id)
       cell.controller.signal.removeEventListener('abort', cancel)
@@ -359,6 +360,13 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
   }
 
   abstract doKill(): Promise<void>
+}
+
+/** An error of the host's, as the exception code gets: what is wrong and what to do, for a model to act on. */
+function toldToCode(error: unknown): string {
+  if (!AnalystError.isInstance(error)) return error instanceof Error ? error.message : String(error)
+  const what = advice(error, 'model')
+  return what ? `${error.message}. ${what}` : error.message
 }
 
 /** The end of what a kernel printed before it stopped: its last words, for the traceback. */
