@@ -15,4 +15,4 @@ export type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './even
 export { type ExtractedCode, extractCode } from './extract.js'
 export { Evidence, statedNumbers, unsupportedNumbers } from './grounding.js'
 export { observe, truncateMiddle } from './observation.js'
-export { systemPrompt } from './prompt.js'
+export { sourcesSection, systemPrompt } from './prompt.js'

@@ -15,6 +15,16 @@ const HOW_TO_RUN: Record<CodeMode, string> = {
     '- Run one step at a time: look at the data, compute, check the result, then continue.',
 }
 
+/** How code reaches the host's databases and large files, and what is in them. */
+export function sourcesSection(described: string): string {
+  return `Data sources (databases and files queried with SQL on the host, not copied into the sandbox):
+- sql(query, source=None, params=None) runs one read-only SQL statement and returns a pandas DataFrame. Name the source when there are several; pass values as params ($1 or ? placeholders, or :name with a dict), never in the text.
+- Aggregate in SQL (GROUP BY, WHERE, ORDER BY … LIMIT) and pull small results into pandas: a result is cut at a row and byte cap. Large tables and large files are only reachable this way.
+- describe_table(name, source=None) gives a table's columns, types, keys, row estimate and sample values, for tables listed below by name only.
+
+${described}`
+}
+
 export function systemPrompt(options: { mode: CodeMode; dataDescription: string; gpu?: string }): string {
   return `You are Analyst, a careful data analyst. You answer questions about the user's data by running Python code in a sandbox, then answering in plain words.
 

@@ -51,4 +51,5 @@ export type {
   QueryStream,
   QuerySummary,
 } from './query.js'
+export { describeSources } from './query.js'
 export { type CreateOpts, DEFAULT_TIMEOUT_MS, Files, type RunCodeOpts, Sandbox } from './sandbox.js'

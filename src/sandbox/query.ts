@@ -84,6 +84,17 @@ export interface QueryHost {
   run(request: QueryRequest, options: QueryOptions): Promise<QueryStream>
   /** A table's description in full, as the prompt gives a source's tables (describe_table() in code). */
   describeTable?(table: string, source?: string): Promise<string>
+  /**
+   * The sources for the model's prompt, within a budget: tables, columns and types, keys, row
+   * estimates, samples; those that best match the question in full and the rest by name.
+   */
+  describe?(options: { budgetChars: number; question?: string }): Promise<string>
+}
+
+/** The sources' description for the prompt: the host's own, else their names and kinds. */
+export async function describeSources(host: QueryHost, question?: string): Promise<string> {
+  if (host.describe) return host.describe({ budgetChars: 12_000, question })
+  return host.sources.map((source) => `- ${source.name} (${source.kind})`).join('\n')
 }
 
 /** What a cell's step keeps of each query it ran (the history, exports, the views). */

@@ -6,12 +6,18 @@
  */
 import { buffer } from 'node:stream/consumers'
 import type { ModelMessage } from 'ai'
-import { Analyst, type AnalystOptions, type CodeCheck } from '../agent/index.js'
+import { Analyst, type AnalystOptions, type CodeCheck, sourcesSection } from '../agent/index.js'
 import { formatProfiles } from '../data/index.js'
 import { checkCode, warmUp } from '../guard/index.js'
 import type { CodeMode, ModelChoice } from '../models/index.js'
 import type { FindPython } from '../python.js'
-import { Sandbox, type SandboxCreateOptions, type SandboxProvider } from '../sandbox/index.js'
+import {
+  describeSources,
+  type QueryHost,
+  Sandbox,
+  type SandboxCreateOptions,
+  type SandboxProvider,
+} from '../sandbox/index.js'
 import type { BlobStore, HistoryStore, StoredDataset } from '../store/index.js'
 import { type SandboxDataFile, sandboxFiles } from './datasets.js'
 import type { Replayed } from './events.js'
@@ -45,6 +51,16 @@ export interface LiveContext {
   analyst: AnalystSettings
   python?: FindPython
   cacheDir: string
+}
+
+/** The prompt's text on the session's data: its files' profiles, and the host's sources if it has some. */
+async function describeData(
+  profiles: StoredDataset['profile'][],
+  sources: QueryHost | undefined,
+): Promise<string> {
+  const files = profiles.length > 0 || !sources ? formatProfiles(profiles) : ''
+  if (!sources || sources.sources.length === 0) return files
+  return [files, sourcesSection(await describeSources(sources))].filter(Boolean).join('\n\n')
 }
 
 export class LiveSession {
@@ -127,7 +143,7 @@ export class LiveSession {
       mode: mode ?? model.mode,
       sandbox,
       sessionId,
-      dataDescription: formatProfiles(profiles),
+      dataDescription: await describeData(profiles, context.sandbox.sources),
       history: messages as ModelMessage[],
       evidence: steps.flatMap((step) => [step.stdout, ...step.results.map((result) => result.text ?? '')]),
       check,

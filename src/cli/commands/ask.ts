@@ -5,6 +5,7 @@ import type { AskResult } from '../../agent/index.js'
 import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
 import { SessionService } from '../../session/index.js'
+import { openDataSources, splitDataArgs } from '../data-args.js'
 import { UsageError } from '../errors.js'
 import { openHome } from '../home.js'
 import { modalToolSettings } from '../modal-tools.js'
@@ -95,12 +96,18 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
   const interactive = options.interactive ?? Boolean((stderr as NodeJS.WriteStream).isTTY)
   // Looked up before anything else starts: a function that is not deployed is said at once.
   const modal = await modalToolSettings(options.modalTool, options)
-  const { home, stores, provider } = await openHome(options)
+  const given = await splitDataArgs(options.data, { cwd: options.cwd, env: options.env })
+  // Each source connects once now: a wrong URL or password is said before any model call.
+  const sources = await openDataSources(given.sources)
+  const { home, stores, provider } = await openHome(options).catch(async (error: unknown) => {
+    await sources?.close()
+    throw error
+  })
   const service = new SessionService({
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: { isolation: options.isolation },
+    sandbox: { isolation: options.isolation, sources },
     // Chosen below, before anything is recorded: a missing model fails first.
     model: async () => model,
     analyst: {
@@ -121,6 +128,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
     await service.shutdown()
     await provider.close?.()
     await stores.close()
+    await sources?.close()
   }
   try {
     let sessionId: string | undefined
@@ -133,8 +141,8 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
       })
     } else if (options.data.length === 0) {
       throw new UsageError(
-        'Give at least one data file with --data',
-        'Example: --data orders.csv (repeat --data for more files)',
+        'Give at least one data file or database with --data',
+        'Example: --data orders.csv, or --data postgres://analyst@localhost/shop (repeat --data for more)',
       )
     }
     // A stored session keeps its model unless --model says otherwise.
@@ -143,11 +151,11 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
     if (options.replay && !options.json)
       stderr.write(pc.yellow('Analyst · recorded replies, replayed: no model is called\n'))
     sessionId ??= (await service.createSession()).id
-    if (options.data.length > 0) {
-      if (!options.json) stderr.write(pc.dim(`Analyst · reading ${options.data.length} data file(s)…\n`))
+    if (given.files.length > 0) {
+      if (!options.json) stderr.write(pc.dim(`Analyst · reading ${given.files.length} data file(s)…\n`))
       await service.addData(
         sessionId,
-        options.data.map((path) => ({ path: resolve(options.cwd, path) })),
+        given.files.map((path) => ({ path: resolve(options.cwd, path) })),
       )
     }
     const folder = new OutputFolder(

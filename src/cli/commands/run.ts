@@ -6,6 +6,7 @@ import { executionFix, phraseFix } from '../../fixes.js'
 import { checkCode, formatViolations, type Violation } from '../../guard/index.js'
 import { createProvider } from '../../providers.js'
 import { type Result, Sandbox } from '../../sandbox/index.js'
+import { openDataSources, splitDataArgs } from '../data-args.js'
 import { UsageError } from '../errors.js'
 import { OutputFolder } from '../outputs.js'
 
@@ -93,7 +94,9 @@ export async function run(options: RunOptions): Promise<number> {
   const stdout = options.stdout ?? process.stdout
   const stderr = options.stderr ?? process.stderr
   const cells = await readCells(options)
-  const data = await checkData(options.data, options.cwd)
+  const given = await splitDataArgs(options.data, { cwd: options.cwd, env: options.env })
+  const data = await checkData(given.files, options.cwd)
+  const sources = await openDataSources(given.sources)
   const violations: Violation[][] = []
   for (const cell of options.guard ? cells : []) violations.push(await checkCode(cell.code))
   // One command, one sandbox: a warm pool would only start a kernel nobody uses.
@@ -107,6 +110,10 @@ export async function run(options: RunOptions): Promise<number> {
     }),
     data,
     isolation: options.isolation,
+    sources,
+  }).catch(async (error: unknown) => {
+    await sources?.close()
+    throw error
   })
   const folder = new OutputFolder(
     resolve(options.cwd, options.outputDir ?? join('analyst-output', sandbox.sandboxId)),
@@ -181,6 +188,7 @@ export async function run(options: RunOptions): Promise<number> {
     }
   } finally {
     await sandbox.kill()
+    await sources?.close()
   }
   return failed ? 1 : 0
 }

@@ -165,11 +165,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       const text = await sources.describeTable(question.table, question.source ?? undefined)
       kernel.answer({ type: 'table-description', id: question.id, text })
     } catch (error) {
-      kernel.answer({
-        type: 'table-description',
-        id: question.id,
-        error: error instanceof Error ? error.message : String(error),
-      })
+      kernel.answer({ type: 'table-description', id: question.id, error: toldToCode(error) })
     }
   }
 

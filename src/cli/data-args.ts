@@ -1,0 +1,49 @@
+/**
+ * What `--data` was given: files to put in the sandbox, and sources for sql() on the host
+ * (databases by URL). A CSV, Parquet or NDJSON file larger than a kernel should read whole stays
+ * on the host as a source that DuckDB queries in place: code reaches it with sql().
+ * @module
+ */
+import { stat } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import { isDatabaseUrl, isQueryableFile, parseSource, type SourceSpec, Sources } from '../sources/index.js'
+
+/** Over this, a data file stays on the host and only sql() reads it. @default 1 GiB (ANALYST_SQL_ONLY_BYTES) */
+export function sqlOnlyBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const value = Number(env.ANALYST_SQL_ONLY_BYTES)
+  return Number.isFinite(value) && value > 0 ? value : 1024 ** 3
+}
+
+export interface DataArgs {
+  /** Files for the sandbox's data/ folder, as given (relative to cwd). */
+  files: string[]
+  /** Databases, and the files too large for the sandbox. */
+  sources: SourceSpec[]
+}
+
+export async function splitDataArgs(
+  values: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<DataArgs> {
+  const env = options.env ?? process.env
+  const files: string[] = []
+  const sources: SourceSpec[] = []
+  for (const value of values) {
+    if (isDatabaseUrl(value)) {
+      sources.push(parseSource(value, env, options.cwd))
+      continue
+    }
+    const path = resolve(options.cwd, value)
+    const size = (await stat(path).catch(() => undefined))?.size
+    if (size !== undefined && size > sqlOnlyBytes(env) && isQueryableFile(path)) {
+      sources.push(parseSource(path, env, options.cwd))
+    } else files.push(value)
+  }
+  return { files, sources }
+}
+
+/** The sources opened (each connects once: a wrong URL or password is said now), or none. */
+export async function openDataSources(specs: SourceSpec[], home?: string): Promise<Sources | undefined> {
+  if (specs.length === 0) return undefined
+  return Sources.open(specs, home ? { spillDirectory: resolve(home, 'spill') } : {})
+}
