@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path'
 import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
 import { type ModelChoice, resolveModel } from '../../models/index.js'
 import { SessionService } from '../../session/index.js'
+import { openDataSources, splitDataArgs } from '../data-args.js'
 import { openHome } from '../home.js'
 import { modalToolSettings } from '../modal-tools.js'
 import { imageName } from '../render.js'
@@ -38,13 +39,18 @@ export interface McpOptions {
 export async function mcp(options: McpOptions): Promise<number> {
   const folders = await AllowedFolders.open(options.allowDir, options.cwd)
   const modal = await modalToolSettings(options.modalTool, options)
-  const { home, stores, provider } = await openHome(options)
+  const given = await splitDataArgs(options.data, { cwd: options.cwd, env: options.env })
+  const sources = await openDataSources(given.sources)
+  const { home, stores, provider } = await openHome(options).catch(async (error: unknown) => {
+    await sources?.close()
+    throw error
+  })
   let model: Promise<ModelChoice> | undefined
   const service = new SessionService({
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: { isolation: options.isolation },
+    sandbox: { isolation: options.isolation, sources },
     // Resolved when first needed: run_python works without one; ask_analyst says what to set.
     model: () =>
       (model ??= resolveModel({ spec: options.model, baseUrl: options.baseUrl, env: options.env }).catch(
@@ -64,7 +70,7 @@ export async function mcp(options: McpOptions): Promise<number> {
   try {
     const connection = await McpConnection.open(service, {
       folders,
-      data: options.data.map((path) => resolve(options.cwd, path)),
+      data: given.files.map((path) => resolve(options.cwd, path)),
     })
     await serveStdio(connection, { stdin: options.stdin, stdout: options.stdout, signal: stop.signal })
     return 0
@@ -74,5 +80,6 @@ export async function mcp(options: McpOptions): Promise<number> {
     await service.shutdown()
     await provider.close?.()
     await stores.close()
+    await sources?.close()
   }
 }
