@@ -12,11 +12,12 @@ class FakeKernel {
   }
 }
 
-function supervise(overrides: Partial<SupervisorOptions<FakeKernel>> = {}) {
+/** A supervisor of kernel 0 (or, `empty`, of none yet), whose new kernels are numbered from 1. */
+function supervise(overrides: Partial<SupervisorOptions<FakeKernel>> = {}, empty = false) {
   let next = 1
   const started: FakeKernel[] = []
   const stopped: FakeKernel[] = []
-  const supervisor = new KernelSupervisor(new FakeKernel(0), {
+  const supervisor = new KernelSupervisor(empty ? undefined : new FakeKernel(0), {
     start: async () => {
       const kernel = new FakeKernel(next++)
       started.push(kernel)
@@ -33,6 +34,15 @@ function supervise(overrides: Partial<SupervisorOptions<FakeKernel>> = {}) {
     ...overrides,
   })
   return { supervisor, started, stopped }
+}
+
+/** A promise that resolves when the test opens it: what a slow start or preparation waits for. */
+function gate() {
+  let open!: () => void
+  const closed = new Promise<void>((resolve) => {
+    open = resolve
+  })
+  return { closed, open }
 }
 
 describe('KernelSupervisor', () => {
@@ -116,20 +126,17 @@ describe('KernelSupervisor', () => {
   })
 
   it('once closed, starts nothing and ends a kernel whose start was under way', async () => {
-    let release!: () => void
-    const gate = new Promise<void>((resolve) => {
-      release = resolve
-    })
+    const slow = gate()
     const { supervisor, stopped } = supervise({
       start: async () => {
-        await gate
+        await slow.closed
         return new FakeKernel(7)
       },
     })
     supervisor.current.die()
     const restarting = supervisor.restart()
     const closing = supervisor.close()
-    release()
+    slow.open()
     await expect(restarting).rejects.toThrow(/killed/)
     expect((await closing)?.id).toBe(0)
     expect(stopped.map((k) => k.id)).toEqual([0, 7])
@@ -137,18 +144,7 @@ describe('KernelSupervisor', () => {
   })
 
   it('with no kernel yet, the first request starts one, with nothing to tell', async () => {
-    const started: FakeKernel[] = []
-    const empty = new KernelSupervisor<FakeKernel>(undefined, {
-      start: async () => {
-        const kernel = new FakeKernel(1)
-        started.push(kernel)
-        return kernel
-      },
-      stop: async () => {},
-      describe: async () => 'never asked',
-      lost: 'State lost.',
-      closedError: () => new SandboxError('This sandbox was killed'),
-    })
+    const { supervisor: empty, started } = supervise({}, true)
     expect(() => empty.current).toThrow(/No kernel has started yet/)
     expect((await empty.ready()).id).toBe(1)
     expect(empty.current.id).toBe(1)
@@ -157,29 +153,34 @@ describe('KernelSupervisor', () => {
   })
 
   it('a first start under way when it is closed: that kernel is ended, and nothing is left to end', async () => {
-    let release!: () => void
-    const gate = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    const stopped: number[] = []
-    const empty = new KernelSupervisor<FakeKernel>(undefined, {
-      start: async () => {
-        await gate
-        return new FakeKernel(3)
+    const slow = gate()
+    const { supervisor: empty, stopped } = supervise(
+      {
+        start: async () => {
+          await slow.closed
+          return new FakeKernel(3)
+        },
       },
-      stop: async (kernel) => {
-        stopped.push(kernel.id)
-      },
-      describe: async () => 'never asked',
-      lost: 'State lost.',
-      closedError: () => new SandboxError('This sandbox was killed'),
-    })
+      true,
+    )
     const starting = empty.ready()
     const closing = empty.close()
-    release()
+    slow.open()
     await expect(starting).rejects.toThrow(/killed/)
     expect(await closing).toBeUndefined()
-    expect(stopped).toEqual([3])
+    expect(stopped.map((k) => k.id)).toEqual([3])
+  })
+
+  it('closed while a new kernel is prepared: that kernel is ended, and the restart refused', async () => {
+    const slow = gate()
+    const { supervisor, stopped } = supervise({ prepare: () => slow.closed })
+    supervisor.current.die()
+    const restarting = supervisor.restart()
+    const closing = supervisor.close()
+    slow.open()
+    await expect(restarting).rejects.toThrow(/killed/)
+    expect((await closing)?.id).toBe(0)
+    expect(stopped.map((k) => k.id)).toEqual([0, 1])
   })
 
   it('once closed, a restart starts nothing, asked for or not', async () => {
@@ -261,14 +262,11 @@ describe('KernelSupervisor', () => {
 
   it('a request that finds the kernel stopped after another replaced it uses the new one', async () => {
     let calls = 0
-    let release!: () => void
-    const gate = new Promise<void>((resolve) => {
-      release = resolve
-    })
+    const slow = gate()
     const { supervisor, started } = supervise({
       describe: async () => {
         calls++
-        if (calls === 2) await gate // the second request learns why only after the first replaced it
+        if (calls === 2) await slow.closed // the second request learns why only after the first replaced it
         return 'exited'
       },
     })
@@ -277,7 +275,7 @@ describe('KernelSupervisor', () => {
       const first = supervisor.ready()
       const later = supervisor.ready()
       await first
-      release()
+      slow.open()
       return later
     })()
     expect((await second).id).toBe(1)

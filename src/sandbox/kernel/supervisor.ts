@@ -131,9 +131,10 @@ export class KernelSupervisor<K extends Supervised> {
       fresh = await this.options.start()
     }
     try {
-      // Closed while it started: nothing would ever end it.
+      // Closed while it started, or while it was prepared: nothing would ever end it.
       if (this.closed) throw this.options.closedError()
       await this.options.prepare?.(fresh)
+      if (this.closed) throw this.options.closedError()
     } catch (error) {
       await this.options.stop(fresh)
       throw error
