@@ -172,10 +172,17 @@ describe('KernelSupervisor', () => {
   })
 
   it('closed while a new kernel is prepared: that kernel is ended, and the restart refused', async () => {
+    const entered = gate()
     const slow = gate()
-    const { supervisor, stopped } = supervise({ prepare: () => slow.closed })
+    const { supervisor, stopped } = supervise({
+      prepare: () => {
+        entered.open()
+        return slow.closed
+      },
+    })
     supervisor.current.die()
     const restarting = supervisor.restart()
+    await entered.closed // started, and being prepared
     const closing = supervisor.close()
     slow.open()
     await expect(restarting).rejects.toThrow(/killed/)
