@@ -119,3 +119,56 @@ describe('jupyter engine on Enterprise Gateway', () => {
     expect(checks.find((check) => check.name === 'jupyter kernel')?.ok).toBe(true)
   }, 60_000)
 })
+
+describe('jupyter engine on Enterprise Gateway: a kernel WebSocket that drops', () => {
+  /** Runs a cell during which every kernel socket through the gateway drops: it fails as a lost connection. */
+  async function dropDuringCell(sandbox: Sandbox) {
+    const error = await sandbox
+      .runCode("import time\nprint('running', flush=True)\ntime.sleep(1)", {
+        onStdout: () => gateway.dropSockets(),
+      })
+      .then(
+        () => undefined,
+        (error: Error) => error,
+      )
+    expect(error?.message).toMatch(/connection to kernel .* closed/)
+  }
+
+  it('reaches the kernel again when only its socket dropped: its state kept, the next cell told nothing', async () => {
+    const sandbox = await Sandbox.create({ provider })
+    try {
+      await sandbox.runCode('kept = 7')
+      const starts = gateway.startEnvs.length
+      await dropDuringCell(sandbox)
+      const stderr: string[] = []
+      const next = await sandbox.runCode('kept * 6', { onStderr: (message) => stderr.push(message.line) })
+      expect(next.text).toBe('42')
+      expect(stderr).toEqual([])
+      expect(gateway.startEnvs.length).toBe(starts) // not a restart
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it('tells the next cell when its kernel was gone from the server meanwhile, and runs it in a new one', async () => {
+    const before = new Set(await server.kernelIds())
+    const sandbox = await Sandbox.create({ provider })
+    try {
+      const [id] = (await server.kernelIds()).filter((kernel) => !before.has(kernel))
+      await sandbox.runCode('kept = 7')
+      const starts = gateway.startEnvs.length
+      await dropDuringCell(sandbox)
+      expect((await server.api(`api/kernels/${id}`, { method: 'DELETE' })).status).toBe(204)
+      const stderr: string[] = []
+      const next = await sandbox.runCode('kept', { onStderr: (message) => stderr.push(message.line) })
+      expect(stderr.join('')).toMatch(
+        /^\[The kernel had stopped since the last cell \(it was gone from the Jupyter server\)\. All variables and imports were lost/,
+      )
+      expect(next.error?.name).toBe('NameError')
+      expect((await sandbox.runCode('6 * 7')).text).toBe('42')
+      expect(gateway.startEnvs.length).toBe(starts + 1)
+    } finally {
+      await sandbox.kill()
+    }
+  })
+})

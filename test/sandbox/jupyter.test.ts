@@ -4,7 +4,7 @@
  * mid-cell, rate-limited output, kernels left behind by a crashed run.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -12,6 +12,7 @@ import { Sandbox } from '../../src/sandbox/index.js'
 import { JUPYTER_CAPABILITIES, JupyterProvider } from '../../src/sandbox/jupyter/index.js'
 import { describeConformance } from '../../src/test/conformance.js'
 import { freePort, type RunningJupyter, startJupyterServer } from '../../src/test/support/jupyter-server.js'
+import { waitFor } from '../support/wait.js'
 
 let server: RunningJupyter
 let recordDir: string
@@ -235,4 +236,95 @@ describe('jupyter engine: output over the server IOPub rate limit', () => {
       await limited.stop()
     }
   }, 60_000)
+})
+
+describe('jupyter engine: kernels kept by the restart supervisor', () => {
+  it('starts no kernel on the server once killed, not even for a context whose start was under way', async () => {
+    const before = new Set(await server.kernelIds())
+    const sandbox = await Sandbox.create({ provider })
+    const context = await sandbox.createContext()
+    const creating = errorOf(sandbox.createContext())
+    const restarting = errorOf(sandbox.restartCodeContext(context))
+    await sandbox.kill()
+    expect((await creating)?.message).toMatch(/killed/)
+    expect((await restarting)?.message).toMatch(/killed/)
+    await expect(sandbox.createContext()).rejects.toThrow(/killed/)
+    await expect(sandbox.restartCodeContext('default')).rejects.toThrow(/killed/)
+    expect((await server.kernelIds()).filter((id) => !before.has(id))).toEqual([])
+    expect(readdirSync(recordDir)).toEqual([])
+  })
+
+  it('says a kernel deleted on the server since the last cell died (not that a connection dropped), and goes on in a new one', async () => {
+    const before = new Set(await server.kernelIds())
+    const sandbox = await Sandbox.create({ provider })
+    try {
+      const [id] = (await server.kernelIds()).filter((kernel) => !before.has(kernel))
+      await sandbox.runCode('kept = 1')
+      // The server keeps the kernel's socket open, and silent: the cell's watchdog finds the kernel gone.
+      expect((await server.api(`api/kernels/${id}`, { method: 'DELETE' })).status).toBe(204)
+      const execution = await sandbox.runCode('kept')
+      expect(execution.error?.name).toBe('KernelDied')
+      expect(execution.error?.value).toMatch(/variables and imports were lost/)
+      const stderr: string[] = []
+      const next = await sandbox.runCode('kept', { onStderr: (message) => stderr.push(message.line) })
+      expect(next.error?.name).toBe('NameError')
+      expect(stderr).toEqual([]) // the cell before said so
+      expect((await sandbox.runCode('6 * 7')).text).toBe('42')
+    } finally {
+      await sandbox.kill()
+    }
+  }, 60_000)
+
+  it('gives up on a kernel that keeps stopping before it runs a cell, with a clear error, and starts no more', async () => {
+    const dying = await startJupyterServer()
+    try {
+      // Once the marker is there, every kernel of this server dies at its first request (Analyst's prelude).
+      const marker = join(dying.root, '..', 'kernels-die')
+      const startup = join(dying.root, '..', '.ipython', 'profile_default', 'startup')
+      mkdirSync(startup, { recursive: true })
+      writeFileSync(
+        join(startup, '00-die.py'),
+        [
+          'import os',
+          'def _die():',
+          `    if os.path.exists(${JSON.stringify(marker)}):`,
+          '        os._exit(1)',
+          "get_ipython().events.register('pre_execute', _die)",
+        ].join('\n'),
+      )
+      const provider = new JupyterProvider({ url: dying.url, token: dying.token, recordDir })
+      const sandbox = await Sandbox.create({ provider })
+      try {
+        expect((await sandbox.runCode('6 * 7')).text).toBe('42')
+        writeFileSync(marker, '')
+        expect((await sandbox.runCode('import os\nos._exit(1)')).error?.name).toBe('KernelDied')
+        const failures: string[] = []
+        for (let i = 0; i < 10 && !/no longer restarts/.test(failures.at(-1) ?? ''); i++) {
+          failures.push((await errorOf(sandbox.runCode('1')))?.message ?? 'the cell ran')
+        }
+        const given = failures.pop()
+        expect(given).toMatch(
+          /^The kernel stopped 5 times in a row before it could run a cell: this sandbox no longer restarts it/,
+        )
+        // The first new kernel started as the cell that ended the old one failed, in the background:
+        // its failure goes to the next cell, or that cell starts the second.
+        expect(failures.length).toBeGreaterThanOrEqual(4)
+        expect(failures.length).toBeLessThanOrEqual(5)
+        for (const failure of failures) {
+          expect(failure).toMatch(/^The Jupyter kernel stopped while it was being set up for Analyst/)
+        }
+        // Given up: even with the cause gone, no kernel is started again.
+        rmSync(marker)
+        expect((await errorOf(sandbox.runCode('1')))?.message).toBe(given)
+        await waitFor(async () => (await dying.kernelIds()).length === 0, {
+          what: 'the kernels that stopped to be deleted from the server',
+        })
+      } finally {
+        await sandbox.kill()
+      }
+      expect(await dying.kernelIds()).toEqual([])
+    } finally {
+      await dying.stop()
+    }
+  }, 120_000)
 })

@@ -8,7 +8,8 @@
  * - the start request's `env`: only KERNEL_* (and EG_CLIENT_ENVS) pass, as strings without `$`,
  *   backticks or newlines, at most 4096 characters (400 otherwise); kernels do not start in the
  *   server's root (no `path`); the request blocks while the "pod" starts
- * - kernel channels proxied as they are.
+ * - kernel channels proxied as they are; `dropSockets()` ends them as a network that drops does,
+ *   the kernels running on.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -20,6 +21,8 @@ export interface FakeGateway {
   token: string
   /** The `env` of each kernel start request, as received. */
   startEnvs: Array<Record<string, string>>
+  /** Ends every kernel WebSocket open through the gateway (both ways), the kernels left running. */
+  dropSockets(): void
   close(): Promise<void>
 }
 
@@ -126,6 +129,9 @@ export async function startFakeGateway(
     url: `http://127.0.0.1:${port}/`,
     token: options.token,
     startEnvs,
+    dropSockets() {
+      for (const client of sockets.clients) client.terminate()
+    },
     async close() {
       for (const client of sockets.clients) client.terminate()
       server.closeAllConnections()

@@ -33,6 +33,7 @@ import {
   SandboxUnavailableError,
   sandboxKilled,
 } from '../errors.js'
+import { KernelSupervisor } from '../kernel/supervisor.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
 import { type ExecuteReply, KernelChannel, KernelLost, type KernelMessage } from './channel.js'
 import {
@@ -43,6 +44,7 @@ import {
   pythonLiteral,
   type WorkspaceFiles,
 } from './files.js'
+import { type JupyterKernel, JupyterKernels, whyStopped } from './kernels.js'
 import { defaultRecordDir, KernelRecords } from './leftovers.js'
 import { CELL_END_MIME, COMMANDS_COMM, cellEndFrom, cellEnvsCode, MODULE, preludeCode } from './prelude.js'
 import {
@@ -52,9 +54,7 @@ import {
   getKernel,
   interruptKernel,
   type JupyterSettings,
-  restartKernel,
   type ServerInfo,
-  startKernel,
 } from './server.js'
 
 export interface JupyterProviderOptions extends JupyterSettings {
@@ -103,38 +103,19 @@ function tracebackText(lines: unknown): string {
 /** How long a cell may be silent before the server is asked whether its kernel still runs it. */
 const WATCHDOG_MS = 2000
 
-/** How long a dead kernel is asked to go before it is left to the next start's clean-up. */
-const RETIRE_TIMEOUT_MS = 30_000
-
 /** How long a new kernel may take to answer its first request (the prelude). */
 const PRELUDE_TIMEOUT_MS = 60_000
 
 const RATE_LIMIT = /^IOPub (data|message) rate exceeded/
 
-/** One kernel of a sandbox: the default context or another. */
-class Kernel {
-  /** The prelude must run (again) before the next cell: a new or restarted kernel. */
-  needsPrelude = true
-  /** Why the kernel stopped between cells, told to the next cell. */
-  lostBetweenCells: string | undefined
-  /**
-   * The kernel died: the next cell gets a new one. Waiting for the server's own restart instead
-   * raced it: a socket opened while the server restarts (on new ports, when the kernel died young)
-   * may reach nothing, and the next cell then hung.
-   */
-  replace = false
-
-  constructor(
-    public id: string,
-    public channel: KernelChannel,
-    readonly cwd: string,
-  ) {}
-}
+/** The kernel of one context (the default or another), kept by the one restart supervisor. */
+type ContextKernel = KernelSupervisor<JupyterKernel>
 
 class JupyterSandbox implements SandboxBackend {
   readonly specificationVersion = 'v1'
   readonly provider = 'jupyter'
-  private readonly contexts = new Map<string, Kernel>()
+  private readonly main: ContextKernel
+  private readonly contexts = new Map<string, ContextKernel>()
   private queue: Promise<unknown> = Promise.resolve()
   private killed = false
   /** Every file of the workspace as last reported by any kernel: `size:mtime_ns:inode`. */
@@ -151,15 +132,15 @@ class JupyterSandbox implements SandboxBackend {
     readonly sandboxId: string,
     private readonly server: ServerInfo,
     private readonly settings: JupyterProviderOptions,
-    private readonly records: KernelRecords,
-    private readonly main: Kernel,
+    private readonly kernels: JupyterKernels,
+    main: JupyterKernel,
     private files: WorkspaceFiles,
     private readonly envs: Record<string, string>,
     limits: SandboxCreateOptions['limits'],
   ) {
     const outputBytes = limits?.outputBytes ?? DEFAULT_OUTPUT_BYTES
     this.outputLimits = { outputBytes, resultBytes: limits?.resultBytes ?? 8 * outputBytes }
-    this.attach(main, main.channel)
+    this.main = this.supervise(main.cwd, main, true)
   }
 
   /** The workspace folder, relative to the kernel's start directory (the server's root). */
@@ -172,35 +153,60 @@ class JupyterSandbox implements SandboxBackend {
   }
 
   /**
-   * Makes `channel` the kernel's. A restart by the server between cells (the kernel died) is told
-   * to the next cell; the main kernel's channel also carries its commands' output.
+   * The restart supervisor of one context's kernel (its first one, or none yet: it starts with
+   * the first request). This engine only provisions: starts a kernel and runs the prelude in it,
+   * reaches it again when only its socket dropped, restarts it through the server, deletes it.
    */
-  private attach(kernel: Kernel, channel: KernelChannel) {
-    kernel.channel = channel
-    channel.onKernelState = (state) => {
-      if (state === 'restarting' || state === 'dead') {
-        // The kernel died: the next cell starts a new one (see Kernel.replace).
-        channel.close()
-        kernel.needsPrelude = true
-        kernel.replace = true
-        kernel.lostBetweenCells = `[The kernel had stopped since the last cell; a new one was started. ${STATE_LOST}]\n`
-        if (kernel === this.main) this.loseCommands(`its kernel ${state === 'dead' ? 'died' : 'restarted'}`)
-      }
-    }
-    if (kernel === this.main) channel.onComm = (commId, data) => this.onCommand(commId, data)
+  private supervise(cwd: string, first: JupyterKernel | undefined, main: boolean): ContextKernel {
+    return new KernelSupervisor(first, {
+      start: () => this.kernels.start(cwd),
+      reconnect: async (kernel) => {
+        // Whatever a command sent while no socket listened is lost: it is ended (and killed) here.
+        if (main && kernel.stopped === undefined) this.loseCommands('the connection to its kernel dropped')
+        return this.kernels.reconnect(kernel)
+      },
+      restartInPlace: (kernel) => this.kernels.restart(kernel),
+      stop: (kernel) => this.kernels.stop(kernel),
+      describe: async (kernel) => kernel.stopped ?? 'it stopped',
+      prepare: (kernel) => this.prepare(kernel, main),
+      lost: STATE_LOST,
+      closedError: sandboxKilled,
+    })
   }
 
-  /** Runs the prelude in a kernel (new, or restarted: its state is gone). */
-  async prepare(kernel: Kernel) {
-    const orphans = kernel === this.main ? this.orphans.splice(0) : []
+  /** Sets the sandbox's first kernel up, before the sandbox is handed out. */
+  open(): Promise<void> {
+    return this.prepare(this.main.current, true)
+  }
+
+  /**
+   * Runs the prelude in a kernel (new, or restarted: its state is gone). The main kernel's
+   * channel also carries its commands' output; they end when it stops.
+   */
+  private async prepare(kernel: JupyterKernel, main: boolean) {
+    if (main) {
+      kernel.onStop = (why) => this.loseCommands(`its kernel stopped (${why})`)
+      kernel.onComm = (commId, data) => this.onCommand(commId, data)
+    }
+    const orphans = main ? this.orphans.splice(0) : []
     // Bounded: a kernel that never answers its first request is an error, not a hang.
     const silence = setTimeout(() => kernel.channel.close(), PRELUDE_TIMEOUT_MS)
-    const reply = await kernel.channel
-      .execute({
+    let reply: ExecuteReply
+    try {
+      reply = await kernel.channel.execute({
         code: preludeCode({ workspace: this.workspace, cwd: kernel.cwd, envs: this.envs, orphans }),
         silent: true,
       })
-      .finally(() => clearTimeout(silence))
+    } catch (error) {
+      this.orphans.push(...orphans)
+      if (!(error instanceof KernelLost)) throw error
+      throw new SandboxUnavailableError(
+        `The Jupyter kernel stopped while it was being set up for Analyst (${whyStopped(error.state)})`,
+        { hint: "The Jupyter server's log says why its kernels stop." },
+      )
+    } finally {
+      clearTimeout(silence)
+    }
     if (reply.status !== 'ok') {
       throw new SandboxUnavailableError(
         `The Jupyter kernel could not be set up for Analyst: ${reply.ename}: ${reply.evalue}`,
@@ -210,50 +216,6 @@ class JupyterSandbox implements SandboxBackend {
         },
       )
     }
-    kernel.needsPrelude = false
-  }
-
-  /** A new kernel for a context (or to replace one that is gone), set up in the workspace. */
-  async startKernel(cwd: string): Promise<Kernel> {
-    const model = await startKernel(this.server, this.settings)
-    this.records.add(this.http.baseUrl, model.id)
-    try {
-      const channel = await KernelChannel.open(this.http, model.id)
-      const kernel = new Kernel(model.id, channel, cwd)
-      this.attach(kernel, channel)
-      await this.prepare(kernel)
-      return kernel
-    } catch (error) {
-      await this.dropKernel(model.id)
-      throw error
-    }
-  }
-
-  private async dropKernel(id: string) {
-    await deleteKernel(this.http, id).catch(() => {})
-    this.records.remove(id)
-  }
-
-  /** Kernels that died and are being deleted while the server may still be restarting them. */
-  private readonly retiring = new Set<Promise<void>>()
-
-  /**
-   * Deletes a kernel that died, in the background. The server may be restarting it, and then
-   * ignores or refuses a delete: asked again until it is gone. Its record stays until then, so a
-   * crash meanwhile leaves it to the next start's clean-up of leftovers.
-   */
-  private retireKernel(id: string) {
-    const retired = (async () => {
-      const deadline = Date.now() + RETIRE_TIMEOUT_MS
-      while (Date.now() < deadline) {
-        await deleteKernel(this.http, id).catch(() => {})
-        const model = await getKernel(this.http, id).catch(() => null)
-        if (model === undefined) return this.records.remove(id)
-        await new Promise((resolve) => setTimeout(resolve, 500))
-      }
-    })()
-    this.retiring.add(retired)
-    void retired.catch(() => {}).finally(() => this.retiring.delete(retired))
   }
 
   doExecute(options: DoExecuteOptions): Promise<void> {
@@ -267,36 +229,27 @@ class JupyterSandbox implements SandboxBackend {
     return run
   }
 
-  private kernelOf(contextId: string | undefined): Kernel {
+  private supervisorOf(contextId: string | undefined): ContextKernel {
     if (contextId === undefined || contextId === 'default') return this.main
-    const kernel = this.contexts.get(contextId)
-    if (!kernel)
+    const supervisor = this.contexts.get(contextId)
+    if (!supervisor)
       throw new NotFoundError(`No context ${contextId} in this sandbox`, {
         hint: 'Create one with createContext().',
       })
-    return kernel
+    return supervisor
   }
 
-  /** Makes the kernel usable: a channel open, the prelude run; a kernel the server lost is replaced. */
-  private async ready(kernel: Kernel) {
-    if (kernel.channel.closed) {
-      // Whatever a command sent while no socket listened is lost: it is ended (and killed) here.
-      if (kernel === this.main) this.loseCommands('the connection to its kernel dropped')
-      if (kernel.replace || !(await getKernel(this.http, kernel.id))) {
-        if (!kernel.replace) {
-          kernel.lostBetweenCells = `[The kernel was gone from the Jupyter server since the last cell; a new one was started. ${STATE_LOST}]\n`
-        }
-        this.retireKernel(kernel.id)
-        const model = await startKernel(this.server, this.settings)
-        this.records.add(this.http.baseUrl, model.id)
-        kernel.id = model.id
-        kernel.needsPrelude = true
-        kernel.replace = false
-      }
-      this.attach(kernel, await KernelChannel.open(this.http, kernel.id))
+  /** The context's kernel, ready for a request: the supervisor replaces one that stopped. */
+  private async ready(supervisor: ContextKernel): Promise<JupyterKernel> {
+    this.assertAlive()
+    let kernel: JupyterKernel
+    try {
+      kernel = await supervisor.ready()
+    } catch (error) {
+      if (this.killed) throw sandboxKilled()
+      throw error
     }
-    if (kernel.needsPrelude) await this.prepare(kernel)
-    else if (kernel === this.main && this.orphans.length > 0) {
+    if (supervisor === this.main && this.orphans.length > 0) {
       const orphans = this.orphans.splice(0)
       await kernel.channel.execute({
         code: '',
@@ -304,25 +257,25 @@ class JupyterSandbox implements SandboxBackend {
         userExpressions: { result: `${MODULE}.end_processes(${JSON.stringify(orphans)})` },
       })
     }
+    return kernel
   }
 
   private async runCell(options: DoExecuteOptions) {
     this.assertAlive()
     options.signal?.throwIfAborted()
-    const kernel = this.kernelOf(options.contextId)
-    await this.ready(kernel)
+    const supervisor = this.supervisorOf(options.contextId)
+    const kernel = await this.ready(supervisor)
     const { onEvent } = options
-    if (kernel.lostBetweenCells) {
-      onEvent({ type: 'stderr', text: kernel.lostBetweenCells })
-      kernel.lostBetweenCells = undefined
-    }
+    const notice = supervisor.takeNotice()
+    if (notice) onEvent({ type: 'stderr', text: notice })
+    supervisor.running()
     const output = new CellOutput(onEvent, this.outputLimits)
     const seconds = options.timeoutMs / 1000
     let stopped: 'timeout' | 'abort' | undefined
     let sawError = false
     let cellEnd: ReturnType<typeof cellEndFrom>
     let graceTimer: NodeJS.Timeout | undefined
-    let restartedByUs: Promise<void> | undefined
+    let restartedByUs: Promise<unknown> | undefined
     let giveUp: ((why: 'restarted' | KernelLost) => void) | undefined
     const abandoned = new Promise<'restarted' | KernelLost>((resolve) => {
       giveUp = resolve
@@ -333,12 +286,10 @@ class JupyterSandbox implements SandboxBackend {
       stopped = reason
       interruptKernel(this.http, kernel.id).catch(() => {})
       graceTimer = setTimeout(() => {
-        // The cell ignores the interrupt: restart its kernel (state lost), as the local engine kills it.
+        // The cell ignores the interrupt: its kernel is restarted (state lost), as the local engine kills it.
         // Given up first: the restart closes the socket the cell waits on.
         giveUp?.('restarted')
-        restartedByUs = this.restart(kernel).catch(() => {
-          kernel.channel.close() // the next cell finds out what is left
-        })
+        restartedByUs = supervisor.restart().catch(() => {}) // a failure is the next request's
       }, this.settings.interruptGraceMs ?? 3000)
     }
     const timer = setTimeout(() => stop('timeout'), options.timeoutMs)
@@ -404,16 +355,14 @@ class JupyterSandbox implements SandboxBackend {
     } catch (error) {
       if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
       if (!(error instanceof KernelLost)) throw error
-      kernel.channel.close()
-      kernel.needsPrelude = true
-      kernel.replace = true
-      kernel.lostBetweenCells = undefined
+      kernel.stop(whyStopped(error.state))
       onEvent({
         type: 'error',
         name: 'KernelDied',
         value: `The Python kernel died while running this cell; the next cell runs in a new one. ${STATE_LOST}`,
         traceback: '',
       })
+      void supervisor.restart()
     } finally {
       watchdog.stop()
       clearTimeout(timer)
@@ -427,10 +376,11 @@ class JupyterSandbox implements SandboxBackend {
 
   /**
    * Asks the server, while a cell is quiet, whether its kernel still runs it. A kernel can die and
-   * be restarted on new ports without the socket hearing of it; the server then reports it idle or
-   * starting (or dead, or gone) while the cell waits for a reply that will never come.
+   * be restarted on new ports without the socket hearing of it, or be deleted by someone else; the
+   * server then reports it idle or starting (or dead, or gone) while the cell waits for a reply
+   * that will never come.
    */
-  private watchdog(kernel: Kernel, lost: (error: KernelLost) => void) {
+  private watchdog(kernel: JupyterKernel, lost: (error: KernelLost) => void) {
     let last = Date.now()
     let idleChecks = 0
     const timer = setInterval(async () => {
@@ -442,8 +392,10 @@ class JupyterSandbox implements SandboxBackend {
       // the server says 'starting' until the new kernel's first request, which never comes.
       idleChecks = state === 'busy' ? 0 : idleChecks + 1
       if (state === 'dead' || state === 'gone' || idleChecks >= 2) {
-        kernel.channel.close()
-        lost(new KernelLost(state === 'dead' ? 'dead' : 'restarting'))
+        // Told before the socket closes: the cell ends as lost, not as a dropped connection.
+        const error = new KernelLost(state === 'dead' || state === 'gone' ? state : 'restarting')
+        lost(error)
+        kernel.stop(whyStopped(error.state))
       }
     }, WATCHDOG_MS)
     timer.unref()
@@ -456,34 +408,25 @@ class JupyterSandbox implements SandboxBackend {
     }
   }
 
-  /** Restarts a kernel through the server (its state is lost); the prelude runs again before its next cell. */
-  private async restart(kernel: Kernel) {
-    // Closed first: the restart's own status messages are not news for the next cell.
-    kernel.channel.close()
-    if (kernel === this.main) this.loseCommands('its kernel was restarted')
-    kernel.needsPrelude = true
-    await restartKernel(this.http, kernel.id)
-    this.attach(kernel, await KernelChannel.open(this.http, kernel.id))
-    kernel.lostBetweenCells = undefined
-  }
-
   async doRestartContext(contextId: string): Promise<void> {
     this.assertAlive()
-    const kernel = this.kernelOf(contextId)
+    const supervisor = this.supervisorOf(contextId)
     await this.enqueue(async () => {
       this.assertAlive()
-      await this.restart(kernel)
+      // Asked for: a fresh kernel, which does not count as one that stopped.
+      await supervisor.restart({ asked: true })
     })
   }
 
   async doRemoveContext(contextId: string): Promise<void> {
     this.assertAlive()
-    const kernel = this.contexts.get(contextId)
-    if (!kernel) throw new NotFoundError(`No context ${contextId} in this sandbox`)
+    const supervisor = this.contexts.get(contextId)
+    if (!supervisor) throw new NotFoundError(`No context ${contextId} in this sandbox`)
     this.contexts.delete(contextId)
+    const closed = supervisor.close() // no new kernel for it from now on
     await this.enqueue(async () => {
-      kernel.channel.close()
-      await this.dropKernel(kernel.id)
+      const kernel = await closed
+      if (kernel) await this.kernels.stop(kernel)
     })
   }
 
@@ -583,16 +526,23 @@ class JupyterSandbox implements SandboxBackend {
   async doCreateContext(options: { cwd?: string }): Promise<Context> {
     this.assertAlive()
     const relative = workspacePath(options.cwd ?? SANDBOX_HOME)
-    const kernel = await this.startKernel(relative)
     const id = randomBytes(6).toString('hex')
-    this.contexts.set(id, kernel)
+    // Kept before its kernel starts: a kill() meanwhile closes its supervisor, which then ends it.
+    const supervisor = this.supervise(relative, undefined, false)
+    this.contexts.set(id, supervisor)
+    try {
+      await this.ready(supervisor)
+    } catch (error) {
+      this.contexts.delete(id)
+      throw error
+    }
     return { id, language: 'python', cwd: relative ? `${SANDBOX_HOME}/${relative}` : SANDBOX_HOME }
   }
 
   /** Runs one call of the prelude in the main kernel, in a silent request's user expressions. */
   private async kernelOp(expression: string): Promise<ExecuteReply> {
-    await this.ready(this.main)
-    return this.main.channel.execute({ code: '', silent: true, userExpressions: { result: expression } })
+    const kernel = await this.ready(this.main)
+    return kernel.channel.execute({ code: '', silent: true, userExpressions: { result: expression } })
   }
 
   kernelFiles(): KernelFiles {
@@ -683,24 +633,33 @@ class JupyterSandbox implements SandboxBackend {
     if (this.killed) throw sandboxKilled()
   }
 
-  /** Removes the workspace (through the main kernel, when it answers) and deletes every kernel. */
+  /**
+   * Removes the workspace (through the main kernel, when it answers) and deletes every kernel,
+   * those whose start is under way too: their supervisors start nothing from now on.
+   */
   async doKill(): Promise<void> {
     if (this.killed) return
     this.killed = true
-    const kernels = [this.main, ...this.contexts.values()]
     const pids = [...this.commands.values()].map((running) => running.pid).concat(this.orphans)
     this.loseCommands('the sandbox was killed')
-    await interruptKernel(this.http, this.main.id).catch(() => {})
-    if (!this.main.channel.closed && !this.main.needsPrelude) {
-      const clear = this.main.channel.execute({
-        code: '',
-        silent: true,
-        userExpressions: { result: `${MODULE}.op('clear', '', ${pythonLiteral(pids.join(','))})` },
-      })
-      await Promise.race([clear, new Promise((resolve) => setTimeout(resolve, 5000).unref())]).catch(() => {})
+    const [main, ...others] = await Promise.all(
+      [this.main, ...this.contexts.values()].map((supervisor) => supervisor.close()),
+    )
+    if (main) {
+      await interruptKernel(this.http, main.id).catch(() => {})
+      if (main.alive) {
+        const clear = main.channel.execute({
+          code: '',
+          silent: true,
+          userExpressions: { result: `${MODULE}.op('clear', '', ${pythonLiteral(pids.join(','))})` },
+        })
+        await Promise.race([clear, new Promise((resolve) => setTimeout(resolve, 5000).unref())]).catch(
+          () => {},
+        )
+      }
     }
-    for (const kernel of kernels) kernel.channel.close()
-    await Promise.all([...kernels.map((kernel) => this.dropKernel(kernel.id)), ...this.retiring])
+    await Promise.all([main, ...others].map((kernel) => kernel && this.kernels.stop(kernel)))
+    await this.kernels.settled()
   }
 }
 
@@ -791,23 +750,22 @@ export class JupyterProvider implements SandboxProvider {
     options.signal?.throwIfAborted()
     const server = await this.connect()
     const sandboxId = randomBytes(6).toString('hex')
-    const model = await startKernel(server, this.settings, options.signal)
-    this.records.add(server.http.baseUrl, model.id)
+    const kernels = new JupyterKernels(server, this.settings, this.records)
+    const main = await kernels.start('', options.signal)
     let sandbox: JupyterSandbox | undefined
     try {
-      const main = new Kernel(model.id, await KernelChannel.open(server.http, model.id), '')
       const files: WorkspaceFiles = new ContentsFiles(server.http, `analyst-${sandboxId}`)
       sandbox = new JupyterSandbox(
         sandboxId,
         server,
         this.settings,
-        this.records,
+        kernels,
         main,
         files,
         options.envs ?? {},
         options.limits,
       )
-      await sandbox.prepare(main)
+      await sandbox.open()
       // The Contents API sees the workspace only when the kernel started in the server's root.
       if (!server.contents || !(await files.stat('').catch(() => undefined))) {
         sandbox.useKernelFiles()
@@ -824,10 +782,7 @@ export class JupyterProvider implements SandboxProvider {
       return sandbox
     } catch (error) {
       if (sandbox) await sandbox.doKill()
-      else {
-        await deleteKernel(server.http, model.id).catch(() => {})
-        this.records.remove(model.id)
-      }
+      else await kernels.stop(main)
       throw error
     }
   }

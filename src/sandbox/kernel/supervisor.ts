@@ -14,8 +14,16 @@ export interface Supervised {
 export interface SupervisorOptions<K extends Supervised> {
   /** Starts a new kernel, ready for requests. */
   start(): Promise<K>
-  /** Ends a kernel that may still run (one replaced, or one started after the sandbox was closed). */
+  /** Ends a kernel, or frees what one that stopped still holds (it is replaced, or started after the sandbox was closed). */
   stop(kernel: K): Promise<unknown>
+  /**
+   * A kernel whose `alive` says no may still run where only the connection to it dropped (a
+   * Jupyter kernel's socket): connected to again, true; false when it stopped. Not a restart:
+   * its state is kept and the next cell is told nothing. @default it stopped
+   */
+  reconnect?(kernel: K): Promise<boolean>
+  /** A new kernel in place of one still running (a Jupyter server's restart API), instead of a stop and a start. */
+  restartInPlace?(kernel: K): Promise<K>
   /** Why a kernel stopped, for the user: `exit code 3`, `out of memory: …`. */
   describe(kernel: K): Promise<string>
   /** What a new kernel gets before it takes requests (the contexts the old one had). */
@@ -28,16 +36,26 @@ export interface SupervisorOptions<K extends Supervised> {
   closedError(): Error
 }
 
+export interface RestartOptions {
+  /**
+   * The caller asked for a fresh kernel (a context restarted) rather than one that stopped: it
+   * does not count towards the restart limit.
+   */
+  asked?: boolean
+}
+
 export class KernelSupervisor<K extends Supervised> {
-  private kernel: K
+  private kernel: K | undefined
   private restarting: Promise<K> | undefined
+  private reconnecting: Promise<boolean> | undefined
   private closed = false
   private notice: string | undefined
   /** New kernels in a row that stopped before a cell was sent to them. */
   private unstable = 0
 
+  /** `kernel` undefined: the first one starts with the first request, under the same rules. */
   constructor(
-    kernel: K,
+    kernel: K | undefined,
     private readonly options: SupervisorOptions<K>,
   ) {
     this.kernel = kernel
@@ -45,6 +63,7 @@ export class KernelSupervisor<K extends Supervised> {
 
   /** The kernel as it is now, alive or not. */
   get current(): K {
+    if (!this.kernel) throw new SandboxError('No kernel has started yet')
     return this.kernel
   }
 
@@ -59,26 +78,41 @@ export class KernelSupervisor<K extends Supervised> {
         await this.restarting
         continue
       }
-      if (this.kernel.alive) return this.kernel
-      const why = await this.options.describe(this.kernel)
-      this.notice = `[The kernel had stopped since the last cell (${why}). ${this.options.lost}]\n`
+      const kernel = this.kernel
+      if (kernel && (kernel.alive || (await this.reconnected(kernel)))) return kernel
+      if (kernel) {
+        const why = await this.options.describe(kernel)
+        if (kernel !== this.kernel) continue // replaced meanwhile, by another request
+        this.notice = `[The kernel had stopped since the last cell (${why}). ${this.options.lost}]\n`
+      }
       await this.restart()
     }
   }
 
+  /** One reconnection at a time, shared by the requests that find the kernel unreachable. */
+  private reconnected(kernel: K): Promise<boolean> {
+    if (!this.options.reconnect) return Promise.resolve(false)
+    this.reconnecting ??= this.options.reconnect(kernel).finally(() => {
+      this.reconnecting = undefined
+    })
+    return this.reconnecting
+  }
+
   /**
    * Starts a new kernel now, in place of one that stopped during a cell or ignored an interrupt
-   * (the cell itself says so). One restart at a time; a failure reaches whoever awaits it.
+   * (the cell itself says so), or that the caller wants fresh. One restart at a time; a failure
+   * reaches whoever awaits it.
    */
-  restart(): Promise<K> {
-    this.restarting ??= this.replace().finally(() => {
+  restart(options: RestartOptions = {}): Promise<K> {
+    this.restarting ??= this.replace(options.asked ?? false).finally(() => {
       this.restarting = undefined
     })
     this.restarting.catch(() => {}) // reported to the next request, which awaits it
     return this.restarting
   }
 
-  private async replace(): Promise<K> {
+  private async replace(asked: boolean): Promise<K> {
+    if (this.closed) throw this.options.closedError()
     const limit = this.options.restartLimit ?? 5
     if (this.unstable >= limit) {
       throw new SandboxError(
@@ -88,14 +122,19 @@ export class KernelSupervisor<K extends Supervised> {
         },
       )
     }
-    this.unstable++
+    if (!asked) this.unstable++
     const old = this.kernel
-    if (old.alive) await this.options.stop(old)
-    const fresh = await this.options.start()
+    let fresh: K
+    if (old?.alive && this.options.restartInPlace) fresh = await this.options.restartInPlace(old)
+    else {
+      if (old) await this.options.stop(old)
+      fresh = await this.options.start()
+    }
     try {
-      // Closed while it started: nothing would ever end it.
+      // Closed while it started, or while it was prepared: nothing would ever end it.
       if (this.closed) throw this.options.closedError()
       await this.options.prepare?.(fresh)
+      if (this.closed) throw this.options.closedError()
     } catch (error) {
       await this.options.stop(fresh)
       throw error
@@ -116,10 +155,11 @@ export class KernelSupervisor<K extends Supervised> {
     return notice
   }
 
-  /** No new kernel from now on; waits for a start in flight. Returns the kernel to end. */
-  async close(): Promise<K> {
+  /** No new kernel from now on; waits for a start in flight. Returns the kernel to end, if one started. */
+  async close(): Promise<K | undefined> {
     this.closed = true
     await this.restarting?.catch(() => {})
+    await this.reconnecting?.catch(() => {})
     return this.kernel
   }
 }
