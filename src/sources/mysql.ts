@@ -199,11 +199,13 @@ export class MysqlSource implements Source {
     const onAbort = () => stop(queryCancelled(signal.reason))
     signal.addEventListener('abort', onAbort, { once: true })
     let released = false
+    let onConnectionError = (_error: Error) => {}
     const finish = async (broken: boolean) => {
       if (released) return
       released = true
       clearTimeout(timer)
       signal.removeEventListener('abort', onAbort)
+      connection.removeListener('error', onConnectionError)
       await cancelling
       if (!broken) await this.#query(connection, 'ROLLBACK').catch(() => (broken = true))
       if (broken) connection.destroy()
@@ -235,9 +237,9 @@ export class MysqlSource implements Source {
         }
       },
       onReturn: () => {
-        // Stopped at a cap: end the query on the server and let the connection go.
-        stop(queryCancelled())
-        stopped = undefined
+        // Stopped at a cap: end the query on the server; the rows read so far stand.
+        cancelling ??= this.#cancel(connection.threadId)
+        paused = false
         connection.resume()
       },
     })
@@ -259,6 +261,18 @@ export class MysqlSource implements Source {
         connection.pause()
       }
     }
+    let errored = false
+    const onError = (error: Error) => {
+      if (errored) return
+      errored = true
+      const failed = failure(error)
+      ready.reject(failed)
+      queue.fail(failed)
+      void finish(true)
+    }
+    // A lost connection is told to the connection, not to a query without a callback.
+    onConnectionError = onError
+    connection.on('error', onError)
     const running = connection.query({
       sql: query,
       values: params as mysql.QueryOptions['values'],
@@ -272,23 +286,33 @@ export class MysqlSource implements Source {
           sourceType: field.extendedTypeName ?? String(field.columnType),
         }))
         pending = columns.map(() => [])
-        ready.resolve()
       })
       .on('result', (row: unknown) => {
         if (!Array.isArray(row)) return // an OK packet: a statement without rows
+        // The stream starts with the first row (or the end): an error before it rejects run().
+        ready.resolve()
         for (let c = 0; c < row.length; c++) (pending[c] as unknown[]).push(row[c])
         if (++pendingRows >= BATCH_ROWS) flush()
       })
       .on('error', (error: Error) => {
+        if (errored) return
+        errored = true
         const failed = failure(error)
         ready.reject(failed)
         queue.fail(failed)
         void finish(isBroken(error))
       })
       .on('end', () => {
-        flush()
-        ready.resolve()
-        queue.end()
+        if (errored) return
+        // A killed SLEEP() ends without an error: the stop says what happened.
+        if (stopped) {
+          ready.reject(stopped)
+          queue.fail(stopped)
+        } else {
+          flush()
+          ready.resolve()
+          queue.end()
+        }
         void finish(false)
       })
     await started
@@ -411,7 +435,13 @@ type MysqlError = Error & { code?: string; errno?: number; fatal?: boolean }
 
 function isBroken(error: unknown): boolean {
   const { code, fatal } = error as MysqlError
-  return Boolean(fatal) || code === 'PROTOCOL_CONNECTION_LOST' || code === 'ECONNRESET' || code === 'EPIPE'
+  return (
+    Boolean(fatal) ||
+    code === 'PROTOCOL_CONNECTION_LOST' ||
+    code === 'ER_CONNECTION_KILLED' ||
+    code === 'ECONNRESET' ||
+    code === 'EPIPE'
+  )
 }
 
 function connectionError(error: unknown, spec: SourceSpec): AnalystError {
