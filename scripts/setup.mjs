@@ -9,7 +9,7 @@ import { join } from 'node:path'
 const root = new URL('..', import.meta.url).pathname
 // --test: also what only the tests need (a browser for the web UI, nbformat to validate notebooks,
 // Jupyter Server, ipykernel and JupyterHub for the Jupyter engine, a PostgreSQL server for the
-// store and replica tests).
+// store, replica and data source tests, a MariaDB server for the data source tests).
 const extra = new Set(process.argv.slice(2))
 
 function say(message) {
@@ -77,6 +77,9 @@ function missingPackages() {
       existsSync(postgres) &&
       readdirSync(postgres).some((v) => existsSync(join(postgres, v, 'bin', 'initdb')))
     if (!hasPostgres) missing.push('postgresql')
+    // The data sources' tests start a real MariaDB server (mariadb-install-db, mariadbd).
+    if (!existsSync('/usr/sbin/mariadbd') || !existsSync('/usr/bin/mariadb-install-db'))
+      missing.push('mariadb-server')
   }
   return missing
 }

@@ -43,6 +43,20 @@ export function checkMysql(query: string, dialect: 'MySQL' | 'MariaDB' = 'MariaD
       'Write the SQL without /*! … */ comments.',
     )
   }
+  // What the statement is, from its first word: a clear refusal even where the parser cannot follow.
+  const first = /^(?:\s|--[^\n]*\n|#[^\n]*\n|\/\*[\s\S]*?\*\/)*([A-Za-z]+)/.exec(query)?.[1]?.toUpperCase()
+  if (
+    first &&
+    !['SELECT', 'WITH', 'SHOW', 'DESC', 'DESCRIBE', 'EXPLAIN', 'VALUES', 'TABLE'].includes(first)
+  ) {
+    if (first === 'LOAD') {
+      throw refuse(
+        "LOAD DATA reads the server's or the client's files",
+        'Query the tables that hold the data.',
+      )
+    }
+    throw refuse(`${first} is not a query`, ONLY_QUERIES)
+  }
   let ast: unknown
   try {
     ast = parser.astify(query, { database: dialect })

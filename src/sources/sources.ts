@@ -23,9 +23,14 @@ export interface SourcesOptions {
 /** Creates the source of one spec (not yet connected). Drivers load only when a kind is used. */
 async function createSource(spec: SourceSpec): Promise<Source> {
   switch (spec.kind) {
-    case 'postgres':
-    case 'mysql':
-      throw new InvalidArgumentError(`${spec.kind} sources are not wired yet`)
+    case 'postgres': {
+      const { PostgresSource } = await import('./postgres.js')
+      return new PostgresSource(spec)
+    }
+    case 'mysql': {
+      const { MysqlSource } = await import('./mysql.js')
+      return new MysqlSource(spec)
+    }
     case 'sqlite':
       return new SqliteSource(spec.location)
     case 'duckdb':

@@ -1,0 +1,421 @@
+/**
+ * PostgreSQL sources: each query in a `BEGIN READ ONLY` transaction with a `statement_timeout`,
+ * after PostgreSQL's own parser has checked it (guard-postgres.ts), read through a cursor in
+ * batches (rows as arrays, never objects) with the driver's type parsers set to the forms of
+ * QueryColumnType. A timeout or an aborted cell cancels the query on the server
+ * (`pg_cancel_backend` from a second connection), not just abandons it.
+ * @module
+ */
+import pg from 'pg'
+import { parse as parseConnectionString } from 'pg-connection-string'
+import Cursor from 'pg-cursor'
+import {
+  AnalystError,
+  ForbiddenError,
+  InvalidArgumentError,
+  NotFoundError,
+  SandboxUnavailableError,
+  UnauthorizedError,
+} from '../errors.js'
+import type { QueryBatch, QueryColumn, QueryColumnType, QueryStream } from '../sandbox/query.js'
+import { checkPostgres } from './guard-postgres.js'
+import { ONLY_QUERIES, refuse } from './refuse.js'
+import type { Catalog, CatalogTable, RunOptions, Source, WriteAccess } from './source.js'
+import type { SourceSpec } from './spec.js'
+import { redact } from './spec.js'
+import { cappedStream, queryCancelled, queryTimeout } from './stream.js'
+import { bytesValue, floatFromText, intValue, isoTimestamp, isoTimestamptz } from './values.js'
+
+const BATCH_ROWS = 10_000
+
+/** Type OIDs (pg_type) and what each becomes. */
+const TYPES: Record<number, { type: QueryColumnType; parse?: (text: string) => unknown }> = {
+  16: { type: 'bool', parse: (text) => text === 't' },
+  17: { type: 'bytes', parse: (text) => bytesValue(Buffer.from(text.slice(2), 'hex')) },
+  20: { type: 'int', parse: intValue },
+  21: { type: 'int', parse: Number },
+  23: { type: 'int', parse: Number },
+  26: { type: 'int', parse: Number },
+  700: { type: 'float', parse: floatFromText },
+  701: { type: 'float', parse: floatFromText },
+  1700: { type: 'decimal' },
+  25: { type: 'text' },
+  1043: { type: 'text' },
+  1042: { type: 'text' },
+  19: { type: 'text' },
+  18: { type: 'text' },
+  1082: { type: 'date' },
+  1114: { type: 'timestamp', parse: isoTimestamp },
+  1184: { type: 'timestamptz', parse: isoTimestamptz },
+  1083: { type: 'time' },
+  1186: { type: 'interval' },
+  114: { type: 'json', parse: JSON.parse },
+  3802: { type: 'json', parse: JSON.parse },
+  2950: { type: 'uuid' },
+}
+
+const identity = (text: string) => text
+
+/** The driver's parsers: each type's own, the text form for every other. */
+const typeParsers = {
+  getTypeParser: (oid: number) => TYPES[oid]?.parse ?? identity,
+} as unknown as pg.CustomTypesConfig
+
+export class PostgresSource implements Source {
+  readonly kind = 'postgres' as const
+  #pool: pg.Pool
+  #config: pg.ClientConfig
+
+  constructor(private readonly spec: SourceSpec) {
+    const parsed = parseConnectionString(spec.location) as pg.ClientConfig & { options?: string }
+    this.#config = {
+      ...parsed,
+      password: spec.password,
+      application_name: 'analyst',
+      connectionTimeoutMillis: 15_000,
+      types: typeParsers,
+    } as pg.ClientConfig
+    this.#pool = new pg.Pool({ ...(this.#config as pg.PoolConfig), max: 4, idleTimeoutMillis: 30_000 })
+    // An idle connection that the server closes (a restart) must not crash the host.
+    this.#pool.on('error', () => {})
+    this.#pool.on('connect', (client) => {
+      client.on('error', () => {})
+    })
+  }
+
+  async open(): Promise<void> {
+    const client = await this.#connect()
+    client.release()
+  }
+
+  async #connect(): Promise<pg.PoolClient> {
+    let client: pg.PoolClient
+    try {
+      client = await this.#pool.connect()
+    } catch (error) {
+      throw connectionError(error, this.spec)
+    }
+    try {
+      // Timestamps with time zones in UTC, intervals in ISO 8601, whatever the role's defaults.
+      await client.query("SET TIME ZONE 'UTC'; SET intervalstyle = 'iso_8601'; SET datestyle = 'ISO, YMD'")
+    } catch (error) {
+      client.release(true)
+      throw connectionError(error, this.spec)
+    }
+    return client
+  }
+
+  /** Cancels the backend's running query from a second connection. */
+  async #cancel(pid: number): Promise<void> {
+    const client = new pg.Client(this.#config)
+    client.on('error', () => {})
+    try {
+      await client.connect()
+      await client.query('SELECT pg_cancel_backend($1)', [pid])
+    } catch {
+      // The server is gone, or the query already ended: nothing is left to cancel.
+    } finally {
+      await client.end().catch(() => {})
+    }
+  }
+
+  async run(
+    query: string,
+    params: unknown[] | Record<string, unknown> | undefined,
+    { signal, timeoutMs, limits }: RunOptions,
+  ): Promise<QueryStream> {
+    const startedAt = Date.now()
+    if (params !== undefined && !Array.isArray(params)) {
+      throw new InvalidArgumentError('PostgreSQL takes positional parameters', {
+        hint: 'Write $1, $2 … in the query and pass params as a list.',
+      })
+    }
+    await checkPostgres(query)
+    if (signal.aborted) throw queryCancelled(signal.reason)
+    const client = await this.#connect()
+    const pid = (client as unknown as { processID: number }).processID
+    let stopped: AnalystError | undefined
+    let cancelling: Promise<void> | undefined
+    const stop = (error: AnalystError) => {
+      if (stopped) return
+      stopped = error
+      cancelling = this.#cancel(pid)
+    }
+    const timer = setTimeout(() => stop(queryTimeout(timeoutMs)), timeoutMs)
+    const onAbort = () => stop(queryCancelled(signal.reason))
+    signal.addEventListener('abort', onAbort, { once: true })
+    let released = false
+    const finish = async (broken: boolean) => {
+      if (released) return
+      released = true
+      clearTimeout(timer)
+      signal.removeEventListener('abort', onAbort)
+      await cancelling
+      if (!broken) await client.query('ROLLBACK').catch(() => (broken = true))
+      client.release(broken)
+    }
+    const failure = (error: unknown) => stopped ?? queryError(error, timeoutMs)
+    let cursor: Cursor
+    let first: unknown[][]
+    try {
+      await client.query('BEGIN READ ONLY')
+      await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(timeoutMs))}`)
+      cursor = client.query(
+        new Cursor(query, params as unknown[] | undefined, { rowMode: 'array', types: typeParsers }),
+      )
+      first = await cursor.read(BATCH_ROWS)
+    } catch (error) {
+      await finish(isBroken(error))
+      throw failure(error)
+    }
+    const fields = (cursor as unknown as { _result: { fields: { name: string; dataTypeID: number }[] } })
+      ._result.fields
+    const columns: QueryColumn[] = fields.map((field) => ({
+      name: field.name,
+      type: TYPES[field.dataTypeID]?.type ?? 'other',
+      sourceType: String(field.dataTypeID),
+    }))
+    const width = columns.length
+    const toBatch = (rows: unknown[][]): QueryBatch => {
+      const values: unknown[][] = Array.from({ length: width }, () => new Array(rows.length))
+      for (let r = 0; r < rows.length; r++) {
+        const row = rows[r] as unknown[]
+        for (let c = 0; c < width; c++) (values[c] as unknown[])[r] = row[c] ?? null
+      }
+      return { rows: rows.length, values }
+    }
+    async function* batches(): AsyncGenerator<QueryBatch> {
+      let broken = false
+      try {
+        let rows = first
+        while (rows.length > 0) {
+          yield toBatch(rows)
+          if (rows.length < BATCH_ROWS) break
+          rows = await cursor.read(BATCH_ROWS)
+        }
+        await cursor.close()
+      } catch (error) {
+        broken = isBroken(error)
+        throw failure(error)
+      } finally {
+        await finish(broken)
+      }
+    }
+    return cappedStream({ columns, batches: batches(), limits, startedAt, signal })
+  }
+
+  async #read<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+    const client = await this.#connect()
+    let broken = false
+    try {
+      await client.query('BEGIN READ ONLY')
+      const result = await client.query(sql, params)
+      await client.query('ROLLBACK')
+      return result.rows as T[]
+    } catch (error) {
+      broken = isBroken(error)
+      throw queryError(error, 0)
+    } finally {
+      client.release(broken)
+    }
+  }
+
+  async catalog(): Promise<Catalog> {
+    // Three catalog queries for the whole database, however many tables it has.
+    const tables = await this.#read<{
+      oid: number
+      schema: string
+      name: string
+      kind: string
+      estimate: number
+      comment: string | null
+    }>(`
+      SELECT c.oid::int AS oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind,
+             c.reltuples::float8 AS estimate, obj_description(c.oid, 'pg_class') AS comment
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
+         AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+         AND NOT c.relispartition
+         AND has_table_privilege(c.oid, 'SELECT')
+       ORDER BY n.nspname, c.relname`)
+    const oids = tables.map((table) => table.oid)
+    const columns = await this.#read<{
+      oid: number
+      num: number
+      name: string
+      type: string
+      nullable: boolean
+      comment: string | null
+    }>(
+      `SELECT a.attrelid::int AS oid, a.attnum::int AS num, a.attname AS name,
+              format_type(a.atttypid, a.atttypmod) AS type, NOT a.attnotnull AS nullable,
+              col_description(a.attrelid, a.attnum) AS comment
+         FROM pg_attribute a
+        WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
+        ORDER BY a.attrelid, a.attnum`,
+      [oids],
+    )
+    const constraints = await this.#read<{
+      oid: number
+      type: string
+      keys: number[]
+      foreign: number | null
+      foreignKeys: number[] | null
+    }>(
+      `SELECT conrelid::int AS oid, contype AS type, conkey::int[] AS keys, confrelid::int AS foreign,
+              confkey::int[] AS "foreignKeys"
+         FROM pg_constraint WHERE contype IN ('p', 'f') AND conrelid = ANY($1::oid[])
+        ORDER BY conrelid, conname`,
+      [oids],
+    )
+    const byOid = new Map<number, CatalogTable>()
+    const namesByOid = new Map<number, Map<number, string>>()
+    const nameOf = (schema: string, name: string) => (schema === 'public' ? name : `${schema}.${name}`)
+    for (const table of tables) {
+      byOid.set(table.oid, {
+        name: nameOf(table.schema, table.name),
+        kind: table.kind === 'v' || table.kind === 'm' ? 'view' : 'table',
+        columns: [],
+        ...(table.estimate >= 0 ? { rowEstimate: Math.round(table.estimate) } : {}),
+        ...(table.comment ? { comment: table.comment } : {}),
+      })
+    }
+    for (const column of columns) {
+      byOid.get(column.oid)?.columns.push({
+        name: column.name,
+        type: column.type,
+        nullable: column.nullable,
+        ...(column.comment ? { comment: column.comment } : {}),
+      })
+      const names = namesByOid.get(column.oid) ?? new Map<number, string>()
+      namesByOid.set(column.oid, names.set(column.num, column.name))
+    }
+    const columnNames = (oid: number, nums: number[] | null) =>
+      (nums ?? []).map((num) => namesByOid.get(oid)?.get(num) ?? String(num))
+    for (const constraint of constraints) {
+      const table = byOid.get(constraint.oid)
+      if (!table) continue
+      if (constraint.type === 'p') table.primaryKey = columnNames(constraint.oid, constraint.keys)
+      else if (constraint.foreign !== null) {
+        table.foreignKeys ??= []
+        table.foreignKeys.push({
+          columns: columnNames(constraint.oid, constraint.keys),
+          references: byOid.get(constraint.foreign)?.name ?? String(constraint.foreign),
+          referencedColumns: columnNames(constraint.foreign, constraint.foreignKeys),
+        })
+      }
+    }
+    return { tables: [...byOid.values()] }
+  }
+
+  /** `schema.table` quoted for a query. */
+  quote(name: string): string {
+    return name
+      .split('.')
+      .map((part) => `"${part.replace(/"/g, '""')}"`)
+      .join('.')
+  }
+
+  async canWrite(): Promise<WriteAccess> {
+    const [row] = await this.#read<{
+      superuser: boolean
+      tables: number
+      schemas: number
+      database: boolean
+    }>(`
+      SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser,
+             (SELECT count(*)::int FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE c.relkind IN ('r', 'p', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+                 AND n.nspname NOT LIKE 'pg\\_%'
+                 AND (has_table_privilege(c.oid, 'INSERT') OR has_table_privilege(c.oid, 'UPDATE')
+                      OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))) AS tables,
+             (SELECT count(*)::int FROM pg_namespace n WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
+                 AND n.nspname NOT LIKE 'pg\\_%' AND has_schema_privilege(n.oid, 'CREATE')) AS schemas,
+             has_database_privilege(current_database(), 'CREATE') AS database`)
+    if (!row) return { canWrite: false, reason: 'no privileges found' }
+    const user = parseConnectionString(this.spec.location).user ?? 'the role'
+    if (row.superuser) return { canWrite: true, reason: `${user} is a superuser` }
+    const reasons = [
+      row.tables > 0 ? `${user} may change ${row.tables} table${row.tables === 1 ? '' : 's'}` : '',
+      row.schemas > 0 ? `may create tables in ${row.schemas} schema${row.schemas === 1 ? '' : 's'}` : '',
+      row.database ? 'may create schemas in the database' : '',
+    ].filter(Boolean)
+    return reasons.length > 0
+      ? { canWrite: true, reason: reasons.join(', ') }
+      : { canWrite: false, reason: `${user} may only read` }
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.end().catch(() => {})
+  }
+}
+
+type PgError = Error & { code?: string; severity?: string }
+
+/** The connection is no longer usable: release it to be closed, not reused. */
+function isBroken(error: unknown): boolean {
+  const code = (error as PgError)?.code
+  return (
+    !code ||
+    code.startsWith('08') ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' ||
+    /Connection terminated|ECONNRESET|EPIPE/.test(String((error as Error)?.message))
+  )
+}
+
+function connectionError(error: unknown, spec: SourceSpec): AnalystError {
+  const { code, message } = error as PgError & { code?: string }
+  const where = redact(spec.location)
+  if (code === '28P01' || (code === '28000' && /password/i.test(message))) {
+    return new UnauthorizedError(`PostgreSQL refused the password for ${where}`, {
+      hint: `Check the password: in the URL, \${VAR} in it, or PGPASSWORD.`,
+    })
+  }
+  if (code === '28000') {
+    return new UnauthorizedError(`PostgreSQL refused the connection to ${where}: ${message}`, {
+      hint: 'Check the user in the URL and that the server allows it from this host (pg_hba.conf).',
+    })
+  }
+  if (code === '3D000') {
+    return new NotFoundError(`PostgreSQL has no such database: ${where}`, {
+      hint: 'Check the database name at the end of the URL.',
+    })
+  }
+  if (
+    code === 'ECONNREFUSED' ||
+    code === 'ENOTFOUND' ||
+    code === 'EAI_AGAIN' ||
+    code === 'ETIMEDOUT' ||
+    /timeout/i.test(message)
+  ) {
+    return new SandboxUnavailableError(`PostgreSQL cannot be reached at ${where}: ${message}`, {
+      hint: 'Check the host and port in the URL, and that the server runs and accepts connections.',
+    })
+  }
+  return new SandboxUnavailableError(`PostgreSQL: cannot connect to ${where}: ${message}`, {
+    hint: 'Check the URL and that the server runs.',
+  })
+}
+
+function queryError(error: unknown, timeoutMs: number): AnalystError {
+  if (AnalystError.isInstance(error)) return error
+  const { code, message } = error as PgError
+  if (code === '57014')
+    return /statement timeout/.test(message) ? queryTimeout(timeoutMs) : queryCancelled(error)
+  if (code === '25006') return refuse(`${message} (the transaction is read-only)`, ONLY_QUERIES)
+  if (code === '42501') {
+    return new ForbiddenError(`PostgreSQL: ${message}`, {
+      hint: "Query only the tables the source's role may read.",
+    })
+  }
+  if (isBroken(error)) {
+    return new SandboxUnavailableError(`The PostgreSQL server went away during the query: ${message}`, {
+      hint: 'Check that the server runs, then run the query again.',
+    })
+  }
+  return new InvalidArgumentError(`PostgreSQL: ${message}`, {
+    hint: 'Check the query against the schema (describe_table).',
+  })
+}
