@@ -6,26 +6,38 @@
  */
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type {
   CommandProcess,
   Context,
   DoExecuteOptions,
   DoStartCommandOptions,
+  DoWatchOptions,
   EntryInfo,
+  EntryOptions,
+  FolderWatch,
   SandboxBackend,
   SandboxCreateOptions,
+  SandboxMetrics,
   SandboxProvider,
 } from '../backend.js'
 import { CommandOutput, formatBytes, killedError, STATE_LOST } from '../cell-output.js'
 import { finishCreate } from '../create-data.js'
-import { InvalidArgumentError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
+import {
+  InvalidArgumentError,
+  NotFoundError,
+  SandboxError,
+  SandboxUnavailableError,
+  sandboxKilled,
+} from '../errors.js'
 import { runKernelCell } from './cell.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { kernelEnv, SANDBOX_HOME } from './jail.js'
 import { Kernel, KernelExit } from './kernel.js'
 import { DEFAULT_LIMITS, resolveLimits } from './limits.js'
 import { findPython } from './python.js'
+import { watchFolder } from './watch.js'
 import { splitPath } from './workspace.js'
 import { type ColdStart, releaseTemplates, useTemplates } from './zygote.js'
 
@@ -189,14 +201,40 @@ class LocalSandbox implements SandboxBackend {
     return this.home.workspace.read(path)
   }
 
-  async doList(path: string): Promise<EntryInfo[]> {
+  async doList(path: string, options?: EntryOptions): Promise<EntryInfo[]> {
     this.assertAlive()
-    return this.home.workspace.list(path)
+    return this.home.workspace.list(path, options)
   }
 
-  async doStat(path: string): Promise<EntryInfo | undefined> {
+  async doStat(path: string, options?: EntryOptions): Promise<EntryInfo | undefined> {
     this.assertAlive()
-    return this.home.workspace.stat(path)
+    return this.home.workspace.stat(path, options)
+  }
+
+  async doWatch(path: string, options: DoWatchOptions): Promise<FolderWatch> {
+    this.assertAlive()
+    return watchFolder(this.home.workspace, path, options)
+  }
+
+  /** From the sandbox's cgroup, which only Analyst running as root makes. */
+  async doMetrics(): Promise<SandboxMetrics> {
+    this.assertAlive()
+    const cgroup = this.home.cgroup
+    if (!cgroup) {
+      throw new SandboxUnavailableError(
+        'This sandbox has no cgroup to measure (Analyst makes one per sandbox when it runs as root)',
+      )
+    }
+    const usage = cgroup.usage()
+    return {
+      cpuSeconds: usage.cpuSeconds,
+      cpuCount: availableParallelism(),
+      memoryUsed: Math.max(0, usage.memoryBytes - usage.cacheBytes),
+      memoryCache: usage.cacheBytes,
+      memoryTotal: this.config.limits.memoryBytes,
+      diskUsed: this.home.workspace.diskUsed(),
+      diskTotal: this.config.limits.workspaceBytes,
+    }
   }
 
   async doRemove(path: string): Promise<void> {

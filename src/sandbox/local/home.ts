@@ -89,16 +89,20 @@ function features(): { seccompFile?: string; disableUserns: boolean } {
   return jailFeatures
 }
 
-/** The kernel's Python files, copied where sandbox uids can read them (the project folder may not be). */
+/**
+ * The kernel's Python files, copied where sandbox uids can read them (the project folder may not
+ * be), and bin/ for the end of code's PATH: `python` as `python3`, as E2B's template has it.
+ */
 function installKernel(): string {
   if (kernelDir) return kernelDir
   const dir = join(getRuntime().own, 'kernel')
-  mkdirSync(dir, { recursive: true, mode: 0o755 })
+  mkdirSync(join(dir, 'bin'), { recursive: true, mode: 0o755 })
   for (const source of [PYLIB_DIR, SHARED_SOURCE, KERNEL_PYTHON_DIR]) {
     for (const file of readdirSync(source).filter((name) => name.endsWith('.py'))) {
       copyFileSync(join(source, file), join(dir, file))
     }
   }
+  writeFileSync(join(dir, 'bin', 'python'), '#!/bin/sh\nexec python3 "$@"\n', { mode: 0o755 })
   kernelDir = dir
   return dir
 }
@@ -272,6 +276,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       mkdirSync(scratch)
       const env = kernelEnv(work, config.envs)
       Object.assign(env, {
+        PATH: env.PATH?.replace(SANDBOX_KERNEL_DIR, source),
         TMPDIR: scratch,
         MPLCONFIGDIR: join(scratch, '.matplotlib'),
         XDG_CACHE_HOME: join(scratch, '.cache'),

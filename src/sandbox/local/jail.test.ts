@@ -98,7 +98,7 @@ describe('kernelEnv', () => {
     )
     expect(env.OPENAI_API_KEY).toBeUndefined()
     expect(env.AWS_SECRET_ACCESS_KEY).toBeUndefined()
-    expect(env.PATH).toBe('/usr/local/bin:/usr/bin:/bin')
+    expect(env.PATH).toBe('/usr/local/bin:/usr/bin:/bin:/opt/analyst/bin')
     expect(env.OPENBLAS_CORETYPE).toBe('Haswell')
     expect(env.MINE).toBe('1')
     expect(env.HOME).toBe('/home/user')

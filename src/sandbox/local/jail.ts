@@ -169,7 +169,8 @@ export function kernelEnv(
   host: NodeJS.ProcessEnv = process.env,
 ): Record<string, string> {
   const env: Record<string, string> = {
-    PATH: '/usr/local/bin:/usr/bin:/bin',
+    // bin/ of the kernel's folder last: `python`, where the system has only python3.
+    PATH: `/usr/local/bin:/usr/bin:/bin:${SANDBOX_KERNEL_DIR}/bin`,
     HOME: home,
     USER: 'user',
     LOGNAME: 'user',
