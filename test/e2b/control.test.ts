@@ -96,6 +96,23 @@ describe('E2B API: the control plane', () => {
     )
   })
 
+  it('refuses what it would not do (egress rules, volumes) and says why of the routes it does not serve', async () => {
+    await expect(Sandbox.create({ network: { denyOut: ['8.8.8.8'] } })).rejects.toThrow(
+      /Egress rules.*not applied/,
+    )
+    await expect(Sandbox.create({ volumeMounts: { '/mnt/v': 'vol' } })).rejects.toThrow(
+      /Volumes are not available/,
+    )
+    const sandbox = await Sandbox.create()
+    try {
+      await expect(sandbox.fork()).rejects.toThrow(/501: Forks copy a sandbox's running memory/)
+      await expect(sandbox.updateNetwork({ denyOut: ['8.8.8.8'] })).rejects.toThrow(/501: Egress rules/)
+      await expect(sandbox.createSnapshot()).rejects.toThrow(/501: Snapshots/)
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
   it('creates, connects, describes, lists with a metadata filter and pages, and kills', async () => {
     const tag = `t${Date.now()}`
     const sandboxes = await Promise.all(

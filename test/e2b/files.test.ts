@@ -161,6 +161,12 @@ describe('E2B SDK: signed file URLs', () => {
       { name: 'file.txt', type: 'file', path: '/home/user/uploaded/file.txt' },
     ])
     expect(await sandbox.files.read('uploaded/file.txt')).toBe('uploaded content')
+    // A plain form field, as E2B's own test sends it, is the file's content too.
+    const field = new FormData()
+    field.append('file', 'from a field')
+    const upField = await fetch(await sandbox.uploadUrl('field.txt'), { method: 'POST', body: field })
+    expect(await upField.json()).toEqual([{ name: 'field.txt', type: 'file', path: '/home/user/field.txt' }])
+    expect(await sandbox.files.read('field.txt')).toBe('from a field')
   })
 
   it('refuses an expired signature, a changed path and a signature for reading used to write', async () => {

@@ -5,6 +5,7 @@
  */
 import { Sandbox, TimeoutError } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { waitFor } from '../support/wait.js'
 import { type E2BServer, startE2BServer } from './server.js'
 
 let e2b: E2BServer
@@ -109,6 +110,28 @@ describe('E2B SDK: pause and resume', () => {
       expect((await resumed.commands.run('echo $GREETING')).stdout).toBe('hello\n')
     } finally {
       await sandbox.kill()
+    }
+  })
+
+  it('pauses at its timeout when asked to; resumes on connect, or on the next call with autoResume', async () => {
+    const paused = (sandbox: Sandbox) => async () => (await sandbox.getInfo()).state === 'paused'
+    const sandbox = await Sandbox.create({ timeoutMs: 2000, lifecycle: { onTimeout: 'pause' } })
+    const woken = await Sandbox.create({
+      timeoutMs: 2000,
+      lifecycle: { onTimeout: 'pause', autoResume: true },
+    })
+    try {
+      await sandbox.runCode('kept = 41')
+      await woken.runCode('kept = 1')
+      await waitFor(paused(sandbox), { what: 'the first sandbox paused at its timeout' })
+      expect(await sandbox.isRunning()).toBe(false)
+      await sandbox.connect()
+      expect((await sandbox.runCode('kept + 1')).text).toBe('42')
+      await waitFor(paused(woken), { what: 'the second sandbox paused at its timeout' })
+      expect((await woken.runCode('kept + 1')).text).toBe('2')
+      expect((await woken.getInfo()).state).toBe('running')
+    } finally {
+      await Promise.all([sandbox.kill(), woken.kill()])
     }
   })
 

@@ -37,8 +37,54 @@ const NewSandbox = z
     autoPause: z.boolean().nullish(),
     autoResume: z.object({ enabled: z.boolean().nullish() }).loose().nullish(),
     secure: z.boolean().nullish(),
+    network: z
+      .object({
+        allowOut: z.array(z.unknown()).nullish(),
+        denyOut: z.array(z.unknown()).nullish(),
+        rules: z.record(z.string(), z.unknown()).nullish(),
+        egressProxy: z.unknown().optional(),
+      })
+      .loose()
+      .nullish(),
+    volumeMounts: z.array(z.unknown()).nullish(),
+    mcp: z.unknown().optional(),
   })
   .loose()
+
+/** What a sandbox can be asked for that Analyst does not do: refused, never ignored. */
+function unsupported(request: z.infer<typeof NewSandbox>): string | undefined {
+  const { network } = request
+  if (network?.allowOut?.length || network?.denyOut?.length || Object.keys(network?.rules ?? {}).length)
+    return 'Egress rules (network.allowOut, denyOut, rules) are not applied by Analyst: a sandbox has no network, or with allowInternetAccess on a server started with --allow-network, all of it. Leave them out.'
+  if (network?.egressProxy)
+    return 'An egress proxy (network.egressProxy) is not available in Analyst sandboxes. Leave it out.'
+  if (request.volumeMounts?.length)
+    return 'Volumes are not available in Analyst sandboxes: write the files with sandbox.files.write. Leave volumeMounts out.'
+  if (request.mcp) return "E2B's MCP gateway is not available in Analyst sandboxes. Leave mcp out."
+  return undefined
+}
+
+/** E2B routes that Analyst does not serve, and why: answered 501, so that the SDK says so. */
+const NOT_SERVED: Array<[method: string, path: string, why: string]> = [
+  ['post', '/sandboxes/:id/fork', "Forks copy a sandbox's running memory, which Analyst does not snapshot."],
+  [
+    'post',
+    '/sandboxes/:id/snapshots',
+    "Snapshots keep a sandbox's running memory, which Analyst does not snapshot; pause keeps its files and cells.",
+  ],
+  ['put', '/sandboxes/:id/network', 'Egress rules are not applied by Analyst sandboxes.'],
+  ['post', '/sandboxes/:id/resume', 'Resume a paused sandbox with Sandbox.connect().'],
+  ['all', '/snapshots', "Snapshots keep a sandbox's running memory, which Analyst does not snapshot."],
+  ['all', '/templates/*', 'Custom templates are not available: Analyst serves code-interpreter-v1 and base.'],
+  ['all', '/templates', 'Custom templates are not available: Analyst serves code-interpreter-v1 and base.'],
+  [
+    'all',
+    '/v2/templates/*',
+    'Custom templates are not available: Analyst serves code-interpreter-v1 and base.',
+  ],
+  ['all', '/volumes/*', 'Volumes are not available in Analyst sandboxes.'],
+  ['all', '/volumes', 'Volumes are not available in Analyst sandboxes.'],
+]
 
 const Order = z.enum(['asc', 'desc'])
 const When = z.iso.datetime({ offset: true })
@@ -133,6 +179,8 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
         `Template "${request.templateID}" is not available on this server: Analyst serves ${TEMPLATES.join(' and ')} (Python with pandas, numpy and matplotlib).`,
       )
     }
+    const refused = unsupported(request)
+    if (refused) return e2bError(c, 400, refused)
     if (request.allow_internet_access === true && !allowNetwork) {
       return e2bError(
         c,
@@ -251,6 +299,12 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
     return c.body(null, 204)
   })
 
+  for (const [method, path, why] of NOT_SERVED)
+    app.on(
+      method.toUpperCase() === 'ALL' ? ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] : [method.toUpperCase()],
+      path,
+      (c) => e2bError(c, 501, `${why} (${c.req.method} ${c.req.path} is not served by Analyst's E2B API)`),
+    )
   app.all('*', (c) =>
     e2bError(c, 404, `${c.req.method} ${new URL(c.req.url).pathname} is not part of Analyst's E2B API`),
   )

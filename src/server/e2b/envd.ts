@@ -493,9 +493,12 @@ export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdO
         headers: { 'content-type': type },
       }).formData()
       for (const part of form.getAll('file')) {
-        if (typeof part === 'string') continue
-        const target = path ?? part.name
-        uploads.push({ path: target, data: new Uint8Array(await part.arrayBuffer()) })
+        // A part without a file name (a plain form field, as browsers send text) is the file at `path`.
+        if (typeof part === 'string') {
+          if (path) uploads.push({ path, data: new TextEncoder().encode(part) })
+          continue
+        }
+        uploads.push({ path: path ?? part.name, data: new Uint8Array(await part.arrayBuffer()) })
       }
     } else {
       if (!path) return c.json({ code: 400, message: 'path is required' }, 400)

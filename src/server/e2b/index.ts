@@ -22,7 +22,7 @@ export { ENVD_VERSION } from './registry.js'
 
 export const ENVD_PORT = '49983'
 export const INTERPRETER_PORT = '49999'
-const CONTROL_PATH = /^\/(v2\/)?sandboxes(\/|$)/
+const CONTROL_PATH = /^\/(v2\/)?(sandboxes|snapshots|templates|volumes)(\/|$)/
 /** How long a sandbox resumed by a call into it (autoResume) runs, as a connect without a timeout. */
 const RESUMED_SECONDS = 300
 

@@ -149,8 +149,11 @@ export class Registry {
   setTimeout(entry: SandboxEntry, seconds: number, from = Date.now()) {
     clearTimeout(entry.timer)
     entry.endAt = new Date(from + seconds * 1000)
-    const expire = () =>
+    // A paused sandbox is kept until it is resumed or killed, as E2B keeps it.
+    const expire = () => {
+      if (entry.state === 'paused') return
       void (entry.autoPause ? this.pause(entry).catch(() => this.kill(entry.id)) : this.kill(entry.id))
+    }
     entry.timer = setTimeout(expire, Math.max(0, entry.endAt.getTime() - Date.now()))
     entry.timer.unref()
   }
