@@ -75,6 +75,8 @@ class LocalSandbox implements SandboxBackend {
   private queue: Promise<unknown> = Promise.resolve()
   private restarting: Promise<void> | undefined
   private killed = false
+  /** Folder watches, ended with the sandbox: each holds folders of its workspace open. */
+  private readonly watches = new Set<FolderWatch>()
   /** Set when the kernel died between cells, told to the next cell. */
   private lostBetweenCells: string | undefined
   private oomKillsSeen: number
@@ -213,7 +215,14 @@ class LocalSandbox implements SandboxBackend {
 
   async doWatch(path: string, options: DoWatchOptions): Promise<FolderWatch> {
     this.assertAlive()
-    return watchFolder(this.home.workspace, path, options)
+    const watch = watchFolder(this.home.workspace, path, options)
+    this.watches.add(watch)
+    return {
+      stop: () => {
+        this.watches.delete(watch)
+        watch.stop()
+      },
+    }
   }
 
   /** From the sandbox's cgroup, which only Analyst running as root makes. */
@@ -330,6 +339,8 @@ class LocalSandbox implements SandboxBackend {
   async doKill(): Promise<void> {
     if (this.killed) return
     this.killed = true
+    for (const watch of this.watches) watch.stop()
+    this.watches.clear()
     await this.restarting?.catch(() => {})
     await this.kernel.kill()
     await waitUntilEmpty(this.home.cgroup?.procsFiles ?? [])
