@@ -83,6 +83,11 @@ describe('analyst command line', () => {
     expect((await parse(['serve'])).calls[0]?.[1]).toMatchObject({ allowDir: [] })
   })
 
+  it('serve --allow-network, off unless given', async () => {
+    expect((await parse(['serve', '--allow-network'])).calls[0]?.[1]).toMatchObject({ allowNetwork: true })
+    expect((await parse(['serve'])).calls[0]?.[1]).toMatchObject({ allowNetwork: false })
+  })
+
   it.each([
     ['ask', ['ask', 'Q?']],
     ['chat', ['chat']],

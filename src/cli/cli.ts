@@ -302,6 +302,10 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       '--database-url <url>',
       'PostgreSQL for replicas: postgres://… (default ANALYST_DATABASE_URL; else SQLite)',
     )
+    .option(
+      '--allow-network',
+      'give E2B clients that ask for allowInternetAccess: true a sandbox with network (off: refused)',
+    )
     .addHelpText(
       'after',
       '\nExamples:\n  analyst serve --port 8787\n  analyst serve --sandbox modal --gpu A10G --modal-tool sd/generate="makes an image from a prompt"',
@@ -315,6 +319,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         modalTool: options.modalTool as string[] | undefined,
         databaseUrl: options.databaseUrl,
         allowDir: (options.allowDir as string[] | undefined) ?? [],
+        allowNetwork: options.allowNetwork === true,
       })
     })
 

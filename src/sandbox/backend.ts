@@ -36,10 +36,62 @@ export interface Context {
 export interface EntryInfo {
   /** Base name. */
   name: string
-  type: 'file' | 'dir'
+  /** A link's is its target's, when the target is in the workspace; `symlink` when it is not. */
+  type: 'file' | 'dir' | 'symlink'
   /** Absolute path inside the sandbox. */
   path: string
   size: number
+  // The details below come with `{ details: true }` (E2B's EntryInfo); other listings leave them out.
+  /** Last change of the content. */
+  modifiedTime?: Date
+  /** Permission bits (0o644); a link's are its target's. */
+  mode?: number
+  /** As `ls -l` shows them: `-rw-r--r--`, `drwxr-xr-x`, `Lrwxrwxrwx` for a link. */
+  permissions?: string
+  owner?: string
+  group?: string
+  /** Where a symbolic link points, as an absolute path inside the sandbox. */
+  symlinkTarget?: string
+}
+
+/** What `doList` and `doStat` may add to each entry. */
+export interface EntryOptions {
+  /** Modified time, mode, permissions, owner and group, and links with their targets. */
+  details?: boolean
+}
+
+/** A change in a watched folder, as E2B's envd reports it (inotify's events). */
+export interface WatchEvent {
+  type: 'create' | 'write' | 'remove' | 'rename' | 'chmod'
+  /** Relative to the watched folder: `a.txt`, `sub/a.txt`. */
+  name: string
+}
+
+export interface DoWatchOptions {
+  /** Subfolders too, and the ones made later. */
+  recursive: boolean
+  onEvent: (event: WatchEvent) => void
+}
+
+/** A folder being watched, until `stop()`. */
+export interface FolderWatch {
+  stop(): void
+}
+
+/**
+ * What the sandbox uses now, as counters: the caller turns two readings into a CPU percentage.
+ * Memory and disk in bytes.
+ */
+export interface SandboxMetrics {
+  /** CPU time used by all the sandbox's processes since it started, in seconds; absent where not accounted. */
+  cpuSeconds?: number
+  cpuCount: number
+  memoryUsed: number
+  /** Page cache counted in the sandbox's memory (files read and written, the workspace's tmpfs). */
+  memoryCache: number
+  memoryTotal: number
+  diskUsed: number
+  diskTotal: number
 }
 
 /** What a command reports, in order. `exit` comes last, exactly once. */
@@ -83,9 +135,9 @@ export interface SandboxBackend {
   doCreateContext(options: { cwd?: string }): Promise<Context>
   doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo>
   doReadFile(path: string): Promise<Uint8Array>
-  doList(path: string): Promise<EntryInfo[]>
+  doList(path: string, options?: EntryOptions): Promise<EntryInfo[]>
   /** The entry at path, or undefined when there is none. */
-  doStat(path: string): Promise<EntryInfo | undefined>
+  doStat(path: string, options?: EntryOptions): Promise<EntryInfo | undefined>
   doRemove(path: string): Promise<void>
   /** Creates a folder and its parents; false when it existed. Optional, like commands. */
   doMakeDir?(path: string): Promise<boolean>
@@ -102,6 +154,10 @@ export interface SandboxBackend {
   doRestartContext?(contextId: string): Promise<void>
   /** Removes a context. Optional, like commands. */
   doRemoveContext?(contextId: string): Promise<void>
+  /** Reports changes in a folder as they happen (inotify). Optional: callers poll where it is absent. */
+  doWatch?(path: string, options: DoWatchOptions): Promise<FolderWatch>
+  /** The sandbox's CPU, memory and disk use (its cgroup). Optional, like commands. */
+  doMetrics?(): Promise<SandboxMetrics>
   doKill(): Promise<void>
 }
 

@@ -9,13 +9,18 @@ export type {
   Context,
   DoExecuteOptions,
   DoStartCommandOptions,
+  DoWatchOptions,
   EntryInfo,
+  EntryOptions,
   ExecutionEvent,
+  FolderWatch,
   SandboxBackend,
   SandboxCapabilities,
   SandboxCreateOptions,
   SandboxLimits,
+  SandboxMetrics,
   SandboxProvider,
+  WatchEvent,
 } from './backend.js'
 export { capabilitiesOf, FULL_CAPABILITIES, missingCapabilities } from './capabilities.js'
 export { type Chart, type ChartType, parseChart, summarizeChart } from './charts.js'

@@ -64,6 +64,8 @@ export interface ServerOptions {
   quotas?: QuotaConfig
   /** Folders from which MCP clients (/mcp) may add data files. */
   allowDirs?: string[]
+  /** Give E2B clients that ask for `allowInternetAccess: true` a sandbox with network (--allow-network). @default false */
+  allowNetwork?: boolean
 }
 
 export interface RunningServer {
@@ -167,7 +169,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // MCP at /mcp (src/mcp): its sessions end on DELETE, when idle, or with the server.
   const mcp = new McpHttp({ service, folders, idleMs: options.idleMs })
   // E2B-compatible API over the same provider as the sessions.
-  const e2b = createE2BApi({ provider, tokens })
+  const e2b = createE2BApi({ provider, tokens, allowNetwork: options.allowNetwork })
   const app = createApp({
     e2b,
     service,

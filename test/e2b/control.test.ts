@@ -91,7 +91,26 @@ describe('E2B API: keys and access tokens', () => {
 describe('E2B API: the control plane', () => {
   it('refuses templates it does not have and internet access it does not give', async () => {
     await expect(Sandbox.create('some-custom-template')).rejects.toThrow(/not available on this server/)
-    await expect(Sandbox.create({ allowInternetAccess: true })).rejects.toThrow(/Internet access is off/)
+    await expect(Sandbox.create({ allowInternetAccess: true })).rejects.toThrow(
+      /Internet access is off on this server.*--allow-network/,
+    )
+  })
+
+  it('refuses what it would not do (egress rules, volumes) and says why of the routes it does not serve', async () => {
+    await expect(Sandbox.create({ network: { denyOut: ['8.8.8.8'] } })).rejects.toThrow(
+      /Egress rules.*not applied/,
+    )
+    await expect(Sandbox.create({ volumeMounts: { '/mnt/v': 'vol' } })).rejects.toThrow(
+      /Volumes are not available/,
+    )
+    const sandbox = await Sandbox.create()
+    try {
+      await expect(sandbox.fork()).rejects.toThrow(/501: Forks copy a sandbox's running memory/)
+      await expect(sandbox.updateNetwork({ denyOut: ['8.8.8.8'] })).rejects.toThrow(/501: Egress rules/)
+      await expect(sandbox.createSnapshot()).rejects.toThrow(/501: Snapshots/)
+    } finally {
+      await sandbox.kill()
+    }
   })
 
   it('creates, connects, describes, lists with a metadata filter and pages, and kills', async () => {
@@ -133,6 +152,52 @@ describe('E2B API: the control plane', () => {
       expect(await gone.json()).toMatchObject({ code: 404 })
     } finally {
       await Promise.all(sandboxes.map((s) => s.kill()))
+    }
+  })
+
+  it('lists newest first, or oldest with order asc; pages follow the order; filters by start time', async () => {
+    const tag = `order${Date.now()}`
+    const made: Sandbox[] = []
+    try {
+      for (const i of [0, 1, 2]) {
+        made.push(await Sandbox.create({ metadata: { tag, i: String(i) } }))
+        // Start times a little apart, so that startedAfter/startedBefore can tell them apart.
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      const ids = made.map((s) => s.sandboxId)
+      const query = { metadata: { tag } }
+      const ofList = async (options: Parameters<typeof Sandbox.list>[0]) =>
+        (await Sandbox.list(options).nextItems()).map((s) => s.sandboxId)
+      expect(await ofList({ query })).toEqual([...ids].reverse())
+      expect(await ofList({ query, order: 'desc' })).toEqual([...ids].reverse())
+      expect(await ofList({ query, order: 'asc' })).toEqual(ids)
+      for (const order of ['asc', 'desc'] as const) {
+        const paginator = Sandbox.list({ query, order, limit: 1 })
+        const paged: string[] = []
+        while (paginator.hasNext) paged.push(...(await paginator.nextItems()).map((s) => s.sandboxId))
+        expect(paged).toEqual(order === 'asc' ? ids : [...ids].reverse())
+      }
+      // A page that starts at a sandbox killed meanwhile goes on from its place.
+      const paginator = Sandbox.list({ query, order: 'asc', limit: 1 })
+      expect((await paginator.nextItems()).map((s) => s.sandboxId)).toEqual([ids[0]])
+      await made[1]?.kill()
+      expect((await paginator.nextItems()).map((s) => s.sandboxId)).toEqual([ids[2]])
+
+      const second = await (made[2] as Sandbox).getInfo()
+      expect(await ofList({ query: { ...query, startedAfter: second.startedAt } })).toEqual([ids[2]])
+      const first = await (made[0] as Sandbox).getInfo()
+      const before = await fetch(
+        `${e2b.url}/v2/sandboxes?metadata=${encodeURIComponent(`tag=${tag}`)}&startedBefore=${first.startedAt.toISOString()}`,
+        { headers: { 'X-API-KEY': e2b.token } },
+      )
+      expect((await before.json()).map((s: { sandboxID: string }) => s.sandboxID)).toEqual([ids[0]])
+      const wrong = await fetch(`${e2b.url}/v2/sandboxes?order=sideways&startedAfter=yesterday`, {
+        headers: { 'X-API-KEY': e2b.token },
+      })
+      expect(wrong.status).toBe(400)
+      expect((await wrong.json()).message).toMatch(/order must be asc or desc/)
+    } finally {
+      await Promise.all(made.map((s) => s.kill()))
     }
   })
 

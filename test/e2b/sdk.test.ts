@@ -237,6 +237,21 @@ describe('E2B SDK: commands', () => {
     expect(await sandbox.commands.kill(sleeper.pid)).toBe(false)
   })
 
+  it('has python on PATH beside python3, with pandas, as in E2B', async () => {
+    const result = await sandbox.commands.run('python -c "import pandas, sys; print(sys.version_info[0])"')
+    expect(result.stdout).toBe('3\n')
+    const versions = await sandbox.commands.run('python --version; python3 --version')
+    const [python, python3] = versions.stdout.trim().split('\n')
+    expect(python).toBe(python3)
+    expect(
+      (
+        await sandbox.runCode(
+          "import subprocess; subprocess.run(['python', '-c', 'print(6 * 7)'], capture_output=True, text=True).stdout",
+        )
+      ).text,
+    ).toBe('42\\n')
+  })
+
   it('ends a command that outlives its timeoutMs', async () => {
     await expect(sandbox.commands.run('sleep 60', { timeoutMs: 1000 })).rejects.toThrow(/timeoutMs/)
     await expect

@@ -19,13 +19,21 @@ export interface E2BServer {
 }
 
 /** Starts the server with one token and sets E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY. */
-export async function startE2BServer(options: { poolSize?: number } = {}): Promise<E2BServer> {
+export async function startE2BServer(
+  options: { poolSize?: number; allowNetwork?: boolean } = {},
+): Promise<E2BServer> {
   const home = mkdtempSync(join(tmpdir(), 'analyst-e2b-'))
   const provider = new LocalProvider({ poolSize: options.poolSize ?? 1, interruptGraceMs: 1000 })
   void provider.warm()
   const token = `tok-${Math.random().toString(36).slice(2)}`
   const otherToken = `tok-${Math.random().toString(36).slice(2)}`
-  const server = await startServer({ port: 0, home, tokens: [token, otherToken], provider })
+  const server = await startServer({
+    port: 0,
+    home,
+    tokens: [token, otherToken],
+    provider,
+    allowNetwork: options.allowNetwork,
+  })
   process.env.E2B_API_URL = server.url
   process.env.E2B_SANDBOX_URL = server.url
   process.env.E2B_API_KEY = token

@@ -20,6 +20,8 @@ export interface ServeOptions {
   graceMs?: number
   /** PostgreSQL, shared by replicas. @default ANALYST_DATABASE_URL */
   databaseUrl?: string
+  /** E2B clients that ask for allowInternetAccess get a sandbox with network. @default false */
+  allowNetwork?: boolean
 }
 
 /** `analyst serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
@@ -37,6 +39,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     databaseUrl: options.databaseUrl,
     logger: createLogger(),
     allowDirs: options.allowDir,
+    allowNetwork: options.allowNetwork,
   })
   process.stderr.write(
     `${pc.bold('Analyst')} serving on ${pc.cyan(server.url)}  ${pc.dim(tokens.length ? `(${tokens.length} token(s) required)` : '(no tokens: loopback only)')}\n`,

@@ -21,6 +21,12 @@ describe('kernelEnv', () => {
     expect(env.HOME).toBe('/home/user')
   })
 
+  it("searches the engine's own programs last", () => {
+    expect(kernelEnv('/home/user', {}, {}, ['/opt/analyst/bin']).PATH).toBe(
+      '/usr/local/bin:/usr/bin:/bin:/opt/analyst/bin',
+    )
+  })
+
   it('lets the caller override a default', () => {
     expect(kernelEnv('/home/user', { LANG: 'de_DE.UTF-8' }, {}).LANG).toBe('de_DE.UTF-8')
   })

@@ -16,9 +16,11 @@ export function kernelEnv(
   home: string,
   callerEnvs: Record<string, string> = {},
   host: NodeJS.ProcessEnv = process.env,
+  /** Folders of the engine's own programs, searched last (the local engine's `python`, where the system has only python3). */
+  binDirs: string[] = [],
 ): Record<string, string> {
   const env: Record<string, string> = {
-    PATH: '/usr/local/bin:/usr/bin:/bin',
+    PATH: ['/usr/local/bin', '/usr/bin', '/bin', ...binDirs].join(':'),
     HOME: home,
     USER: 'user',
     LOGNAME: 'user',

@@ -6,20 +6,32 @@
  */
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { EntryInfo, SandboxBackend, SandboxCreateOptions, SandboxProvider } from '../backend.js'
+import type {
+  DoWatchOptions,
+  EntryInfo,
+  EntryOptions,
+  FolderWatch,
+  SandboxBackend,
+  SandboxCreateOptions,
+  SandboxMetrics,
+  SandboxProvider,
+} from '../backend.js'
 import { formatBytes } from '../cell-output.js'
 import { finishCreate } from '../create-data.js'
-import { InvalidArgumentError } from '../errors.js'
+import { InvalidArgumentError, SandboxUnavailableError } from '../errors.js'
 import { KernelBackend } from '../kernel/backend.js'
 import { kernelEnv } from '../kernel/env.js'
 import { DEFAULT_LIMITS, resolveLimits } from '../kernel/limits.js'
 import type { Artifact } from '../messaging.js'
 import type { QueryHost } from '../query.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
-import { SANDBOX_HOME } from './jail.js'
+import { SANDBOX_BIN_DIRS, SANDBOX_HOME } from './jail.js'
 import { Kernel, type KernelExit } from './kernel.js'
 import { findPython } from './python.js'
+import { watchFolder } from './watch.js'
+import { splitPath } from './workspace.js'
 import { type ColdStart, releaseTemplates, useTemplates } from './zygote.js'
 
 export interface LocalProviderOptions {
@@ -51,6 +63,8 @@ async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
 
 class LocalSandbox extends KernelBackend<Kernel> {
   readonly provider = 'local'
+  /** Folder watches, ended with the sandbox: each holds folders of its workspace open. */
+  private readonly watches = new Set<FolderWatch>()
   private oomKillsSeen: number
 
   constructor(
@@ -102,14 +116,47 @@ class LocalSandbox extends KernelBackend<Kernel> {
     return this.home.workspace.read(path)
   }
 
-  async doList(path: string): Promise<EntryInfo[]> {
+  async doList(path: string, options?: EntryOptions): Promise<EntryInfo[]> {
     this.assertAlive()
-    return this.home.workspace.list(path)
+    return this.home.workspace.list(path, options)
   }
 
-  async doStat(path: string): Promise<EntryInfo | undefined> {
+  async doStat(path: string, options?: EntryOptions): Promise<EntryInfo | undefined> {
     this.assertAlive()
-    return this.home.workspace.stat(path)
+    return this.home.workspace.stat(path, options)
+  }
+
+  async doWatch(path: string, options: DoWatchOptions): Promise<FolderWatch> {
+    this.assertAlive()
+    const watch = watchFolder(this.home.workspace, path, options)
+    this.watches.add(watch)
+    return {
+      stop: () => {
+        this.watches.delete(watch)
+        watch.stop()
+      },
+    }
+  }
+
+  /** From the sandbox's cgroup, which only Analyst running as root makes. */
+  async doMetrics(): Promise<SandboxMetrics> {
+    this.assertAlive()
+    const cgroup = this.home.cgroup
+    if (!cgroup) {
+      throw new SandboxUnavailableError(
+        'This sandbox has no cgroup to measure (Analyst makes one per sandbox when it runs as root)',
+      )
+    }
+    const usage = cgroup.usage()
+    return {
+      cpuSeconds: usage.cpuSeconds,
+      cpuCount: availableParallelism(),
+      memoryUsed: Math.max(0, usage.memoryBytes - usage.cacheBytes),
+      memoryCache: usage.cacheBytes,
+      memoryTotal: this.config.limits.memoryBytes,
+      diskUsed: this.home.workspace.diskUsed(),
+      diskTotal: this.config.limits.workspaceBytes,
+    }
   }
 
   async doRemove(path: string): Promise<void> {
@@ -144,13 +191,20 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   /** Environment variables given after the kernel started (a pooled kernel): for this kernel and its restarts. */
   async applyEnvs(envs: Record<string, string>) {
-    this.home.spec.env = kernelEnv(SANDBOX_HOME, { ...this.config.envs, ...envs })
+    this.home.spec.env = kernelEnv(
+      SANDBOX_HOME,
+      { ...this.config.envs, ...envs },
+      process.env,
+      SANDBOX_BIN_DIRS,
+    )
     await this.supervisor.current.setEnv(randomBytes(4).toString('hex'), envs)
   }
 
   async doKill(): Promise<void> {
     const kernel = await this.closeKernel()
     if (!kernel) return
+    for (const watch of this.watches) watch.stop()
+    this.watches.clear()
     await kernel.kill()
     await waitUntilEmpty(this.home.cgroup?.procsFiles ?? [])
     await this.home.releaseAsync()

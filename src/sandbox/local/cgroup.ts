@@ -1,7 +1,8 @@
 /**
  * Per-sandbox cgroups (root only): memory and process limits that hold for all of a sandbox's
- * processes together, which rlimits (per process) cannot. cgroup v1 or v2, whichever the host
- * delegates; where neither is writable the sandbox runs with rlimits alone.
+ * processes together, which rlimits (per process) cannot, and what they use (CPU time, memory).
+ * cgroup v1 or v2, whichever the host delegates; where neither is writable the sandbox runs with
+ * rlimits alone.
  * @module
  */
 import { chownSync, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
@@ -14,7 +15,16 @@ export interface Cgroup {
   procsFiles: string[]
   /** How many times the kernel's OOM killer has fired in this cgroup. */
   oomKills(): number
+  /** CPU time of all its processes so far (undefined where CPU is not accounted), and memory in bytes. */
+  usage(): CgroupUsage
   remove(): void
+}
+
+export interface CgroupUsage {
+  cpuSeconds?: number
+  memoryBytes: number
+  /** The page cache within memoryBytes (files, the workspace's tmpfs). */
+  cacheBytes: number
 }
 
 function ownPath(controller: string): string | undefined {
@@ -32,6 +42,15 @@ function readCount(file: string, key: string): number {
     return match ? Number(match[1]) : 0
   } catch {
     return 0
+  }
+}
+
+function readNumber(file: string): number | undefined {
+  try {
+    const value = Number(readFileSync(file, 'utf8').trim())
+    return Number.isFinite(value) ? value : undefined
+  } catch {
+    return undefined
   }
 }
 
@@ -72,16 +91,41 @@ function v1(name: string, memoryBytes: number, processes: number, uid: number): 
     if (!tryWrite(join(memory, 'memory.limit_in_bytes'), String(memoryBytes))) throw new Error('memory')
     tryWrite(join(memory, 'memory.memsw.limit_in_bytes'), String(memoryBytes))
     if (!tryWrite(join(pids, 'pids.max'), String(processes))) throw new Error('pids')
+    // CPU time where the host lets us account it; the limits hold without it.
+    const cpu = cpuacctV1(name)
+    if (cpu) created.push(cpu)
     const procsFiles = created.map((dir) => join(dir, 'cgroup.procs'))
     for (const file of procsFiles) chownSync(file, uid, uid)
     return {
       paths: created,
       procsFiles,
       oomKills: () => readCount(join(memory, 'memory.oom_control'), 'oom_kill'),
+      usage: () => {
+        const nanoseconds = cpu ? readNumber(join(cpu, 'cpuacct.usage')) : undefined
+        const stat = join(memory, 'memory.stat')
+        return {
+          cpuSeconds: nanoseconds === undefined ? undefined : nanoseconds / 1e9,
+          memoryBytes: readNumber(join(memory, 'memory.usage_in_bytes')) ?? 0,
+          cacheBytes: readCount(stat, 'total_cache') || readCount(stat, 'cache'),
+        }
+      },
       remove: () => removeDirs(created),
     }
   } catch {
     removeDirs(created)
+    return undefined
+  }
+}
+
+function cpuacctV1(name: string): string | undefined {
+  const own = ownPath('cpuacct')
+  const base = '/sys/fs/cgroup/cpuacct'
+  if (own === undefined || !existsSync(join(base, 'cgroup.procs'))) return undefined
+  const dir = join(base, own, `analyst-${name}`)
+  try {
+    mkdirSync(dir)
+    return dir
+  } catch {
     return undefined
   }
 }
@@ -112,6 +156,11 @@ function v2(name: string, memoryBytes: number, processes: number, uid: number): 
     paths: [dir],
     procsFiles: [procs],
     oomKills: () => readCount(join(dir, 'memory.events'), 'oom_kill'),
+    usage: () => ({
+      cpuSeconds: readCount(join(dir, 'cpu.stat'), 'usage_usec') / 1e6,
+      memoryBytes: readNumber(join(dir, 'memory.current')) ?? 0,
+      cacheBytes: readCount(join(dir, 'memory.stat'), 'file'),
+    }),
     remove: () => removeDirs([dir]),
   }
 }

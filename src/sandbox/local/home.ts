@@ -23,7 +23,7 @@ import type { SandboxLimits } from '../backend.js'
 import { kernelEnv } from '../kernel/env.js'
 import { KERNEL_SOURCE_DIRS, kernelSourceFiles } from '../kernel/sources.js'
 import { type Cgroup, createCgroup } from './cgroup.js'
-import { bwrapArgs, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
+import { bwrapArgs, SANDBOX_BIN_DIRS, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
 import type { KernelSpawnSpec } from './kernel.js'
 import { LOCAL_PYTHON_DIR, type PythonInfo } from './python.js'
 import {
@@ -87,14 +87,18 @@ function features(): { seccompFile?: string; disableUserns: boolean } {
   return jailFeatures
 }
 
-/** The kernel's Python files, copied where sandbox uids can read them (the project folder may not be). */
+/**
+ * The kernel's Python files, copied where sandbox uids can read them (the project folder may not
+ * be), and bin/ for the end of code's PATH: `python` as `python3`, as E2B's template has it.
+ */
 function installKernel(): string {
   if (kernelDir) return kernelDir
   const dir = join(getRuntime().own, 'kernel')
-  mkdirSync(dir, { recursive: true, mode: 0o755 })
+  mkdirSync(join(dir, 'bin'), { recursive: true, mode: 0o755 })
   for (const [name, path] of kernelSourceFiles([...KERNEL_SOURCE_DIRS, LOCAL_PYTHON_DIR])) {
     copyFileSync(path, join(dir, name))
   }
+  writeFileSync(join(dir, 'bin', 'python'), '#!/bin/sh\nexec python3 "$@"\n', { mode: 0o755 })
   kernelDir = dir
   return dir
 }
@@ -225,7 +229,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
         uid: owner.uid,
         gid: owner.gid,
         tmpBytes: config.limits.workspaceBytes,
-        env: kernelEnv(SANDBOX_HOME, config.envs),
+        env: kernelEnv(SANDBOX_HOME, config.envs, process.env, SANDBOX_BIN_DIRS),
         kernel: kernelConfigObject,
         cgroupProcs: cgroup?.procsFiles ?? [],
       })
@@ -254,7 +258,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
           },
           command,
         ),
-        env: kernelEnv(SANDBOX_HOME, config.envs),
+        env: kernelEnv(SANDBOX_HOME, config.envs, process.env, SANDBOX_BIN_DIRS),
         uid: owner?.uid,
         gid: owner?.gid,
         cgroupProcs: cgroup?.procsFiles,
@@ -266,8 +270,9 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       // No jail: the kernel runs as this user, with data/ linked into the workspace.
       const scratch = join(dir, 'tmp')
       mkdirSync(scratch)
-      const env = kernelEnv(work, config.envs)
+      const env = kernelEnv(work, config.envs, process.env, [join(source, 'bin')])
       Object.assign(env, {
+        PATH: env.PATH?.replace(SANDBOX_KERNEL_DIR, source),
         TMPDIR: scratch,
         MPLCONFIGDIR: join(scratch, '.matplotlib'),
         XDG_CACHE_HOME: join(scratch, '.cache'),

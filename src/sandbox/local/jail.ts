@@ -12,6 +12,8 @@ import type { PythonInfo } from './python.js'
 export { SANDBOX_HOME }
 export const SANDBOX_DATA = `${SANDBOX_HOME}/data`
 export const SANDBOX_KERNEL_DIR = '/opt/analyst'
+/** The engine's own programs in the jail (`python`, where the system has only python3), searched last. */
+export const SANDBOX_BIN_DIRS = [`${SANDBOX_KERNEL_DIR}/bin`]
 /** bubblewrap writes `{"child-pid": N}` here. fds 3 and 4 are the kernel's message pipes. */
 export const INFO_FD = 5
 /** bubblewrap reads the seccomp filter from here. */

@@ -112,3 +112,77 @@ describe('Workspace', () => {
     expect(() => workspace.addData(outside, 'dir')).toThrow(/not a regular file/)
   })
 })
+
+describe('Workspace: details and links', () => {
+  let root: string
+  let outside: string
+  let workspace: Workspace
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'analyst-ws-'))
+    mkdirSync(join(root, 'work'))
+    mkdirSync(join(root, 'data'))
+    outside = join(root, 'outside')
+    mkdirSync(outside)
+    writeFileSync(join(outside, 'secret.txt'), 'host secret')
+    workspace = new Workspace(join(root, 'work'), join(root, 'data'))
+  })
+  afterEach(() => rmSync(root, { recursive: true, force: true }))
+
+  it("gives each entry's mode, permissions, owner and time when asked, and only then", () => {
+    writeFileSync(join(root, 'work/a.txt'), 'abc', { mode: 0o600 })
+    mkdirSync(join(root, 'work/d'), { mode: 0o750 })
+    symlinkSync('a.txt', join(root, 'work/link'))
+    expect(workspace.list('.')).toEqual([
+      { name: 'a.txt', type: 'file', path: '/home/user/a.txt', size: 3 },
+      { name: 'd', type: 'dir', path: '/home/user/d', size: 0 },
+    ])
+    const [file, dir, link] = workspace.list('.', { details: true })
+    expect(file).toMatchObject({
+      name: 'a.txt',
+      mode: 0o600,
+      permissions: '-rw-------',
+      owner: 'user',
+      group: 'user',
+    })
+    expect(file?.modifiedTime).toBeInstanceOf(Date)
+    expect(dir).toMatchObject({ name: 'd', type: 'dir', mode: 0o750, permissions: 'drwxr-x---' })
+    expect(link).toMatchObject({ name: 'link', type: 'file', mode: 0o600, symlinkTarget: '/home/user/a.txt' })
+    expect(link?.permissions).toBe('Lrwxrwxrwx')
+    expect(workspace.stat('link')).toBeUndefined()
+    expect(workspace.stat('link', { details: true })).toMatchObject({ symlinkTarget: '/home/user/a.txt' })
+    expect(workspace.stat('.', { details: true })).toMatchObject({
+      name: 'user',
+      type: 'dir',
+      path: '/home/user',
+    })
+  })
+
+  it('resolves a chain of links inside the workspace, and never through one that leaves it', () => {
+    writeFileSync(join(root, 'work/a.txt'), 'abc')
+    symlinkSync('a.txt', join(root, 'work/one'))
+    symlinkSync('one', join(root, 'work/two'))
+    symlinkSync(join(outside, 'secret.txt'), join(root, 'work/host-path'))
+    symlinkSync(outside, join(root, 'work/host-dir'))
+    symlinkSync('host-dir/secret.txt', join(root, 'work/through'))
+    symlinkSync('/etc/passwd', join(root, 'work/system'))
+    const byName = Object.fromEntries(workspace.list('.', { details: true }).map((e) => [e.name, e]))
+    expect(byName.two).toMatchObject({ type: 'file', symlinkTarget: '/home/user/a.txt' })
+    // A host path is no sandbox path: reported as written, never looked at.
+    expect(byName['host-path']).toMatchObject({
+      type: 'symlink',
+      mode: 0,
+      symlinkTarget: join(outside, 'secret.txt'),
+    })
+    expect(byName.through).toMatchObject({ type: 'symlink', symlinkTarget: '/home/user/host-dir/secret.txt' })
+    expect(byName.system).toMatchObject({ type: 'symlink', symlinkTarget: '/etc/passwd' })
+  })
+
+  it('counts the disk the workspace uses, data/ aside', () => {
+    writeFileSync(join(root, 'work/big.bin'), Buffer.alloc(256 * 1024, 1))
+    mkdirSync(join(root, 'work/data'))
+    writeFileSync(join(root, 'work/data/input.bin'), Buffer.alloc(1024 * 1024, 1))
+    const used = workspace.diskUsed()
+    expect(used).toBeGreaterThanOrEqual(256 * 1024)
+    expect(used).toBeLessThan(1024 * 1024)
+  })
+})

@@ -19,13 +19,16 @@ import {
   mkdirSync,
   openSync,
   readdirSync,
+  readlinkSync,
   readSync,
   renameSync,
   rmdirSync,
+  type Stats,
   statSync,
   unlinkSync,
   writeSync,
 } from 'node:fs'
+import { posix } from 'node:path'
 import mime from 'mime-types'
 import type { EntryInfo } from '../backend.js'
 import { InvalidArgumentError, NotFoundError } from '../errors.js'
@@ -39,20 +42,52 @@ const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
 /** The most entries one artifact scan looks at, and how deep it goes; beyond, files are not reported. */
 const SCAN_LIMIT = 20_000
 const SCAN_DEPTH = 32
+/** Links followed from one link to find where it points, as the kernel's own limit. */
+const MAX_LINK_HOPS = 40
 
 /**
  * The entries of an open folder whose names are valid UTF-8 (others cannot be named through the
  * files API; code can still use them). Read as bytes so such a name cannot break the listing.
  */
-function entriesOf(dirFd: number): Array<{ name: string; isFile: boolean; isDirectory: boolean }> {
-  const entries: Array<{ name: string; isFile: boolean; isDirectory: boolean }> = []
+function entriesOf(
+  dirFd: number,
+): Array<{ name: string; isFile: boolean; isDirectory: boolean; isLink: boolean }> {
+  const entries: Array<{ name: string; isFile: boolean; isDirectory: boolean; isLink: boolean }> = []
   for (const entry of readdirSync(`/proc/self/fd/${dirFd}`, { withFileTypes: true, encoding: 'buffer' })) {
     const raw = entry.name as unknown as Buffer
     const name = raw.toString('utf8')
     if (!Buffer.from(name, 'utf8').equals(raw)) continue
-    entries.push({ name, isFile: entry.isFile(), isDirectory: entry.isDirectory() })
+    entries.push({
+      name,
+      isFile: entry.isFile(),
+      isDirectory: entry.isDirectory(),
+      isLink: entry.isSymbolicLink(),
+    })
   }
   return entries
+}
+
+/** `ls -l`'s mode string, as Go's FileMode.String() gives it to E2B (`L` for a link). */
+export function permissionString(mode: number): string {
+  const type = constants.S_IFMT & mode
+  const letter =
+    type === constants.S_IFDIR
+      ? 'd'
+      : type === constants.S_IFLNK
+        ? 'L'
+        : type === constants.S_IFIFO
+          ? 'p'
+          : type === constants.S_IFSOCK
+            ? 'S'
+            : type === constants.S_IFCHR || type === constants.S_IFBLK
+              ? 'D'
+              : '-'
+  let bits = ''
+  for (let shift = 6; shift >= 0; shift -= 3) {
+    const triplet = (mode >> shift) & 7
+    bits += `${triplet & 4 ? 'r' : '-'}${triplet & 2 ? 'w' : '-'}${triplet & 1 ? 'x' : '-'}`
+  }
+  return letter + bits
 }
 
 export function mimeType(name: string): string {
@@ -209,26 +244,35 @@ export class Workspace {
     return { name, type: 'file', path: `${SANDBOX_HOME}/${relative}`, size: bytes.length }
   }
 
-  list(path: string): EntryInfo[] {
+  /**
+   * A folder's files and folders, by name. With `details`, also its links (never followed on the
+   * host) and each entry's mode, owner and time, as E2B's envd lists them.
+   */
+  list(path: string, options: { details?: boolean } = {}): EntryInfo[] {
     const { area, parts } = splitPath(path)
     const dir = this.openDir(area === 'data' ? this.data : this.work, parts)
     const prefix = [SANDBOX_HOME, ...(area === 'data' ? ['data'] : []), ...parts].join('/')
     try {
       const entries: EntryInfo[] = []
       for (const entry of entriesOf(dir)) {
-        if (!entry.isFile && !entry.isDirectory) continue
-        let size = 0
+        if (!entry.isFile && !entry.isDirectory && !(options.details && entry.isLink)) continue
+        let stat: Stats
         try {
-          size = entry.isFile ? lstatSync(at(dir, entry.name)).size : 0
+          stat = lstatSync(at(dir, entry.name))
         } catch {
           continue // removed while we looked
         }
-        entries.push({
-          name: entry.name,
-          type: entry.isFile ? 'file' : 'dir',
-          path: `${prefix}/${entry.name}`,
-          size,
-        })
+        const path = `${prefix}/${entry.name}`
+        entries.push(
+          options.details
+            ? this.detailed(entry.name, path, stat)
+            : {
+                name: entry.name,
+                type: entry.isFile ? 'file' : 'dir',
+                path,
+                size: entry.isFile ? stat.size : 0,
+              },
+        )
       }
       return entries.sort((a, b) => a.name.localeCompare(b.name))
     } finally {
@@ -236,30 +280,101 @@ export class Workspace {
     }
   }
 
-  stat(path: string): EntryInfo | undefined {
+  stat(path: string, options: { details?: boolean } = {}): EntryInfo | undefined {
     const { base, dirs, name, area } = this.locate(path)
-    if (!name) return { name: area === 'data' ? 'data' : 'user', type: 'dir', path: SANDBOX_HOME, size: 0 }
+    const relative = [...(area === 'data' ? ['data'] : []), ...dirs, ...(name ? [name] : [])].join('/')
+    const full = relative ? `${SANDBOX_HOME}/${relative}` : SANDBOX_HOME
+    if (!name && !options.details)
+      return { name: area === 'data' ? 'data' : 'user', type: 'dir', path: full, size: 0 }
     let dir: number
     try {
-      dir = this.openDir(base, dirs)
+      dir = this.openDir(base, name ? dirs : [])
     } catch {
       return undefined
     }
     try {
+      if (!name) return this.detailed(area === 'data' ? 'data' : 'user', full, fstatSync(dir))
       const stat = lstatSync(at(dir, name))
+      if (options.details && (stat.isFile() || stat.isDirectory() || stat.isSymbolicLink()))
+        return this.detailed(name, full, stat)
       if (!stat.isFile() && !stat.isDirectory()) return undefined
-      const relative = [...(area === 'data' ? ['data'] : []), ...dirs, name].join('/')
-      return {
-        name,
-        type: stat.isFile() ? 'file' : 'dir',
-        path: `${SANDBOX_HOME}/${relative}`,
-        size: stat.size,
-      }
+      return { name, type: stat.isFile() ? 'file' : 'dir', path: full, size: stat.size }
     } catch {
       return undefined
     } finally {
       closeSync(dir)
     }
+  }
+
+  /** An entry with E2B's details; a link's type and mode are its target's, found without leaving the workspace. */
+  private detailed(name: string, path: string, stat: Stats): EntryInfo {
+    const entry: EntryInfo = {
+      name,
+      type: stat.isDirectory() ? 'dir' : 'file',
+      path,
+      size: stat.size,
+      modifiedTime: stat.mtime,
+      mode: stat.mode & 0o777,
+      permissions: permissionString(stat.mode),
+      owner: this.nameOf(stat.uid, this.owner?.uid),
+      group: this.nameOf(stat.gid, this.owner?.gid),
+    }
+    if (stat.isSymbolicLink()) {
+      const target = this.linkTarget(path)
+      entry.symlinkTarget = target.path
+      entry.type = target.stat ? (target.stat.isDirectory() ? 'dir' : 'file') : 'symlink'
+      entry.mode = target.stat ? target.stat.mode & 0o777 : 0
+    }
+    return entry
+  }
+
+  /** How code sees a file's owner: `user` for the sandbox's own uid (or this process's, without one). */
+  private nameOf(id: number, own = process.getuid?.() ?? -1): string {
+    if (id === own) return 'user'
+    return id === 0 ? 'root' : String(id)
+  }
+
+  /**
+   * Where the link at `path` points, as an absolute sandbox path, following further links while
+   * they stay in the workspace; `stat` is the final target's when it is a file or folder there.
+   */
+  private linkTarget(path: string): { path: string; stat?: Stats } {
+    let current = path
+    for (let hop = 0; hop < MAX_LINK_HOPS; hop++) {
+      let located: ReturnType<Workspace['locate']>
+      try {
+        located = this.locate(current)
+      } catch {
+        return { path: current } // outside the workspace: not looked at
+      }
+      if (!located.name) return { path: current }
+      let dir: number
+      try {
+        dir = this.openDir(located.base, located.dirs)
+      } catch {
+        return { path: current }
+      }
+      try {
+        const stat = lstatSync(at(dir, located.name))
+        if (!stat.isSymbolicLink())
+          return { path: current, stat: stat.isFile() || stat.isDirectory() ? stat : undefined }
+        const target = readlinkSync(at(dir, located.name), 'utf8')
+        current = posix.normalize(
+          target.startsWith('/') ? target : posix.join(posix.dirname(current), target),
+        )
+      } catch {
+        return { path: current }
+      } finally {
+        closeSync(dir)
+      }
+    }
+    return { path: current }
+  }
+
+  /** Opens a folder of the workspace (or data/) without following links; the caller closes it. */
+  openFolder(path: string): number {
+    const { area, parts } = splitPath(path)
+    return this.openDir(area === 'data' ? this.data : this.work, parts)
   }
 
   remove(path: string) {
@@ -392,6 +507,41 @@ export class Workspace {
     } catch {
       return undefined
     }
+  }
+
+  /** Bytes the workspace's files take on disk (data/ aside), counting at most SCAN_LIMIT entries. */
+  diskUsed(): number {
+    let budget = SCAN_LIMIT
+    let total = 0
+    const walk = (fd: number, depth: number) => {
+      for (const entry of entriesOf(fd)) {
+        if (--budget < 0) return
+        try {
+          total += lstatSync(at(fd, entry.name)).blocks * 512
+        } catch {
+          continue // removed while we looked
+        }
+        if (!entry.isDirectory || depth >= SCAN_DEPTH || (depth === 0 && entry.name === 'data')) continue
+        let child: number
+        try {
+          child = openSync(at(fd, entry.name), DIR_FLAGS)
+        } catch {
+          continue
+        }
+        try {
+          walk(child, depth + 1)
+        } finally {
+          closeSync(child)
+        }
+      }
+    }
+    const root = openSync(this.work, DIR_FLAGS)
+    try {
+      walk(root, 0)
+    } finally {
+      closeSync(root)
+    }
+    return total
   }
 
   /** Files created or changed since the last call (or write): a cell's artifacts. Links are ignored. */

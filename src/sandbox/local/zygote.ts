@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import { SandboxUnavailableError } from '../errors.js'
 import { kernelEnv } from '../kernel/env.js'
-import { bwrapArgs, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
+import { bwrapArgs, SANDBOX_BIN_DIRS, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
 import type { KernelProcess, KernelSpawnSpec } from './kernel.js'
 import type { PythonInfo } from './python.js'
 import { fontCache, getRuntime, isRoot, onExit } from './runtime.js'
@@ -103,7 +103,7 @@ async function startTemplate(python: PythonInfo, kernelDir: string, preload: str
     [python.executable, '-s', `${SANDBOX_KERNEL_DIR}/analyst_zygote.py`, config],
   )
   const child = spawn('bwrap', args, {
-    env: kernelEnv(SANDBOX_HOME),
+    env: kernelEnv(SANDBOX_HOME, {}, process.env, SANDBOX_BIN_DIRS),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const forget = onExit(() => child.kill('SIGKILL'))

@@ -1,14 +1,16 @@
 /**
- * E2B's control plane: create, connect, get, list, time out and kill sandboxes (the routes of E2B's
- * spec/openapi.yml that the SDKs call), with `X-API-KEY` as one of Analyst's tokens.
+ * E2B's control plane: create, connect (resuming a paused sandbox), get, list, time out, pause,
+ * measure and kill sandboxes (the routes of E2B's spec/openapi.yml that the SDKs call), with
+ * `X-API-KEY` as one of Analyst's tokens.
  * @module
  */
 import { type Context, Hono } from 'hono'
 import { z } from 'zod'
 import { AnalystError, statusOf } from '../../errors.js'
 import { advice } from '../../fixes.js'
-import { Sandbox, type SandboxProvider } from '../../sandbox/index.js'
+import type { SandboxProvider } from '../../sandbox/index.js'
 import { ENVD_VERSION, type Registry, type SandboxEntry, unguessable } from './registry.js'
+import { ServedSandbox } from './served.js'
 
 export type ControlEnv = { Bindings: { owner: string | null } }
 
@@ -33,9 +35,59 @@ const NewSandbox = z
     metadata: z.record(z.string(), z.string()).nullish(),
     allow_internet_access: z.boolean().nullish(),
     autoPause: z.boolean().nullish(),
+    autoResume: z.object({ enabled: z.boolean().nullish() }).loose().nullish(),
     secure: z.boolean().nullish(),
+    network: z
+      .object({
+        allowOut: z.array(z.unknown()).nullish(),
+        denyOut: z.array(z.unknown()).nullish(),
+        rules: z.record(z.string(), z.unknown()).nullish(),
+        egressProxy: z.unknown().optional(),
+      })
+      .loose()
+      .nullish(),
+    volumeMounts: z.array(z.unknown()).nullish(),
+    mcp: z.unknown().optional(),
   })
   .loose()
+
+/** What a sandbox can be asked for that Analyst does not do: refused, never ignored. */
+function unsupported(request: z.infer<typeof NewSandbox>): string | undefined {
+  const { network } = request
+  if (network?.allowOut?.length || network?.denyOut?.length || Object.keys(network?.rules ?? {}).length)
+    return 'Egress rules (network.allowOut, denyOut, rules) are not applied by Analyst: a sandbox has no network, or with allowInternetAccess on a server started with --allow-network, all of it. Leave them out.'
+  if (network?.egressProxy)
+    return 'An egress proxy (network.egressProxy) is not available in Analyst sandboxes. Leave it out.'
+  if (request.volumeMounts?.length)
+    return 'Volumes are not available in Analyst sandboxes: write the files with sandbox.files.write. Leave volumeMounts out.'
+  if (request.mcp) return "E2B's MCP gateway is not available in Analyst sandboxes. Leave mcp out."
+  return undefined
+}
+
+/** E2B routes that Analyst does not serve, and why: answered 501, so that the SDK says so. */
+const NOT_SERVED: Array<[method: string, path: string, why: string]> = [
+  ['post', '/sandboxes/:id/fork', "Forks copy a sandbox's running memory, which Analyst does not snapshot."],
+  [
+    'post',
+    '/sandboxes/:id/snapshots',
+    "Snapshots keep a sandbox's running memory, which Analyst does not snapshot; pause keeps its files and cells.",
+  ],
+  ['put', '/sandboxes/:id/network', 'Egress rules are not applied by Analyst sandboxes.'],
+  ['post', '/sandboxes/:id/resume', 'Resume a paused sandbox with Sandbox.connect().'],
+  ['all', '/snapshots', "Snapshots keep a sandbox's running memory, which Analyst does not snapshot."],
+  ['all', '/templates/*', 'Custom templates are not available: Analyst serves code-interpreter-v1 and base.'],
+  ['all', '/templates', 'Custom templates are not available: Analyst serves code-interpreter-v1 and base.'],
+  [
+    'all',
+    '/v2/templates/*',
+    'Custom templates are not available: Analyst serves code-interpreter-v1 and base.',
+  ],
+  ['all', '/volumes/*', 'Volumes are not available in Analyst sandboxes.'],
+  ['all', '/volumes', 'Volumes are not available in Analyst sandboxes.'],
+]
+
+const Order = z.enum(['asc', 'desc'])
+const When = z.iso.datetime({ offset: true })
 
 async function body<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
   let value: unknown = {}
@@ -76,12 +128,21 @@ function view(entry: SandboxEntry) {
     startedAt: entry.startedAt.toISOString(),
     endAt: entry.endAt.toISOString(),
     metadata: entry.metadata,
-    state: 'running',
+    state: entry.state,
     cpuCount: 1,
     memoryMB: 2048,
     diskSizeMB: 1024,
-    allowInternetAccess: false,
+    allowInternetAccess: entry.network,
+    lifecycle: { onTimeout: entry.autoPause ? 'pause' : 'kill', autoResume: entry.autoResume },
   }
+}
+
+/** The query's ISO time, or undefined; a clear 400 for one that is not. */
+function instant(value: string | undefined, name: string): number | undefined {
+  if (value === undefined || value === '') return undefined
+  if (!When.safeParse(value).success)
+    throw new AnalystError(`${name} must be an ISO 8601 time such as 2025-01-31T12:00:00Z, not ${value}`)
+  return Date.parse(value)
 }
 
 export interface ControlOptions {
@@ -118,43 +179,71 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
         `Template "${request.templateID}" is not available on this server: Analyst serves ${TEMPLATES.join(' and ')} (Python with pandas, numpy and matplotlib).`,
       )
     }
+    const refused = unsupported(request)
+    if (refused) return e2bError(c, 400, refused)
     if (request.allow_internet_access === true && !allowNetwork) {
       return e2bError(
         c,
         403,
-        'Internet access is off on this server: sandboxes have no network. Leave allowInternetAccess unset.',
+        'Internet access is off on this server: sandboxes have no network. Leave allowInternetAccess unset, or start the server with analyst serve --allow-network.',
       )
     }
-    const sandbox = await Sandbox.create({
-      provider,
-      envs: request.envVars ?? undefined,
-      network: request.allow_internet_access === true,
-      signal: c.req.raw.signal,
-    })
-    const now = new Date()
-    const entry: SandboxEntry = {
-      id: unguessable('i'),
-      owner: c.env.owner,
-      templateID: request.templateID,
-      sandbox,
-      metadata: request.metadata ?? {},
-      envdAccessToken: unguessable(),
-      trafficAccessToken: unguessable(),
-      startedAt: now,
-      endAt: now,
-    }
-    registry.add(entry, request.timeout ?? DEFAULT_TIMEOUT_SECONDS)
+    const envs = request.envVars ?? {}
+    const network = request.allow_internet_access === true
+    const sandbox = await ServedSandbox.start(provider, { envs, network, signal: c.req.raw.signal })
+    const entry = registry.add(
+      {
+        id: unguessable('i'),
+        owner: c.env.owner,
+        templateID: request.templateID,
+        sandbox,
+        envs,
+        network,
+        autoPause: request.autoPause === true,
+        autoResume: request.autoResume?.enabled === true,
+        metadata: request.metadata ?? {},
+      },
+      request.timeout ?? DEFAULT_TIMEOUT_SECONDS,
+    )
     return c.json(connection(entry), 201)
   })
 
+  // A paused sandbox is resumed (201); a running one gets at least `timeout` more, never less (200).
   app.post('/v2/sandboxes/:id/connect', async (c) => {
     const entry = owned(c)
     if (!entry) return missing(c)
     const { timeout } = await body(c, z.object({ timeout: Timeout.optional() }).loose())
-    // Connecting extends the life to at least `timeout` from now, never shortens it.
+    if (await registry.resume(entry, timeout ?? DEFAULT_TIMEOUT_SECONDS))
+      return c.json(connection(entry), 201)
     if (timeout !== undefined && Date.now() + timeout * 1000 > entry.endAt.getTime())
       registry.setTimeout(entry, timeout)
     return c.json(connection(entry), 200)
+  })
+
+  // The workspace and the cells are kept; the kernel and every process end (see pause.ts).
+  app.post('/sandboxes/:id/pause', async (c) => {
+    const entry = owned(c)
+    if (!entry) return missing(c)
+    if (!(await registry.pause(entry))) return e2bError(c, 409, `sandbox "${entry.id}" is already paused`)
+    return c.body(null, 204)
+  })
+
+  app.get('/sandboxes/:id/metrics', async (c) => {
+    const entry = owned(c)
+    if (!entry) return missing(c)
+    const seconds = (name: string) => {
+      const value = c.req.query(name)
+      if (value === undefined || value === '') return undefined
+      const number = Number(value)
+      if (!Number.isInteger(number) || number < 0)
+        throw new AnalystError(`${name} must be a Unix time in seconds, not ${value}`)
+      return number
+    }
+    const start = seconds('start')
+    const end = seconds('end')
+    const metrics = entry.state === 'running' ? entry.sandbox.metrics() : undefined
+    if (metrics) entry.metrics.record(await metrics)
+    return c.json(entry.metrics.between(start, end))
   })
 
   app.get('/sandboxes/:id', (c) => {
@@ -162,25 +251,36 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
     return entry ? c.json(view(entry)) : missing(c)
   })
 
+  // Newest first unless `order=asc`; pages follow that order.
   app.get('/v2/sandboxes', (c) => {
     const query = c.req.query()
     const wanted = new URLSearchParams(query.metadata ?? '')
-    const states = (query.state ?? 'running').split(',')
+    const states = (query.state || 'running,paused').split(',')
+    const order = Order.safeParse(query.order || 'desc')
+    if (!order.success) throw new AnalystError(`order must be asc or desc, not ${query.order}`)
+    const after = instant(query.startedAfter, 'startedAfter')
+    const before = instant(query.startedBefore, 'startedBefore')
+    const direction = order.data === 'asc' ? 1 : -1
     let entries = registry
       .list(c.env.owner)
-      .filter(() => states.includes('running'))
+      .filter((entry) => states.includes(entry.state))
       .filter((entry) => [...wanted].every(([key, value]) => entry.metadata[key] === value))
       .filter((entry) => !query.template || entry.templateID === query.template)
-      .sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime() || a.id.localeCompare(b.id))
-    // Paging: the next token is the id after which the next page starts.
+      .filter((entry) => after === undefined || entry.startedAt.getTime() >= after)
+      .filter((entry) => before === undefined || entry.startedAt.getTime() <= before)
+      .sort((a, b) => direction * (a.sequence - b.sequence))
+    // The next token is where the next page starts: a sandbox's place in creation order, which
+    // holds even when that sandbox is gone before the next page is asked for.
     if (query.nextToken) {
-      const start = entries.findIndex((entry) => entry.id === query.nextToken)
-      entries = start < 0 ? [] : entries.slice(start)
+      const from = Number(query.nextToken)
+      if (!Number.isInteger(from))
+        throw new AnalystError(`nextToken ${query.nextToken} is not one this server gave`)
+      entries = entries.filter((entry) => direction * (entry.sequence - from) >= 0)
     }
     const limit = Math.min(Number(query.limit ?? PAGE_LIMIT) || PAGE_LIMIT, PAGE_LIMIT)
     const page = entries.slice(0, limit)
     const next = entries[limit]
-    if (next) c.header('x-next-token', next.id)
+    if (next) c.header('x-next-token', String(next.sequence))
     return c.json(page.map(view))
   })
 
@@ -199,6 +299,12 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
     return c.body(null, 204)
   })
 
+  for (const [method, path, why] of NOT_SERVED)
+    app.on(
+      method.toUpperCase() === 'ALL' ? ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] : [method.toUpperCase()],
+      path,
+      (c) => e2bError(c, 501, `${why} (${c.req.method} ${c.req.path} is not served by Analyst's E2B API)`),
+    )
   app.all('*', (c) =>
     e2bError(c, 404, `${c.req.method} ${new URL(c.req.url).pathname} is not part of Analyst's E2B API`),
   )

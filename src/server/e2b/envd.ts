@@ -1,10 +1,14 @@
 /**
- * envd, E2B's in-sandbox daemon (port 49983), over an Analyst sandbox: files over HTTP (`/files`)
- * and the Connect RPC services `filesystem.Filesystem` and `process.Process`, served by connect-es
- * from envd's own descriptors (envd/*_pb.ts), so the framing is the library's, not ours.
+ * envd, E2B's in-sandbox daemon (port 49983), over an Analyst sandbox: files over HTTP (`/files`,
+ * with a token or a signature) and the Connect RPC services `filesystem.Filesystem` and
+ * `process.Process`, served by connect-es from envd's own descriptors (envd/*_pb.ts), so the
+ * framing is the library's, not ours. A folder is watched on the engine's inotify where it has
+ * one, else polled.
  * @module
  */
 import { gunzipSync } from 'node:zlib'
+import type { MessageInitShape } from '@bufbuild/protobuf'
+import { timestampFromDate } from '@bufbuild/protobuf/wkt'
 import { Code, ConnectError, createConnectRouter, type HandlerContext } from '@connectrpc/connect'
 import { createFetchHandler } from '@connectrpc/connect/protocol'
 import { Hono, type Context as HonoContext } from 'hono'
@@ -15,15 +19,24 @@ import {
   type CommandHandle,
   CommandTimeoutError,
   type EntryInfo,
-  type Sandbox,
+  type WatchEvent,
 } from '../../sandbox/index.js'
-import { EventType, Filesystem, FileType } from './envd/filesystem_pb.js'
+import { cutOffWhen } from './cutoff.js'
+import { EventType, Filesystem, FileType, type WatchDirResponseSchema } from './envd/filesystem_pb.js'
 import { Process, type ProcessEvent } from './envd/process_pb.js'
 import type { SandboxEnv } from './interpreter.js'
-import type { Registry } from './registry.js'
+import { type Registry, sameSecret } from './registry.js'
+import type { ServedSandbox } from './served.js'
+import { refusal, signedRequest } from './signing.js'
 
 const RPC_KEEPALIVE_MS = 50_000
-/** How often a watched folder is looked at: the workspace is another user's, so it is polled. */
+/** The RPCs that stream while something runs in the sandbox. */
+const STREAMS = new Set([
+  '/process.Process/Start',
+  '/process.Process/Connect',
+  '/filesystem.Filesystem/WatchDir',
+])
+/** How often a watched folder is looked at on an engine without inotify. */
 const WATCH_INTERVAL_MS = 200
 const DEADLINE_SLACK_MS = 1000
 
@@ -54,47 +67,102 @@ async function rpc<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+const FILE_TYPES = { file: FileType.FILE, dir: FileType.DIRECTORY, symlink: FileType.SYMLINK }
+
+/** envd's EntryInfo; an engine without details gets the mode and owner of a plain workspace. */
 function entryInfo(entry: EntryInfo) {
   const dir = entry.type === 'dir'
   return {
     name: entry.name,
-    type: dir ? FileType.DIRECTORY : FileType.FILE,
+    type: FILE_TYPES[entry.type],
     path: entry.path,
     size: BigInt(entry.size),
-    mode: dir ? 0o755 : 0o644,
-    permissions: dir ? 'drwxr-xr-x' : '-rw-r--r--',
-    owner: 'user',
-    group: 'user',
+    mode: entry.mode ?? (dir ? 0o755 : 0o644),
+    permissions: entry.permissions ?? (dir ? 'drwxr-xr-x' : '-rw-r--r--'),
+    owner: entry.owner ?? 'user',
+    group: entry.group ?? 'user',
+    modifiedTime: entry.modifiedTime ? timestampFromDate(entry.modifiedTime) : undefined,
+    symlinkTarget: entry.symlinkTarget,
   }
 }
 
-async function listDir(sandbox: Sandbox, path: string, depth: number): Promise<EntryInfo[]> {
-  const entries = await sandbox.files.list(path)
-  if (depth <= 1) return entries
-  const nested = await Promise.all(
-    entries.filter((e) => e.type === 'dir').map((e) => listDir(sandbox, e.path, depth - 1)),
-  )
-  return [...entries, ...nested.flat()]
+/** Names in byte order, as Go's filepath.WalkDir gives them to envd. */
+const byName = (a: EntryInfo, b: EntryInfo) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+
+/** As envd's walkDir: depth first, each folder followed by what is in it, `depth` levels down; links are not followed. */
+async function listDir(sandbox: ServedSandbox, path: string, depth: number): Promise<EntryInfo[]> {
+  const listed: EntryInfo[] = []
+  for (const entry of (await sandbox.list(path)).sort(byName)) {
+    listed.push(entry)
+    if (depth > 1 && entry.type === 'dir' && entry.symlinkTarget === undefined)
+      listed.push(...(await listDir(sandbox, entry.path, depth - 1)))
+  }
+  return listed
 }
 
-/** A folder's entries as `relative path → type:size`, `depth` levels down. */
-async function folderState(sandbox: Sandbox, path: string, recursive: boolean): Promise<Map<string, string>> {
-  const root = (await sandbox.files.stat(path))?.path
-  if (!root) throw new NotFoundError(`${path}: no such folder in the sandbox`)
+/** The folder to watch, checked as envd checks it. */
+async function watchedFolder(sandbox: ServedSandbox, path: string): Promise<string> {
+  const folder = await sandbox.stat(path)
+  if (!folder) throw new NotFoundError(`path ${path} not found`)
+  if (folder.type !== 'dir' || folder.symlinkTarget !== undefined)
+    throw new ConnectError(`path ${folder.path} not a directory`, Code.InvalidArgument)
+  return folder.path
+}
+
+/** A folder's entries as `relative path → state`, for polling where the engine has no inotify. */
+async function folderState(
+  sandbox: ServedSandbox,
+  root: string,
+  recursive: boolean,
+): Promise<Map<string, string>> {
   const entries = await listDir(sandbox, root, recursive ? 32 : 1)
-  return new Map(entries.map((e) => [e.path.slice(root.length + 1), `${e.type}:${e.size}`]))
+  return new Map(
+    entries.map((e) => [
+      e.path.slice(root.length + 1),
+      `${e.type}:${e.size}:${e.modifiedTime?.getTime()}:${e.mode}`,
+    ]),
+  )
 }
 
-/** What changed between two states of a folder, as envd's events (writes seen by their size). */
-function changes(before: Map<string, string>, after: Map<string, string>) {
-  const events: Array<{ name: string; type: EventType }> = []
+/** What changed between two polls of a folder, as envd's events. */
+function changes(before: Map<string, string>, after: Map<string, string>): WatchEvent[] {
+  const events: WatchEvent[] = []
   for (const [name, state] of after) {
     const was = before.get(name)
-    if (was === undefined) events.push({ name, type: EventType.CREATE })
-    else if (was !== state) events.push({ name, type: EventType.WRITE })
+    if (was === undefined) events.push({ name, type: 'create' })
+    else if (was.split(':').slice(0, 3).join() !== state.split(':').slice(0, 3).join())
+      events.push({ name, type: 'write' })
+    else if (was !== state) events.push({ name, type: 'chmod' })
   }
-  for (const name of before.keys()) if (!after.has(name)) events.push({ name, type: EventType.REMOVE })
+  for (const name of before.keys()) if (!after.has(name)) events.push({ name, type: 'remove' })
   return events
+}
+
+const EVENT_TYPES: Record<WatchEvent['type'], EventType> = {
+  create: EventType.CREATE,
+  write: EventType.WRITE,
+  remove: EventType.REMOVE,
+  rename: EventType.RENAME,
+  chmod: EventType.CHMOD,
+}
+
+/** Polls a folder, pushing what changed, until `signal` aborts or the folder goes. */
+async function poll(
+  sandbox: ServedSandbox,
+  root: string,
+  recursive: boolean,
+  push: (event: WatchEvent) => void,
+  signal: AbortSignal,
+) {
+  let state = await folderState(sandbox, root, recursive)
+  while (!signal.aborted) {
+    await new Promise((resolve) => setTimeout(resolve, WATCH_INTERVAL_MS))
+    if (signal.aborted) return
+    const now = await folderState(sandbox, root, recursive).catch(() => undefined)
+    if (!now) return // the folder (or the sandbox) is gone
+    for (const change of changes(state, now)) push(change)
+    state = now
+  }
 }
 
 /** A queue that a producer fills and a streaming handler drains; `end()` lets the drain finish. */
@@ -192,9 +260,10 @@ function commandLine(cmd: string, args: string[]): string {
 }
 
 function connectRouter(registry: Registry) {
-  const sandboxOf = (context: HandlerContext): Sandbox => {
+  const sandboxOf = (context: HandlerContext): ServedSandbox => {
     const entry = registry.get(context.requestHeader.get('e2b-sandbox-id') ?? '')
-    if (!entry) throw new ConnectError('The sandbox is not running anymore', Code.Unavailable)
+    if (entry?.state !== 'running')
+      throw new ConnectError('The sandbox is not running anymore', Code.Unavailable)
     return entry.sandbox
   }
   const pidOf = (selector: { selector: { case: string | undefined; value?: unknown } } | undefined) => {
@@ -206,49 +275,78 @@ function connectRouter(registry: Registry) {
   router.service(Filesystem, {
     stat: (request, context) =>
       rpc(async () => {
-        const entry = await sandboxOf(context).files.stat(request.path)
+        const entry = await sandboxOf(context).stat(request.path)
         if (!entry) throw new NotFoundError(`${request.path}: no such file or folder`)
         return { entry: entryInfo(entry) }
       }),
     makeDir: (request, context) =>
       rpc(async () => {
-        const files = sandboxOf(context).files
-        if (!(await files.makeDir(request.path))) {
+        const sandbox = sandboxOf(context)
+        if (!(await sandbox.files.makeDir(request.path))) {
           throw new ConnectError(`${request.path} exists already`, Code.AlreadyExists)
         }
-        return { entry: entryInfo((await files.stat(request.path)) as EntryInfo) }
+        return { entry: entryInfo((await sandbox.stat(request.path)) as EntryInfo) }
       }),
     move: (request, context) =>
-      rpc(async () => ({
-        entry: entryInfo(await sandboxOf(context).files.rename(request.source, request.destination)),
-      })),
+      rpc(async () => {
+        const sandbox = sandboxOf(context)
+        const moved = await sandbox.files.rename(request.source, request.destination)
+        return { entry: entryInfo((await sandbox.stat(moved.path)) ?? moved) }
+      }),
     listDir: (request, context) =>
       rpc(async () => ({
         entries: (await listDir(sandboxOf(context), request.path, request.depth || 1)).map(entryInfo),
       })),
+    // Removing what is not there succeeds, as in envd (os.RemoveAll).
     remove: (request, context) =>
       rpc(async () => {
-        await sandboxOf(context).files.remove(request.path)
+        await sandboxOf(context)
+          .files.remove(request.path)
+          .catch((error: unknown) => {
+            if (!NotFoundError.isInstance(error)) throw error
+          })
         return {}
       }),
-    async *watchDir(request, context) {
+    async *watchDir(request, context): AsyncGenerator<MessageInitShape<typeof WatchDirResponseSchema>> {
       const sandbox = sandboxOf(context)
-      let state = await rpc(() => folderState(sandbox, request.path, request.recursive))
-      yield { event: { case: 'start' as const, value: {} } }
-      let quiet = 0
-      while (!context.signal.aborted) {
-        await new Promise((resolve) => setTimeout(resolve, WATCH_INTERVAL_MS))
-        if (context.signal.aborted) return
-        const now = await folderState(sandbox, request.path, request.recursive).catch(() => undefined)
-        if (!now) return // the folder (or the sandbox) is gone
-        for (const change of changes(state, now))
-          yield { event: { case: 'filesystem' as const, value: change } }
-        state = now
-        quiet += WATCH_INTERVAL_MS
-        if (quiet >= RPC_KEEPALIVE_MS) {
-          quiet = 0
-          yield { event: { case: 'keepalive' as const, value: {} } }
+      const root = await rpc(() => watchedFolder(sandbox, request.path))
+      const channel = new Channel<WatchEvent | { type: 'keepalive' }>()
+      const stop = new AbortController()
+      const onAbort = () => stop.abort()
+      context.signal.addEventListener('abort', onAbort)
+      const watch = await rpc(async () =>
+        sandbox.watch(root, { recursive: request.recursive, onEvent: (event) => channel.push(event) }),
+      ).catch(() => undefined) // no inotify here (or out of watches): polled instead
+      if (!watch) {
+        void poll(sandbox, root, request.recursive, (event) => channel.push(event), stop.signal)
+          .catch(() => {})
+          .finally(() => channel.end())
+      }
+      const keepalive = setInterval(() => channel.push({ type: 'keepalive' }), RPC_KEEPALIVE_MS)
+      try {
+        yield { event: { case: 'start' as const, value: {} } }
+        for await (const event of channel.drain(context.signal)) {
+          if (event.type === 'keepalive') {
+            yield { event: { case: 'keepalive' as const, value: {} } }
+            continue
+          }
+          // The entry is best effort, and only where the path still names what the event is about.
+          const carries = request.includeEntry && ['create', 'write', 'chmod'].includes(event.type)
+          const entry = carries
+            ? await sandbox.stat(`${root}/${event.name}`).catch(() => undefined)
+            : undefined
+          yield {
+            event: {
+              case: 'filesystem' as const,
+              value: { name: event.name, type: EVENT_TYPES[event.type], entry: entry && entryInfo(entry) },
+            },
+          }
         }
+      } finally {
+        clearInterval(keepalive)
+        context.signal.removeEventListener('abort', onAbort)
+        stop.abort()
+        watch?.stop()
       }
     },
   })
@@ -355,7 +453,16 @@ export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdO
 
   app.get('/health', (c) => c.body(null, 204))
 
+  // A request without the access token is let in by a signature of the token (signing.ts).
+  const signedOut = (c: HonoContext<SandboxEnv>, operation: 'read' | 'write') => {
+    if (sameSecret(c.req.header('x-access-token'), c.env.entry.envdAccessToken)) return undefined
+    const refused = refusal(c.env.entry.envdAccessToken, signedRequest(new URL(c.req.url), operation))
+    return refused ? c.json({ code: 401, message: refused }, 401) : undefined
+  }
+
   app.get('/files', async (c) => {
+    const refused = signedOut(c, 'read')
+    if (refused) return refused
     const path = c.req.query('path')
     if (!path) return c.json({ code: 400, message: 'path is required' }, 400)
     const bytes = await c.env.entry.sandbox.files.read(path, { format: 'bytes' })
@@ -363,6 +470,18 @@ export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdO
   })
 
   app.post('/files', async (c) => {
+    const refused = signedOut(c, 'write')
+    if (refused) return refused
+    const metadata = Object.keys(c.req.header()).find((name) => name.startsWith('x-metadata-'))
+    if (metadata) {
+      return c.json(
+        {
+          code: 400,
+          message: `File metadata (${metadata}) is not kept in Analyst's sandboxes: write the file without metadata`,
+        },
+        400,
+      )
+    }
     const files = c.env.entry.sandbox.files
     const path = c.req.query('path')
     const type = c.req.header('content-type') ?? ''
@@ -374,9 +493,12 @@ export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdO
         headers: { 'content-type': type },
       }).formData()
       for (const part of form.getAll('file')) {
-        if (typeof part === 'string') continue
-        const target = path ?? part.name
-        uploads.push({ path: target, data: new Uint8Array(await part.arrayBuffer()) })
+        // A part without a file name (a plain form field, as browsers send text) is the file at `path`.
+        if (typeof part === 'string') {
+          if (path) uploads.push({ path, data: new TextEncoder().encode(part) })
+          continue
+        }
+        uploads.push({ path: path ?? part.name, data: new Uint8Array(await part.arrayBuffer()) })
       }
     } else {
       if (!path) return c.json({ code: 400, message: 'path is required' }, 400)
@@ -392,8 +514,12 @@ export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdO
   })
 
   app.post('/:service/:method', async (c) => {
-    const handler = rpcHandlers.get(new URL(c.req.url).pathname)
-    return handler ? handler(c.req.raw) : c.json({ code: 404, message: 'No such RPC' }, 404)
+    const path = new URL(c.req.url).pathname
+    const handler = rpcHandlers.get(path)
+    if (!handler) return c.json({ code: 404, message: 'No such RPC' }, 404)
+    // Streams end with the sandbox: cut off, as E2B's edge cuts them, not ended as a result.
+    const life = c.env.entry.life.signal
+    return STREAMS.has(path) ? cutOffWhen(life, await handler(c.req.raw)) : handler(c.req.raw)
   })
 
   app.all('*', (c) => c.json({ code: 404, message: `No route ${c.req.method} ${c.req.path}` }, 404))

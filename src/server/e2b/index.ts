@@ -5,7 +5,8 @@
  *
  * With both URLs set, the SDK sends everything to this one server: control-plane calls carry
  * `X-API-KEY` and no `E2b-Sandbox-Id`; calls into a sandbox carry `E2b-Sandbox-Id` and
- * `E2b-Sandbox-Port` (49983 envd: files, commands; 49999 the code interpreter).
+ * `E2b-Sandbox-Port` (49983 envd: files, commands; 49999 the code interpreter). A signed file URL
+ * carries neither: its signature says which sandbox it is for (signing.ts).
  * @module
  */
 import { Hono } from 'hono'
@@ -14,13 +15,16 @@ import { ownerOf } from '../app.js'
 import { controlRoutes, e2bError } from './control.js'
 import { envdRoutes } from './envd.js'
 import { interpreterRoutes } from './interpreter.js'
-import { Registry, sameSecret } from './registry.js'
+import { Registry, type SandboxEntry, sameSecret } from './registry.js'
+import { refusal, signedRequest } from './signing.js'
 
 export { ENVD_VERSION } from './registry.js'
 
 export const ENVD_PORT = '49983'
 export const INTERPRETER_PORT = '49999'
-const CONTROL_PATH = /^\/(v2\/)?sandboxes(\/|$)/
+const CONTROL_PATH = /^\/(v2\/)?(sandboxes|snapshots|templates|volumes)(\/|$)/
+/** How long a sandbox resumed by a call into it (autoResume) runs, as a connect without a timeout. */
+const RESUMED_SECONDS = 300
 
 export interface E2BApiOptions {
   provider: SandboxProvider
@@ -40,8 +44,15 @@ export interface E2BApi {
   close(): Promise<void>
 }
 
+/** A signed file request without a sandbox id: its path and the `signature` query. */
+function isSignedFile(request: Request): boolean {
+  if (request.method !== 'GET' && request.method !== 'POST') return false
+  const url = new URL(request.url)
+  return url.pathname === '/files' && url.searchParams.has('signature')
+}
+
 export function createE2BApi(options: E2BApiOptions): E2BApi {
-  const registry = new Registry()
+  const registry = new Registry(options.provider)
   let closing = false
   const control = controlRoutes({
     provider: options.provider,
@@ -50,11 +61,26 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
     closing: () => closing,
   })
   const envd = envdRoutes({ registry, maxUploadBytes: options.maxUploadBytes })
-  const interpreter = interpreterRoutes()
+  const interpreter = interpreterRoutes(registry)
+
+  /** The running sandbox a call goes into; a paused one is resumed first when it asked for that. */
+  const reach = async (entry: SandboxEntry | undefined): Promise<SandboxEntry | undefined> => {
+    if (entry?.state === 'paused' && entry.autoResume) await registry.resume(entry, RESUMED_SECONDS)
+    return entry?.state === 'running' ? entry : undefined
+  }
 
   const app = new Hono()
-  app.all('*', (c) => {
+  app.all('*', async (c) => {
     const sandboxId = c.req.header('e2b-sandbox-id')
+    if (sandboxId === undefined && isSignedFile(c.req.raw)) {
+      // The signature is made from one sandbox's envd token: that sandbox is the one.
+      const signed = signedRequest(new URL(c.req.url), c.req.method === 'GET' ? 'read' : 'write')
+      const entry = registry.all().find((e) => refusal(e.envdAccessToken, signed) !== 'invalid signature')
+      if (!entry) return c.json({ code: 401, message: 'invalid signature' }, 401)
+      const running = await reach(entry)
+      if (!running) return c.text(`The sandbox ${entry.id} is paused: resume it with Sandbox.connect()`, 502)
+      return envd.fetch(c.req.raw, { entry: running })
+    }
     if (sandboxId === undefined) {
       const key = c.req.header('x-api-key')
       const token = options.tokens.length === 0 ? '' : options.tokens.find((t) => sameSecret(key, t))
@@ -70,10 +96,13 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
       return control.fetch(c.req.raw, { owner: token === '' ? null : ownerOf(token) })
     }
     // A sandbox's own calls: its id is unguessable, and its access tokens are checked as well.
-    const entry = registry.get(sandboxId)
+    const known = registry.get(sandboxId)
+    const entry = await reach(known)
     if (!entry) {
-      // What E2B's edge answers for a sandbox that is gone: the SDK reports it as timed out.
-      return c.text(`The sandbox ${sandboxId} was not found: it was killed or timed out`, 502)
+      // What E2B's edge answers for a sandbox that is gone (or paused): the SDK reports it as timed out.
+      return known
+        ? c.text(`The sandbox ${sandboxId} is paused: resume it with Sandbox.connect()`, 502)
+        : c.text(`The sandbox ${sandboxId} was not found: it was killed or timed out`, 502)
     }
     const port = c.req.header('e2b-sandbox-port')
     if (port === INTERPRETER_PORT) {
@@ -87,8 +116,9 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
       return interpreter.fetch(c.req.raw, { entry })
     }
     if (port === ENVD_PORT || port === undefined) {
-      const isHealth = c.req.method === 'GET' && c.req.path === '/health'
-      if (!isHealth && !sameSecret(c.req.header('x-access-token'), entry.envdAccessToken))
+      // /health is open, as in envd; /files takes a signature instead of the token (envd.ts checks it).
+      const open = (c.req.method === 'GET' && c.req.path === '/health') || isSignedFile(c.req.raw)
+      if (!open && !sameSecret(c.req.header('x-access-token'), entry.envdAccessToken))
         return c.json({ code: 401, message: 'The sandbox access token is not valid' }, 401)
       return envd.fetch(c.req.raw, { entry })
     }
@@ -97,7 +127,9 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
 
   return {
     handles: (request) =>
-      request.headers.has('e2b-sandbox-id') || CONTROL_PATH.test(new URL(request.url).pathname),
+      request.headers.has('e2b-sandbox-id') ||
+      CONTROL_PATH.test(new URL(request.url).pathname) ||
+      isSignedFile(request),
     fetch: (request) => app.fetch(request),
     close: async () => {
       closing = true

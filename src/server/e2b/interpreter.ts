@@ -1,17 +1,21 @@
 /**
  * The code interpreter of an E2B sandbox (port 49999): `/execute` answered as NDJSON, and contexts.
- * The formats follow E2B's template/server (api/models/*.py, stream.py).
+ * The formats follow E2B's template/server (api/models/*.py, stream.py). Cells that run without
+ * error are kept for replay after a pause (pause.ts).
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Hono, type Context as HonoContext } from 'hono'
 import { z } from 'zod'
 import { AnalystError, statusOf } from '../../errors.js'
-import type { Context, MimeBundle } from '../../sandbox/index.js'
+import type { MimeBundle } from '../../sandbox/index.js'
 import { KNOWN_MIME } from '../../sandbox/messaging.js'
-import type { SandboxEntry } from './registry.js'
+import { cutOffWhen } from './cutoff.js'
+import type { Registry, SandboxEntry, ServedContext } from './registry.js'
 
 export type SandboxEnv = { Bindings: { entry: SandboxEntry } }
+
+const HOME = '/home/user'
 
 const KEEPALIVE_MS = 5000
 /** How long a cell's first lines may wait, so that a quick cell is answered in one write. */
@@ -75,26 +79,23 @@ async function json<T>(c: HonoContext, schema: z.ZodType<T>): Promise<T> {
   return parsed.data
 }
 
-export function interpreterRoutes() {
+const DEFAULT_CONTEXT = { id: 'default', language: 'python', cwd: HOME } as const
+
+/** A context by the client's id: the sandbox's default one, or one made through the API. */
+function contextOf(entry: SandboxEntry, id: string): ServedContext | undefined {
+  return id === 'default' ? { ...DEFAULT_CONTEXT, sandboxId: 'default' } : entry.contexts.get(id)
+}
+
+export function interpreterRoutes(registry: Registry) {
   const app = new Hono<SandboxEnv>()
   // Plain text errors, as E2B's server sends them (the SDK reads 404 and 502 bodies).
   app.onError((error, c) => c.text(error.message, statusOf(error) as 400))
-
-  /** Contexts made through this API, beside the default one, per sandbox. */
-  const contexts = new WeakMap<SandboxEntry, Map<string, Context>>()
-  const contextsOf = (entry: SandboxEntry) => {
-    let map = contexts.get(entry)
-    if (!map) {
-      map = new Map([['default', { id: 'default', language: 'python', cwd: '/home/user' }]])
-      contexts.set(entry, map)
-    }
-    return map
-  }
 
   app.get('/health', (c) => c.text('OK'))
 
   app.post('/execute', async (c) => {
     const entry = c.env.entry
+    const { sandbox, life } = entry
     const request = await json(c, Execute)
     if (request.context_id && request.language) {
       return c.text('Only one of context_id or language can be provided', 400)
@@ -102,8 +103,8 @@ export function interpreterRoutes() {
     if (!isPython(request.language)) {
       return c.text(`Only Python runs in Analyst's sandboxes, not ${request.language}`, 400)
     }
-    const context = request.context_id ? contextsOf(entry).get(request.context_id) : undefined
-    if (request.context_id && !context) return c.text(`Context ${request.context_id} not found`, 404)
+    const context = contextOf(entry, request.context_id || 'default')
+    if (!context) return c.text(`Context ${request.context_id} not found`, 404)
     const controller = new AbortController()
     const stop = () => controller.abort(new Error('the client disconnected'))
     c.req.raw.signal.addEventListener('abort', stop, { once: true })
@@ -117,10 +118,14 @@ export function interpreterRoutes() {
       else buffered.push(line)
     }
     const keepalive = setInterval(() => send({ type: 'keepalive' }), KEEPALIVE_MS)
-    const finished = entry.sandbox
+    const envs = request.env_vars ?? undefined
+    const finished = sandbox
       .runCode(request.code, {
-        context: context?.id === 'default' ? undefined : context,
-        envs: request.env_vars ?? undefined,
+        context:
+          context.sandboxId === 'default'
+            ? undefined
+            : { id: context.sandboxId, language: 'python', cwd: context.cwd },
+        envs,
         timeoutMs: SERVER_CELL_LIMIT_MS,
         signal: controller.signal,
         onStdout: (message) => send({ type: 'stdout', text: message.line, timestamp: isoNow() }),
@@ -129,6 +134,7 @@ export function interpreterRoutes() {
         onError: (error) => send({ type: 'error', ...error.toJSON() }),
       })
       .then((execution) => {
+        if (!execution.error) registry.record(entry, { contextId: context.id, code: request.code, envs })
         if (execution.executionCount !== undefined)
           send({ type: 'number_of_executions', execution_count: execution.executionCount })
       })
@@ -143,19 +149,27 @@ export function interpreterRoutes() {
       })
     const headers = { 'content-type': 'application/x-ndjson' }
     const quick = await Promise.race([finished.then(() => true), sleep(BUFFER_MS).then(() => false)])
-    if (quick) return new Response(buffered.join(''), { headers })
+    // A sandbox killed or paused while the cell ran: the stream is cut off, with no last line.
+    if (quick && !life.signal.aborted) return new Response(buffered.join(''), { headers })
     const encoder = new TextEncoder()
+    let open = true
     const stream = new ReadableStream<Uint8Array>({
       start(out) {
         for (const line of buffered.splice(0)) out.enqueue(encoder.encode(line))
-        sink = (line) => out.enqueue(encoder.encode(line))
+        sink = (line) => {
+          if (open) out.enqueue(encoder.encode(line))
+        }
         void finished.then(() => {
-          if (!controller.signal.aborted) out.close()
+          if (open && !controller.signal.aborted && !life.signal.aborted) out.close()
+          open = false
         })
       },
-      cancel: stop,
+      cancel: () => {
+        open = false
+        stop()
+      },
     })
-    return new Response(stream, { headers })
+    return cutOffWhen(life.signal, new Response(stream, { headers }))
   })
 
   app.post('/contexts', async (c) => {
@@ -164,31 +178,40 @@ export function interpreterRoutes() {
     if (!isPython(request.language)) {
       return c.text(`Only Python contexts exist in Analyst's sandboxes, not ${request.language}`, 400)
     }
-    const context = await entry.sandbox.createCodeContext({ cwd: request.cwd ?? undefined })
-    contextsOf(entry).set(context.id, context)
-    return c.json(context)
+    const made = await entry.sandbox.createCodeContext({ cwd: request.cwd ?? undefined })
+    const context: ServedContext = { id: made.id, language: 'python', cwd: made.cwd, sandboxId: made.id }
+    entry.contexts.set(context.id, context)
+    return c.json(view(context))
   })
 
-  app.get('/contexts', (c) => c.json([...contextsOf(c.env.entry).values()]))
+  app.get('/contexts', (c) => c.json([DEFAULT_CONTEXT, ...[...c.env.entry.contexts.values()].map(view)]))
 
   app.post('/contexts/:id/restart', async (c) => {
-    const id = c.req.param('id')
-    if (!contextsOf(c.env.entry).has(id)) return c.text(`Context ${id} not found`, 404)
-    await c.env.entry.sandbox.restartCodeContext(id)
+    const entry = c.env.entry
+    const context = contextOf(entry, c.req.param('id'))
+    if (!context) return c.text(`Context ${c.req.param('id')} not found`, 404)
+    await entry.sandbox.restartCodeContext(context.sandboxId)
+    registry.forgetCells(entry, context.id)
     return c.body(null, 204)
   })
 
   app.delete('/contexts/:id', async (c) => {
-    const id = c.req.param('id')
-    const map = contextsOf(c.env.entry)
-    if (id === 'default' || !map.has(id)) return c.text(`Context ${id} not found`, 404)
-    await c.env.entry.sandbox.removeCodeContext(id)
-    map.delete(id)
+    const entry = c.env.entry
+    const context = entry.contexts.get(c.req.param('id'))
+    if (!context) return c.text(`Context ${c.req.param('id')} not found`, 404)
+    await entry.sandbox.removeCodeContext(context.sandboxId)
+    entry.contexts.delete(context.id)
+    registry.forgetCells(entry, context.id)
     return c.body(null, 204)
   })
 
   app.all('*', (c) => c.text(`No route ${c.req.method} ${new URL(c.req.url).pathname}`, 404))
   return app
+}
+
+/** A context as the client sees it: its own id, always. */
+function view({ id, language, cwd }: ServedContext) {
+  return { id, language, cwd }
 }
 
 function isoNow(): string {

@@ -1,20 +1,50 @@
 /**
- * The sandboxes the E2B-compatible API has made: who owns each, its access tokens, its metadata
- * and its deadline, after which it is killed (as E2B's `timeout`).
+ * The sandboxes the E2B-compatible API has made: who owns each, its access tokens, its metadata,
+ * its deadline (after which it is killed, or paused when it asked for that), and what it takes to
+ * pause and resume it: its contexts and the cells that ran without error.
  * @module
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
-import type { Sandbox } from '../../sandbox/index.js'
+import { InvalidArgumentError, NotFoundError } from '../../errors.js'
+import type { SandboxProvider } from '../../sandbox/index.js'
+import { MetricsHistory } from './metrics.js'
+import { type RecordedCell, replay, Snapshot } from './pause.js'
+import { ServedSandbox } from './served.js'
 
-/** The envd version the API claims: the SDK enables features by it (octet-stream uploads, closeStdin). */
-export const ENVD_VERSION = '0.5.7'
+/** The envd version the API claims: the SDK enables features by it (octet-stream uploads, closeStdin, watch entries). */
+export const ENVD_VERSION = '0.6.4'
+
+/** Cells kept for replay; past that, a pause is refused rather than resumed without some of them. */
+const MAX_RECORDED_CELLS = 10_000
+const MAX_RECORDED_BYTES = 32 * 1024 * 1024
+
+/** A context made through the code interpreter API. */
+export interface ServedContext {
+  /** The id the client holds. */
+  id: string
+  language: 'python'
+  cwd: string
+  /** The sandbox's own id for it: a new one after each resume. */
+  sandboxId: string
+}
 
 export interface SandboxEntry {
   id: string
+  /** Its place in creation order: lists are sorted by it and paged from it. */
+  sequence: number
   /** `ownerOf(token)`, or null when the server has no tokens. */
   owner: string | null
   templateID: string
-  sandbox: Sandbox
+  /** The sandbox while it runs; a new one after each resume. */
+  sandbox: ServedSandbox
+  state: 'running' | 'paused'
+  /** What the sandbox was made with, to make it again on resume. */
+  envs: Record<string, string>
+  network: boolean
+  /** Pause rather than kill at the deadline (E2B's lifecycle onTimeout: 'pause'). */
+  autoPause: boolean
+  /** Resume a paused sandbox when a call reaches it (E2B's autoResume). */
+  autoResume: boolean
   metadata: Record<string, string>
   /** Checked on every envd call (X-Access-Token). */
   envdAccessToken: string
@@ -23,6 +53,29 @@ export interface SandboxEntry {
   startedAt: Date
   endAt: Date
   timer?: NodeJS.Timeout
+  /** Aborted when this run of the sandbox ends (kill, pause): streams into it are cut off. */
+  life: AbortController
+  /** Contexts made through the API, by the client's id. */
+  contexts: Map<string, ServedContext>
+  cells: RecordedCell[]
+  recordedBytes: number
+  /** The workspace, while paused. */
+  snapshot?: Snapshot
+  metrics: MetricsHistory
+  /** The pause, resume or kill under way: the next one waits for it. */
+  transition: Promise<unknown>
+}
+
+export interface NewEntry {
+  id: string
+  owner: string | null
+  templateID: string
+  sandbox: ServedSandbox
+  envs: Record<string, string>
+  network: boolean
+  autoPause: boolean
+  autoResume: boolean
+  metadata: Record<string, string>
 }
 
 /** An id or token no one can guess: 20 characters of base 36 from 120 random bits and more. */
@@ -42,12 +95,36 @@ export function sameSecret(given: string | undefined, expected: string): boolean
   return a.length === b.length && timingSafeEqual(a, b)
 }
 
+function gone(entry: SandboxEntry): NotFoundError {
+  return new NotFoundError(`sandbox "${entry.id}" was killed`)
+}
+
 export class Registry {
   private readonly entries = new Map<string, SandboxEntry>()
+  private created = 0
 
-  add(entry: SandboxEntry, timeoutSeconds: number) {
+  constructor(private readonly provider: SandboxProvider) {}
+
+  add(fields: NewEntry, timeoutSeconds: number): SandboxEntry {
+    const now = new Date()
+    const entry: SandboxEntry = {
+      ...fields,
+      sequence: ++this.created,
+      state: 'running',
+      envdAccessToken: unguessable(),
+      trafficAccessToken: unguessable(),
+      startedAt: now,
+      endAt: now,
+      life: new AbortController(),
+      contexts: new Map(),
+      cells: [],
+      recordedBytes: 0,
+      metrics: new MetricsHistory(now.getTime()),
+      transition: Promise.resolve(),
+    }
     this.entries.set(entry.id, entry)
-    this.setTimeout(entry, timeoutSeconds, entry.startedAt.getTime())
+    this.setTimeout(entry, timeoutSeconds, now.getTime())
+    return entry
   }
 
   get(id: string): SandboxEntry | undefined {
@@ -61,7 +138,7 @@ export class Registry {
   }
 
   list(owner: string | null): SandboxEntry[] {
-    return [...this.entries.values()].filter((entry) => entry.owner === owner)
+    return this.all().filter((entry) => entry.owner === owner)
   }
 
   all(): SandboxEntry[] {
@@ -72,8 +149,76 @@ export class Registry {
   setTimeout(entry: SandboxEntry, seconds: number, from = Date.now()) {
     clearTimeout(entry.timer)
     entry.endAt = new Date(from + seconds * 1000)
-    entry.timer = setTimeout(() => void this.kill(entry.id), Math.max(0, entry.endAt.getTime() - Date.now()))
+    // A paused sandbox is kept until it is resumed or killed, as E2B keeps it.
+    const expire = () => {
+      if (entry.state === 'paused') return
+      void (entry.autoPause ? this.pause(entry).catch(() => this.kill(entry.id)) : this.kill(entry.id))
+    }
+    entry.timer = setTimeout(expire, Math.max(0, entry.endAt.getTime() - Date.now()))
     entry.timer.unref()
+  }
+
+  /** Keeps a cell that ran without error, for replay after a pause. */
+  record(entry: SandboxEntry, cell: RecordedCell) {
+    entry.cells.push(cell)
+    entry.recordedBytes += cell.code.length
+  }
+
+  /** Forgets a context's cells: it was restarted or removed. */
+  forgetCells(entry: SandboxEntry, contextId: string) {
+    entry.cells = entry.cells.filter((cell) => cell.contextId !== contextId)
+    entry.recordedBytes = entry.cells.reduce((total, cell) => total + cell.code.length, 0)
+  }
+
+  /** Pauses a running sandbox; false when it was paused already. */
+  pause(entry: SandboxEntry): Promise<boolean> {
+    return this.step(entry, async () => {
+      if (!this.entries.has(entry.id)) throw gone(entry)
+      if (entry.state === 'paused') return false
+      if (entry.cells.length > MAX_RECORDED_CELLS || entry.recordedBytes > MAX_RECORDED_BYTES) {
+        throw new InvalidArgumentError(
+          `This sandbox ran more than ${MAX_RECORDED_CELLS} cells (or ${MAX_RECORDED_BYTES / 1024 ** 2} MiB of code): too many to replay on resume. Keep it running, or start a new one.`,
+        )
+      }
+      const snapshot = await Snapshot.take(entry.sandbox)
+      entry.state = 'paused'
+      entry.snapshot = snapshot
+      clearTimeout(entry.timer)
+      entry.life.abort()
+      await entry.sandbox.kill().catch(() => {})
+      return true
+    })
+  }
+
+  /** Resumes a paused sandbox: a new one with its files, contexts and cells; a running one stays as it is. */
+  resume(entry: SandboxEntry, timeoutSeconds: number): Promise<boolean> {
+    return this.step(entry, async () => {
+      if (!this.entries.has(entry.id)) throw gone(entry)
+      if (entry.state === 'running') return false
+      const sandbox = await ServedSandbox.start(this.provider, { envs: entry.envs, network: entry.network })
+      try {
+        const snapshot = entry.snapshot
+        await snapshot?.restore(sandbox)
+        const restored = new Date()
+        const ids = new Map([['default', 'default']])
+        for (const context of entry.contexts.values()) {
+          context.sandboxId = (await sandbox.createCodeContext({ cwd: context.cwd })).id
+          ids.set(context.id, context.sandboxId)
+        }
+        await replay(sandbox, entry.cells, ids)
+        await snapshot?.settle(sandbox, restored)
+        snapshot?.discard()
+      } catch (error) {
+        await sandbox.kill().catch(() => {})
+        throw error
+      }
+      entry.snapshot = undefined
+      entry.sandbox = sandbox
+      entry.life = new AbortController()
+      entry.state = 'running'
+      this.setTimeout(entry, timeoutSeconds)
+      return true
+    })
   }
 
   /** Removes and kills a sandbox; false when there was none. */
@@ -82,11 +227,23 @@ export class Registry {
     if (!entry) return false
     this.entries.delete(id)
     clearTimeout(entry.timer)
-    await entry.sandbox.kill().catch(() => {})
+    entry.life.abort()
+    await this.step(entry, async () => {
+      entry.snapshot?.discard()
+      entry.snapshot = undefined
+      await entry.sandbox.kill().catch(() => {})
+    })
     return true
   }
 
   async killAll() {
     await Promise.all([...this.entries.keys()].map((id) => this.kill(id)))
+  }
+
+  /** Runs one lifecycle step after the one under way. */
+  private step<T>(entry: SandboxEntry, work: () => Promise<T>): Promise<T> {
+    const next = entry.transition.then(work, work)
+    entry.transition = next.catch(() => {})
+    return next
   }
 }
