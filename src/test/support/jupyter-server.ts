@@ -7,7 +7,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -31,13 +30,9 @@ export function jupyterServerInstalled(): boolean {
   )
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
+import { freePort } from './ports.js'
+
+export { freePort }
 
 /** The last of a server's log (stderr), for the error that says why it did not start. */
 export function keepLog(child: ChildProcess): { text: string } {

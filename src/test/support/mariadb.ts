@@ -7,10 +7,10 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import mysql from 'mysql2/promise'
+import { freePort } from './ports.js'
 
 export interface MariadbServer {
   port: number
@@ -24,17 +24,6 @@ export interface MariadbServer {
 
 const INSTALL_DB = '/usr/bin/mariadb-install-db'
 const MARIADBD = '/usr/sbin/mariadbd'
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
 
 let databases = 0
 

@@ -6,10 +6,10 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
+import { freePort } from './ports.js'
 
 export interface PostgresCluster {
   /** postgres://… of a database of this server. @default the `postgres` database */
@@ -36,17 +36,6 @@ export function postgresBin(env: NodeJS.ProcessEnv = process.env): string {
     )
   }
   return join(root, versions[0], 'bin')
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 }
 
 let databases = 0

@@ -1,0 +1,13 @@
+/** A free TCP port on 127.0.0.1, for a server a test starts. @module */
+import { createServer } from 'node:net'
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
