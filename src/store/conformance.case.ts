@@ -218,6 +218,17 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
       expect(listed.map((s) => s.id)).toEqual([older.id, newer])
     })
 
+    it("keeps the names of a session's sources, and none for a session without", async () => {
+      const withSources = await history.createSession({ title: 'db', sources: ['shop', 'events'] })
+      const without = await history.createSession({ title: 'files' })
+      expect((await history.getSession(withSources.id))?.sources).toEqual(['shop', 'events'])
+      expect((await history.getSession(without.id))?.sources).toBeUndefined()
+      expect((await history.listSessions()).find((s) => s.id === withSources.id)?.sources).toEqual([
+        'shop',
+        'events',
+      ])
+    })
+
     it('marks what was running as interrupted, and a failed run as failed', async () => {
       const session = await history.createSession({ title: 't' })
       const cut = await history.startRun(session.id, 'q1')

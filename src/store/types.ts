@@ -39,6 +39,8 @@ export interface StoredSession {
   owner: string | null
   /** The model spec it was last asked with. */
   model?: string
+  /** The host's sources it queries with sql(), by name (none: the door's own, if any). */
+  sources?: string[]
   status: SessionStatus
   /** ISO 8601. */
   createdAt: string
@@ -197,6 +199,7 @@ export interface HistoryStore {
     title: string
     owner?: string | null
     model?: string
+    sources?: string[]
   }): Promise<StoredSession>
   /** The session, if it exists and (when `owner` is given) belongs to that owner. */
   getSession(id: string, owner?: string | null): Promise<StoredSession | undefined>

@@ -15,6 +15,8 @@ export interface SessionsTable {
   status: string
   created_at: string
   updated_at: string
+  /** Since migration 7: the names of the host's sources it queries (JSON array), null for none. */
+  sources: string | null
 }
 
 export interface DatasetsTable {
@@ -354,6 +356,10 @@ export const MIGRATIONS: Migration[] = [
   // 6: the tool a step called (--modal-tool): its files are written back when the session reopens.
   async (db) => {
     await db.schema.alterTable('steps').addColumn('tool', 'text').execute()
+  },
+  // 7: the sources a session queries by name (serve's ANALYST_SOURCES), opened again when it reopens.
+  async (db) => {
+    await db.schema.alterTable('sessions').addColumn('sources', 'text').execute()
   },
 ]
 

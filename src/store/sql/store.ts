@@ -70,6 +70,7 @@ function toSession(row: Selectable<SessionsTable> & { questions: number | null }
     title: row.title,
     owner: row.owner,
     model: row.model ?? undefined,
+    ...(row.sources ? { sources: JSON.parse(row.sources) as string[] } : {}),
     status: row.status as SessionStatus,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -144,6 +145,7 @@ export class SqlHistoryStore implements HistoryStore {
     title: string
     owner?: string | null
     model?: string
+    sources?: string[]
   }): Promise<StoredSession> {
     const at = now()
     const row = {
@@ -151,6 +153,7 @@ export class SqlHistoryStore implements HistoryStore {
       title: input.title,
       owner: input.owner ?? null,
       model: input.model ?? null,
+      sources: input.sources?.length ? JSON.stringify(input.sources) : null,
       status: 'idle',
       created_at: at,
       updated_at: at,
