@@ -78,6 +78,7 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
             { isMainResult: true, text: '4' },
             { isMainResult: false, image: 'step-1-chart-1.png', chart: { type: 'bar', elements: [] } },
           ],
+          queries: [{ source: 'shop', query: 'SELECT sum(total) FROM orders', rows: 1, durationMs: 4 }],
           durationMs: 12,
           usage,
         },
@@ -145,6 +146,10 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
           false,
           { name: 'modal_app_fn', input: { args: [1], kwargs: { a: 'b' } } },
         ],
+      ])
+      expect(run?.steps.map((s) => s.queries)).toEqual([
+        [{ source: 'shop', query: 'SELECT sum(total) FROM orders', rows: 1, durationMs: 4 }],
+        undefined,
       ])
       const first = run?.steps[0]
       expect(first?.results[1]).toMatchObject({
