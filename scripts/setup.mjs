@@ -65,9 +65,13 @@ function missingPackages() {
     const nbformat = spawnSync(PYTHON, ['-c', 'import nbformat'], { stdio: 'ignore' })
     if (nbformat.status !== 0) missing.push('python3-nbformat')
     // The Jupyter engine's tests start a real Jupyter Server (and JupyterHub) with an IPython kernel.
+    // …and exports of sessions with sources re-run their sql() with SQLAlchemy and the usual drivers.
     for (const [module, pkg] of [
       ['jupyter_server', 'python3-jupyter-server'],
       ['ipykernel', 'python3-ipykernel'],
+      ['sqlalchemy', 'python3-sqlalchemy'],
+      ['psycopg2', 'python3-psycopg2'],
+      ['pymysql', 'python3-pymysql'],
     ]) {
       if (spawnSync(PYTHON, ['-c', `import ${module}`], { stdio: 'ignore' }).status !== 0) missing.push(pkg)
     }

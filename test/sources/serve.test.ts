@@ -26,6 +26,7 @@ let dir: string
 let home: string
 let cluster: PostgresCluster
 let env: Record<string, string>
+let database: string
 
 /** Every file under a folder, as bytes. */
 function* filesUnder(folder: string): Generator<Buffer> {
@@ -41,6 +42,7 @@ beforeAll(async () => {
   home = join(dir, 'home')
   cluster = await startPostgres()
   const url = await cluster.createDatabase()
+  database = new URL(url).pathname.slice(1)
   const admin = new pg.Client({ connectionString: url })
   await admin.connect()
   await admin.query(`
@@ -61,7 +63,7 @@ beforeAll(async () => {
     join(dir, 'sources.json'),
     JSON.stringify({
       shop: {
-        url: `postgres://analyst_ro@127.0.0.1:${cluster.port}/${new URL(url).pathname.slice(1)}`,
+        url: `postgres://analyst_ro@127.0.0.1:${cluster.port}/${database}`,
         passwordEnv: 'SHOP_PASSWORD',
         tokens: ['token-a'],
       },
@@ -171,6 +173,44 @@ describe('analyst serve with ANALYST_SOURCES', () => {
       )
       for (const text of [JSON.stringify(after), ...exports]) expect(text).not.toContain(PASSWORD)
       for (const bytes of filesUnder(home)) expect(bytes.includes(PASSWORD)).toBe(false)
+
+      // The script re-runs the analysis here, its sql() reaching the sources by URLs the reader sets.
+      const [script, notebook, report] = exports as [string, string, string]
+      expect(script).toContain('ANALYST_SOURCE_SHOP=postgres://USER@HOST/DB')
+      writeFileSync(join(dir, 'analysis.py'), script)
+      const rerun = execFileSync('/usr/bin/python3', [join(dir, 'analysis.py')], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: {
+          PATH: process.env.PATH ?? '',
+          ANALYST_SOURCE_SHOP: `postgres://analyst_ro@127.0.0.1:${cluster.port}/${database}`,
+          PGPASSWORD: PASSWORD,
+          ANALYST_SOURCE_LOCAL: `sqlite:${join(dir, 'local.db')}`,
+        },
+      })
+      expect(rerun).toBe(`${step?.stdout}2 3\n`)
+      // Without a source's URL it says which variable to set.
+      const unset = (() => {
+        try {
+          execFileSync('/usr/bin/python3', [join(dir, 'analysis.py')], {
+            cwd: dir,
+            encoding: 'utf8',
+            stdio: 'pipe',
+          })
+          return ''
+        } catch (error) {
+          return String((error as { stderr: string }).stderr)
+        }
+      })()
+      expect(unset).toContain('Set ANALYST_SOURCE_SHOP to the URL of the source')
+      // The notebook and the report show each query with its source and rows.
+      const cells = (JSON.parse(notebook) as { cells: { source: string[] }[] }).cells.map((c) =>
+        c.source.join(''),
+      )
+      expect(cells.some((c) => c.includes('sql() on shop: 2 rows in') && c.includes('GROUP BY region'))).toBe(
+        true,
+      )
+      expect(report).toContain('sql() on local: 1 row in')
     } finally {
       server.child.kill('SIGTERM')
       await exited(server.child)
