@@ -20,6 +20,7 @@ import {
 import type { QueryBatch, QueryColumn, QueryColumnType, QueryStream } from '../sandbox/query.js'
 import { checkPostgres } from './guard-postgres.js'
 import { ONLY_QUERIES, refuse } from './refuse.js'
+import { distinctValues, SAMPLES_PER_COLUMN } from './samples.js'
 import type { Catalog, CatalogTable, RunOptions, Source, WriteAccess } from './source.js'
 import type { SourceSpec } from './spec.js'
 import { redact } from './spec.js'
@@ -27,6 +28,8 @@ import { cappedStream, queryCancelled, queryTimeout } from './stream.js'
 import { bytesValue, floatFromText, intValue, isoTimestamp, isoTimestamptz } from './values.js'
 
 const BATCH_ROWS = 10_000
+/** How long a catalog read may take on the server. */
+const CATALOG_TIMEOUT_MS = 10_000
 
 /** Type OIDs (pg_type) and what each becomes. */
 const TYPES: Record<number, { type: QueryColumnType; parse?: (text: string) => unknown }> = {
@@ -209,6 +212,7 @@ export class PostgresSource implements Source {
     let broken = false
     try {
       await client.query('BEGIN READ ONLY')
+      await client.query(`SET LOCAL statement_timeout = ${CATALOG_TIMEOUT_MS}`)
       const result = await client.query(sql, params)
       await client.query('ROLLBACK')
       return result.rows as T[]
@@ -276,7 +280,7 @@ export class PostgresSource implements Source {
         name: nameOf(table.schema, table.name),
         kind: table.kind === 'v' || table.kind === 'm' ? 'view' : 'table',
         columns: [],
-        ...(table.estimate >= 0 ? { rowEstimate: Math.round(table.estimate) } : {}),
+        ...(table.estimate >= 0 && table.kind !== 'v' ? { rowEstimate: Math.round(table.estimate) } : {}),
         ...(table.comment ? { comment: table.comment } : {}),
       })
     }
@@ -305,7 +309,46 @@ export class PostgresSource implements Source {
         })
       }
     }
+    await this.#statsSamples(byOid, oids)
     return { tables: [...byOid.values()] }
+  }
+
+  /**
+   * Sample values from the planner's statistics, for every analysed column at once: the most
+   * common values, then the histogram's ends and middle. Reads no table; pg_stats shows only the
+   * columns the role may read. Without statistics (a table never analysed) the columns stay bare.
+   */
+  async #statsSamples(byOid: Map<number, CatalogTable>, oids: number[]): Promise<void> {
+    const stats = await this.#read<{
+      oid: number
+      name: string
+      common: string[] | null
+      bounds: string[] | null
+    }>(
+      `SELECT c.oid::int AS oid, s.attname AS name, m.v[1:3] AS common,
+              CASE WHEN h.v IS NULL THEN NULL
+                   ELSE ARRAY[h.v[1], h.v[(array_length(h.v, 1) + 1) / 2], h.v[array_length(h.v, 1)]] END AS bounds
+         FROM pg_stats s
+         JOIN pg_namespace n ON n.nspname = s.schemaname
+         JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename
+        CROSS JOIN LATERAL (SELECT s.most_common_vals::text::text[] AS v) m
+        CROSS JOIN LATERAL (SELECT s.histogram_bounds::text::text[] AS v) h
+        WHERE c.oid = ANY($1::oid[]) AND NOT s.inherited`,
+      [oids],
+    ).catch(() => [])
+    const columns = new Map<string, CatalogTable['columns'][number]>()
+    for (const [oid, table] of byOid)
+      for (const column of table.columns) columns.set(`${oid}/${column.name}`, column)
+    for (const row of stats) {
+      const column = columns.get(`${row.oid}/${row.name}`)
+      if (!column) continue
+      const values = distinctValues(
+        [...(row.common ?? []), ...(row.bounds ?? [])].map((value) => [value]),
+        1,
+        SAMPLES_PER_COLUMN,
+      )[0]
+      if (values?.length) column.samples = values.map((value) => value.slice(0, 40))
+    }
   }
 
   /** `schema.table` quoted for a query. */
