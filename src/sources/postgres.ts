@@ -266,8 +266,8 @@ export class PostgresSource implements Source {
       foreign: number | null
       foreignKeys: number[] | null
     }>(
-      `SELECT conrelid::int AS oid, contype AS type, conkey::int[] AS keys, confrelid::int AS foreign,
-              confkey::int[] AS "foreignKeys"
+      `SELECT conrelid::int AS oid, contype AS type, to_json(conkey::int[]) AS keys, confrelid::int AS foreign,
+              to_json(confkey::int[]) AS "foreignKeys"
          FROM pg_constraint WHERE contype IN ('p', 'f') AND conrelid = ANY($1::oid[])
         ORDER BY conrelid, conname`,
       [oids],
@@ -325,9 +325,9 @@ export class PostgresSource implements Source {
       common: string[] | null
       bounds: string[] | null
     }>(
-      `SELECT c.oid::int AS oid, s.attname AS name, m.v[1:3] AS common,
+      `SELECT c.oid::int AS oid, s.attname AS name, to_json(m.v[1:3]) AS common,
               CASE WHEN h.v IS NULL THEN NULL
-                   ELSE ARRAY[h.v[1], h.v[(array_length(h.v, 1) + 1) / 2], h.v[array_length(h.v, 1)]] END AS bounds
+                   ELSE to_json(ARRAY[h.v[1], h.v[(array_length(h.v, 1) + 1) / 2], h.v[array_length(h.v, 1)]]) END AS bounds
          FROM pg_stats s
          JOIN pg_namespace n ON n.nspname = s.schemaname
          JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename
