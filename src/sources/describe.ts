@@ -52,18 +52,22 @@ export function groupHeading(group: SourceGroup, tables: number): string {
   return `Source "${group.names[0]}" (${KIND_NAMES[group.kind]}), ${what}:`
 }
 
-/** Every table in full: `analyst profile`, `profile_data`. */
-export async function describeInFull(described: SourceDescription[], signal?: AbortSignal): Promise<string> {
-  const parts: string[] = []
+/** Every table sampled (views too for data files), in place: what `analyst profile` shows. */
+export async function sampleAll(described: SourceDescription[], signal?: AbortSignal): Promise<void> {
   for (const { group, tables } of described) {
     await addSamples(group.source, tables, {
       timeoutMs: SAMPLE_TIMEOUT_MS.prompt,
       views: group.kind === 'file',
       signal,
     })
-    parts.push([groupHeading(group, tables.length), ...tables.map(formatTable)].join('\n'))
   }
-  return parts.join('\n\n')
+}
+
+/** Every table in full. */
+export function formatInFull(described: SourceDescription[]): string {
+  return described
+    .map(({ group, tables }) => [groupHeading(group, tables.length), ...tables.map(formatTable)].join('\n'))
+    .join('\n\n')
 }
 
 interface Entry {

@@ -5,7 +5,13 @@
  */
 export { loadSourcesFile, mayUse, type NamedSource, parseSourcesFile } from './config.js'
 export { type Catalog, type CatalogTable, DEFAULT_LIMITS, type Limits, type WriteAccess } from './source.js'
-export { READ_ONLY_ROLE_HINT, Sources, type SourcesOptions, type SourceWarning } from './sources.js'
+export {
+  READ_ONLY_ROLE_HINT,
+  type SourceProfile,
+  Sources,
+  type SourcesOptions,
+  type SourceWarning,
+} from './sources.js'
 export {
   describeLocation,
   isDatabaseUrl,

@@ -8,15 +8,16 @@
 import { AnalystError, InvalidArgumentError, NotFoundError } from '../errors.js'
 import type { QueryHost, QueryOptions, QueryRequest, QuerySourceInfo, QueryStream } from '../sandbox/query.js'
 import {
-  describeInFull,
   describeTable,
   describeWithinBudget,
+  formatInFull,
   type SourceDescription,
   type SourceGroup,
+  sampleAll,
 } from './describe.js'
 import { DuckDbSource } from './duckdb.js'
-import { DEFAULT_LIMITS, type Limits, type Source, type WriteAccess } from './source.js'
-import type { SourceSpec } from './spec.js'
+import { type CatalogTable, DEFAULT_LIMITS, type Limits, type Source, type WriteAccess } from './source.js'
+import type { SourceKind, SourceSpec } from './spec.js'
 import { SqliteSource } from './sqlite.js'
 
 export interface SourcesOptions {
@@ -30,6 +31,14 @@ export interface SourcesOptions {
    * barrier: Analyst should be given a read-only one).
    */
   onWarning?: (warning: SourceWarning) => void
+}
+
+/** A source's tables, as `analyst profile --json` gives them. */
+export interface SourceProfile {
+  /** The names sql(source=…) takes: the database's, or one per data file. */
+  names: string[]
+  kind: SourceKind
+  tables: CatalogTable[]
 }
 
 /** Something the user should know about a source that still opened. */
@@ -203,10 +212,25 @@ export class Sources implements QueryHost {
     }
   }
 
+  /** Every table of the sources (or of the one named), with samples: `analyst profile --json`. */
+  async profile(source?: string): Promise<SourceProfile[]> {
+    return (await this.#profiled(source)).map(({ group, tables }) => ({
+      names: [...group.names],
+      kind: group.kind,
+      tables,
+    }))
+  }
+
   /** Every table of the sources (or of the one named) in full, with samples. */
   async describeAll(source?: string): Promise<string> {
+    return formatInFull(await this.#profiled(source))
+  }
+
+  async #profiled(source?: string): Promise<SourceDescription[]> {
     try {
-      return await describeInFull(await this.#described(source))
+      const described = await this.#described(source)
+      await sampleAll(described)
+      return described
     } catch (error) {
       throw scrub(error, this.#secrets)
     }
