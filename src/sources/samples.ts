@@ -20,6 +20,8 @@ const VALUE_CHARS = 40
 const MAX_COLUMNS = 100
 /** Tables per bulk statement. */
 const TABLES_PER_STATEMENT = 50
+/** Bulk statements running at once (each source's pool has 4 connections). */
+const STATEMENTS_AT_ONCE = 3
 
 interface Dialect {
   quote(name: string): string
@@ -136,13 +138,20 @@ export async function addSamples(
       })
     }
   }
-  for (let start = 0; start < wanted.length; start += TABLES_PER_STATEMENT) {
-    const group = wanted.slice(start, start + TABLES_PER_STATEMENT)
+  const groups: CatalogTable[][] = []
+  for (let start = 0; start < wanted.length; start += TABLES_PER_STATEMENT)
+    groups.push(wanted.slice(start, start + TABLES_PER_STATEMENT))
+  // A few statements at once: a server answers them on connections of their own.
+  const next = async (): Promise<void> => {
+    const group = groups.shift()
+    if (!group) return
     try {
       await run(group)
     } catch {
       // One table spoils its statement (one the role may not read): each alone, within the time left.
       if (group.length > 1) for (const table of group) await run([table]).catch(() => {})
     }
+    return next()
   }
+  await Promise.all(Array.from({ length: STATEMENTS_AT_ONCE }, next))
 }
