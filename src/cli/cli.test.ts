@@ -109,7 +109,18 @@ describe('analyst command line', () => {
   })
 
   it('doctor --json', async () => {
-    expect((await parse(['doctor', '--json'])).calls).toEqual([['doctor', { json: true }]])
+    expect((await parse(['doctor', '--json'])).calls).toEqual([
+      ['doctor', { json: true, data: [], cwd: process.cwd() }],
+    ])
+  })
+
+  it('doctor --data and profile take sources as --data does', async () => {
+    const doctor = await parse(['doctor', '--data', 'shop=postgres://ro@db/shop', '--data', 'sqlite:a.db'])
+    expect(doctor.calls[0]?.[1]).toMatchObject({ data: ['shop=postgres://ro@db/shop', 'sqlite:a.db'] })
+    const profile = await parse(['profile', 'sales.csv', 'mysql://ro@db/shop', '--json'])
+    expect(profile.calls).toEqual([
+      ['profile', { paths: ['sales.csv', 'mysql://ro@db/shop'], json: true, cwd: process.cwd() }],
+    ])
   })
 
   it.each([

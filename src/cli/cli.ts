@@ -428,6 +428,11 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       'check Python, pandas, matplotlib, bubblewrap and namespaces (or, with --sandbox, that engine), and say how to fix what is wrong',
     )
     .option('--json', 'the checks as JSON')
+    .option(
+      '--data <source>',
+      'a database to check as --data takes it (repeatable); warns when its role can write. ANALYST_SOURCES is checked too',
+      collect,
+    )
     .addOption(engineOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
@@ -436,6 +441,8 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       result = onCommand('doctor', {
         json: Boolean(options.json),
         sandbox: options.sandbox as string | undefined,
+        data: (options.data as string[] | undefined) ?? [],
+        cwd: process.cwd(),
         ...engineFlags(options),
       })
     })
@@ -443,22 +450,29 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
   cli
     .command('profile')
     .description(
-      'profile data files as pandas will read them: columns, dtypes, nulls, ranges, samples, warnings',
+      'what the model is told about data: files as pandas will read them (columns, dtypes, nulls, ranges, samples, warnings), databases by their tables (columns, keys, row estimates, samples, comments)',
     )
-    .argument('<paths...>', 'data files: CSV, TSV, JSON, NDJSON, Excel .xlsx, Parquet, or gzip/zip of them')
-    .option('--json', 'one JSON array with one object per file')
+    .argument(
+      '<paths...>',
+      'data files (CSV, TSV, JSON, NDJSON, Excel .xlsx, Parquet, or gzip/zip of them) and sources as --data takes them: postgres://…, mysql://…, sqlite:PATH, duckdb:PATH, NAME=URL',
+    )
+    .option('--json', 'one JSON array with one object per file and per source')
     .option('--tokens <n>', 'token budget per file for the text form (default 1500)', (value: string) => {
       const n = Number(value)
       if (!Number.isInteger(n) || n < 50)
         throw new InvalidArgumentError('give a whole number of tokens, 50 or more.')
       return n
     })
-    .addHelpText('after', '\nExamples:\n  analyst profile sales.csv\n  analyst profile data/*.csv --json')
+    .addHelpText(
+      'after',
+      `\nExamples:\n  analyst profile sales.csv\n  analyst profile data/*.csv --json\n  analyst profile 'shop=postgres://analyst@db/shop' sqlite:local.db\n\nA password comes from the environment: PGPASSWORD, MYSQL_PWD, or \${VAR} in the URL.`,
+    )
     .action((paths: string[], options: Record<string, unknown>) => {
       result = onCommand('profile', {
         paths,
         json: Boolean(options.json),
         tokensPerFile: options.tokens as number | undefined,
+        cwd: process.cwd(),
       })
     })
 

@@ -65,8 +65,18 @@ export function sourceArgs(
   })
 }
 
-/** The sources opened (each connects once: a wrong URL or password is said now), or none. */
-export async function openDataSources(specs: SourceSpec[], home?: string): Promise<Sources | undefined> {
+/**
+ * The sources opened (each connects once: a wrong URL or password is said now), or none. A source
+ * whose role can change data still opens, with a warning on stderr that says to use a read-only role.
+ */
+export async function openDataSources(
+  specs: SourceSpec[],
+  options: { home?: string; stderr?: NodeJS.WritableStream } = {},
+): Promise<Sources | undefined> {
   if (specs.length === 0) return undefined
-  return Sources.open(specs, home ? { spillDirectory: resolve(home, 'spill') } : {})
+  const stderr = options.stderr ?? process.stderr
+  return Sources.open(specs, {
+    ...(options.home ? { spillDirectory: resolve(options.home, 'spill') } : {}),
+    onWarning: (warning) => stderr.write(`analyst: warning: ${warning.message}\n  ${warning.hint}\n`),
+  })
 }

@@ -7,5 +7,5 @@
 export { artifactUri } from './content.js'
 export { AllowedFolders } from './folders.js'
 export { McpHttp, type McpHttpOptions } from './http.js'
-export { MCP_TITLE, McpConnection, type McpConnectionOptions } from './server.js'
+export { MCP_TITLE, McpConnection, type McpConnectionOptions, type McpSources } from './server.js'
 export { type StdioOptions, serveStdio } from './stdio.js'

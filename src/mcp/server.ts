@@ -13,6 +13,7 @@ import { z } from 'zod'
 import { formatProfiles } from '../data/index.js'
 import { NotFoundError } from '../errors.js'
 import { RUN_PYTHON_DESCRIPTION } from '../integrations/cell.js'
+import type { QuerySourceInfo } from '../sandbox/query.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
 import { answerContent, cellContent, errorContent } from './content.js'
 import type { AllowedFolders } from './folders.js'
@@ -36,7 +37,21 @@ export interface McpConnectionOptions {
   uploadHint?: string
   /** How often a long `ask_analyst` reports that it is still working. @default 15 s */
   heartbeatMs?: number
+  /** The host's sources that the session's sql() queries (databases, large files), if any. */
+  sources?: McpSources
 }
+
+/** What list_data and profile_data need of the sources: names, and descriptions (src/sources). */
+export interface McpSources {
+  readonly sources: readonly QuerySourceInfo[]
+  describe(options: { budgetChars: number; question?: string }): Promise<string>
+  /** Every table of one source (or of all) in full. */
+  describeAll(source?: string): Promise<string>
+  describeTable(table: string, source?: string): Promise<string>
+}
+
+/** How much of the sources list_data describes; profile_data gives the rest. */
+const LIST_BUDGET_CHARS = 4_000
 
 /** Extra of a request handler: the parts used here. */
 interface RequestExtra {
@@ -49,13 +64,17 @@ const INSTRUCTIONS = `Analyst runs Python for data analysis in an isolated sandb
 Start with list_data (and profile_data for a file's columns), then run_python. Charts come back as images; files the code saves in its working directory become resources (analyst://sessions/<id>/artifacts/<name>).
 ask_analyst hands a whole question to Analyst's own model instead (slower; it sees the cells run so far).`
 
+const SOURCES_INSTRUCTIONS = `
+This session also has data sources on the host (databases, large files), listed by list_data: in run_python, sql(query, source=None, params=None) runs one read-only SQL statement and returns a pandas DataFrame, and describe_table(name) describes a table. Aggregate in SQL and pull small results into pandas: a result is cut at a row and byte cap.`
+
 export class McpConnection {
   readonly server: McpServer
   private running = 0
   private cells = 0
 
   constructor(private readonly options: McpConnectionOptions) {
-    this.server = new McpServer({ name: 'analyst', version }, { instructions: INSTRUCTIONS })
+    const instructions = options.sources?.sources.length ? INSTRUCTIONS + SOURCES_INSTRUCTIONS : INSTRUCTIONS
+    this.server = new McpServer({ name: 'analyst', version }, { instructions })
     this.registerTools()
     const artifacts = this.registerResources()
     keepToSpec(this.server.server, { isResourceUri: (uri) => artifacts.uriTemplate.match(uri.href) !== null })
@@ -124,7 +143,7 @@ export class McpConnection {
   }
 
   private registerTools() {
-    const { service, sessionId, owner, folders } = this.options
+    const { service, sessionId, owner, folders, sources } = this.options
 
     this.server.registerTool(
       'run_python',
@@ -167,10 +186,12 @@ export class McpConnection {
     this.server.registerTool(
       'list_data',
       {
-        title: 'List data files',
+        title: 'List data files and sources',
         description:
           "List the data files this session's code can read (at data/<name>), with their format, size, rows and columns" +
-          (folders.dirs.length > 0 ? ', and the files that add_data can add.' : '.'),
+          (folders.dirs.length > 0 ? ', the files that add_data can add' : '') +
+          (sources?.sources.length ? ', and the sources sql() queries, with their tables' : '') +
+          '.',
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
       (extra) =>
@@ -181,6 +202,12 @@ export class McpConnection {
             return `data/${profile.name}  ${profile.format}, ${profile.bytes} bytes, ${size}: ${profile.columns.map((c) => c.name).join(', ')}`
           })
           const parts = [lines.length > 0 ? lines.join('\n') : 'No data files yet.']
+          if (sources?.sources.length) {
+            const described = await sources.describe({ budgetChars: LIST_BUDGET_CHARS })
+            parts.push(
+              `Sources that sql() queries in run_python (profile_data gives a source or a table in full):\n${described}`,
+            )
+          }
           const addable = await folders.dataFiles()
           if (addable.length > 0) parts.push(`Files add_data can add:\n${addable.join('\n')}`)
           else if (this.options.uploadHint) parts.push(this.options.uploadHint)
@@ -191,11 +218,17 @@ export class McpConnection {
     this.server.registerTool(
       'profile_data',
       {
-        title: 'Profile a data file',
+        title: 'Profile a data file or source',
         description:
-          'Describe one data file as pandas will read it: the call that reads it, its columns with types, nulls, ranges and sample values, and warnings.',
+          'Describe one data file as pandas will read it: the call that reads it, its columns with types, nulls, ranges and sample values, and warnings.' +
+          (sources?.sources.length
+            ? ' Or a source that sql() queries, by its name: every table with columns, types, keys, row estimates, samples and comments; or one table of a source, by its name.'
+            : ''),
         inputSchema: {
-          name: z.string().min(1).describe('The file name, as list_data shows it (data/ optional)'),
+          name: z
+            .string()
+            .min(1)
+            .describe('The file name, as list_data shows it (data/ optional), or a source or table name'),
         },
         annotations: { readOnlyHint: true, openWorldHint: false },
       },
@@ -204,13 +237,22 @@ export class McpConnection {
           const datasets = await service.history.datasets(sessionId)
           const wanted = name.replace(/^(\.\/)?data\//, '')
           const dataset = datasets.find((d) => d.name === wanted)
-          if (!dataset) {
-            const known = datasets.map((d) => d.name).join(', ') || 'none yet'
+          if (dataset) return { content: [{ type: 'text', text: formatProfiles([dataset.profile]) }] }
+          const known = datasets.map((d) => d.name).join(', ') || 'none yet'
+          if (!sources?.sources.length) {
             throw new NotFoundError(`No data file ${name} in this session`, {
               hint: `The session's files: ${known}.`,
             })
           }
-          return { content: [{ type: 'text', text: formatProfiles([dataset.profile]) }] }
+          const text = sources.sources.some((source) => source.name === name)
+            ? await sources.describeAll(name)
+            : await sources.describeTable(name).catch((error: unknown) => {
+                if (!NotFoundError.isInstance(error)) throw error
+                throw new NotFoundError(`No data file, source or table named ${name} in this session`, {
+                  hint: `The session's files: ${known}. Its sources: ${sources.sources.map((s) => s.name).join(', ')}. ${error.hint ?? ''}`.trim(),
+                })
+              })
+          return { content: [{ type: 'text', text }] }
         }),
     )
 

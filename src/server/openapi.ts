@@ -93,7 +93,8 @@ export const openApiDocument = {
     },
     '/api/sources': {
       get: {
-        summary: "The sources this token may give a session: name, kind, whether it is a default, and its description (tables, columns, keys), or why it cannot be reached; never a URL or a password",
+        summary:
+          'The sources this token may give a session: name, kind, whether it is a default, and its description (tables, columns, keys), or why it cannot be reached; never a URL or a password',
         responses: { 200: { description: 'SourceInfo[]' }, 401: error },
       },
     },

@@ -37,17 +37,21 @@ interface Entry {
   owners?: Set<string>
 }
 
+/** What the list says of a source: its description, or why it cannot be reached; warnings are for the log. */
+type Described = { description?: string; error?: string; warnings?: string[] }
+
 /** How long a source's description is kept for the list before it is read again; a failure, less. */
 const DESCRIPTION_TTL_MS = 5 * 60_000
 const FAILURE_TTL_MS = 30_000
 
+function withoutWarnings({ warnings: _, ...described }: Described) {
+  return described
+}
+
 export class SourceDirectory {
   readonly #entries = new Map<string, Entry>()
   readonly #open: SourcesOptions
-  readonly #descriptions = new Map<
-    string,
-    { at: number; value: Promise<{ description?: string; error?: string }> }
-  >()
+  readonly #descriptions = new Map<string, { at: number; value: Promise<Described> }>()
 
   constructor(options: SourceDirectoryOptions) {
     this.#open = options.open ?? {}
@@ -77,12 +81,18 @@ export class SourceDirectory {
     return [...this.#entries.keys()]
   }
 
-  /** Reaches every source once (as the list will): those that fail, with what is wrong. */
+  /**
+   * Reaches every source once (as the list will): those that fail, with what is wrong, and those
+   * whose role can change data, with what to do.
+   */
   async verify(): Promise<{ name: string; error: string }[]> {
     const results = await Promise.all(
       this.names().map(async (name) => ({ name, ...(await this.#describe(name)) })),
     )
-    return results.flatMap((result) => (result.error ? [{ name: result.name, error: result.error }] : []))
+    return results.flatMap((result) => [
+      ...(result.error ? [{ name: result.name, error: result.error }] : []),
+      ...(result.warnings ?? []).map((warning) => ({ name: result.name, error: warning })),
+    ])
   }
 
   #mayUse(entry: Entry, owner: string | null): boolean {
@@ -139,19 +149,20 @@ export class SourceDirectory {
       this.available(owner).map(async (info) => ({
         ...info,
         default: this.#entries.get(info.name)?.default === true,
-        ...(await this.#describe(info.name)),
+        ...withoutWarnings(await this.#describe(info.name)),
       })),
     )
   }
 
-  #describe(name: string): Promise<{ description?: string; error?: string }> {
+  #describe(name: string): Promise<Described> {
     const cached = this.#descriptions.get(name)
     if (cached && Date.now() - cached.at < DESCRIPTION_TTL_MS) return cached.value
     const read = async (entry: { at: number }) => {
       try {
         const sources = await this.open([name])
         try {
-          return { description: await describeSources(sources) }
+          const warnings = (await sources.warnings()).map((warning) => `${warning.message}. ${warning.hint}`)
+          return { description: await describeSources(sources), ...(warnings.length ? { warnings } : {}) }
         } finally {
           await sources.close()
         }
@@ -163,7 +174,7 @@ export class SourceDirectory {
     }
     const entry = {
       at: Date.now(),
-      value: Promise.resolve({}) as Promise<{ description?: string; error?: string }>,
+      value: Promise.resolve({}) as Promise<Described>,
     }
     entry.value = read(entry)
     this.#descriptions.set(name, entry)

@@ -6,7 +6,13 @@
 export { loadSourcesFile, mayUse, type NamedSource, parseSourcesFile } from './config.js'
 export { type ListedSource, SourceDirectory, type SourceDirectoryOptions } from './directory.js'
 export { type Catalog, type CatalogTable, DEFAULT_LIMITS, type Limits, type WriteAccess } from './source.js'
-export { Sources, type SourcesOptions } from './sources.js'
+export {
+  READ_ONLY_ROLE_HINT,
+  type SourceProfile,
+  Sources,
+  type SourcesOptions,
+  type SourceWarning,
+} from './sources.js'
 export {
   describeLocation,
   isDatabaseUrl,

@@ -20,13 +20,16 @@ import {
 import type { QueryBatch, QueryColumn, QueryColumnType, QueryStream } from '../sandbox/query.js'
 import { checkPostgres } from './guard-postgres.js'
 import { ONLY_QUERIES, refuse } from './refuse.js'
-import type { Catalog, CatalogTable, RunOptions, Source, WriteAccess } from './source.js'
+import { distinctValues, SAMPLES_PER_COLUMN } from './samples.js'
+import type { Catalog, CatalogColumn, CatalogTable, RunOptions, Source, WriteAccess } from './source.js'
 import type { SourceSpec } from './spec.js'
 import { redact } from './spec.js'
 import { cappedStream, queryCancelled, queryTimeout } from './stream.js'
 import { bytesValue, floatFromText, intValue, isoTimestamp, isoTimestamptz } from './values.js'
 
 const BATCH_ROWS = 10_000
+/** How long a catalog read may take on the server. */
+const CATALOG_TIMEOUT_MS = 10_000
 
 /** Type OIDs (pg_type) and what each becomes. */
 const TYPES: Record<number, { type: QueryColumnType; parse?: (text: string) => unknown }> = {
@@ -61,10 +64,86 @@ const typeParsers = {
   getTypeParser: (oid: number) => TYPES[oid]?.parse ?? identity,
 } as unknown as pg.CustomTypesConfig
 
+/** The relations described: tables, views, materialized views, partitioned and foreign tables
+ * outside the system schemas, that the role may read. */
+const RELATIONS = `
+  SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+   WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
+     AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+     AND NOT c.relispartition
+     AND has_table_privilege(c.oid, 'SELECT')`
+
+interface TableRow {
+  oid: number
+  schema: string
+  name: string
+  kind: string
+  estimate: number
+  comment: string | null
+}
+const TABLES_SQL = `
+  SELECT c.oid::int AS oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind,
+         c.reltuples::float8 AS estimate, d.description AS comment
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    LEFT JOIN pg_description d ON d.objoid = c.oid AND d.classoid = 'pg_class'::regclass AND d.objsubid = 0
+   WHERE c.oid IN (${RELATIONS})
+   ORDER BY n.nspname, c.relname`
+
+interface ColumnRow {
+  oid: number
+  num: number
+  name: string
+  type: string
+  nullable: boolean
+  comment: string | null
+}
+const COLUMNS_SQL = `
+  SELECT a.attrelid::int AS oid, a.attnum::int AS num, a.attname AS name,
+         format_type(a.atttypid, a.atttypmod) AS type, NOT a.attnotnull AS nullable, d.description AS comment
+    FROM pg_attribute a
+    LEFT JOIN pg_description d ON d.objoid = a.attrelid AND d.classoid = 'pg_class'::regclass AND d.objsubid = a.attnum
+   WHERE a.attrelid IN (${RELATIONS}) AND a.attnum > 0 AND NOT a.attisdropped
+   ORDER BY a.attrelid, a.attnum`
+
+interface ConstraintRow {
+  oid: number
+  type: string
+  keys: number[]
+  foreign: number | null
+  foreignKeys: number[] | null
+}
+const CONSTRAINTS_SQL = `
+  SELECT conrelid::int AS oid, contype AS type, to_json(conkey::int[]) AS keys, confrelid::int AS foreign,
+         to_json(confkey::int[]) AS "foreignKeys"
+    FROM pg_constraint WHERE contype IN ('p', 'f') AND conrelid IN (${RELATIONS})
+   ORDER BY conrelid, conname`
+
+interface StatsRow {
+  schema: string
+  table: string
+  name: string
+  common: string[] | null
+  bounds: string[] | null
+}
+/**
+ * The planner's statistics of every analysed column the role may read (pg_stats shows no other):
+ * the most common values, else the histogram's ends and middle. Reads no table; a table never
+ * analysed has none, and the description reads its first rows instead.
+ */
+const STATS_SQL = `
+  SELECT s.schemaname AS schema, s.tablename AS table, s.attname AS name,
+         to_json((s.most_common_vals::text::text[])[1:3]) AS common,
+         CASE WHEN s.most_common_vals IS NULL AND s.histogram_bounds IS NOT NULL THEN
+           (SELECT to_json(ARRAY[h[1], h[(array_length(h, 1) + 1) / 2], h[array_length(h, 1)]])
+              FROM (SELECT s.histogram_bounds::text::text[] AS h) b) END AS bounds
+    FROM pg_stats s
+   WHERE s.schemaname NOT IN ('pg_catalog', 'information_schema') AND NOT s.inherited`
+
 export class PostgresSource implements Source {
   readonly kind = 'postgres' as const
   #pool: pg.Pool
   #config: pg.ClientConfig
+  #prepared = new WeakSet<pg.PoolClient>()
 
   constructor(private readonly spec: SourceSpec) {
     const parsed = parseConnectionString(spec.location) as pg.ClientConfig & { options?: string }
@@ -95,9 +174,12 @@ export class PostgresSource implements Source {
     } catch (error) {
       throw connectionError(error, this.spec)
     }
+    if (this.#prepared.has(client)) return client
     try {
-      // Timestamps with time zones in UTC, intervals in ISO 8601, whatever the role's defaults.
+      // Timestamps with time zones in UTC, intervals in ISO 8601, whatever the role's defaults:
+      // once a connection, which keeps them (a round trip saved on every query after).
       await client.query("SET TIME ZONE 'UTC'; SET intervalstyle = 'iso_8601'; SET datestyle = 'ISO, YMD'")
+      this.#prepared.add(client)
     } catch (error) {
       client.release(true)
       throw connectionError(error, this.spec)
@@ -204,16 +286,30 @@ export class PostgresSource implements Source {
     return cappedStream({ columns, batches: batches(), limits, startedAt, signal })
   }
 
-  async #read<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+  /**
+   * Catalog statements in one read-only transaction, sent as one simple query: one round trip
+   * however many there are. Their text must hold no value from outside (no parameters here).
+   */
+  async #read(statements: string[]): Promise<Record<string, unknown>[][]> {
     const client = await this.#connect()
     let broken = false
     try {
-      await client.query('BEGIN READ ONLY')
-      const result = await client.query(sql, params)
-      await client.query('ROLLBACK')
-      return result.rows as T[]
+      const results = (await client.query(
+        [
+          'BEGIN READ ONLY',
+          `SET LOCAL statement_timeout = ${CATALOG_TIMEOUT_MS}`,
+          ...statements,
+          'ROLLBACK',
+        ].join(';\n'),
+      )) as unknown as pg.QueryResult[]
+      return results.slice(2, 2 + statements.length).map((result) => result.rows)
     } catch (error) {
-      broken = isBroken(error)
+      broken =
+        isBroken(error) ||
+        !(await client.query('ROLLBACK').then(
+          () => true,
+          () => false,
+        ))
       throw queryError(error, 0)
     } finally {
       client.release(broken)
@@ -221,53 +317,17 @@ export class PostgresSource implements Source {
   }
 
   async catalog(): Promise<Catalog> {
-    // Three catalog queries for the whole database, however many tables it has.
-    const tables = await this.#read<{
-      oid: number
-      schema: string
-      name: string
-      kind: string
-      estimate: number
-      comment: string | null
-    }>(`
-      SELECT c.oid::int AS oid, n.nspname AS schema, c.relname AS name, c.relkind AS kind,
-             c.reltuples::float8 AS estimate, obj_description(c.oid, 'pg_class') AS comment
-        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-       WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
-         AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
-         AND NOT c.relispartition
-         AND has_table_privilege(c.oid, 'SELECT')
-       ORDER BY n.nspname, c.relname`)
-    const oids = tables.map((table) => table.oid)
-    const columns = await this.#read<{
-      oid: number
-      num: number
-      name: string
-      type: string
-      nullable: boolean
-      comment: string | null
-    }>(
-      `SELECT a.attrelid::int AS oid, a.attnum::int AS num, a.attname AS name,
-              format_type(a.atttypid, a.atttypmod) AS type, NOT a.attnotnull AS nullable,
-              col_description(a.attrelid, a.attnum) AS comment
-         FROM pg_attribute a
-        WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped
-        ORDER BY a.attrelid, a.attnum`,
-      [oids],
-    )
-    const constraints = await this.#read<{
-      oid: number
-      type: string
-      keys: number[]
-      foreign: number | null
-      foreignKeys: number[] | null
-    }>(
-      `SELECT conrelid::int AS oid, contype AS type, conkey::int[] AS keys, confrelid::int AS foreign,
-              confkey::int[] AS "foreignKeys"
-         FROM pg_constraint WHERE contype IN ('p', 'f') AND conrelid = ANY($1::oid[])
-        ORDER BY conrelid, conname`,
-      [oids],
-    )
+    // Four catalog statements for the whole database, however many tables it has, in one round
+    // trip: the tables, their columns, their keys, the statistics (comments joined, not looked up
+    // row by row). Statistics that cannot be read (another engine's catalog) are done without.
+    const statements = [TABLES_SQL, COLUMNS_SQL, CONSTRAINTS_SQL]
+    const results = await this.#read([...statements, STATS_SQL]).catch(() => this.#read(statements))
+    const [tables, columns, constraints, stats = []] = results as unknown as [
+      TableRow[],
+      ColumnRow[],
+      ConstraintRow[],
+      StatsRow[] | undefined,
+    ]
     const byOid = new Map<number, CatalogTable>()
     const namesByOid = new Map<number, Map<number, string>>()
     const nameOf = (schema: string, name: string) => (schema === 'public' ? name : `${schema}.${name}`)
@@ -276,7 +336,7 @@ export class PostgresSource implements Source {
         name: nameOf(table.schema, table.name),
         kind: table.kind === 'v' || table.kind === 'm' ? 'view' : 'table',
         columns: [],
-        ...(table.estimate >= 0 ? { rowEstimate: Math.round(table.estimate) } : {}),
+        ...(table.estimate >= 0 && table.kind !== 'v' ? { rowEstimate: Math.round(table.estimate) } : {}),
         ...(table.comment ? { comment: table.comment } : {}),
       })
     }
@@ -305,6 +365,17 @@ export class PostgresSource implements Source {
         })
       }
     }
+    const columnsByName = new Map<string, CatalogColumn>()
+    for (const table of tables) {
+      for (const column of byOid.get(table.oid)?.columns ?? [])
+        columnsByName.set(`${table.schema}\0${table.name}\0${column.name}`, column)
+    }
+    for (const row of stats) {
+      const column = columnsByName.get(`${row.schema}\0${row.table}\0${row.name}`)
+      const values = [...(row.common ?? []), ...(row.bounds ?? [])].map((value) => [value])
+      const samples = distinctValues(values, 1, SAMPLES_PER_COLUMN)[0]
+      if (column && samples?.length) column.samples = samples.map((value) => value.slice(0, 40))
+    }
     return { tables: [...byOid.values()] }
   }
 
@@ -317,12 +388,8 @@ export class PostgresSource implements Source {
   }
 
   async canWrite(): Promise<WriteAccess> {
-    const [row] = await this.#read<{
-      superuser: boolean
-      tables: number
-      schemas: number
-      database: boolean
-    }>(`
+    const [rows] = await this.#read([
+      `
       SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser,
              (SELECT count(*)::int FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                WHERE c.relkind IN ('r', 'p', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
@@ -331,7 +398,11 @@ export class PostgresSource implements Source {
                       OR has_table_privilege(c.oid, 'DELETE') OR has_table_privilege(c.oid, 'TRUNCATE'))) AS tables,
              (SELECT count(*)::int FROM pg_namespace n WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
                  AND n.nspname NOT LIKE 'pg\\_%' AND has_schema_privilege(n.oid, 'CREATE')) AS schemas,
-             has_database_privilege(current_database(), 'CREATE') AS database`)
+             has_database_privilege(current_database(), 'CREATE') AS database`,
+    ])
+    const row = rows?.[0] as
+      | { superuser: boolean; tables: number; schemas: number; database: boolean }
+      | undefined
     if (!row) return { canWrite: false, reason: 'no privileges found' }
     const user = parseConnectionString(this.spec.location).user ?? 'the role'
     if (row.superuser) return { canWrite: true, reason: `${user} is a superuser` }

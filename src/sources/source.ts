@@ -60,8 +60,12 @@ export interface Source {
     params: unknown[] | Record<string, unknown> | undefined,
     options: RunOptions,
   ): Promise<QueryStream>
-  /** Tables, columns, keys and estimates; samples for the tables named (all when undefined). */
-  catalog(options?: { samples?: number; sampleTables?: string[] }): Promise<Catalog>
+  /**
+   * Tables and views, columns, keys, estimates and comments, in a few bulk catalog queries however
+   * many tables there are; samples where the catalog keeps them (PostgreSQL's statistics). The
+   * others come from the tables' first rows (samples.ts), for the tables a description needs.
+   */
+  catalog(): Promise<Catalog>
   canWrite(): Promise<WriteAccess>
   close(): Promise<void>
 }

@@ -7,9 +7,17 @@
  */
 import { AnalystError, InvalidArgumentError, NotFoundError } from '../errors.js'
 import type { QueryHost, QueryOptions, QueryRequest, QuerySourceInfo, QueryStream } from '../sandbox/query.js'
+import {
+  describeTable,
+  describeWithinBudget,
+  formatInFull,
+  type SourceDescription,
+  type SourceGroup,
+  sampleAll,
+} from './describe.js'
 import { DuckDbSource } from './duckdb.js'
-import { DEFAULT_LIMITS, type Limits, type Source, type WriteAccess } from './source.js'
-import type { SourceSpec } from './spec.js'
+import { type CatalogTable, DEFAULT_LIMITS, type Limits, type Source, type WriteAccess } from './source.js'
+import type { SourceKind, SourceSpec } from './spec.js'
 import { SqliteSource } from './sqlite.js'
 
 export interface SourcesOptions {
@@ -18,7 +26,34 @@ export interface SourcesOptions {
   spillDirectory?: string
   /** DuckDB's memory limit for data files. @default '2GB' */
   memoryLimit?: string
+  /**
+   * Told of each source whose role can change data, once opened (the database role is the real
+   * barrier: Analyst should be given a read-only one).
+   */
+  onWarning?: (warning: SourceWarning) => void
 }
+
+/** A source's tables, as `analyst profile --json` gives them. */
+export interface SourceProfile {
+  /** The names sql(source=…) takes: the database's, or one per data file. */
+  names: string[]
+  kind: SourceKind
+  tables: CatalogTable[]
+}
+
+/** Something the user should know about a source that still opened. */
+export interface SourceWarning {
+  source: string
+  message: string
+  hint: string
+}
+
+/** What the warning about a role that can write says to do. */
+export const READ_ONLY_ROLE_HINT =
+  'Give Analyst a role that may only read (PostgreSQL: GRANT SELECT, or the pg_read_all_data role; MySQL/MariaDB: GRANT SELECT ON db.*): every query runs read-only, but the role is the real barrier.'
+
+/** How long a source's catalog is kept before it is read again. */
+const CATALOG_TTL_MS = 5 * 60_000
 
 /** Creates the source of one spec (not yet connected). Drivers load only when a kind is used. */
 async function createSource(spec: SourceSpec): Promise<Source> {
@@ -62,6 +97,7 @@ export class Sources implements QueryHost {
   #byName: Map<string, { source: Source; spec?: SourceSpec }>
   #secrets: string[]
   #all: Source[]
+  #catalogs = new Map<Source, { at: number; tables: Promise<SourceDescription['tables']> }>()
 
   private constructor(
     entries: { info: QuerySourceInfo; source: Source; spec?: SourceSpec }[],
@@ -115,7 +151,97 @@ export class Sources implements QueryHost {
     }
     const order = new Map(specs.map((spec, index) => [spec.name, index]))
     entries.sort((a, b) => (order.get(a.info.name) ?? 0) - (order.get(b.info.name) ?? 0))
-    return new Sources(entries, all, secrets, { ...DEFAULT_LIMITS, ...options.limits })
+    const sources = new Sources(entries, all, secrets, { ...DEFAULT_LIMITS, ...options.limits })
+    if (options.onWarning) {
+      for (const warning of await sources.warnings()) options.onWarning(warning)
+    }
+    return sources
+  }
+
+  /** The sources whose role can change data, each with what to do (an unknown answer says nothing). */
+  async warnings(): Promise<SourceWarning[]> {
+    const access = await this.writeAccess().catch(() => [])
+    return access
+      .filter(({ access }) => access.canWrite)
+      .map(({ name, access }) => ({
+        source: name,
+        message: `The role of source "${name}" can change data: ${access.reason}`,
+        hint: READ_ONLY_ROLE_HINT,
+      }))
+  }
+
+  /** One group per connection: each database, and all data files together. */
+  groups(): SourceGroup[] {
+    const groups = new Map<Source, SourceGroup>()
+    for (const info of this.sources) {
+      const entry = this.#byName.get(info.name)
+      if (!entry) continue
+      const group = groups.get(entry.source)
+      if (group) group.names.push(info.name)
+      else groups.set(entry.source, { names: [info.name], kind: info.kind, source: entry.source })
+    }
+    return [...groups.values()]
+  }
+
+  /** Each group's tables, from a catalog read at most every few minutes; fresh copies each time. */
+  async #described(only?: string): Promise<SourceDescription[]> {
+    const groups = this.groups().filter((group) => only === undefined || group.names.includes(only))
+    if (only !== undefined && groups.length === 0) this.source(only)
+    try {
+      return await Promise.all(
+        groups.map(async (group) => {
+          let cached = this.#catalogs.get(group.source)
+          if (!cached || Date.now() - cached.at > CATALOG_TTL_MS) {
+            cached = { at: Date.now(), tables: group.source.catalog().then((catalog) => catalog.tables) }
+            this.#catalogs.set(group.source, cached)
+            cached.tables.catch(() => this.#catalogs.delete(group.source))
+          }
+          return { group, tables: structuredClone(await cached.tables) }
+        }),
+      )
+    } catch (error) {
+      throw scrub(error, this.#secrets)
+    }
+  }
+
+  async describe(options: { budgetChars: number; question?: string }): Promise<string> {
+    try {
+      return await describeWithinBudget(await this.#described(), options)
+    } catch (error) {
+      throw scrub(error, this.#secrets)
+    }
+  }
+
+  /** Every table of the sources (or of the one named), with samples: `analyst profile --json`. */
+  async profile(source?: string): Promise<SourceProfile[]> {
+    return (await this.#profiled(source)).map(({ group, tables }) => ({
+      names: [...group.names],
+      kind: group.kind,
+      tables,
+    }))
+  }
+
+  /** Every table of the sources (or of the one named) in full, with samples. */
+  async describeAll(source?: string): Promise<string> {
+    return formatInFull(await this.#profiled(source))
+  }
+
+  async #profiled(source?: string): Promise<SourceDescription[]> {
+    try {
+      const described = await this.#described(source)
+      await sampleAll(described)
+      return described
+    } catch (error) {
+      throw scrub(error, this.#secrets)
+    }
+  }
+
+  async describeTable(table: string, source?: string): Promise<string> {
+    try {
+      return await describeTable(await this.#described(source), table)
+    } catch (error) {
+      throw scrub(error, this.#secrets)
+    }
   }
 
   /** The source a request names, or the only one (file sources share one database). */

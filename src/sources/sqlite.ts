@@ -87,7 +87,8 @@ function catalog(message) {
     const tables = db.prepare("SELECT name, type FROM sqlite_schema WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name").all()
     let stats = new Map()
     try {
-      for (const row of db.prepare('SELECT tbl, stat FROM sqlite_stat1 WHERE idx IS NULL OR idx = tbl').all()) stats.set(row.tbl, Number(String(row.stat).split(' ')[0]))
+      // Each index's first number is the table's row count as ANALYZE saw it.
+      for (const row of db.prepare('SELECT tbl, max(CAST(stat AS INTEGER)) AS n FROM sqlite_stat1 GROUP BY tbl').all()) stats.set(row.tbl, Number(row.n))
     } catch {}
     const out = tables.map((table) => {
       const columns = db.prepare('SELECT name, type, "notnull", pk FROM pragma_table_info(?)').all(table.name)

@@ -97,6 +97,11 @@ describe('--data with sources', () => {
       const system = JSON.stringify(server.requests[0]?.messages[0]?.content)
       expect(system).toContain('sql(query, source=None, params=None)')
       expect(system).toMatch(/shop/)
+      // The tables themselves, with their columns, types, keys and samples.
+      expect(system).toContain('Source \\"shop\\" (SQLite), 1 table:')
+      expect(system).toContain('orders (table)')
+      expect(system).toContain('  - id: INTEGER, primary key; e.g. 1, 2, 3')
+      expect(system).toContain('  - region: TEXT; e.g. \\"north\\", \\"south\\"')
     } finally {
       await server.close()
     }

@@ -115,8 +115,8 @@ describe('analyst serve with ANALYST_SOURCES', () => {
         ['shop', 'postgres', false],
         ['local', 'sqlite', false],
       ])
-      expect(forA[0]?.description).toContain('shop') // LEAD: 'orders' once describe lands
-      expect(forA[1]?.description).toContain('local')
+      expect(forA[0]?.description).toContain('orders')
+      expect(forA[1]?.description).toContain('regions')
       expect(JSON.stringify(forA)).not.toMatch(/127\.0\.0\.1|postgres:\/\/|pw-of/)
       expect((await listed(B)).map((s) => s.name)).toEqual(['local'])
 
@@ -218,7 +218,7 @@ describe('analyst serve with ANALYST_SOURCES', () => {
     }
   }, 240_000)
 
-  it('says at start which source cannot be reached, and still serves the others', async () => {
+  it('says at start which source cannot be reached or has a role that can write, and still serves the others', async () => {
     const broken = join(dir, 'broken.json')
     writeFileSync(
       broken,
@@ -228,17 +228,22 @@ describe('analyst serve with ANALYST_SOURCES', () => {
           passwordEnv: 'SHOP_PASSWORD',
         },
         local: { url: `sqlite:${join(dir, 'local.db')}` },
+        // The cluster's superuser, as an admin might give by mistake.
+        admin: { url: cluster.url(database) },
       }),
     )
     const server = await startServe([], { ...env, ANALYST_SOURCES: broken, ANALYST_HOME: join(dir, 'home2') })
     try {
       const listed = (await (await fetch(`${server.url}/api/sources`, { headers: A })).json()) as SourceInfo[]
       expect(listed.find((s) => s.name === 'gone')?.error).toMatch(/no_such_db/)
-      expect(listed.find((s) => s.name === 'local')?.description).toContain('local')
+      expect(listed.find((s) => s.name === 'local')?.description).toContain('regions')
       const deadline = Date.now() + 30_000
       while (!server.stderr().includes('source gone') && Date.now() < deadline)
         await new Promise((r) => setTimeout(r, 100))
       expect(server.stderr()).toMatch(/warning: source gone: .*no_such_db/)
+      while (!server.stderr().includes('source admin') && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100))
+      expect(server.stderr()).toMatch(/warning: source admin: The role of source "admin" can change data/)
       expect(server.stderr()).not.toContain(PASSWORD)
     } finally {
       server.child.kill('SIGTERM')

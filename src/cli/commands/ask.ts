@@ -98,7 +98,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
   const modal = await modalToolSettings(options.modalTool, options)
   const given = await splitDataArgs(options.data, { cwd: options.cwd, env: options.env })
   // Each source connects once now: a wrong URL or password is said before any model call.
-  const sources = await openDataSources(given.sources)
+  const sources = await openDataSources(given.sources, { stderr })
   const { home, stores, provider } = await openHome(options).catch(async (error: unknown) => {
     await sources?.close()
     throw error

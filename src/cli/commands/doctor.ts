@@ -2,6 +2,7 @@ import pc from 'picocolors'
 import { readerChecks } from '../../data/index.js'
 import { engine } from '../../providers.js'
 import { runChecks } from '../../sandbox/local/checks.js'
+import { sourceChecks } from './doctor-sources.js'
 
 export interface DoctorOptions {
   json: boolean
@@ -12,6 +13,9 @@ export interface DoctorOptions {
   /** --gpu and --image (the modal engine) */
   gpu?: string
   image?: string
+  /** Sources to check (--data, as ask takes them): a role that can write is warned of. */
+  data?: string[]
+  cwd?: string
   env?: NodeJS.ProcessEnv
   stdout?: NodeJS.WritableStream
 }
@@ -41,6 +45,7 @@ export async function doctor(options: DoctorOptions): Promise<number> {
       })
     }
   }
+  checks.push(...(await sourceChecks(options.data ?? [], { cwd: options.cwd ?? process.cwd(), env })))
   const healthy = checks.every((check) => check.ok || !check.essential)
   if (options.json) {
     stdout.write(`${JSON.stringify({ ok: healthy, checks }, null, 2)}\n`)

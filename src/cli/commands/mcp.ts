@@ -71,6 +71,7 @@ export async function mcp(options: McpOptions): Promise<number> {
     const connection = await McpConnection.open(service, {
       folders,
       data: given.files.map((path) => resolve(options.cwd, path)),
+      sources,
     })
     await serveStdio(connection, { stdin: options.stdin, stdout: options.stdout, signal: stop.signal })
     return 0

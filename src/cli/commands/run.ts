@@ -96,7 +96,7 @@ export async function run(options: RunOptions): Promise<number> {
   const cells = await readCells(options)
   const given = await splitDataArgs(options.data, { cwd: options.cwd, env: options.env })
   const data = await checkData(given.files, options.cwd)
-  const sources = await openDataSources(given.sources)
+  const sources = await openDataSources(given.sources, { stderr })
   const violations: Violation[][] = []
   for (const cell of options.guard ? cells : []) violations.push(await checkCode(cell.code))
   // One command, one sandbox: a warm pool would only start a kernel nobody uses.
