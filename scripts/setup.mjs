@@ -43,9 +43,11 @@ const MODULE_PACKAGES = {
   sklearn: 'python3-sklearn',
   statsmodels: 'python3-statsmodels',
   xlrd: 'python3-xlrd',
+  IPython: 'python3-ipython',
 }
-// Packages that only widen what Analyst reads (old .xls workbooks): set up goes on without them.
-const OPTIONAL = new Set(['python3-xlrd'])
+// Packages that only widen what Analyst reads (old .xls workbooks) or what cells may write
+// (IPython's !command and %magic lines): set up goes on without them.
+const OPTIONAL = new Set(['python3-xlrd', 'python3-ipython'])
 function missingPackages() {
   const missing = []
   const hasBwrap = spawnSync('sh', ['-c', 'command -v bwrap'], { stdio: 'ignore' }).status === 0
