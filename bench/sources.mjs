@@ -24,12 +24,14 @@ const arg = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : unde
 const quick = args.includes('--quick')
 const runs = Number(arg('--runs')) || (quick ? 1 : 2)
 const GB = 1000 ** 3
-const TARGET_BYTES = Number(arg("--bytes")) || (quick ? 1 : 10) * GB
+const TARGET_BYTES = Number(arg('--bytes')) || (quick ? 1 : 10) * GB
 const MEMORY_LIMIT = '2GB'
 
 const QUERIES = {
-  'group-by': 'SELECT region, count(*) AS n, sum(amount) AS total, avg(quantity) AS mean_qty FROM events GROUP BY region ORDER BY region',
-  'top-k': 'SELECT customer_id, sum(amount) AS total FROM events GROUP BY customer_id ORDER BY total DESC LIMIT 10',
+  'group-by':
+    'SELECT region, count(*) AS n, sum(amount) AS total, avg(quantity) AS mean_qty FROM events GROUP BY region ORDER BY region',
+  'top-k':
+    'SELECT customer_id, sum(amount) AS total FROM events GROUP BY customer_id ORDER BY total DESC LIMIT 10',
 }
 
 /** The peak resident memory of this process so far, in MiB. */
@@ -50,7 +52,9 @@ async function sideSql(file, queries) {
     const times = {}
     for (const [name, query] of Object.entries(queries)) {
       const started = performance.now()
-      const execution = await sandbox.runCode(`df = sql(${JSON.stringify(query)})\nlen(df)`, { timeoutMs: 1_800_000 })
+      const execution = await sandbox.runCode(`df = sql(${JSON.stringify(query)})\nlen(df)`, {
+        timeoutMs: 1_800_000,
+      })
       if (execution.error) throw new Error(`${name}: ${execution.error.value}`)
       times[name] = performance.now() - started
     }
@@ -63,7 +67,10 @@ async function sideSql(file, queries) {
 /** DuckDB alone on the same file: a view, the same queries, rows read out as sql() reads them. */
 async function sideDuckdb(file, queries) {
   const { DuckDBInstance } = await import('@duckdb/node-api')
-  const instance = await DuckDBInstance.create(':memory:', { memory_limit: MEMORY_LIMIT, temp_directory: join(DIR, 'spill') })
+  const instance = await DuckDBInstance.create(':memory:', {
+    memory_limit: MEMORY_LIMIT,
+    temp_directory: join(DIR, 'spill'),
+  })
   const connection = await instance.connect()
   await connection.run(`CREATE VIEW events AS SELECT * FROM read_csv('${file.replace(/'/g, "''")}')`)
   const times = {}
@@ -83,11 +90,16 @@ async function sidePandas(file) {
   const sandbox = await Sandbox.create({ data: [file], limits: { memoryBytes: 1024 ** 3 } })
   try {
     const started = performance.now()
-    const execution = await sandbox.runCode("import pandas as pd\ndf = pd.read_csv('data/events.csv')\nlen(df)", {
-      timeoutMs: 1_800_000,
-    })
+    const execution = await sandbox.runCode(
+      "import pandas as pd\ndf = pd.read_csv('data/events.csv')\nlen(df)",
+      {
+        timeoutMs: 1_800_000,
+      },
+    )
     const ms = performance.now() - started
-    const outcome = execution.error ? `${execution.error.name}: ${execution.error.value}`.slice(0, 160) : `read ${execution.text} rows`
+    const outcome = execution.error
+      ? `${execution.error.name}: ${execution.error.value}`.slice(0, 160)
+      : `read ${execution.text} rows`
     return { ms, outcome }
   } finally {
     await sandbox.kill()
@@ -101,7 +113,9 @@ async function sidePgSql(url) {
   try {
     await sandbox.runCode('import pandas as pd')
     const started = performance.now()
-    const execution = await sandbox.runCode("df = sql('SELECT * FROM wide')\ndf.shape", { timeoutMs: 600_000 })
+    const execution = await sandbox.runCode("df = sql('SELECT * FROM wide')\ndf.shape", {
+      timeoutMs: 600_000,
+    })
     const ms = performance.now() - started
     if (execution.error) throw new Error(execution.error.value)
     return { ms, shape: execution.text, peakMiB: peakMiB() }
@@ -149,7 +163,13 @@ async function generateCsv() {
       FROM range(${rows}) t(i)) TO '${chunk}' (HEADER false, DELIMITER ',')`)
   connection.closeSync()
   const header = 'id,customer_id,region,amount,quantity,day,note,returned\n'
-  execFileSync('bash', ['-c', `{ printf '%s' "$0"; for i in 1 2 3 4 5 6 7 8 9 10; do cat "$1"; done; } > "$2"`, header, chunk, CSV])
+  execFileSync('bash', [
+    '-c',
+    `{ printf '%s' "$0"; for i in 1 2 3 4 5 6 7 8 9 10; do cat "$1"; done; } > "$2"`,
+    header,
+    chunk,
+    CSV,
+  ])
   rmSync(chunk)
   return true
 }
@@ -162,7 +182,8 @@ async function csvSection() {
   const results = { sql: [], duckdb: [] }
   for (let run = 0; run < runs; run++) {
     // Alternated, so that the page cache favours neither.
-    for (const name of run % 2 === 0 ? ['duckdb', 'sql'] : ['sql', 'duckdb']) results[name].push(side(name, CSV))
+    for (const name of run % 2 === 0 ? ['duckdb', 'sql'] : ['sql', 'duckdb'])
+      results[name].push(side(name, CSV))
   }
   const best = (name, query) => Math.min(...results[name].map((r) => r.times[query]))
   const peak = (name) => Math.max(...results[name].map((r) => r.peakMiB))
@@ -204,7 +225,7 @@ async function pgSection() {
     await client.query('VACUUM ANALYZE wide')
     await client.end()
     const python = (body) => {
-      const script = `import time, io, psycopg2, pandas as pd\nconn = psycopg2.connect(${JSON.stringify(url)})\nstarted = time.perf_counter()\n${body}\nprint(time.perf_counter() - started, df.shape)`
+      const script = `import time, io, warnings, psycopg2, pandas as pd\nwarnings.filterwarnings('ignore', 'pandas only supports SQLAlchemy')\nconn = psycopg2.connect(${JSON.stringify(url)})\nstarted = time.perf_counter()\n${body}\nprint(time.perf_counter() - started, df.shape)`
       const [elapsed] = execFileSync(PYTHON, ['-c', script], { encoding: 'utf8' }).trim().split(' ')
       return Number(elapsed) * 1000
     }
@@ -226,7 +247,11 @@ async function pgSection() {
         ['way', 'seconds', 'ratio to read_sql'],
         [
           ['pandas.read_sql, psycopg2, on the host', seconds(best('readSql')), '1.00×'],
-          ['COPY … TO STDOUT + read_csv, on the host', seconds(best('copy')), `${(best('copy') / best('readSql')).toFixed(2)}×`],
+          [
+            'COPY … TO STDOUT + read_csv, on the host',
+            seconds(best('copy')),
+            `${(best('copy') / best('readSql')).toFixed(2)}×`,
+          ],
           ['sql() in a jail', seconds(best('sql')), `${(best('sql') / best('readSql')).toFixed(2)}×`],
         ],
       ),
@@ -238,9 +263,9 @@ async function pgSection() {
   }
 }
 
+// Each section is printed as soon as it is measured: a later failure keeps the earlier figures.
 const only = arg('--only')
-const sections = [`## Sources: sql() (${machine()})`]
-if (!only || only === 'csv') sections.push(await csvSection())
-if (!only || only === 'pg') sections.push(await pgSection())
+process.stdout.write(`## Sources: sql() (${machine()})\n`)
+if (!only || only === 'csv') process.stdout.write(`\n${await csvSection()}\n`)
+if (!only || only === 'pg') process.stdout.write(`\n${await pgSection()}\n`)
 if (!args.includes('--keep')) rmSync(DIR, { recursive: true, force: true })
-process.stdout.write(`${sections.join('\n\n')}\n`)

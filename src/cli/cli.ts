@@ -398,6 +398,11 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     )
     .option('--out <dir>', 'write results.json and a self-contained report.html there')
     .option('--json', 'one JSON object with the scores and every result on stdout')
+    .option(
+      '--data <source>',
+      "a source every question's code may query with sql(): postgres://…, mysql://…, sqlite:FILE, duckdb:FILE or a data file, NAME=… to name it (repeatable; give it again with --resume)",
+      collect,
+    )
     .addOption(engineOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())

@@ -30,6 +30,7 @@ import { type CodeMode, type ModelChoice, resolveModel } from '../../models/inde
 import { createProvider } from '../../providers.js'
 import type { SandboxProvider } from '../../sandbox/index.js'
 import { SessionService } from '../../session/index.js'
+import type { Sources } from '../../sources/index.js'
 import {
   analystHome,
   type EvalStore,
@@ -39,6 +40,7 @@ import {
   type StoredEvalRun,
   type Stores,
 } from '../../store/index.js'
+import { openDataSources, sourceArgs } from '../data-args.js'
 import { UsageError } from '../errors.js'
 import { modalToolSettings } from '../modal-tools.js'
 
@@ -72,6 +74,8 @@ export interface EvalOptions {
   modalTool?: string[]
   /** Recorded replies instead of a model (tests, benchmarks of the harness). */
   replay?: string
+  /** --data: databases and data files every question's sql() may query (given again on --resume). */
+  data?: string[]
   cwd: string
   env?: NodeJS.ProcessEnv
   stdout?: NodeJS.WritableStream
@@ -226,7 +230,13 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
   let provider: SandboxProvider | undefined
   let service: SessionService | undefined
   let progress: EvalProgress | undefined
+  let sources: Sources | undefined
   try {
+    // Opened before the run is recorded: a wrong URL or password is said at once.
+    sources = await openDataSources(sourceArgs(options.data ?? [], { cwd: options.cwd, env: options.env }), {
+      home,
+      stderr,
+    })
     // For a new run, looked up before the run is recorded: a function not deployed is said at once.
     const fresh = options.resume ? undefined : await modalToolSettings(options.modalTool, options)
     const plan = options.resume
@@ -258,6 +268,7 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
       history: stores.history,
       blobs: stores.blobs,
       provider,
+      ...(sources ? { sandbox: { sources } } : {}),
       model: async () => model,
       analyst: {
         mode: settings.mode,
@@ -298,6 +309,7 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
     progress?.stop()
     await service?.shutdown()
     await provider?.close?.()
+    await sources?.close()
     await stores.close()
   }
 }
