@@ -43,9 +43,11 @@ const MODULE_PACKAGES = {
   sklearn: 'python3-sklearn',
   statsmodels: 'python3-statsmodels',
   xlrd: 'python3-xlrd',
+  IPython: 'python3-ipython',
 }
-// Packages that only widen what Analyst reads (old .xls workbooks): set up goes on without them.
-const OPTIONAL = new Set(['python3-xlrd'])
+// Packages that only widen what Analyst reads (old .xls workbooks) or what cells may write
+// (IPython's !command and %magic lines): set up goes on without them.
+const OPTIONAL = new Set(['python3-xlrd', 'python3-ipython'])
 function missingPackages() {
   const missing = []
   const hasBwrap = spawnSync('sh', ['-c', 'command -v bwrap'], { stdio: 'ignore' }).status === 0
@@ -65,9 +67,13 @@ function missingPackages() {
     const nbformat = spawnSync(PYTHON, ['-c', 'import nbformat'], { stdio: 'ignore' })
     if (nbformat.status !== 0) missing.push('python3-nbformat')
     // The Jupyter engine's tests start a real Jupyter Server (and JupyterHub) with an IPython kernel.
+    // …and exports of sessions with sources re-run their sql() with SQLAlchemy and the usual drivers.
     for (const [module, pkg] of [
       ['jupyter_server', 'python3-jupyter-server'],
       ['ipykernel', 'python3-ipykernel'],
+      ['sqlalchemy', 'python3-sqlalchemy'],
+      ['psycopg2', 'python3-psycopg2'],
+      ['pymysql', 'python3-pymysql'],
     ]) {
       if (spawnSync(PYTHON, ['-c', `import ${module}`], { stdio: 'ignore' }).status !== 0) missing.push(pkg)
     }

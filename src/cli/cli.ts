@@ -306,9 +306,14 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       '--allow-network',
       'give E2B clients that ask for allowInternetAccess: true a sandbox with network (off: refused)',
     )
+    .option(
+      '--data <source>',
+      "a source every session's code may query with sql(): postgres://…, mysql://…, sqlite:FILE, duckdb:FILE or a CSV/Parquet/NDJSON file, NAME=… to name it (repeatable; named sources: ANALYST_SOURCES)",
+      collect,
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  analyst serve --port 8787\n  analyst serve --sandbox modal --gpu A10G --modal-tool sd/generate="makes an image from a prompt"',
+      '\nExamples:\n  analyst serve --port 8787\n  ANALYST_SOURCES=sources.json analyst serve\n  analyst serve --data shop=postgres://analyst@db/shop --data events.parquet\n  analyst serve --sandbox modal --gpu A10G --modal-tool sd/generate="makes an image from a prompt"',
     )
     .action((options: Record<string, unknown>) => {
       result = onCommand('serve', {
@@ -320,6 +325,8 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         databaseUrl: options.databaseUrl,
         allowDir: (options.allowDir as string[] | undefined) ?? [],
         allowNetwork: options.allowNetwork === true,
+        data: (options.data as string[] | undefined) ?? [],
+        cwd: process.cwd(),
       })
     })
 

@@ -6,6 +6,7 @@
  */
 import { stat } from 'node:fs/promises'
 import { resolve } from 'node:path'
+import { InvalidArgumentError } from '../errors.js'
 import { isDatabaseUrl, isQueryableFile, parseSource, type SourceSpec, Sources } from '../sources/index.js'
 
 /** Over this, a data file stays on the host and only sql() reads it. @default 1 GiB (ANALYST_SQL_ONLY_BYTES) */
@@ -40,6 +41,28 @@ export async function splitDataArgs(
     } else files.push(value)
   }
   return { files, sources }
+}
+
+/**
+ * `--data` where every value is a source for sql() (`analyst serve`, whose sessions get files by
+ * upload): database URLs, and data files that DuckDB queries in place whatever their size.
+ */
+export function sourceArgs(
+  values: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): SourceSpec[] {
+  return values.map((value) => {
+    const path = value.replace(/^[A-Za-z_][A-Za-z0-9_]*=/, '')
+    if (!isDatabaseUrl(value) && !isQueryableFile(path)) {
+      throw new InvalidArgumentError(
+        `--data ${value}: analyst serve takes databases and data files to query with SQL`,
+        {
+          hint: 'Give postgres://…, mysql://…, sqlite:FILE, duckdb:FILE or a CSV, TSV, Parquet or NDJSON file; other files are uploaded to a session.',
+        },
+      )
+    }
+    return parseSource(value, options.env ?? process.env, options.cwd)
+  })
 }
 
 /**

@@ -12,6 +12,7 @@ import { extractCode } from '../agent/index.js'
 import { executionFix, phraseFix } from '../fixes.js'
 import type { Artifact } from '../sandbox/index.js'
 import type { SessionEvent } from '../session/index.js'
+import { queryLine } from '../store/export/sql.js'
 import type { OutputFolder } from './outputs.js'
 
 const emphasize = createEmphasize()
@@ -217,6 +218,11 @@ export class AnalysisRenderer {
         )
         return
       }
+      case 'step-end':
+        // What the step's sql() calls did, after its outputs: where, how many rows, how long.
+        for (const query of event.record.execution?.queries ?? [])
+          this.write(pc.dim(`[${queryLine(query)}]\n`))
+        return
       case 'usage':
       case 'model-text-delta':
         return

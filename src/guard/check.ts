@@ -6,6 +6,7 @@
  * @module
  */
 import type { Node, Parser } from 'web-tree-sitter'
+import { ipythonEscapes, type ShellEscape } from './ipython.js'
 import { decodeContent, isPlainLiteral, type StringValue, stringFlags, stringValue } from './literals.js'
 import { parsePython, pythonParser } from './parser.js'
 import { classifyPath, type PathVerdict } from './paths.js'
@@ -1054,12 +1055,32 @@ export async function warmUp(): Promise<void> {
  */
 export async function checkCode(code: string, policy: Partial<GuardPolicy> = {}): Promise<Violation[]> {
   const parser = await pythonParser()
-  const tree = await parsePython(code)
+  const resolved = resolvePolicy(policy)
+  let tree = await parsePython(code)
   try {
-    const checker = new Checker(resolvePolicy(policy), parser)
+    // IPython's escapes (!cmd, %magic), which the kernel runs: checked as what they do.
+    const escapes = ipythonEscapes(code, tree)
+    if (escapes) {
+      tree.delete()
+      tree = await parsePython(escapes.code)
+    }
+    const checker = new Checker(resolved, parser)
     checker.check(tree.rootNode)
-    return checker.violations
+    return [...shellEscapeViolations(escapes?.shell ?? [], resolved), ...checker.violations].sort(
+      (a, b) => a.line - b.line || a.column - b.column,
+    )
   } finally {
     tree.delete()
   }
+}
+
+/** A shell escape is a command run: the `process` rule's, unless the policy lets processes run. */
+function shellEscapeViolations(escapes: readonly ShellEscape[], policy: GuardPolicy): Violation[] {
+  if (policy.ignoreRules.includes('process') || under('subprocess', policy.allowModules)) return []
+  return escapes.map((found) => ({
+    rule: 'process' as const,
+    line: found.line,
+    column: found.column,
+    message: `${found.text.length > 60 ? `${found.text.slice(0, 57)}...` : found.text} (IPython's shell escape): ${ADVICE.process}`,
+  }))
 }

@@ -123,6 +123,25 @@ export interface CommandProcess {
   kill(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>
 }
 
+/** A pseudo-terminal's size, in characters. */
+export interface TerminalSize {
+  cols: number
+  rows: number
+}
+
+/**
+ * A command in a pseudo-terminal of `size`: the terminal is its stdin, stdout, stderr and
+ * controlling terminal. What it prints (echo included) comes as `stdout` events; `sendStdin` types.
+ */
+export interface DoStartTerminalOptions extends Omit<DoStartCommandOptions, 'stdin'> {
+  size: TerminalSize
+}
+
+/** A command in a pseudo-terminal, which can be resized (its programs get SIGWINCH). */
+export interface TerminalProcess extends CommandProcess {
+  resize(size: TerminalSize): Promise<void>
+}
+
 export interface SandboxBackend {
   readonly specificationVersion: 'v1'
   /** e.g. `local`. */
@@ -150,6 +169,11 @@ export interface SandboxBackend {
    * it out, and `sandbox.commands` says so.
    */
   doStartCommand?(options: DoStartCommandOptions): Promise<CommandProcess>
+  /**
+   * Starts a command in a pseudo-terminal, in the same isolation as commands. Optional: where it
+   * is absent (`capabilities.terminals` false), `sandbox.commands.run(…, { pty })` says so.
+   */
+  doStartTerminal?(options: DoStartTerminalOptions): Promise<TerminalProcess>
   /** Clears a context's variables (the default context's too). Optional, like commands. */
   doRestartContext?(contextId: string): Promise<void>
   /** Removes a context. Optional, like commands. */
@@ -245,6 +269,8 @@ export interface SandboxCapabilities {
    * with sources cannot be created.
    */
   hostQueries: boolean
+  /** Commands can run in a pseudo-terminal (`pty`, E2B's `sandbox.pty`): `doStartTerminal`. */
+  terminals: boolean
 }
 
 export interface SandboxProvider {

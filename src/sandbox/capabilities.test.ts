@@ -18,6 +18,7 @@ describe('capabilities', () => {
       abortInterrupts: false,
       filesDuringCells: true,
       hostQueries: true,
+      terminals: false,
     })
     expect(missing).toEqual([
       'network access is not blocked by Analyst',
@@ -25,6 +26,7 @@ describe('capabilities', () => {
       'limits not enforced: memoryBytes, processes, fileSizeBytes, workspaceBytes, cpuSeconds, openFiles',
       "code sees its workspace at the engine's own path, not /home/user (the files API still names it /home/user)",
       'an aborted cell runs on until its timeout (the next cell waits for it)',
+      'commands cannot run in a pseudo-terminal (pty)',
     ])
   })
 

@@ -40,6 +40,7 @@ export const FULL_CAPABILITIES: SandboxCapabilities = {
   abortInterrupts: true,
   filesDuringCells: true,
   hostQueries: true,
+  terminals: true,
 }
 
 export function capabilitiesOf(provider: Pick<SandboxProvider, 'capabilities'>): SandboxCapabilities {
@@ -65,6 +66,7 @@ export function missingCapabilities(capabilities: SandboxCapabilities): string[]
   if (!capabilities.filesDuringCells)
     missing.push('the files API and commands wait while a cell runs (they go through the kernel)')
   if (!capabilities.hostQueries) missing.push("code cannot query the host's data sources (sql())")
+  if (!capabilities.terminals) missing.push('commands cannot run in a pseudo-terminal (pty)')
   return missing
 }
 

@@ -4,7 +4,13 @@
  * `CommandExitError`). Each command is `/bin/bash -l -c CMD` in the same isolation as the kernel.
  * @module
  */
-import type { CommandEvent, CommandProcess, SandboxBackend } from './backend.js'
+import type {
+  CommandEvent,
+  CommandProcess,
+  SandboxBackend,
+  TerminalProcess,
+  TerminalSize,
+} from './backend.js'
 import { InvalidArgumentError, NotFoundError, SandboxError, SandboxUnavailableError } from './errors.js'
 
 /** What a finished command gave. */
@@ -58,6 +64,8 @@ export interface ProcessInfo {
   args: string[]
   envs: Record<string, string>
   cwd?: string
+  /** Its terminal's size, for a command run in a pseudo-terminal. */
+  pty?: TerminalSize
 }
 
 export interface CommandStartOpts {
@@ -71,6 +79,12 @@ export interface CommandStartOpts {
   onStderr?: (data: string) => unknown
   /** Keep stdin open for `sendStdin`. @default false */
   stdin?: boolean
+  /**
+   * Run it in a pseudo-terminal of this size (E2B's `sandbox.pty`): the terminal is its stdin,
+   * stdout and stderr, so all it prints (the echo of what is typed too) comes as stdout, and
+   * `sendStdin` types at it. `resize` changes the size. Needs `capabilities.terminals`.
+   */
+  pty?: TerminalSize
   /** Kill the command after this long; 0 for no limit. @default 60_000 */
   timeoutMs?: number
   /** Only 'user' exists in an Analyst sandbox; accepted for code written for E2B. */
@@ -89,7 +103,7 @@ class Running {
   readonly listeners = new Set<(stream: 'stdout' | 'stderr', text: string) => void>()
   readonly exited: Promise<CommandResult>
   /** Set once the backend has started it. */
-  process: CommandProcess | undefined
+  process: CommandProcess | TerminalProcess | undefined
   private resolveExit!: (result: CommandResult) => void
   private readonly decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
 
@@ -233,7 +247,9 @@ export class Commands {
         hint: 'Leave out the user option: there is no root inside an Analyst sandbox.',
       })
     }
-    const startCommand = this.backend.doStartCommand?.bind(this.backend)
+    const startCommand = options.pty
+      ? this.terminalStarter(options.pty)
+      : this.backend.doStartCommand?.bind(this.backend)
     if (!startCommand) {
       throw new SandboxUnavailableError(`The ${this.backend.provider} sandbox cannot run shell commands`, {
         hint: 'Use runCode (e.g. subprocess.run), or a provider with commands such as local or e2b.',
@@ -244,6 +260,7 @@ export class Commands {
       args: ['-l', '-c', cmd],
       envs: options.envs ?? {},
       cwd: options.cwd,
+      ...(options.pty ? { pty: options.pty } : {}),
     })
     // The handle listens before the command starts, so not a byte of its output is missed.
     const handle = new CommandHandle(running, options)
@@ -263,6 +280,28 @@ export class Commands {
     this.running.set(pid, running)
     void running.exited.then(() => this.running.delete(pid))
     return handle
+  }
+
+  /** How to start a command in a terminal of `size`; refused where the engine has none. */
+  private terminalStarter(size: TerminalSize) {
+    const startTerminal = this.backend.doStartTerminal?.bind(this.backend)
+    if (!startTerminal) {
+      throw new SandboxUnavailableError(`The ${this.backend.provider} sandbox has no pseudo-terminals`, {
+        hint: 'Run the command without pty, or use an engine with terminals (local).',
+      })
+    }
+    return (options: Parameters<NonNullable<SandboxBackend['doStartCommand']>>[0]) =>
+      startTerminal({ ...options, size })
+  }
+
+  /** Resizes the terminal of a command run with `pty`. */
+  async resize(pid: number, size: TerminalSize): Promise<void> {
+    const running = this.find(pid)
+    const process = running.process
+    if (!running.info.pty || !process || !('resize' in process))
+      throw new InvalidArgumentError(`The command with pid ${pid} has no terminal to resize`)
+    await process.resize(size)
+    running.info.pty = size
   }
 
   /** The commands still running that this sandbox object started. */

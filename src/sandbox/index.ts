@@ -9,6 +9,7 @@ export type {
   Context,
   DoExecuteOptions,
   DoStartCommandOptions,
+  DoStartTerminalOptions,
   DoWatchOptions,
   EntryInfo,
   EntryOptions,
@@ -20,6 +21,8 @@ export type {
   SandboxLimits,
   SandboxMetrics,
   SandboxProvider,
+  TerminalProcess,
+  TerminalSize,
   WatchEvent,
 } from './backend.js'
 export { capabilitiesOf, FULL_CAPABILITIES, missingCapabilities } from './capabilities.js'

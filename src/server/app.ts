@@ -45,6 +45,8 @@ export interface AppOptions {
   readiness?: Record<string, () => Promise<unknown>>
   /** Answers MCP at /mcp when given. */
   mcp?: McpHttp
+  /** The sources sessions may pick by name (GET /api/sources lists those the caller may use). */
+  sources?: { list(owner: string | null): Promise<unknown[]> }
   /** E2B-compatible API (src/server/e2b): served before Analyst's own routes. */
   e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }
 }
@@ -72,7 +74,13 @@ function fail(c: Context, status: number, message: string, hint?: string) {
   return c.json(body, status as 400)
 }
 
-const NewSession = z.object({ title: z.string().trim().min(1).max(200).optional() }).strict()
+const NewSession = z
+  .object({
+    title: z.string().trim().min(1).max(200).optional(),
+    /** Names from GET /api/sources; left out, the server's defaults (its --data sources). */
+    sources: z.array(z.string().min(1).max(200)).max(50).optional(),
+  })
+  .strict()
 const Question = z
   .object({
     question: z.string().trim().min(1, 'the question is empty').max(20_000),
@@ -225,9 +233,16 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.post('/api/sessions', async (c) => {
     const body = parse(NewSession, await jsonBody(c))
     await quotas?.newSession(limitsOf(c), c.get('owner'))
-    const created = await service.createSession({ title: body.title, owner: c.get('owner') })
-    return c.json({ id: created.id }, 201)
+    const created = await service.createSession({
+      title: body.title,
+      owner: c.get('owner'),
+      sources: body.sources,
+    })
+    return c.json({ id: created.id, sources: created.sources ?? [] }, 201)
   })
+
+  // The sources the caller may give a session: names, kinds and descriptions, never a URL.
+  app.get('/api/sources', async (c) => c.json((await options.sources?.list(c.get('owner'))) ?? []))
 
   app.get('/api/sessions', async (c) =>
     c.json((await service.listSessions({ owner: c.get('owner') })).map(sessionSummary)),

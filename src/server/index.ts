@@ -14,8 +14,9 @@ import { resolveModel } from '../models/index.js'
 import { createProvider, type EngineOptions } from '../providers.js'
 import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
 import { type AnalystSettings, SessionService } from '../session/index.js'
+import type { NamedSource, SourceDirectory, SourceSpec } from '../sources/index.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
-import { createApp } from './app.js'
+import { createApp, ownerOf } from './app.js'
 import { createE2BApi } from './e2b/index.js'
 import { createMetrics, type ServerMetrics } from './metrics.js'
 import { type QuotaConfig, Quotas, quotasFromEnv } from './quotas.js'
@@ -66,6 +67,11 @@ export interface ServerOptions {
   allowDirs?: string[]
   /** Give E2B clients that ask for `allowInternetAccess: true` a sandbox with network (--allow-network). @default false */
   allowNetwork?: boolean
+  /**
+   * Sources sessions may query with sql(): `named` ones picked by name (default: the file that
+   * ANALYST_SOURCES names), and `defaults` (--data) that every session gets unless it picks.
+   */
+  sources?: { named?: Map<string, NamedSource>; defaults?: SourceSpec[] }
 }
 
 export interface RunningServer {
@@ -75,6 +81,8 @@ export interface RunningServer {
   /** The provider the sessions' sandboxes come from. */
   provider: SandboxProvider
   metrics: ServerMetrics
+  /** The sources sessions may query, if the server offers some. */
+  sources?: SourceDirectory
   /** Stops taking requests, ends every sandbox, closes the store. */
   close(): Promise<void>
   /**
@@ -93,6 +101,19 @@ export function tokensFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
     .filter(Boolean)
 }
 
+/** The sources the server offers, if any; the sources module loads only when there are some. */
+async function sourceDirectory(
+  given: ServerOptions['sources'],
+  home: string,
+): Promise<SourceDirectory | undefined> {
+  if (!given && !process.env.ANALYST_SOURCES) return undefined
+  const { loadSourcesFile, SourceDirectory } = await import('../sources/index.js')
+  const named = given?.named ?? loadSourcesFile()
+  const defaults = given?.defaults ?? []
+  if (named.size === 0 && defaults.length === 0) return undefined
+  return new SourceDirectory({ named, defaults, ownerOf, open: { spillDirectory: join(home, 'spill') } })
+}
+
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1'
   const tokens = options.tokens ?? tokensFromEnv()
@@ -108,6 +129,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const env = options.databaseUrl
     ? { ...process.env, ANALYST_DATABASE_URL: options.databaseUrl }
     : process.env
+  const sources = await sourceDirectory(options.sources, home)
   const stores = await openStores(home, env)
   // Exactly one provider: the one the sessions use is the one warmed now and closed at the end.
   const ownsProvider = !options.provider
@@ -160,6 +182,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     idleMs: options.idleMs,
     leaseMs: options.leaseMs,
     observer: metrics.observer,
+    sources,
   })
   const interrupted = await service.recoverInterrupted()
   if (interrupted > 0)
@@ -185,6 +208,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       sandbox: () => engine,
     },
     mcp,
+    sources,
   })
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const started = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () =>
@@ -212,6 +236,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     service,
     provider,
     metrics,
+    sources,
     drain: async (graceMs) => {
       await service.drain(graceMs)
       await running.close()

@@ -67,10 +67,35 @@ export const openApiDocument = {
         summary: 'Create a session',
         requestBody: {
           content: {
-            'application/json': { schema: { type: 'object', properties: { title: { type: 'string' } } } },
+            'application/json': {
+              schema: {
+                type: 'object',
+                properties: {
+                  title: { type: 'string' },
+                  sources: {
+                    type: 'array',
+                    items: { type: 'string' },
+                    description:
+                      "Names from GET /api/sources that the session's sql() may query; left out: the server's defaults (its --data sources)",
+                  },
+                },
+              },
+            },
           },
         },
-        responses: { 201: { description: '{ "id": string }' }, 400: error, 401: error },
+        responses: {
+          201: { description: '{ "id": string, "sources": string[] }' },
+          400: error,
+          401: error,
+          404: { ...error, description: 'A source that does not exist, or that this token may not use' },
+        },
+      },
+    },
+    '/api/sources': {
+      get: {
+        summary:
+          'The sources this token may give a session: name, kind, whether it is a default, and its description (tables, columns, keys), or why it cannot be reached; never a URL or a password',
+        responses: { 200: { description: 'SourceInfo[]' }, 401: error },
       },
     },
     '/api/sessions/{id}': {

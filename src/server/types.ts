@@ -6,9 +6,9 @@
 import type { AskResult, Violation } from '../agent/events.js'
 import type { DatasetProfile } from '../data/index.js'
 import type { ServiceEvent } from '../session/events.js'
-import type { RunStatus, SessionStatus, StoredRun } from '../store/types.js'
+import type { RunStatus, SessionStatus, StoredQuery, StoredRun } from '../store/types.js'
 
-export type { RunStatus, SessionStatus }
+export type { RunStatus, SessionStatus, StoredQuery }
 
 export interface SessionSummary {
   id: string
@@ -19,6 +19,20 @@ export interface SessionSummary {
   status: SessionStatus
   questions: number
   model?: string
+  /** The host's sources its code queries with sql(), by name. */
+  sources: string[]
+}
+
+/** A source GET /api/sources lists: what a session may be given by name. */
+export interface SourceInfo {
+  name: string
+  kind: 'postgres' | 'mysql' | 'sqlite' | 'duckdb' | 'file'
+  /** New sessions get it when they name no sources. */
+  default: boolean
+  /** Its tables, columns and keys, as the model is told them. */
+  description?: string
+  /** Why it cannot be reached now. */
+  error?: string
 }
 
 export interface DatasetInfo {
@@ -58,6 +72,8 @@ export interface StepView {
   results: ResultView[]
   artifacts: ArtifactView[]
   violations?: Violation[]
+  /** The queries its sql() calls ran on the host's sources. */
+  queries?: StoredQuery[]
   durationMs: number
 }
 

@@ -21,6 +21,7 @@ export function sessionSummary(session: StoredSession): SessionSummary {
     status: session.status,
     questions: session.questions,
     model: session.model,
+    sources: session.sources ?? [],
   }
 }
 
@@ -70,6 +71,7 @@ export function stepView(step: HistoryStep, urlFor: (name: string) => string): S
     })),
     artifacts: step.files.map(view),
     violations: step.violations,
+    queries: step.queries ?? [],
     durationMs: step.durationMs,
   }
 }

@@ -7,7 +7,7 @@ export { type SandboxBlock, sandboxBlocks } from './blocked.js'
 export { type DataFileInput, materialize, profileInputs } from './datasets.js'
 export type { Replayed, ServiceEvent, SessionEvent } from './events.js'
 export { replicaName, SessionLease } from './lease.js'
-export { type AnalystSettings, LiveSession } from './live.js'
+export { type AnalystSettings, LiveSession, type SessionSources } from './live.js'
 export { Recorder } from './recorder.js'
 export {
   type CellResult,

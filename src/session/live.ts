@@ -8,6 +8,7 @@ import { buffer } from 'node:stream/consumers'
 import type { ModelMessage } from 'ai'
 import { Analyst, type AnalystOptions, type CodeCheck, sourcesSection } from '../agent/index.js'
 import { formatProfiles } from '../data/index.js'
+import { NotFoundError } from '../errors.js'
 import { checkCode, warmUp } from '../guard/index.js'
 import type { CodeMode, ModelChoice } from '../models/index.js'
 import type { FindPython } from '../python.js'
@@ -42,6 +43,17 @@ export type AnalystSettings = Partial<
   guard?: boolean
 }
 
+/**
+ * The host's sources that sessions pick by name (`analyst serve`'s ANALYST_SOURCES and --data):
+ * a session keeps the names, and each time it opens, its own connections to them.
+ */
+export interface SessionSources {
+  /** The names a new session of `owner` gets: those asked for once checked, or the defaults. */
+  choose(names: readonly string[] | undefined, owner: string | null): string[]
+  /** Connects to these sources for one live session; closed with it. */
+  open(names: readonly string[]): Promise<QueryHost & { close(): Promise<void> }>
+}
+
 /** What opening a session needs: the stores, the one provider, and how sessions are set up. */
 export interface LiveContext {
   history: HistoryStore
@@ -51,6 +63,25 @@ export interface LiveContext {
   analyst: AnalystSettings
   python?: FindPython
   cacheDir: string
+  /** The sources sessions pick by name, if the door offers some. */
+  sources?: SessionSources
+}
+
+/** The sources a session named when it was made, connected again; undefined when it named none. */
+async function openSessionSources(
+  context: LiveContext,
+  names: readonly string[] | undefined,
+): Promise<(QueryHost & { close(): Promise<void> }) | undefined> {
+  if (!names?.length) return undefined
+  if (!context.sources) {
+    throw new NotFoundError(
+      `The session queries the sources ${names.join(', ')}, which this server does not offer`,
+      {
+        hint: 'Start the server with the same ANALYST_SOURCES (or --data) as when the session was made.',
+      },
+    )
+  }
+  return context.sources.open(names)
 }
 
 /** The prompt's text on the session's data: its files' profiles, and the host's sources if it has some. */
@@ -76,6 +107,8 @@ export class LiveSession {
     profiles: StoredDataset['profile'][],
     /** The guard, when it is on. */
     readonly check: CodeCheck | undefined,
+    /** The session's own connections to its sources, closed with it. */
+    private readonly sources: { close(): Promise<void> } | undefined,
   ) {
     this.profiles = profiles
   }
@@ -91,7 +124,8 @@ export class LiveSession {
     const guard = settings.guard !== false
     // The parser loads while the sandbox starts, not during the first step.
     const guardReady = guard ? warmUp().catch(() => {}) : undefined
-    const [datasets, messages, steps] = await Promise.all([
+    const [session, datasets, messages, steps] = await Promise.all([
+      history.getSession(sessionId),
       history.datasets(sessionId),
       history.messages(sessionId),
       history.steps(sessionId),
@@ -103,12 +137,22 @@ export class LiveSession {
       signal,
       upgraded: (dataset) => history.putDataset(sessionId, dataset),
     })
-    const sandbox = await Sandbox.create({
-      ...context.sandbox,
-      provider: context.provider,
-      data: files.map((file) => ({ path: file.path, name: file.name })),
-      signal,
-    })
+    // Its own sources, else the door's (the CLI's --data), else none.
+    const own = await openSessionSources(context, session?.sources)
+    const sources = own ?? context.sandbox.sources
+    let sandbox: Sandbox
+    try {
+      sandbox = await Sandbox.create({
+        ...context.sandbox,
+        ...(sources ? { sources } : {}),
+        provider: context.provider,
+        data: files.map((file) => ({ path: file.path, name: file.name })),
+        signal,
+      })
+    } catch (error) {
+      await own?.close()
+      throw error
+    }
     const replayed = { ran: 0, failed: 0 }
     try {
       // A tool call ran outside the sandbox: what it left there are its files, written back in turn.
@@ -128,6 +172,7 @@ export class LiveSession {
       }
     } catch (error) {
       await sandbox.kill()
+      await own?.close()
       throw error
     }
     const profiles = files.map((file) => file.profile)
@@ -143,13 +188,13 @@ export class LiveSession {
       mode: mode ?? model.mode,
       sandbox,
       sessionId,
-      dataDescription: await describeData(profiles, context.sandbox.sources),
+      dataDescription: await describeData(profiles, sources),
       history: messages as ModelMessage[],
       evidence: steps.flatMap((step) => [step.stdout, ...step.results.map((result) => result.text ?? '')]),
       check,
     })
     await guardReady
-    return new LiveSession(sessionId, sandbox, analyst, model, replayed, profiles, check)
+    return new LiveSession(sessionId, sandbox, analyst, model, replayed, profiles, check, own)
   }
 
   /** Files just added to the session: readable by its code now, and described in the next prompt. */
@@ -161,8 +206,12 @@ export class LiveSession {
     this.analyst.setDataDescription(formatProfiles(this.profiles))
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     clearTimeout(this.idleTimer)
-    return this.sandbox.kill()
+    try {
+      await this.sandbox.kill()
+    } finally {
+      await this.sources?.close()
+    }
   }
 }

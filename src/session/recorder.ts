@@ -118,6 +118,7 @@ export class Recorder {
         error: execution?.error,
         results,
         violations: record.violations,
+        queries: execution?.queries,
         durationMs: record.durationMs,
         usage: record.usage,
       },

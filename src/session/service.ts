@@ -30,7 +30,7 @@ import {
 import { type DataFileInput, profileInputs, sandboxFiles } from './datasets.js'
 import type { SessionEvent } from './events.js'
 import { replicaName, SessionLease } from './lease.js'
-import { type AnalystSettings, LiveSession } from './live.js'
+import { type AnalystSettings, LiveSession, type SessionSources } from './live.js'
 import { isMissingModel, missingModel } from './no-model.js'
 import { Recorder } from './recorder.js'
 import { Turns, untilAborted } from './turns.js'
@@ -69,6 +69,8 @@ export interface SessionServiceOptions {
   leaseMs?: number
   /** What the service does, for metrics (see `ServiceObserver`). */
   observer?: ServiceObserver
+  /** The host's sources that sessions pick by name (serve's ANALYST_SOURCES and --data). */
+  sources?: SessionSources
 }
 
 /** Told what the service does, as it does it (metrics count it; nothing waits for it). */
@@ -133,10 +135,26 @@ export class SessionService {
 
   // ------------------------------------------------------------------ sessions
 
-  createSession(
-    input: { title?: string; owner?: string | null; model?: string } = {},
+  /**
+   * A new session. `sources` names the host's sources it may query (checked against what `owner`
+   * may use); left out, it gets the door's defaults.
+   */
+  async createSession(
+    input: { title?: string; owner?: string | null; model?: string; sources?: string[] } = {},
   ): Promise<StoredSession> {
-    return this.options.history.createSession({ ...input, title: input.title?.trim() || UNTITLED })
+    const { sources: asked, ...rest } = input
+    const directory = this.options.sources
+    if (!directory && asked?.length) {
+      throw new InvalidArgumentError('This server offers no data sources to choose from', {
+        hint: 'Name them in a JSON file and point ANALYST_SOURCES at it (or give --data URLs) where the server starts, or leave sources out.',
+      })
+    }
+    const sources = directory?.choose(asked, input.owner ?? null) ?? []
+    return this.options.history.createSession({
+      ...rest,
+      ...(sources.length ? { sources } : {}),
+      title: input.title?.trim() || UNTITLED,
+    })
   }
 
   /** The session; NotFoundError when there is none (or it is not the owner's). */
@@ -439,6 +457,7 @@ export class SessionService {
         analyst: this.options.analyst ?? {},
         python: this.options.python,
         cacheDir: this.options.cacheDir,
+        sources: this.options.sources,
       },
       sessionId,
       model,

@@ -4,6 +4,7 @@
  * @module
  */
 export { loadSourcesFile, mayUse, type NamedSource, parseSourcesFile } from './config.js'
+export { type ListedSource, SourceDirectory, type SourceDirectoryOptions } from './directory.js'
 export { type Catalog, type CatalogTable, DEFAULT_LIMITS, type Limits, type WriteAccess } from './source.js'
 export {
   READ_ONLY_ROLE_HINT,

@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -78,6 +78,7 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
             { isMainResult: true, text: '4' },
             { isMainResult: false, image: 'step-1-chart-1.png', chart: { type: 'bar', elements: [] } },
           ],
+          queries: [{ source: 'shop', query: 'SELECT sum(total) FROM orders', rows: 1, durationMs: 4 }],
           durationMs: 12,
           usage,
         },
@@ -145,6 +146,10 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
           false,
           { name: 'modal_app_fn', input: { args: [1], kwargs: { a: 'b' } } },
         ],
+      ])
+      expect(run?.steps.map((s) => s.queries)).toEqual([
+        [{ source: 'shop', query: 'SELECT sum(total) FROM orders', rows: 1, durationMs: 4 }],
+        undefined,
       ])
       const first = run?.steps[0]
       expect(first?.results[1]).toMatchObject({
@@ -372,10 +377,11 @@ print(json.dumps([[o.output_type for o in c.outputs] for c in code]))`
         const outputs = JSON.parse(
           execFileSync('/usr/bin/python3', ['-c', check, path], { encoding: 'utf8' }),
         )
-        expect(outputs).toEqual([
-          ['stream', 'execute_result', 'display_data'],
-          ['stream', 'error'],
-        ])
+        // First the sql() that reaches the session's sources from the reader's machine (not run).
+        expect(outputs).toEqual([[], ['stream', 'execute_result', 'display_data'], ['stream', 'error']])
+        const notebook = readFileSync(path, 'utf8')
+        expect(notebook).toContain('def sql(query, source=None, params=None)')
+        expect(notebook).toContain('sql() on shop: 1 row in 4 ms')
       })
 
       it('writes a script with the cells that succeeded, and the answers as comments', async () => {
@@ -383,6 +389,9 @@ print(json.dumps([[o.output_type for o in c.outputs] for c in code]))`
         expect(script).toContain("print('total', 42)")
         expect(script).not.toContain('boom')
         expect(script).toContain('# Answer: The total is 42 (and 99).')
+        // The step queried the source shop: the script says where its URL goes, and defines sql().
+        expect(script).toContain('#   ANALYST_SOURCE_SHOP=postgres://USER@HOST/DB')
+        expect(script).toContain('def sql(query, source=None, params=None)')
         execFileSync('/usr/bin/python3', ['-c', 'import ast, sys; ast.parse(sys.stdin.read())'], {
           input: script,
         })

@@ -91,6 +91,18 @@ export interface StoredResult {
   image?: string
 }
 
+/** A query a step's sql() ran on one of the host's sources. */
+export interface StoredQuery {
+  source: string
+  query: string
+  rows: number
+  durationMs: number
+  /** Where a cap stopped it, and what it said. */
+  truncated?: { by: 'rows' | 'bytes'; limit: number; message: string }
+  /** Why it failed, if it did. */
+  error?: string
+}
+
 export interface StepInput {
   step: number
   code: string
@@ -103,6 +115,8 @@ export interface StepInput {
   error?: { name: string; value: string; traceback: string }
   results: StoredResult[]
   violations?: ViolationRecord[]
+  /** The queries its sql() calls ran, in order. */
+  queries?: StoredQuery[]
   durationMs: number
   usage?: TokenUsage
 }

@@ -9,6 +9,7 @@ import type {
   DatasetInfo,
   SessionDetail,
   SessionSummary,
+  SourceInfo,
   StreamOnlyEvent,
 } from '../server/types.js'
 import { readSse } from './sse.js'
@@ -126,12 +127,14 @@ export function exportUrl(sessionId: string, format: 'ipynb' | 'py' | 'html'): s
 export const api = {
   listSessions: () => json<SessionSummary[]>('/api/sessions'),
   getSession: (id: string) => json<SessionDetail>(sessionPath(id)),
-  createSession: (title?: string) =>
-    json<{ id: string }>('/api/sessions', {
+  /** Sources left out: the server's defaults. */
+  createSession: (options: { title?: string; sources?: string[] } = {}) =>
+    json<{ id: string; sources: string[] }>('/api/sessions', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify(title ? { title } : {}),
+      body: JSON.stringify(options),
     }),
+  listSources: () => json<SourceInfo[]>('/api/sources'),
   deleteSession: async (id: string) => {
     await send(sessionPath(id), { method: 'DELETE' })
   },

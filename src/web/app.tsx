@@ -4,12 +4,13 @@
  * page needs no server-side routes.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
-import type { SessionDetail, SessionSummary } from '../server/types.js'
+import type { SessionDetail, SessionSummary, SourceInfo } from '../server/types.js'
 import { ApiError, api, exportUrl, onTokenNeeded, token, withToken } from './api.js'
 import { Composer } from './components/composer.js'
 import { Datasets } from './components/datasets.js'
 import { Run } from './components/run.js'
 import { Sidebar } from './components/sidebar.js'
+import { Sources } from './components/sources.js'
 import { TokenDialog } from './components/token-dialog.js'
 import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun } from './run-state.js'
 
@@ -56,6 +57,9 @@ export function App() {
     null,
   )
   const [hasToken, setHasToken] = useState(Boolean(token.get()))
+  /** The server's sources this caller may use, and those a new session will get. */
+  const [sources, setSources] = useState<SourceInfo[]>([])
+  const [chosen, setChosen] = useState<string[]>([])
   /** Finished live runs by id: the model's prose, which stored runs do not keep. */
   const finished = useRef(new Map<string, UiRun>())
   const currentRef = useRef(currentId)
@@ -140,7 +144,7 @@ export function App() {
 
   const ensureSession = async (): Promise<string> => {
     if (currentRef.current) return currentRef.current
-    const { id } = await api.createSession()
+    const { id } = await api.createSession(sources.length ? { sources: chosen } : {})
     currentRef.current = id
     go(id)
     void refreshList()
@@ -249,8 +253,20 @@ export function App() {
 
   const startNew = () => {
     setProblem(null)
+    setChosen(sources.filter((source) => source.default).map((source) => source.name))
     go(null)
   }
+
+  // The sources once the token is known (a server without any lists none).
+  useEffect(() => {
+    api.listSources().then(
+      (listed) => {
+        setSources(listed)
+        setChosen(listed.filter((source) => source.default).map((source) => source.name))
+      },
+      () => setSources([]),
+    )
+  }, [hasToken])
 
   const runs: { run: UiRun; live: boolean }[] = []
   if (detail && detail.id === currentId) {
@@ -313,11 +329,21 @@ export function App() {
               <div class="welcome">
                 <h2>Ask your data a question</h2>
                 <p>
-                  Add a CSV, Excel, JSON or Parquet file. A model writes Python, Analyst runs it in a sandbox,
-                  and you get an answer backed by the numbers, tables and charts the code produced.
+                  Add a CSV, Excel, JSON or Parquet file
+                  {sources.length > 0 ? ', or ask about the sources below' : ''}. A model writes Python,
+                  Analyst runs it in a sandbox, and you get an answer backed by the numbers, tables and charts
+                  the code produced.
                 </p>
               </div>
             )}
+            <Sources
+              available={sources}
+              chosen={detail && detail.id === currentId ? detail.sources : chosen}
+              fixed={Boolean(currentId)}
+              onToggle={(name, on) =>
+                setChosen((names) => (on ? [...names, name] : names.filter((n) => n !== name)))
+              }
+            />
             <Datasets
               datasets={datasets}
               uploading={uploading}

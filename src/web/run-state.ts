@@ -6,7 +6,7 @@
  */
 import type { Violation } from '../agent/events.js'
 import { type Chart, parseChart } from '../sandbox/charts.js'
-import type { ArtifactView, ResultView, RunStatus, RunView, StepView } from '../server/types.js'
+import type { ArtifactView, ResultView, RunStatus, RunView, StepView, StoredQuery } from '../server/types.js'
 import type { StreamEvent } from './api.js'
 import { artifactUrl } from './api.js'
 
@@ -38,6 +38,8 @@ export interface UiStep {
   results: UiResult[]
   artifacts: ArtifactView[]
   violations?: Violation[]
+  /** What its sql() calls ran on the host's sources. */
+  queries?: StoredQuery[]
   durationMs?: number
   running: boolean
 }
@@ -79,6 +81,7 @@ function fromStoredStep(step: StepView): UiStep {
     stdout: step.stdout,
     stderr: step.stderr,
     error: step.error,
+    queries: step.queries,
     results: step.results.map((result) => ({
       isMainResult: result.isMainResult,
       text: result.text,
@@ -217,6 +220,7 @@ export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): U
         ...step,
         running: false,
         durationMs: event.record.durationMs,
+        queries: event.record.execution?.queries,
       }))
     case 'usage':
       return { ...run, totalTokens: event.total.totalTokens }

@@ -252,6 +252,19 @@ describe('E2B SDK: commands', () => {
     ).toBe('42\\n')
   })
 
+  it('runs sudo as the same user (there is no root), saying so, as code for E2B writes it', async () => {
+    const result = await sandbox.commands.run(
+      'sudo -E id -u; id -u; sudo -u root sh -c \'echo "[$SCOPED]"\'',
+      {
+        envs: { SCOPED: 'kept' },
+      },
+    )
+    const [asSudo, asUser, echoed] = result.stdout.trim().split('\n')
+    expect(asSudo).toBe(asUser)
+    expect(echoed).toBe('[kept]')
+    expect(result.stderr).toContain('there is no root in this sandbox')
+  })
+
   it('ends a command that outlives its timeoutMs', async () => {
     await expect(sandbox.commands.run('sleep 60', { timeoutMs: 1000 })).rejects.toThrow(/timeoutMs/)
     await expect

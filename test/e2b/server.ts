@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { afterAll, beforeAll } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 
@@ -47,6 +48,34 @@ export async function startE2BServer(
       await server.close()
       await provider.close()
       rmSync(home, { recursive: true, force: true })
+    },
+  }
+}
+
+/**
+ * For a test file: the server before its tests and one sandbox on it (made by `create`, with
+ * the SDK the file uses), both ended after them. Read `.sandbox` and `.e2b` inside tests.
+ */
+export function serverWithSandbox<S extends { kill(): Promise<unknown> }>(
+  create: () => Promise<S>,
+): { readonly e2b: E2BServer; readonly sandbox: S } {
+  const state: { e2b?: E2BServer; sandbox?: S } = {}
+  beforeAll(async () => {
+    state.e2b = await startE2BServer()
+    state.sandbox = await create()
+  })
+  afterAll(async () => {
+    await state.sandbox?.kill()
+    await state.e2b?.close()
+  })
+  return {
+    get e2b() {
+      if (!state.e2b) throw new Error('the server starts in beforeAll')
+      return state.e2b
+    },
+    get sandbox() {
+      if (!state.sandbox) throw new Error('the sandbox is made in beforeAll')
+      return state.sandbox
     },
   }
 }

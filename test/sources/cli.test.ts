@@ -106,4 +106,29 @@ describe('--data with sources', () => {
       await server.close()
     }
   })
+
+  it('analyst ask shows each query after its step, and analyst show lists them with the SQL', async () => {
+    const server = await startFakeOpenAI([
+      { code: "n = sql('SELECT COUNT(*) AS n FROM orders WHERE amount > 3').n[0]\nprint(n)" },
+      { content: 'Two orders are over 3.' },
+    ])
+    const env = { ANALYST_MODEL: 'openai-compatible:fake', ANALYST_BASE_URL: server.url }
+    try {
+      const asked = await analyst(['ask', 'How many orders over 3?', '--data', 'shop=sqlite:shop.db'], env)
+      expect(asked.code).toBe(0)
+      expect(asked.stdout).toMatch(/\[sql\(\) on shop: 1 row in \d+ ms\]/)
+      const sessions = JSON.parse((await analyst(['history', '--json'])).stdout) as Array<{
+        id: string
+        title: string
+      }>
+      const id = sessions.find((s) => s.title.includes('orders over 3'))?.id as string
+      const shown = await analyst(['show', id])
+      expect(shown.code).toBe(0)
+      expect(shown.stdout).toMatch(
+        /step 1 · ok[^\n]*\n\s+sql\(\) on shop: 1 row in \d+ ms\n\s+SELECT COUNT\(\*\) AS n FROM orders WHERE amount > 3/,
+      )
+    } finally {
+      await server.close()
+    }
+  })
 })

@@ -8,7 +8,7 @@ const BIN = resolve('dist/cli/bin.js')
 export function startServe(
   args: string[],
   env: Record<string, string>,
-): Promise<{ child: ChildProcess; url: string }> {
+): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
   const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
     env,
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -18,7 +18,7 @@ export function startServe(
     child.stderr?.on('data', (chunk: Buffer) => {
       output += chunk.toString()
       const url = output.match(/serving on (http:\/\/\S+)/)?.[1]
-      if (url) resolvePromise({ child, url })
+      if (url) resolvePromise({ child, url, stderr: () => output })
     })
     child.once('exit', (code) => reject(new Error(`serve exited ${code}: ${output}`)))
   })

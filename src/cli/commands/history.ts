@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import pc from 'picocolors'
 import { sessionDetail, sessionSummary } from '../../server/views.js'
 import { EXPORT_FORMATS, exportSession, isExportFormat } from '../../store/export/index.js'
+import { queryLine } from '../../store/export/sql.js'
 import {
   analystHome,
   loadSessionHistory,
@@ -94,6 +95,7 @@ export async function show(options: ShowOptions): Promise<number> {
       `${pc.bold(detail.title)}\n${pc.dim(`session ${detail.id} · ${detail.model ?? 'model unknown'} · ${detail.status}`)}\n`,
     )
     stdout.write(pc.dim(`data: ${detail.datasets.map((d) => `data/${d.name}`).join(', ') || 'none'}\n`))
+    if (detail.sources.length) stdout.write(pc.dim(`sources: ${detail.sources.join(', ')}\n`))
     for (const run of detail.runs) {
       stdout.write(`\n${pc.bold(`Q: ${run.question}`)}\n`)
       for (const step of run.steps) {
@@ -103,6 +105,9 @@ export async function show(options: ShowOptions): Promise<number> {
             ? pc.red(step.error.name)
             : pc.green('ok')
         stdout.write(pc.dim(`  step ${step.step} · ${mark}${pc.dim(` · ${step.durationMs} ms`)}\n`))
+        for (const query of step.queries ?? []) {
+          stdout.write(pc.dim(`    ${queryLine(query)}\n      ${query.query.split('\n').join('\n      ')}\n`))
+        }
       }
       if (run.answer) stdout.write(`A${run.incomplete ? ' (incomplete)' : ''}: ${run.answer}\n`)
       else stdout.write(pc.yellow(`(${run.status}${run.error ? `: ${run.error}` : ''})\n`))

@@ -1,5 +1,6 @@
 import pc from 'picocolors'
 import { createLogger, startServer, tokensFromEnv } from '../../server/index.js'
+import { sourceArgs } from '../data-args.js'
 import { modalToolSettings } from '../modal-tools.js'
 
 export interface ServeOptions {
@@ -22,6 +23,9 @@ export interface ServeOptions {
   databaseUrl?: string
   /** E2B clients that ask for allowInternetAccess get a sandbox with network. @default false */
   allowNetwork?: boolean
+  /** --data: sources every session may query (named ones come from ANALYST_SOURCES). */
+  data?: string[]
+  cwd?: string
 }
 
 /** `analyst serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
@@ -29,6 +33,7 @@ export async function serve(options: ServeOptions): Promise<number> {
   const tokens = tokensFromEnv()
   // Each function looked up before the server starts; with them, every session's model works in tools mode.
   const modal = await modalToolSettings(options.modalTool, {})
+  const defaults = sourceArgs(options.data ?? [], { cwd: options.cwd ?? process.cwd() })
   const server = await startServer({
     host: options.host,
     port: options.port,
@@ -40,10 +45,19 @@ export async function serve(options: ServeOptions): Promise<number> {
     logger: createLogger(),
     allowDirs: options.allowDir,
     allowNetwork: options.allowNetwork,
+    ...(defaults.length ? { sources: { defaults } } : {}),
   })
   process.stderr.write(
     `${pc.bold('Analyst')} serving on ${pc.cyan(server.url)}  ${pc.dim(tokens.length ? `(${tokens.length} token(s) required)` : '(no tokens: loopback only)')}\n`,
   )
+  if (server.sources) {
+    process.stderr.write(pc.dim(`Sources: ${server.sources.names().join(', ')}\n`))
+    // Each source is reached once now, so that a wrong URL or password is said at start.
+    void server.sources.verify().then((failures) => {
+      for (const failure of failures)
+        process.stderr.write(`${pc.yellow('warning')}: source ${failure.name}: ${failure.error}\n`)
+    })
+  }
   await new Promise<void>((resolve) => {
     const stop = async (signal: string) => {
       process.stderr.write(

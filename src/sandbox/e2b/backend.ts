@@ -412,6 +412,8 @@ export const E2B_CAPABILITIES: SandboxCapabilities = {
   ...FULL_CAPABILITIES,
   abortInterrupts: false,
   hostQueries: false,
+  // E2B has PTYs; this engine does not drive them yet.
+  terminals: false,
 }
 
 export class E2BProvider implements SandboxProvider {

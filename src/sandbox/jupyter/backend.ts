@@ -75,6 +75,7 @@ export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
   abortInterrupts: true,
   filesDuringCells: true,
   hostQueries: false,
+  terminals: false,
 }
 
 /** On a server without a Contents API (Enterprise Gateway), files and commands go through the busy kernel. */

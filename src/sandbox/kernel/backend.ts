@@ -13,9 +13,12 @@ import type {
   Context,
   DoExecuteOptions,
   DoStartCommandOptions,
+  DoStartTerminalOptions,
   EntryInfo,
   SandboxBackend,
   SandboxLimits,
+  TerminalProcess,
+  TerminalSize,
 } from '../backend.js'
 import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
 import { AnalystError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
@@ -310,6 +313,27 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
 
   /** A shell command started by the kernel, so it runs in the kernel's isolation, limits and workspace. */
   async doStartCommand(options: DoStartCommandOptions): Promise<CommandProcess> {
+    return this.spawnInKernel(options, { stdin: options.stdin })
+  }
+
+  /**
+   * A command in a pseudo-terminal that the kernel makes (analyst_commands.py), for an engine whose
+   * sandbox has one (/dev/pts): the engine offers it as its doStartTerminal.
+   */
+  protected async startTerminalInKernel(options: DoStartTerminalOptions): Promise<TerminalProcess> {
+    const { size } = options
+    const started = await this.spawnInKernel(options, { stdin: true, pty: terminalSize(size) })
+    const kernel = await this.kernel()
+    return {
+      ...started,
+      resize: async (size) => kernel.control({ type: 'proc-resize', id: started.id, ...terminalSize(size) }),
+    }
+  }
+
+  private async spawnInKernel(
+    options: Omit<DoStartCommandOptions, 'stdin'>,
+    spawn: { stdin: boolean; pty?: TerminalSize },
+  ): Promise<CommandProcess & { id: string }> {
     const kernel = await this.kernel()
     const id = randomBytes(8).toString('hex')
     const output = new CommandOutput(options.onEvent, this.settings.limits.outputBytes)
@@ -320,7 +344,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
         cmd: options.cmd,
         cwd: this.commandCwd(options.cwd),
         envs: options.envs,
-        stdin: options.stdin,
+        ...spawn,
       },
       (message) => {
         if (message.type === 'proc-exit') {
@@ -330,6 +354,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       },
     )
     return {
+      id,
       pid,
       sendStdin: async (data) =>
         kernel.control({ type: 'proc-stdin', id, data: Buffer.from(data).toString('base64') }),
@@ -356,6 +381,12 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
   }
 
   abstract doKill(): Promise<void>
+}
+
+/** A size the kernel can set (whole characters, 1 to 65535 each way). */
+function terminalSize(size: TerminalSize): TerminalSize {
+  const clamp = (value: number) => Math.min(65_535, Math.max(1, Math.floor(Number(value) || 0)))
+  return { cols: clamp(size.cols), rows: clamp(size.rows) }
 }
 
 /** An error of the host's, as the exception code gets: what is wrong and what to do, for a model to act on. */

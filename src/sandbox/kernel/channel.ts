@@ -172,8 +172,13 @@ export abstract class KernelChannel<Exit extends Error> {
     })
   }
 
-  /** Sends stdin, close-stdin or a signal to a running command; ignored once it has exited. */
-  control(request: Extract<HostRequest, { type: 'proc-stdin' | 'proc-close-stdin' | 'proc-signal' }>) {
+  /** Sends stdin, close-stdin, a signal or a terminal size to a running command; ignored once it has exited. */
+  control(
+    request: Extract<
+      HostRequest,
+      { type: 'proc-stdin' | 'proc-close-stdin' | 'proc-signal' | 'proc-resize' }
+    >,
+  ) {
     if (this.alive && this.processes.has(request.id)) this.send(request)
   }
 

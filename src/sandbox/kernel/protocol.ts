@@ -55,7 +55,17 @@ export type HostRequest =
   | { type: 'interrupt'; id: string }
   | { type: 'context'; id: string; cwd?: string }
   | { type: 'env'; id: string; envs: Record<string, string> }
-  | { type: 'spawn'; id: string; cmd: string; cwd?: string; envs?: Record<string, string>; stdin: boolean }
+  | {
+      type: 'spawn'
+      id: string
+      cmd: string
+      cwd?: string
+      envs?: Record<string, string>
+      stdin: boolean
+      /** In a pseudo-terminal of this size. */
+      pty?: { cols: number; rows: number }
+    }
+  | { type: 'proc-resize'; id: string; cols: number; rows: number }
   | { type: 'proc-stdin'; id: string; data: string }
   | { type: 'proc-close-stdin'; id: string }
   | { type: 'proc-signal'; id: string; signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT' }

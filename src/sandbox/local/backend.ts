@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type {
+  DoStartTerminalOptions,
   DoWatchOptions,
   EntryInfo,
   EntryOptions,
@@ -17,6 +18,7 @@ import type {
   SandboxCreateOptions,
   SandboxMetrics,
   SandboxProvider,
+  TerminalProcess,
 } from '../backend.js'
 import { formatBytes } from '../cell-output.js'
 import { finishCreate } from '../create-data.js'
@@ -136,6 +138,11 @@ class LocalSandbox extends KernelBackend<Kernel> {
         watch.stop()
       },
     }
+  }
+
+  /** A pseudo-terminal from the jail's own /dev/pts (bubblewrap's --dev), made by the kernel. */
+  async doStartTerminal(options: DoStartTerminalOptions): Promise<TerminalProcess> {
+    return this.startTerminalInKernel(options)
   }
 
   /** From the sandbox's cgroup, which only Analyst running as root makes. */

@@ -88,8 +88,26 @@ function features(): { seccompFile?: string; disableUserns: boolean } {
 }
 
 /**
+ * `sudo` where the host has none, for code written for E2B's template (passwordless sudo): there
+ * is no root in a sandbox, so it runs the command as the same user, no more rights, and says so.
+ */
+const SUDO = `#!/bin/sh
+echo "sudo: there is no root in this sandbox: the command runs as the same user" >&2
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -u|-g|-p|-C|-D|-R|-T|-U|-r|-t) shift 2 ;;
+    --) shift; break ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+[ $# -gt 0 ] || exec /bin/bash -l
+exec "$@"
+`
+
+/**
  * The kernel's Python files, copied where sandbox uids can read them (the project folder may not
- * be), and bin/ for the end of code's PATH: `python` as `python3`, as E2B's template has it.
+ * be), and bin/ for the end of code's PATH: `python` as `python3`, as E2B's template has it, and `sudo`.
  */
 function installKernel(): string {
   if (kernelDir) return kernelDir
@@ -99,6 +117,7 @@ function installKernel(): string {
     copyFileSync(path, join(dir, name))
   }
   writeFileSync(join(dir, 'bin', 'python'), '#!/bin/sh\nexec python3 "$@"\n', { mode: 0o755 })
+  writeFileSync(join(dir, 'bin', 'sudo'), SUDO, { mode: 0o755 })
   kernelDir = dir
   return dir
 }

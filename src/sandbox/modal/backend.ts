@@ -72,6 +72,8 @@ export const MODAL_CAPABILITIES: SandboxCapabilities = {
   ...FULL_CAPABILITIES,
   readOnlyData: false,
   limits: ['memoryBytes', 'fileSizeBytes', 'cpuSeconds', 'openFiles', 'outputBytes', 'resultBytes'],
+  // Its kernel could make one, but Modal's container is not known to give it /dev/pts.
+  terminals: false,
 }
 
 const DATA = `${SANDBOX_HOME}/data`

@@ -2,22 +2,30 @@
 runs where the cells run (in Analyst's kernel: the same jail, workspace, limits, cgroup and uid; in
 a Jupyter kernel: the same server or pod, see the Jupyter engine's prelude.py).
 
+A command spawned with `pty` runs in a pseudo-terminal of that size (made here, in the same jail):
+the terminal is its stdin, stdout and stderr and its controlling terminal, what it prints comes
+back as stdout, and stdin is what is typed at it.
+
 Each command gets its own thread that moves its stdout and stderr to the host as they come (as
 base64, since a command's output is bytes), writes what the host sends to its stdin, and reports
 its exit. They run beside cells: a long cell does not hold a command back, nor the reverse.
 
 Messages (how they travel is the kernel's: analyst_kernel.py's pipe, a Jupyter kernel's iopub):
-  host -> kernel: {"type": "spawn", "id", "cmd", "cwd", "envs", "stdin"}, {"type": "proc-stdin",
-                  "id", "data"}, {"type": "proc-close-stdin", "id"}, {"type": "proc-signal", "id",
-                  "signal"}
+  host -> kernel: {"type": "spawn", "id", "cmd", "cwd", "envs", "stdin", "pty"?: {"cols", "rows"}},
+                  {"type": "proc-stdin", "id", "data"}, {"type": "proc-close-stdin", "id"},
+                  {"type": "proc-signal", "id", "signal"}, {"type": "proc-resize", "id", "cols", "rows"}
   kernel -> host: {"type": "proc-started", "id", "pid"}, {"type": "proc-out", "id", "stream",
                   "data"}, {"type": "proc-exit", "id", "code", "error"}
 """
 
 import base64
+import errno
+import fcntl
 import os
 import select
 import signal
+import struct
+import termios
 import threading
 
 READ_CHUNK = 65536
@@ -38,6 +46,10 @@ class Command:
         # The kernel's own matplotlib backend is importable only by the kernel.
         env['MPLBACKEND'] = 'Agg'
         env.update({str(k): str(v) for k, v in (request.get('envs') or {}).items()})
+        cwd = request.get('cwd') or os.environ.get('HOME') or '/'
+        if request.get('pty'):
+            self.spawn_terminal(request, env, cwd)
+            return
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         if request.get('stdin'):
@@ -45,9 +57,7 @@ class Command:
             os.set_blocking(self.stdin_fd, False)
         else:
             in_read, self.stdin_fd = os.open(os.devnull, os.O_RDONLY), None
-        self.wake_read, self.wake_write = os.pipe()
-        os.set_blocking(self.wake_write, False)
-        cwd = request.get('cwd') or os.environ.get('HOME') or '/'
+        self.make_wake()
         try:
             # posix_spawn, not subprocess: the child gets an empty signal mask (the kernel's threads
             # block SIGINT) and default handlers, and its own session so a kill reaches its children.
@@ -69,6 +79,50 @@ class Command:
                 os.close(fd)
         self.readers = {out_read: 'stdout', err_read: 'stderr'}
 
+    def make_wake(self):
+        self.wake_read, self.wake_write = os.pipe()
+        os.set_blocking(self.wake_write, False)
+
+    def spawn_terminal(self, request, env, cwd):
+        master, slave = os.openpty()
+        try:
+            resize(master, request['pty'])
+            # The child opens the terminal by name after setsid (posix_spawn does setsid before
+            # its file actions), which makes it the session's controlling terminal: job control
+            # and ^C work as in a terminal.
+            name = os.ttyname(slave)
+            self.make_wake()
+            self.pid = os.posix_spawn(
+                '/usr/bin/env',
+                ['env', '--chdir=' + cwd, '/bin/bash', '-l', '-c', request['cmd']],
+                env,
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, name, os.O_RDWR, 0),
+                    (os.POSIX_SPAWN_DUP2, 0, 1),
+                    (os.POSIX_SPAWN_DUP2, 0, 2),
+                ],
+                setsid=True,
+                setsigmask=(),
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGXCPU),
+            )
+        except BaseException:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)
+        self.master = master
+        self.stdin_fd = os.dup(master)
+        os.set_blocking(self.stdin_fd, False)
+        self.readers = {master: 'stdout'}
+
+    def resize(self, size):
+        master = getattr(self, 'master', None)
+        if master is not None:
+            try:
+                resize(master, size)
+            except OSError:
+                pass  # the terminal is closing
+
     def run(self):
         self.send({'type': 'proc-started', 'id': self.id, 'pid': self.pid})
         poller = select.poll()
@@ -83,7 +137,14 @@ class Command:
                 if fd == self.wake_read:
                     os.read(self.wake_read, 4096)
                     continue
-                chunk = os.read(fd, READ_CHUNK)
+                try:
+                    chunk = os.read(fd, READ_CHUNK)
+                except BlockingIOError:
+                    continue
+                except OSError as error:
+                    if error.errno != errno.EIO:
+                        raise
+                    chunk = b''  # a terminal whose last writer has gone reads EIO, not EOF
                 if chunk:
                     self.send({'type': 'proc-out', 'id': self.id, 'stream': self.readers[fd],
                                'data': base64.b64encode(chunk).decode('ascii')})
@@ -180,6 +241,11 @@ class Command:
             pass
 
 
+def resize(fd, size):
+    """Sets a terminal's size; its foreground processes get SIGWINCH."""
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack('HHHH', int(size['rows']), int(size['cols']), 0, 0))
+
+
 def spawn(request, send, base_env):
     """Starts a command and the thread that reports it; returns its pid. Raises OSError when it
     cannot start."""
@@ -200,7 +266,7 @@ def handle(request, send, base_env):
             send({'type': 'proc-exit', 'id': request['id'], 'code': -1,
                   'error': 'could not start the command: %s' % error})
         return True
-    if kind not in ('proc-stdin', 'proc-close-stdin', 'proc-signal'):
+    if kind not in ('proc-stdin', 'proc-close-stdin', 'proc-signal', 'proc-resize'):
         return False
     with _lock:
         command = _processes.get(request.get('id'))
@@ -210,6 +276,8 @@ def handle(request, send, base_env):
         command.add_stdin(base64.b64decode(request.get('data') or ''))
     elif kind == 'proc-close-stdin':
         command.close_stdin()
+    elif kind == 'proc-resize':
+        command.resize(request)
     else:
         command.signal(request.get('signal'))
     return True

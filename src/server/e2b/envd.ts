@@ -198,15 +198,22 @@ class Channel<T> {
 
 type Event = ProcessEvent['event']
 
-/** Streams a command's events as envd does: start, data, end; keepalives while it is quiet. */
+/**
+ * Streams a command's events as envd does: start, data, end; keepalives while it is quiet. A
+ * command in a terminal has one output, envd's `pty` (the library gives it as stdout).
+ */
 async function* follow(
   attach: (onData: (stream: 'stdout' | 'stderr', text: string) => void) => Promise<CommandHandle>,
   context: HandlerContext,
+  terminal = false,
 ) {
   const channel = new Channel<Event>()
   const encoder = new TextEncoder()
   const handle = await attach((stream, text) =>
-    channel.push({ case: 'data', value: { output: { case: stream, value: encoder.encode(text) } } as never }),
+    channel.push({
+      case: 'data',
+      value: { output: { case: terminal ? 'pty' : stream, value: encoder.encode(text) } } as never,
+    }),
   )
   const keepalive = setInterval(
     () => channel.push({ case: 'keepalive', value: {} as never }),
@@ -360,10 +367,9 @@ function connectRouter(registry: Registry) {
         })),
       })),
     async *start(request, context) {
-      if (request.pty)
-        throw new ConnectError('PTYs are not available in Analyst sandboxes', Code.Unimplemented)
       const config = request.process
       if (!config) throw new ConnectError('process is required', Code.InvalidArgument)
+      const size = request.pty?.size
       const sandbox = sandboxOf(context)
       yield* follow(
         (onData) =>
@@ -374,16 +380,19 @@ function connectRouter(registry: Registry) {
               envs: config.envs,
               cwd: config.cwd,
               timeoutMs: 0,
+              pty: request.pty ? { cols: size?.cols ?? 80, rows: size?.rows ?? 24 } : undefined,
               onStdout: (text) => onData('stdout', text),
               onStderr: (text) => onData('stderr', text),
             }),
           ),
         context,
+        request.pty !== undefined,
       )
     },
     async *connect(request, context) {
       const pid = pidOf(request.process)
       const sandbox = sandboxOf(context)
+      const terminal = (await sandbox.commands.list()).some((info) => info.pid === pid && info.pty)
       yield* follow(
         (onData) =>
           rpc(() =>
@@ -394,14 +403,23 @@ function connectRouter(registry: Registry) {
             }),
           ),
         context,
+        terminal,
       )
     },
+    // A terminal's input is its stdin (what is typed at it).
     sendInput: (request, context) =>
       rpc(async () => {
         const input = request.input?.input
-        if (input?.case !== 'stdin')
-          throw new ConnectError('Only stdin input exists here', Code.InvalidArgument)
+        if (input?.case !== 'stdin' && input?.case !== 'pty')
+          throw new ConnectError('Send stdin or pty input', Code.InvalidArgument)
         await sandboxOf(context).commands.sendStdin(pidOf(request.process), input.value)
+        return {}
+      }),
+    update: (request, context) =>
+      rpc(async () => {
+        const size = request.pty?.size
+        if (!size) throw new ConnectError('Nothing to update but a terminal size', Code.InvalidArgument)
+        await sandboxOf(context).commands.resize(pidOf(request.process), { cols: size.cols, rows: size.rows })
         return {}
       }),
     closeStdin: (request, context) =>

@@ -6,9 +6,12 @@
  */
 import hljs from 'highlight.js/lib/core'
 import python from 'highlight.js/lib/languages/python'
+import sqlLanguage from 'highlight.js/lib/languages/sql'
 import type { HistoryStep, SessionHistory, StoredArtifact } from '../types.js'
+import { queryLine } from './sql.js'
 
 hljs.registerLanguage('python', python)
+hljs.registerLanguage('sql', sqlLanguage)
 
 const ESCAPES: Record<string, string> = {
   '&': '&amp;',
@@ -74,6 +77,10 @@ export function stepHtml(step: HistoryStep, image: (artifact: StoredArtifact) =>
       `<pre class="err">Not run: ${escapeHtml(step.violations.map((v) => `line ${v.line}: ${v.message}`).join('\n'))}</pre>`,
     )
   }
+  for (const query of step.queries ?? [])
+    parts.push(
+      `<p class="note">${escapeHtml(queryLine(query))}</p><pre><code>${hljs.highlight(query.query, { language: 'sql' }).value}</code></pre>`,
+    )
   if (step.stdout) parts.push(`<pre class="out">${escapeHtml(step.stdout)}</pre>`)
   if (step.stderr) parts.push(`<pre class="out">${escapeHtml(step.stderr)}</pre>`)
   for (const view of step.results) parts.push(result(view, image))

@@ -5,6 +5,7 @@
  * @module
  */
 import type { SessionHistory, StoredArtifact } from '../types.js'
+import { queryLine, sessionSources, sourcesNote, sqlFunction } from './sql.js'
 
 type Source = string[]
 
@@ -28,6 +29,26 @@ export function toNotebook(
       `# ${session.title}\n\nAnalyst session \`${session.id}\`. Data files (put them in a \`data/\` folder next to this notebook):\n\n${files || '- (none)'}\n`,
     ),
   )
+  const sources = sessionSources(history)
+  if (sources.length) {
+    const note = sourcesNote(sources)
+    cells.push(
+      markdown(
+        `${note[0]}\n\n${note
+          .slice(1)
+          .map((line) => `- \`${line.trim()}\``)
+          .join('\n')}\n`,
+      ),
+    )
+    cells.push({
+      cell_type: 'code',
+      id: id(),
+      metadata: {},
+      execution_count: null,
+      source: lines(sqlFunction(sources)),
+      outputs: [],
+    })
+  }
   let executionCount = 0
   for (const run of history.runs) {
     cells.push(markdown(`## ${run.question}\n`))
@@ -68,11 +89,18 @@ export function toNotebook(
       cells.push({
         cell_type: 'code',
         id: id(),
-        metadata: {},
+        metadata: step.queries?.length ? { analyst: { queries: step.queries } } : {},
         execution_count: executionCount,
         source: lines(step.code),
         outputs,
       })
+      if (step.queries?.length) {
+        const listed = step.queries.map(
+          (query) =>
+            `- ${queryLine(query)}\n\n  \`\`\`sql\n  ${query.query.split('\n').join('\n  ')}\n  \`\`\``,
+        )
+        cells.push(markdown(`${listed.join('\n')}\n`))
+      }
     }
     if (run.answer) {
       const warning = run.unsupportedNumbers.length

@@ -69,6 +69,8 @@ export interface StepsTable {
   prose: string | null
   /** Since migration 6: a tool call's name and arguments as JSON (the step's code is a comment). */
   tool: ColumnType<string | null, string | null | undefined, string | null>
+  /** Since migration 7: the queries its sql() calls ran (JSON), null for none. */
+  queries: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface ArtifactsTable {
@@ -357,9 +359,11 @@ export const MIGRATIONS: Migration[] = [
   async (db) => {
     await db.schema.alterTable('steps').addColumn('tool', 'text').execute()
   },
-  // 7: the sources a session queries by name (serve's ANALYST_SOURCES), opened again when it reopens.
+  // 7: the sources a session queries by name (serve's ANALYST_SOURCES), opened again when it
+  // reopens, and the queries each step ran on them.
   async (db) => {
     await db.schema.alterTable('sessions').addColumn('sources', 'text').execute()
+    await db.schema.alterTable('steps').addColumn('queries', 'text').execute()
   },
 ]
 

@@ -479,6 +479,7 @@ export class SqlHistoryStore implements HistoryStore {
           error: step.error ? JSON.stringify(step.error) : null,
           results: JSON.stringify(step.results),
           violations: step.violations ? JSON.stringify(step.violations) : null,
+          queries: step.queries?.length ? JSON.stringify(step.queries) : null,
           success: !step.error && !step.violations?.length ? 1 : 0,
           duration_ms: Math.round(step.durationMs),
           input_tokens: step.usage?.inputTokens ?? 0,
@@ -528,6 +529,7 @@ export class SqlHistoryStore implements HistoryStore {
       error: row.error ? JSON.parse(row.error) : undefined,
       results: JSON.parse(row.results),
       violations: row.violations ? JSON.parse(row.violations) : undefined,
+      ...(row.queries ? { queries: JSON.parse(row.queries) } : {}),
       durationMs: row.duration_ms,
       usage: {
         inputTokens: row.input_tokens,

@@ -5,7 +5,16 @@
  * @module
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
@@ -17,6 +26,8 @@ export interface PostgresCluster {
   port: number
   /** A new, empty database; resolves to its URL. */
   createDatabase(name?: string): Promise<string>
+  /** These roles must then sign in with their password over TCP (the cluster trusts everyone else). */
+  requirePassword(roles: string[]): Promise<void>
   /** Stops the server and removes its folder. */
   stop(): Promise<void>
 }
@@ -115,6 +126,35 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
           await client.end()
         }
         return url(name)
+      },
+      async requirePassword(roles) {
+        const client = new pg.Client({ connectionString: url() })
+        await client.connect()
+        try {
+          const hba = (await client.query('SHOW hba_file')).rows[0].hba_file as string
+          // Read and written as the server's user: the file is the cluster's, under its folder.
+          writeFileSync(
+            hba,
+            `host all ${roles.join(',')} 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`,
+          )
+          await client.query('SELECT pg_reload_conf()')
+        } finally {
+          await client.end()
+        }
+        // The reload is asynchronous: wait until a wrong password is refused.
+        const deadline = Date.now() + 30_000
+        for (;;) {
+          const probe = new pg.Client({
+            connectionString: `postgres://${roles[0]}:wrong@127.0.0.1:${port}/postgres`,
+          })
+          const refused = await probe.connect().then(
+            () => probe.end().then(() => false),
+            () => true,
+          )
+          if (refused) return
+          if (Date.now() > deadline) throw new Error('password authentication did not come into force')
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
       },
       async stop() {
         process.removeListener('exit', kill)

@@ -1,6 +1,7 @@
 /** One question and everything that answered it: the steps (code, output, tables, charts) and the answer. */
 import { useState } from 'preact/hooks'
 import type { ArtifactView } from '../../server/types.js'
+import { queryLine } from '../../store/export/sql.js'
 import { withToken } from '../api.js'
 import { bytes, count, seconds } from '../format.js'
 import { proseOf, type UiImage, type UiRun, type UiStep } from '../run-state.js'
@@ -84,6 +85,12 @@ function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
         <div class="step-body">
           {step.prose?.includes('\n') && <p class="prose">{step.prose}</p>}
           <Code code={step.code} />
+          {step.queries?.map((query, index) => (
+            <details key={index} class={`query${query.error ? ' failed' : ''}`}>
+              <summary>{queryLine(query)}</summary>
+              <pre class="output sql">{query.query}</pre>
+            </details>
+          ))}
           {step.violations && step.violations.length > 0 && (
             <ul class="violations">
               {step.violations.map((v) => (

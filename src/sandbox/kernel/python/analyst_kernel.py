@@ -424,6 +424,25 @@ def display(*objs, **kwargs):
         publish(obj)
 
 
+def display_bundle(bundle):
+    """Display data given as its MIME bundle (%%html, %%markdown)."""
+    pipes.drain()
+    send_result({'type': 'result', 'id': Cells.current, 'main': False, 'bundle': bundle})
+
+
+_shell = None
+
+
+def get_ipython():
+    """IPython's get_ipython(): the shell that answers `!cmd` and `%magic` (analyst_ipython)."""
+    global _shell
+    if _shell is None:
+        import analyst_ipython
+        import analyst_pip
+        _shell = analyst_ipython.Shell(lambda: sys.modules['__main__'].__dict__, display_bundle, analyst_pip.explain)
+    return _shell
+
+
 def flush_figures():
     """Send every open matplotlib figure as a PNG result, then close them (as Jupyter's inline
     backend does at plt.show() and at the end of a cell)."""
@@ -459,10 +478,18 @@ class Context:
 contexts = {}
 
 
+KERNEL_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def kernel_frame(filename):
+    """A frame of the kernel's own modules (this one, the IPython shell), which tracebacks leave out."""
+    return filename.startswith(KERNEL_DIR) or filename.endswith('analyst_kernel.py')
+
+
 def format_error(error, skip_kernel_frames=True):
     exc = traceback.TracebackException.from_exception(error)
     if skip_kernel_frames:
-        frames = [f for f in exc.stack if not f.filename.endswith('analyst_kernel.py')]
+        frames = [f for f in exc.stack if not kernel_frame(f.filename)]
         exc.stack = traceback.StackSummary.from_list(frames)
     return {
         'name': type(error).__name__,
@@ -475,7 +502,7 @@ def remember_error(error):
     """The cell's exception in sys.last_*, as Python's REPL and IPython keep it (pdb.pm() reads it;
     so does the e2b provider after a timeout, for the interrupted cell's traceback)."""
     tb = error.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename.endswith('analyst_kernel.py'):
+    while tb is not None and kernel_frame(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
     sys.last_type, sys.last_value, sys.last_traceback = type(error), error, tb
     if sys.version_info >= (3, 12):
@@ -561,7 +588,14 @@ def execute(request):
         sys.modules['__main__'] = context.module
         arm_cpu_limit(LIMITS.get('cpuSeconds'))
         flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-        tree = compile(code, filename, 'exec', ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+        try:
+            tree = compile(code, filename, 'exec', ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+        except SyntaxError as not_python:
+            # Plain Python never gets here: only a cell that does not compile is tried as IPython's.
+            import analyst_ipython
+            code = analyst_ipython.rewrite(code, not_python)
+            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+            tree = compile(code, filename, 'exec', ast.PyCF_ONLY_AST | flags, dont_inherit=True)
         last = None
         if tree.body and isinstance(tree.body[-1], ast.Expr) and not suppresses_result(code):
             last = tree.body.pop()
@@ -832,6 +866,7 @@ def main():
     builtins.display = display
     builtins.sql = sql
     builtins.describe_table = describe_table
+    builtins.get_ipython = get_ipython
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
     signal.signal(signal.SIGINT, on_interrupt)
     # A crash (segfault) prints the Python stack to the host's side of the original stderr.
@@ -851,6 +886,8 @@ def main():
     os._exit = exit_after_output
     apply_limits(LIMITS)
     preload(config.get('preload'))
+    import analyst_display_hooks
+    analyst_display_hooks.install(display, get_ipython)
     contexts['default'] = Context('default', WORKDIR)
     requests = queue.Queue()
     threading.Thread(target=io_loop, args=(requests, threading.get_ident()), daemon=True).start()
