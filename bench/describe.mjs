@@ -158,7 +158,7 @@ const row = (kind, r) => [
   `${ms(r.profile.p50)} (${Math.round(r.profile.last / 1024)} KiB)`,
   `${ms(r.naive.p50)}`,
   `${(r.catalogOnly.p50 / r.naive.p50).toFixed(2)}×`,
-  r.prompt.p50 <= 1000 && r.profile.p50 <= 1000 ? 'met' : 'not met',
+  `prompt: ${r.prompt.p50 <= 1000 ? 'met' : 'not met'}; profile: ${r.profile.p50 <= 1000 ? 'met' : 'not met'}`,
 ]
 
 process.stdout.write(`### Describing a 500-table schema (${machine()})

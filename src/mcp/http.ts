@@ -13,7 +13,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
 import type { SessionService } from '../session/index.js'
 import { AllowedFolders } from './folders.js'
-import { McpConnection } from './server.js'
+import { McpConnection, type McpSources } from './server.js'
 
 export interface McpHttpOptions {
   service: SessionService
@@ -23,6 +23,8 @@ export interface McpHttpOptions {
   idleMs?: number
   /** Browser origins allowed besides those of this machine (http://localhost:…, http://127.0.0.1:…). */
   origins?: string[]
+  /** The sources a caller's session may query, for list_data and profile_data (serve's sources). */
+  sources?: (owner: string | null) => McpSources | undefined
 }
 
 interface Open {
@@ -82,6 +84,7 @@ export class McpHttp {
       folders: this.options.folders ?? AllowedFolders.none,
       uploadHint:
         'Files can also be uploaded with POST /api/sessions/<Mcp-Session-Id>/files (multipart, the same token).',
+      sources: this.options.sources?.(owner),
     })
     const id = connection.sessionId
     const transport = new WebStandardStreamableHTTPServerTransport({

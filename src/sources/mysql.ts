@@ -331,33 +331,36 @@ export class MysqlSource implements Source {
   }
 
   async catalog(): Promise<Catalog> {
-    const tables = await this.#read<{ name: string; type: string; estimate: number | null; comment: string }>(
-      `SELECT TABLE_NAME AS name, TABLE_TYPE AS type, TABLE_ROWS AS estimate, TABLE_COMMENT AS comment
+    // Three catalog queries for the whole database, however many tables it has, at once.
+    const [tables, columns, keys] = await Promise.all([
+      this.#read<{ name: string; type: string; estimate: number | null; comment: string }>(
+        `SELECT TABLE_NAME AS name, TABLE_TYPE AS type, TABLE_ROWS AS estimate, TABLE_COMMENT AS comment
          FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME`,
-    )
-    const columns = await this.#read<{
-      tableName: string
-      name: string
-      type: string
-      nullable: string
-      comment: string
-    }>(
-      `SELECT TABLE_NAME AS tableName, COLUMN_NAME AS name, COLUMN_TYPE AS type, IS_NULLABLE AS nullable,
+      ),
+      this.#read<{
+        tableName: string
+        name: string
+        type: string
+        nullable: string
+        comment: string
+      }>(
+        `SELECT TABLE_NAME AS tableName, COLUMN_NAME AS name, COLUMN_TYPE AS type, IS_NULLABLE AS nullable,
               COLUMN_COMMENT AS comment
          FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME, ORDINAL_POSITION`,
-    )
-    const keys = await this.#read<{
-      tableName: string
-      constraintName: string
-      name: string
-      referencedTable: string | null
-      referencedColumn: string | null
-    }>(
-      `SELECT TABLE_NAME AS tableName, CONSTRAINT_NAME AS constraintName, COLUMN_NAME AS name,
+      ),
+      this.#read<{
+        tableName: string
+        constraintName: string
+        name: string
+        referencedTable: string | null
+        referencedColumn: string | null
+      }>(
+        `SELECT TABLE_NAME AS tableName, CONSTRAINT_NAME AS constraintName, COLUMN_NAME AS name,
               REFERENCED_TABLE_NAME AS referencedTable, REFERENCED_COLUMN_NAME AS referencedColumn
          FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = DATABASE()
         ORDER BY TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION`,
-    )
+      ),
+    ])
     const byName = new Map<string, CatalogTable>()
     for (const table of tables) {
       byName.set(table.name, {

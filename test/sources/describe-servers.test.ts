@@ -94,6 +94,7 @@ describe('describing PostgreSQL', () => {
     expect(text).toContain('lines (table)')
     expect(text).toContain('orders (table, ~2,000 rows)')
     expect(text).toMatch(/By name only .*customers/)
+    expect(text + (await readOnly.describe({ budgetChars: 12_000 }))).not.toContain(RO_PASSWORD)
   })
 
   it('warns when the role can write, and not when it may only read', async () => {

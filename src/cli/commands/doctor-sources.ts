@@ -14,11 +14,17 @@ export async function sourceChecks(
   data: readonly string[],
   options: { cwd: string; env: NodeJS.ProcessEnv },
 ): Promise<Check[]> {
-  const specs: SourceSpec[] = [
-    ...(await splitDataArgs([...data], options)).sources,
-    ...[...loadSourcesFile(options.env).values()].map((named) => named.spec),
-  ]
   const checks: Check[] = []
+  let specs: SourceSpec[]
+  try {
+    specs = [
+      ...(await splitDataArgs([...data], options)).sources,
+      ...[...loadSourcesFile(options.env).values()].map((named) => named.spec),
+    ]
+  } catch (error) {
+    // A URL or a sources file that cannot be read is a failed check, not a stopped doctor.
+    return [failed('sources', error)]
+  }
   for (const spec of specs) {
     const name = `source ${spec.name}`
     let sources: Sources | undefined
@@ -38,12 +44,16 @@ export async function sourceChecks(
           : { name, ok: true, detail: `${spec.kind}, read-only: ${access.reason}`, essential: false },
       )
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error)
-      const hint = AnalystError.isInstance(error) ? error.hint : undefined
-      checks.push({ name, ok: false, detail: message, ...(hint ? { fix: hint } : {}), essential: true })
+      checks.push(failed(name, error))
     } finally {
       await sources?.close()
     }
   }
   return checks
+}
+
+function failed(name: string, error: unknown): Check {
+  const message = error instanceof Error ? error.message : String(error)
+  const hint = AnalystError.isInstance(error) ? error.hint : undefined
+  return { name, ok: false, detail: message, ...(hint ? { fix: hint } : {}), essential: true }
 }

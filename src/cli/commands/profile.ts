@@ -1,4 +1,3 @@
-import { resolve } from 'node:path'
 import { type DatasetProfile, formatProfiles, profileFiles } from '../../data/index.js'
 import type { SourceProfile } from '../../sources/index.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
@@ -27,8 +26,8 @@ export async function profile(options: ProfileOptions): Promise<number> {
   const given = await splitDataArgs(options.paths, { cwd, env: options.env })
   const sources = await openDataSources(given.sources, { stderr: options.stderr })
   try {
-    const files = given.files.map((path) => resolve(cwd, path))
-    const profiles: DatasetProfile[] = files.length > 0 ? await profileFiles(files) : []
+    // As given: a profile names its file the way the user did.
+    const profiles: DatasetProfile[] = given.files.length > 0 ? await profileFiles(given.files) : []
     if (options.json) {
       const described: SourceProfile[] = sources ? await sources.profile() : []
       stdout.write(`${JSON.stringify([...profiles, ...described], null, 2)}\n`)
