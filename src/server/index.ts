@@ -16,6 +16,7 @@ import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
 import { type AnalystSettings, SessionService } from '../session/index.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
 import { createApp } from './app.js'
+import { SignIn, type SignInSettings, signInSettingsFromEnv } from './auth/index.js'
 import { createE2BApi } from './e2b/index.js'
 import { createMetrics, type ServerMetrics } from './metrics.js'
 import { type QuotaConfig, Quotas, quotasFromEnv } from './quotas.js'
@@ -66,6 +67,8 @@ export interface ServerOptions {
   allowDirs?: string[]
   /** Give E2B clients that ask for `allowInternetAccess: true` a sandbox with network (--allow-network). @default false */
   allowNetwork?: boolean
+  /** Sign-in with an identity provider (OpenID Connect). @default ANALYST_OIDC_* and ANALYST_PUBLIC_URL (off when unset); null: off */
+  signin?: SignInSettings | null
 }
 
 export interface RunningServer {
@@ -96,10 +99,14 @@ export function tokensFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1'
   const tokens = options.tokens ?? tokensFromEnv()
-  if (!LOOPBACK.test(host) && tokens.length === 0) {
+  const signInSettings =
+    options.signin === undefined ? signInSettingsFromEnv() : (options.signin ?? undefined)
+  if (!LOOPBACK.test(host) && tokens.length === 0 && !signInSettings) {
     throw new InvalidArgumentError(
       `Refusing to listen on ${host} without tokens: anyone who reaches it could run code`,
-      { hint: 'Set ANALYST_TOKEN (comma-separated tokens), or listen on 127.0.0.1.' },
+      {
+        hint: 'Set ANALYST_TOKEN (comma-separated tokens) or sign-in (ANALYST_OIDC_ISSUER…), or listen on 127.0.0.1.',
+      },
     )
   }
   const quotaConfig = options.quotas ?? quotasFromEnv()
@@ -168,8 +175,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     )
   // MCP at /mcp (src/mcp): its sessions end on DELETE, when idle, or with the server.
   const mcp = new McpHttp({ service, folders, idleMs: options.idleMs })
-  // E2B-compatible API over the same provider as the sessions.
-  const e2b = createE2BApi({ provider, tokens, allowNetwork: options.allowNetwork })
+  const signin = signInSettings
+    ? new SignIn({ settings: signInSettings, store: stores.auth, tokens, logger: options.logger })
+    : undefined
+  // E2B-compatible API over the same provider as the sessions; users' API keys work as E2B_API_KEY.
+  const e2b = createE2BApi({
+    provider,
+    tokens,
+    allowNetwork: options.allowNetwork,
+    ...(signin ? { authenticate: async (key: string) => (await signin.bearer(key))?.owner } : {}),
+  })
   const app = createApp({
     e2b,
     service,
@@ -185,6 +200,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       sandbox: () => engine,
     },
     mcp,
+    signin,
   })
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const started = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () =>
