@@ -384,14 +384,17 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.get('/index.html', page('index.html'))
   // A shared session's page (the UI reads the share's id from the path).
   if (options.signin) app.get('/s/:shareId', page('index.html'))
-  app.get('/assets/:name', (c, next) => {
-    const name = c.req.param('name')
+  const asset = (c: Context<Env>, next: () => Promise<void>) => {
+    const name = c.req.param('name') as string
     const file = join('assets', name)
     // The build's own files only: a name that leads out of the folder is no file of it.
     const found =
       dir && basename(file) === name && statSync(join(dir, file), { throwIfNoEntry: false })?.isFile()
     return found ? page(file)(c) : next()
-  })
+  }
+  app.get('/assets/:name', asset)
+  // The shared page's relative asset URLs, one folder down.
+  if (options.signin) app.get('/s/assets/:name', asset)
 
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname

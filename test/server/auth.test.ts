@@ -188,6 +188,7 @@ describe('sign-in through the identity provider', () => {
     const me = await fetch(`${base}/api/me`)
     expect(me.status).toBe(401)
     expect(me.headers.get('www-authenticate')).toMatch(/^Bearer/)
+    expect(me.headers.get('link')).toBe('</auth/login>; rel="login"')
     expect(await json(me)).toMatchObject({ error: { code: 'unauthorized' } })
     const sessions = await fetch(`${base}/api/sessions`)
     expect(sessions.status).toBe(401)

@@ -131,6 +131,8 @@ export class SignIn {
       if (signedIn?.via !== 'cookie') {
         if (cookie) deleteCookie(c, this.cookieName, { path: '/', secure: this.#secure })
         c.header('www-authenticate', 'Bearer realm="analyst"')
+        // Where a browser signs in: the web UI follows it (a server with tokens only has none).
+        c.header('link', '</auth/login>; rel="login"')
         throw new UnauthorizedError(cookie ? 'Your sign-in has ended' : 'Sign-in is required', {
           fix: { setting: 'signIn' },
           hint: 'Scripts send Authorization: Bearer <API key>.',
