@@ -86,6 +86,21 @@ const SETTINGS = {
     say: 'Give the data file again',
     names: { cli: '--data PATH', library: 'data', http: 'POST /api/sessions/:id/data', mcp: 'add_data' },
   },
+  signIn: {
+    say: 'Sign in',
+    names: { http: 'GET /auth/login' },
+  },
+  csrfToken: {
+    say: "Send the csrfToken that GET /api/me answers, from this server's own pages",
+    names: { http: 'X-CSRF-Token' },
+  },
+  oidc: {
+    say: 'Configure sign-in with the identity provider',
+    names: {
+      server:
+        'ANALYST_OIDC_ISSUER, ANALYST_OIDC_CLIENT_ID, ANALYST_OIDC_CLIENT_SECRET and ANALYST_PUBLIC_URL',
+    },
+  },
   maxSteps: {
     say: 'Allow more steps',
     names: { cli: '--max-steps N', library: 'maxSteps' },

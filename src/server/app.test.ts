@@ -248,7 +248,11 @@ describe('HTTP API: the protocol, not the page', () => {
       expect(missing.status, path).toBe(401)
       expect(missing.headers.get('www-authenticate'), path).toBe('Bearer realm="analyst"')
       expect(missing.body).toEqual({
-        error: { message: 'A token is required', hint: expect.stringContaining('Authorization: Bearer') },
+        error: {
+          code: 'unauthorized',
+          message: 'A token is required',
+          hint: expect.stringContaining('Authorization: Bearer'),
+        },
       })
       const wrong = await call(path, { method: 'POST', body: '{}' }, 'wrong')
       expect(wrong.status, path).toBe(401)

@@ -3,7 +3,7 @@
  * exports, and the web UI. Portless in tests: `createApp(...).request('/healthz')`.
  * @module
  */
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
+import { randomUUID } from 'node:crypto'
 import { createReadStream, existsSync, statSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import { basename, join } from 'node:path'
@@ -18,9 +18,20 @@ import { advice } from '../fixes.js'
 import type { McpHttp } from '../mcp/index.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
 import { EXPORT_FORMATS, EXPORT_TYPES, isExportFormat } from '../store/export/index.js'
+import { artifactResponse } from './artifact-response.js'
+import {
+  type AuthVariables,
+  bearerOf,
+  ownerOf,
+  type SignIn,
+  sameSecret,
+  shareRoutes,
+  signInRoutes,
+} from './auth/index.js'
 import type { ServerMetrics } from './metrics.js'
 import { openApiDocument } from './openapi.js'
 import type { Quotas } from './quotas.js'
+import { jsonBody, parse } from './request-body.js'
 import type { ApiError, RunWatchStreamEvent, StreamOnlyEvent } from './types.js'
 import { receiveFile } from './uploads.js'
 import { artifactUrl, datasetInfo, runView, sessionDetail, sessionSummary, stepView } from './views.js'
@@ -49,28 +60,36 @@ export interface AppOptions {
   sources?: { list(owner: string | null): Promise<unknown[]> }
   /** E2B-compatible API (src/server/e2b): served before Analyst's own routes. */
   e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }
+  /** Sign-in (src/server/auth): users, their API keys and shares, beside the tokens. @default tokens only */
+  signin?: SignIn
 }
 
 type Env = {
-  Variables: { owner: string | null; token: string | undefined; log: Logger | undefined; requestId: string }
+  Variables: AuthVariables & { log: Logger | undefined; requestId: string }
 }
 
 /** A request id a client or a proxy sent, if it is a sane one. */
 const REQUEST_ID = /^[\w.:-]{1,100}$/
 
-/** A session belongs to the token that made it: stored as a hash, never the token itself. */
-export function ownerOf(token: string): string {
-  return createHash('sha256').update(token).digest('hex').slice(0, 32)
-}
+export { ownerOf }
 
-function sameToken(a: string, b: string): boolean {
-  const x = Buffer.from(a)
-  const y = Buffer.from(b)
-  return x.length === y.length && timingSafeEqual(x, y)
+/** The kind of refusal, for programs (the message is for people). */
+const CODES: Record<number, string> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  409: 'conflict',
+  413: 'too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  500: 'internal',
+  502: 'bad_gateway',
+  503: 'unavailable',
 }
 
 function fail(c: Context, status: number, message: string, hint?: string) {
-  const body: ApiError = { error: { message, ...(hint ? { hint } : {}) } }
+  const body: ApiError = { error: { code: CODES[status] ?? 'error', message, ...(hint ? { hint } : {}) } }
   return c.json(body, status as 400)
 }
 
@@ -88,28 +107,6 @@ const Question = z
     keepRunning: z.boolean().optional(),
   })
   .strict()
-
-async function jsonBody(c: Context): Promise<unknown> {
-  const text = await c.req.text()
-  if (!text.trim()) return {}
-  try {
-    return JSON.parse(text)
-  } catch {
-    throw new InvalidArgumentError('The body is not valid JSON', {
-      hint: 'Send a JSON object with Content-Type: application/json.',
-    })
-  }
-}
-
-function parse<T>(schema: z.ZodType<T>, value: unknown): T {
-  const parsed = schema.safeParse(value)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]
-    const where = issue?.path.length ? `${issue.path.join('.')}: ` : ''
-    throw new InvalidArgumentError(`Invalid request: ${where}${issue?.message ?? 'bad body'}`)
-  }
-  return parsed.data
-}
 
 export function createApp(options: AppOptions): Hono<Env> {
   const { service, quotas } = options
@@ -182,17 +179,13 @@ export function createApp(options: AppOptions): Hono<Env> {
 
   // Auth: every /api request carries one of the tokens (downloads may use ?token=, for <img> and links).
   const auth = async (c: Context<Env>, next: () => Promise<void>) => {
+    if (options.signin) return options.signin.authorize(c, next)
     if (options.tokens.length === 0) {
       c.set('owner', null)
       return next()
     }
-    const header = c.req.header('authorization')
-    const given = header?.startsWith('Bearer ')
-      ? header.slice(7).trim()
-      : c.req.method === 'GET'
-        ? c.req.query('token')
-        : undefined
-    const token = given ? options.tokens.find((t) => sameToken(t, given)) : undefined
+    const given = bearerOf(c)
+    const token = given ? options.tokens.find((t) => sameSecret(given, t)) : undefined
     if (!token) {
       const message = given ? 'The token is not valid' : 'A token is required'
       // RFC 6750: the scheme a client must use, and why this one failed; no OAuth is offered.
@@ -216,6 +209,12 @@ export function createApp(options: AppOptions): Hono<Env> {
     if (quotas?.enabled) await quotas.request(limitsOf(c), c.get('owner'))
     return next()
   })
+
+  // Sign-in's routes (/auth/*, /api/me, /api/keys, /api/admin/*) and shares, behind the same auth.
+  if (options.signin) {
+    app.route('/', signInRoutes(options.signin, service.history) as unknown as Hono<Env>)
+    app.route('/', shareRoutes(options.signin, service) as unknown as Hono<Env>)
+  }
 
   // MCP over Streamable HTTP (src/mcp), behind the same tokens: an MCP session belongs to its token.
   const { mcp } = options
@@ -360,18 +359,7 @@ export function createApp(options: AppOptions): Hono<Env> {
     const path = new URL(c.req.url).pathname
     const name = decodeURIComponent(path.slice(path.indexOf('/artifacts/') + '/artifacts/'.length))
     const { artifact, content } = await service.openArtifact(id, name, c.get('owner'))
-    // What model-written code saved is untrusted: never run it in this origin.
-    const headers: Record<string, string> = {
-      'content-type': artifact.mimeType,
-      'content-length': String(artifact.size),
-      'content-security-policy': "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'",
-      'x-content-type-options': 'nosniff',
-    }
-    if (!artifact.mimeType.startsWith('image/') || artifact.mimeType === 'image/svg+xml') {
-      headers['content-disposition'] =
-        `attachment; filename*=UTF-8''${encodeURIComponent(name.split('/').pop() ?? name)}`
-    }
-    return new Response(Readable.toWeb(content) as ReadableStream, { headers })
+    return artifactResponse(artifact, content)
   })
 
   app.get('/api/sessions/:id/export', async (c) => {
@@ -409,14 +397,19 @@ export function createApp(options: AppOptions): Hono<Env> {
   }
   app.get('/', page('index.html'))
   app.get('/index.html', page('index.html'))
-  app.get('/assets/:name', (c, next) => {
-    const name = c.req.param('name')
+  // A shared session's page (the UI reads the share's id from the path).
+  if (options.signin) app.get('/s/:shareId', page('index.html'))
+  const asset = (c: Context<Env>, next: () => Promise<void>) => {
+    const name = c.req.param('name') as string
     const file = join('assets', name)
     // The build's own files only: a name that leads out of the folder is no file of it.
     const found =
       dir && basename(file) === name && statSync(join(dir, file), { throwIfNoEntry: false })?.isFile()
     return found ? page(file)(c) : next()
-  })
+  }
+  app.get('/assets/:name', asset)
+  // The shared page's relative asset URLs, one folder down.
+  if (options.signin) app.get('/s/assets/:name', asset)
 
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname

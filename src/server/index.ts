@@ -17,6 +17,7 @@ import { type AnalystSettings, SessionService } from '../session/index.js'
 import type { NamedSource, SourceDirectory, SourceSpec } from '../sources/index.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
 import { createApp, ownerOf } from './app.js'
+import { SignIn, type SignInSettings, signInSettingsFromEnv } from './auth/index.js'
 import { createE2BApi } from './e2b/index.js'
 import { createMetrics, type ServerMetrics } from './metrics.js'
 import { type QuotaConfig, Quotas, quotasFromEnv } from './quotas.js'
@@ -72,6 +73,8 @@ export interface ServerOptions {
    * ANALYST_SOURCES names), and `defaults` (--data) that every session gets unless it picks.
    */
   sources?: { named?: Map<string, NamedSource>; defaults?: SourceSpec[] }
+  /** Sign-in with an identity provider (OpenID Connect). @default ANALYST_OIDC_* and ANALYST_PUBLIC_URL (off when unset); null: off */
+  signin?: SignInSettings | null
 }
 
 export interface RunningServer {
@@ -117,10 +120,14 @@ async function sourceDirectory(
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const host = options.host ?? '127.0.0.1'
   const tokens = options.tokens ?? tokensFromEnv()
-  if (!LOOPBACK.test(host) && tokens.length === 0) {
+  const signInSettings =
+    options.signin === undefined ? signInSettingsFromEnv() : (options.signin ?? undefined)
+  if (!LOOPBACK.test(host) && tokens.length === 0 && !signInSettings) {
     throw new InvalidArgumentError(
       `Refusing to listen on ${host} without tokens: anyone who reaches it could run code`,
-      { hint: 'Set ANALYST_TOKEN (comma-separated tokens), or listen on 127.0.0.1.' },
+      {
+        hint: 'Set ANALYST_TOKEN (comma-separated tokens) or sign-in (ANALYST_OIDC_ISSUER…), or listen on 127.0.0.1.',
+      },
     )
   }
   const quotaConfig = options.quotas ?? quotasFromEnv()
@@ -189,10 +196,31 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     console.error(
       `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
     )
-  // MCP at /mcp (src/mcp): its sessions end on DELETE, when idle, or with the server.
-  const mcp = new McpHttp({ service, folders, idleMs: options.idleMs })
-  // E2B-compatible API over the same provider as the sessions.
-  const e2b = createE2BApi({ provider, tokens, allowNetwork: options.allowNetwork })
+  // MCP at /mcp (src/mcp): its sessions end on DELETE, when idle, or with the server. They get the
+  // server's default sources, which list_data and profile_data describe from one connection each.
+  const defaults = sources?.choose(undefined, null) ?? []
+  const mcpSources = defaults.length
+    ? await sources?.open(defaults).catch((error: unknown) => {
+        options.logger?.warn({ err: error }, 'the default sources could not be opened for /mcp')
+        return undefined
+      })
+    : undefined
+  const mcp = new McpHttp({
+    service,
+    folders,
+    idleMs: options.idleMs,
+    ...(mcpSources ? { sources: () => mcpSources } : {}),
+  })
+  const signin = signInSettings
+    ? new SignIn({ settings: signInSettings, store: stores.auth, tokens, logger: options.logger })
+    : undefined
+  // E2B-compatible API over the same provider as the sessions; users' API keys work as E2B_API_KEY.
+  const e2b = createE2BApi({
+    provider,
+    tokens,
+    allowNetwork: options.allowNetwork,
+    ...(signin ? { authenticate: async (key: string) => (await signin.bearer(key))?.owner } : {}),
+  })
   const app = createApp({
     e2b,
     service,
@@ -209,6 +237,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     },
     mcp,
     sources,
+    signin,
   })
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const started = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () =>
@@ -221,6 +250,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }).catch(async (error: unknown) => {
     // The port is taken (or the like): let go of what was opened for it.
     await mcp.close()
+    await mcpSources?.close()
     await service.shutdown()
     await e2b.close()
     if (ownsProvider) await provider.close?.()
@@ -248,6 +278,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
         await mcp.close()
+        await mcpSources?.close()
         await service.shutdown()
         await e2b.close() // the E2B API's sandboxes
         if (ownsProvider) await provider.close?.()

@@ -25,7 +25,11 @@ export const openApiDocument = {
               properties: {
                 error: {
                   type: 'object',
-                  properties: { message: { type: 'string' }, hint: { type: 'string' } },
+                  properties: {
+                    code: { type: 'string' },
+                    message: { type: 'string' },
+                    hint: { type: 'string' },
+                  },
                   required: ['message'],
                 },
               },
@@ -189,6 +193,78 @@ export const openApiDocument = {
       get: {
         summary: 'The session as a notebook, a script or an HTML report',
         responses: { 200: { description: 'The export' }, 400: error, 404: error },
+      },
+    },
+    // Sign-in (when ANALYST_OIDC_ISSUER is set): a cookie authorizes too, with X-CSRF-Token on writes.
+    '/auth/login': {
+      get: {
+        summary: 'Starts signing in at the identity provider (?next= a path of this server)',
+        security: [],
+        responses: { 302: { description: 'To the provider' } },
+      },
+    },
+    '/auth/logout': {
+      post: {
+        summary: 'Signs the browser out',
+        responses: { 200: { description: '{ redirect }' }, 401: error },
+      },
+    },
+    '/api/me': {
+      get: {
+        summary: 'Who is signed in: { user: { id, name, email, groups, admin }, csrfToken }',
+        responses: { 200: { description: 'The user' }, 401: error },
+      },
+    },
+    '/api/keys': {
+      get: { summary: "The caller's API keys, without secrets", responses: { 200: { description: 'Keys' } } },
+      post: {
+        summary: 'A new API key { label, expiresInDays? }: its secret is in this answer only',
+        responses: { 201: { description: '{ id, key, label, expiresAt }' }, 400: error, 403: error },
+      },
+    },
+    '/api/keys/{id}': {
+      parameters: [sessionId],
+      delete: { summary: 'Revokes a key', responses: { 204: { description: 'Revoked' }, 404: error } },
+    },
+    '/api/sessions/{id}/share': {
+      parameters: [sessionId],
+      post: {
+        summary: 'Shares the session read-only by link { allowFiles? }',
+        responses: { 201: { description: '{ id, url }' }, 404: error },
+      },
+      delete: { summary: 'Stops sharing it', responses: { 204: { description: 'Revoked' }, 404: error } },
+    },
+    '/api/shared/{shareId}': {
+      parameters: [{ name: 'shareId', in: 'path', required: true, schema: { type: 'string' } }],
+      get: {
+        summary: 'A shared session, read-only',
+        responses: { 200: { description: 'SharedSessionView' }, 404: error },
+      },
+    },
+    '/api/shared/{shareId}/fork': {
+      parameters: [{ name: 'shareId', in: 'path', required: true, schema: { type: 'string' } }],
+      post: {
+        summary: "Continues a shared session as one of the caller's (when its data files are allowed)",
+        responses: { 201: { description: '{ id }' }, 403: error, 404: error },
+      },
+    },
+    '/api/admin/users': {
+      get: {
+        summary: 'Users and what they use (admins)',
+        responses: { 200: { description: 'Users' }, 403: error },
+      },
+    },
+    '/api/admin/users/{id}/disable': {
+      parameters: [sessionId],
+      post: {
+        summary: 'Disables a user: their keys and browser sessions stop at once (admins; /enable undoes it)',
+        responses: { 200: { description: 'The user' }, 403: error, 404: error },
+      },
+    },
+    '/api/admin/audit': {
+      get: {
+        summary: 'The audit log, newest first (admins; ?limit=, ?actor=)',
+        responses: { 200: { description: 'Entries' }, 403: error },
       },
     },
   },

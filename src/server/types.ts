@@ -120,5 +120,15 @@ export type RunWatchStreamEvent =
   | { type: 'run-end'; run: RunView }
 
 export interface ApiError {
-  error: { message: string; hint?: string }
+  /** `code`: what kind of refusal (unauthorized, forbidden, not_found…), for programs. */
+  error: { code?: string; message: string; hint?: string }
+}
+
+/** GET /api/shared/:shareId: a session shared read-only (its data files only if the owner allows it). */
+export interface SharedSessionView {
+  share: { id: string; allowFiles: boolean; createdAt: string }
+  session: Omit<SessionDetail, 'datasets' | 'blocked'> & {
+    /** Each file's profile (columns, sample rows) only when the owner allows its data files. */
+    datasets: Array<{ name: string; bytes: number; profile?: DatasetInfo['profile'] }>
+  }
 }

@@ -6,6 +6,7 @@
 export { type SandboxBlock, sandboxBlocks } from './blocked.js'
 export { type DataFileInput, materialize, profileInputs } from './datasets.js'
 export type { Replayed, ServiceEvent, SessionEvent } from './events.js'
+export { forkSession } from './fork.js'
 export { replicaName, SessionLease } from './lease.js'
 export { type AnalystSettings, LiveSession, type SessionSources } from './live.js'
 export { Recorder } from './recorder.js'

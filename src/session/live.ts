@@ -85,13 +85,15 @@ async function openSessionSources(
 }
 
 /** The prompt's text on the session's data: its files' profiles, and the host's sources if it has some. */
-async function describeData(
-  profiles: StoredDataset['profile'][],
-  sources: QueryHost | undefined,
-): Promise<string> {
-  const files = profiles.length > 0 || !sources ? formatProfiles(profiles) : ''
-  if (!sources || sources.sources.length === 0) return files
-  return [files, sourcesSection(await describeSources(sources))].filter(Boolean).join('\n\n')
+function describeData(profiles: StoredDataset['profile'][], sourcesText: string | undefined): string {
+  const files = profiles.length > 0 || !sourcesText ? formatProfiles(profiles) : ''
+  return [files, sourcesText].filter(Boolean).join('\n\n')
+}
+
+/** The sources' part of the prompt, made once when the session opens; none without sources. */
+async function describeSessionSources(sources: QueryHost | undefined): Promise<string | undefined> {
+  if (!sources || sources.sources.length === 0) return undefined
+  return sourcesSection(await describeSources(sources))
 }
 
 export class LiveSession {
@@ -109,6 +111,8 @@ export class LiveSession {
     readonly check: CodeCheck | undefined,
     /** The session's own connections to its sources, closed with it. */
     private readonly sources: { close(): Promise<void> } | undefined,
+    /** The prompt's text on the sources, kept when files are added. */
+    private readonly sourcesText: string | undefined,
   ) {
     this.profiles = profiles
   }
@@ -176,6 +180,7 @@ export class LiveSession {
       throw error
     }
     const profiles = files.map((file) => file.profile)
+    const sourcesText = await describeSessionSources(sources)
     const { guard: _guard, mode, ...agent } = settings
     // A sandbox with network may use it: the guard is told so.
     const check: CodeCheck | undefined = guard
@@ -188,13 +193,13 @@ export class LiveSession {
       mode: mode ?? model.mode,
       sandbox,
       sessionId,
-      dataDescription: await describeData(profiles, sources),
+      dataDescription: describeData(profiles, sourcesText),
       history: messages as ModelMessage[],
       evidence: steps.flatMap((step) => [step.stdout, ...step.results.map((result) => result.text ?? '')]),
       check,
     })
     await guardReady
-    return new LiveSession(sessionId, sandbox, analyst, model, replayed, profiles, check, own)
+    return new LiveSession(sessionId, sandbox, analyst, model, replayed, profiles, check, own, sourcesText)
   }
 
   /** Files just added to the session: readable by its code now, and described in the next prompt. */
@@ -203,7 +208,7 @@ export class LiveSession {
       await this.sandbox.files.addData(file.path, file.name)
       this.profiles = [...this.profiles.filter((p) => p.name !== file.name), file.profile]
     }
-    this.analyst.setDataDescription(formatProfiles(this.profiles))
+    this.analyst.setDataDescription(describeData(this.profiles, this.sourcesText))
   }
 
   async close(): Promise<void> {

@@ -8,13 +8,15 @@ import { mkdir } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { FileBlobStore } from './files/blobs.js'
+import { SqlAuthStore } from './sql/auth.js'
 import { SqlBlobStore } from './sql/blobs.js'
 import { SqlEvalStore } from './sql/evals.js'
 import { SqliteHistoryStore } from './sqlite/store.js'
-import type { BlobStore, EvalStore, HistoryStore } from './types.js'
+import type { AuthStore, BlobStore, EvalStore, HistoryStore } from './types.js'
 
 export { FileBlobStore } from './files/blobs.js'
 export { loadSessionHistory, loadSessionStats, type SessionStats, sessionStats } from './history.js'
+export { SqlAuthStore } from './sql/auth.js'
 export { SqlBlobStore } from './sql/blobs.js'
 export { SqlEvalStore } from './sql/evals.js'
 export { SCHEMA_VERSION } from './sql/schema.js'
@@ -32,6 +34,8 @@ export interface Stores {
   blobs: BlobStore
   /** Eval runs and their results, in the same database as the history. */
   evals: EvalStore
+  /** Users, browser sessions, API keys, shares and the audit log, in the same database. */
+  auth: AuthStore
   /** Closes both. */
   close(): Promise<void>
 }
@@ -52,10 +56,22 @@ export async function openStores(
     const blobs = env.ANALYST_BLOB_DIR
       ? new FileBlobStore(env.ANALYST_BLOB_DIR)
       : new SqlBlobStore(history.db, 'postgres')
-    return { history, blobs, evals: new SqlEvalStore(history.db), close: () => history.close() }
+    return {
+      history,
+      blobs,
+      evals: new SqlEvalStore(history.db),
+      auth: new SqlAuthStore(history.db),
+      close: () => history.close(),
+    }
   }
   await mkdir(home, { recursive: true, mode: 0o700 })
   const history = await SqliteHistoryStore.open(join(home, 'analyst.db'))
   const blobs = new FileBlobStore(env.ANALYST_BLOB_DIR || join(home, 'blobs'))
-  return { history, blobs, evals: new SqlEvalStore(history.db), close: () => history.close() }
+  return {
+    history,
+    blobs,
+    evals: new SqlEvalStore(history.db),
+    auth: new SqlAuthStore(history.db),
+    close: () => history.close(),
+  }
 }

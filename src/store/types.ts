@@ -367,3 +367,128 @@ export interface EvalStore {
   /** By question id. */
   evalResults(runId: string): Promise<StoredEvalResult[]>
 }
+
+// ------------------------------------------------------------------ users and sign-in (a separate seam)
+
+/** A person who signed in through the identity provider (OpenID Connect). */
+export interface StoredUser {
+  id: string
+  /** The provider's issuer and the user's `sub` there: who they are, whatever their email becomes. */
+  issuer: string
+  subject: string
+  name: string
+  email?: string
+  groups: string[]
+  /** In one of ANALYST_OIDC_ADMIN_GROUPS at their last sign-in. */
+  admin: boolean
+  /** A disabled user's keys and browser sessions stop working at once. */
+  disabled: boolean
+  createdAt: string
+  lastSeenAt?: string
+}
+
+/** A signed-in browser: the cookie holds a secret, the store keeps only its SHA-256. */
+export interface StoredBrowserSession {
+  /** SHA-256 (hex) of the cookie's secret. */
+  hash: string
+  userId: string
+  /** Sent back in X-CSRF-Token on state-changing requests the cookie authorizes. */
+  csrfToken: string
+  /** The ID token, for RP-initiated logout (`id_token_hint`). */
+  idToken?: string
+  createdAt: string
+  lastUsedAt: string
+  /** ISO 8601: the absolute end, whatever the use. */
+  expiresAt: string
+}
+
+/** A personal API key; its secret is shown once and kept only as a SHA-256. */
+export interface StoredApiKey {
+  id: string
+  userId: string
+  label: string
+  createdAt: string
+  lastUsedAt?: string
+  expiresAt?: string
+}
+
+/** A read-only link to a session, for the instance's signed-in users. */
+export interface StoredShare {
+  id: string
+  sessionId: string
+  /** Whether the viewers may download the session's data files. */
+  allowFiles: boolean
+  createdBy: string
+  createdAt: string
+}
+
+export interface AuditInput {
+  /** sign-in, sign-in-refused, sign-out, key-created, key-revoked, share-created, share-revoked, user-disabled… */
+  action: string
+  /** The user who did it, if known. */
+  actor?: string
+  /** What it was done to (a user, key, session or share id). */
+  target?: string
+  detail?: Record<string, unknown>
+}
+
+export interface StoredAudit extends AuditInput {
+  id: number
+  at: string
+}
+
+/** Where users, browser sessions, API keys, shares and the audit log are kept; beside the history. */
+export interface AuthStore {
+  readonly specificationVersion: 'v1'
+
+  /** Creates the user at their first sign-in; later sign-ins refresh name, email, groups and admin. */
+  upsertUser(input: {
+    issuer: string
+    subject: string
+    name: string
+    email?: string
+    groups: string[]
+    admin: boolean
+  }): Promise<StoredUser>
+  getUser(id: string): Promise<StoredUser | undefined>
+  /** Oldest first. */
+  listUsers(): Promise<StoredUser[]>
+  /** Disabling also ends the user's browser sessions. False when there is no such user. */
+  setUserDisabled(id: string, disabled: boolean): Promise<boolean>
+
+  /** A sign-in under way, kept until the provider sends the browser back (any replica may take it). */
+  putLoginAttempt(hash: string, data: Record<string, string>, expiresAt: string): Promise<void>
+  /** The attempt, removed as it is read (a replayed callback finds nothing); undefined when expired. */
+  takeLoginAttempt(hash: string): Promise<Record<string, string> | undefined>
+
+  createBrowserSession(session: Omit<StoredBrowserSession, 'createdAt' | 'lastUsedAt'>): Promise<void>
+  /** The browser session and its user, whatever their state (the caller checks expiry and disabled). */
+  getBrowserSession(hash: string): Promise<{ session: StoredBrowserSession; user: StoredUser } | undefined>
+  touchBrowserSession(hash: string, at: string): Promise<void>
+  deleteBrowserSession(hash: string): Promise<void>
+
+  /** `hash` is the SHA-256 of the secret (unique). */
+  createApiKey(input: {
+    userId: string
+    label: string
+    hash: string
+    expiresAt?: string
+  }): Promise<StoredApiKey>
+  /** The key whose secret has this hash, and its user; revoked keys are gone. */
+  findApiKey(hash: string): Promise<{ key: StoredApiKey; user: StoredUser } | undefined>
+  /** Newest first; no secrets. */
+  listApiKeys(userId: string): Promise<StoredApiKey[]>
+  /** Only the user's own key; false when they have none of that id. */
+  revokeApiKey(userId: string, id: string): Promise<boolean>
+  touchApiKey(id: string, at: string): Promise<void>
+
+  /** The session's share, made if it has none (one link per session; `allowFiles` updated). */
+  share(input: { sessionId: string; createdBy: string; allowFiles: boolean }): Promise<StoredShare>
+  getShare(id: string): Promise<StoredShare | undefined>
+  /** Removes the session's link; false when it had none. */
+  unshare(sessionId: string): Promise<boolean>
+
+  appendAudit(entry: AuditInput): Promise<StoredAudit>
+  /** Newest first. */
+  audit(options?: { limit?: number; actor?: string }): Promise<StoredAudit[]>
+}

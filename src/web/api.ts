@@ -58,9 +58,24 @@ export function onTokenNeeded(ask: (rejected: boolean) => Promise<string | null>
   askForToken = ask
 }
 
-/** API paths are relative, so the UI works under any mount point. */
-function apiUrl(path: string): string {
-  return path.replace(/^\//, '')
+/**
+ * API paths are relative, so the UI works under any mount point; a shared session's page
+ * (`…/s/<id>`) is one folder down.
+ */
+const BASE = typeof location === 'undefined' ? '' : /\/s\/[^/]+$/.test(location.pathname) ? '../' : ''
+
+export function apiUrl(path: string): string {
+  return `${BASE}${path.replace(/^\//, '')}`
+}
+
+/** Set once the browser is signed in (GET /api/me): sent on every state-changing request. */
+let csrfToken: string | null = null
+/** Where a 401 goes when the server signs users in: its sign-in page. */
+let signInUrl: string | null = null
+
+export function setSignIn(options: { csrfToken: string | null; signInUrl: string }) {
+  csrfToken = options.csrfToken
+  signInUrl = options.signInUrl
 }
 
 /** A URL for `<img src>` and download links: GETs take the token as `?token=`. */
@@ -93,7 +108,13 @@ async function send(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers)
     const value = token.get()
     if (value) headers.set('Authorization', `Bearer ${value}`)
+    if (csrfToken && init.method && init.method !== 'GET') headers.set('X-CSRF-Token', csrfToken)
     const response = await fetch(apiUrl(path), { ...init, headers })
+    if (response.status === 401 && signInUrl && response.headers.get('link')?.includes('rel="login"')) {
+      // The sign-in ended (idle, expired, signed out elsewhere): sign in again, then come back.
+      location.assign(signInUrl)
+      throw await errorOf(response)
+    }
     if (response.status !== 401) {
       if (!response.ok) throw await errorOf(response)
       return response
@@ -106,7 +127,7 @@ async function send(path: string, init: RequestInit = {}): Promise<Response> {
   }
 }
 
-async function json<T>(path: string, init?: RequestInit): Promise<T> {
+export async function json<T>(path: string, init?: RequestInit): Promise<T> {
   const response = await send(path, init)
   return (await response.json()) as T
 }
@@ -123,6 +144,17 @@ export function artifactUrl(sessionId: string, name: string): string {
 export function exportUrl(sessionId: string, format: 'ipynb' | 'py' | 'html'): string {
   return `${sessionPath(sessionId)}/export?format=${format}`
 }
+
+/** A JSON request body. */
+export function jsonInit(method: string, body?: unknown): RequestInit {
+  return {
+    method,
+    headers: { 'Content-Type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  }
+}
+
+export { send }
 
 export const api = {
   listSessions: () => json<SessionSummary[]>('/api/sessions'),

@@ -5,10 +5,16 @@
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import type { SessionDetail, SessionSummary, SourceInfo } from '../server/types.js'
-import { ApiError, api, exportUrl, onTokenNeeded, token, withToken } from './api.js'
+import { account, type SignInState, signInState, signInUrl } from './account.js'
+import { ApiError, api, exportUrl, onTokenNeeded, setSignIn, token, withToken } from './api.js'
+import { AccountBar } from './components/account-bar.js'
+import { AdminPage } from './components/admin-page.js'
 import { Composer } from './components/composer.js'
 import { Datasets } from './components/datasets.js'
+import { KeysPage } from './components/keys-page.js'
 import { Run } from './components/run.js'
+import { ShareButton } from './components/share-button.js'
+import { SharedPage } from './components/shared-page.js'
 import { Sidebar } from './components/sidebar.js'
 import { Sources } from './components/sources.js'
 import { TokenDialog } from './components/token-dialog.js'
@@ -30,6 +36,11 @@ function sessionFromHash(): string | null {
   return match?.[1] ? decodeURIComponent(match[1]) : null
 }
 
+/** The account's pages, in the hash too: `#/keys`, `#/admin`. */
+function pageFromHash(): 'keys' | 'admin' | null {
+  return location.hash === '#/keys' ? 'keys' : location.hash === '#/admin' ? 'admin' : null
+}
+
 function go(id: string | null) {
   const hash = id ? `#/s/${encodeURIComponent(id)}` : '#/'
   if (location.hash !== hash) location.hash = hash
@@ -44,7 +55,34 @@ function problemOf(error: unknown): Problem {
   return { message: String(error) }
 }
 
+/**
+ * The page at /s/<id> is a shared session; any other is the workspace, once the browser is signed
+ * in where the server signs users in (a browser that is not goes to the sign-in page).
+ */
 export function App() {
+  const shareId = /\/s\/([^/]+)$/.exec(location.pathname)?.[1]
+  const [signin, setSigninState] = useState<SignInState | null>(null)
+  useEffect(() => {
+    signInState().then(
+      (state) => {
+        if (state.kind === 'out') {
+          location.assign(signInUrl())
+          return
+        }
+        if (state.kind === 'in') setSignIn({ csrfToken: state.me.csrfToken, signInUrl: signInUrl() })
+        setSigninState(state)
+      },
+      () => setSigninState({ kind: 'none' }),
+    )
+  }, [])
+  if (!signin) return null
+  if (shareId) return <SharedPage shareId={decodeURIComponent(shareId)} />
+  return <Workspace signin={signin} />
+}
+
+function Workspace({ signin }: { signin: SignInState }) {
+  const me = signin.kind === 'in' ? signin.me : null
+  const [page, setPage] = useState(pageFromHash())
   const [sessions, setSessions] = useState<SessionSummary[]>([])
   const [listLoading, setListLoading] = useState(true)
   const [currentId, setCurrentId] = useState<string | null>(sessionFromHash())
@@ -114,7 +152,10 @@ export function App() {
 
   useEffect(() => {
     void refreshList()
-    const onHash = () => setCurrentId(sessionFromHash())
+    const onHash = () => {
+      setCurrentId(sessionFromHash())
+      setPage(pageFromHash())
+    }
     window.addEventListener('hashchange', onHash)
     return () => window.removeEventListener('hashchange', onHash)
   }, [refreshList])
@@ -298,8 +339,15 @@ export function App() {
       />
       <main class="main">
         <header class="topbar">
-          <h1 class="title">{title}</h1>
-          {detail && detail.id === currentId && detail.runs.length > 0 && (
+          <h1 class="title">{page === 'keys' ? 'API keys' : page === 'admin' ? 'Users' : title}</h1>
+          {me && !page && detail && detail.id === currentId && detail.runs.length > 0 && (
+            <ShareButton
+              key={detail.id}
+              sessionId={detail.id}
+              onProblem={(error) => setProblem(problemOf(error))}
+            />
+          )}
+          {!page && detail && detail.id === currentId && detail.runs.length > 0 && (
             <nav class="exports" aria-label="Export">
               <span class="muted">Export</span>
               <a class="button secondary small" href={withToken(exportUrl(detail.id, 'ipynb'))} download>
@@ -313,6 +361,18 @@ export function App() {
               </a>
             </nav>
           )}
+          {me && (
+            <AccountBar
+              me={me}
+              onSignOut={async () => {
+                try {
+                  location.assign(await account.signOut())
+                } catch (error) {
+                  setProblem(problemOf(error))
+                }
+              }}
+            />
+          )}
         </header>
         <div class="scroll">
           <div class="column">
@@ -325,7 +385,11 @@ export function App() {
                 </button>
               </div>
             )}
-            {!currentId && datasets.length === 0 && uploading.length === 0 && (
+            {page === 'keys' && <KeysPage onProblem={(error) => setProblem(problemOf(error))} />}
+            {page === 'admin' && me && (
+              <AdminPage selfId={me.user.id} onProblem={(error) => setProblem(problemOf(error))} />
+            )}
+            {!page && !currentId && datasets.length === 0 && uploading.length === 0 && (
               <div class="welcome">
                 <h2>Ask your data a question</h2>
                 <p>
@@ -336,25 +400,29 @@ export function App() {
                 </p>
               </div>
             )}
-            <Sources
-              available={sources}
-              chosen={detail && detail.id === currentId ? detail.sources : chosen}
-              fixed={Boolean(currentId)}
-              onToggle={(name, on) =>
-                setChosen((names) => (on ? [...names, name] : names.filter((n) => n !== name)))
-              }
-            />
-            <Datasets
-              datasets={datasets}
-              uploading={uploading}
-              expand={runs.length === 0}
-              onChoose={(files) => void upload(files)}
-            />
-            <div class="conversation">
-              {runs.map(({ run, live: isLive }, index) => (
-                <Run key={run.id ?? `live-${index}`} run={run} live={isLive} />
-              ))}
-            </div>
+            {!page && (
+              <>
+                <Sources
+                  available={sources}
+                  chosen={detail && detail.id === currentId ? detail.sources : chosen}
+                  fixed={Boolean(currentId)}
+                  onToggle={(name, on) =>
+                    setChosen((names) => (on ? [...names, name] : names.filter((n) => n !== name)))
+                  }
+                />
+                <Datasets
+                  datasets={datasets}
+                  uploading={uploading}
+                  expand={runs.length === 0}
+                  onChoose={(files) => void upload(files)}
+                />
+                <div class="conversation">
+                  {runs.map(({ run, live: isLive }, index) => (
+                    <Run key={run.id ?? `live-${index}`} run={run} live={isLive} />
+                  ))}
+                </div>
+              </>
+            )}
             <div ref={bottom} />
           </div>
         </div>

@@ -6,15 +6,16 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
 import type { ModelChoice } from '../../src/models/index.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
 import { AnalystError } from '../../src/sandbox/errors.js'
 import { LocalProvider } from '../../src/sandbox/local/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
+import { hasChromium, launchChromium } from '../support/chromium.js'
 
-const CHROMIUM = '/usr/bin/chromium'
 const SALES = resolve('examples/sales.csv')
 const WEB = resolve('dist/web/index.html')
 const TOKEN = 'web-test-token'
@@ -40,9 +41,7 @@ function scriptedModel(): ModelChoice {
   return { model, spec: 'scripted:script', provider: 'custom', modelId: 'script', mode: 'tools' }
 }
 
-const found = existsSync(CHROMIUM)
-
-describe.skipIf(!found)('web UI in Chromium', () => {
+describe.skipIf(!hasChromium)('web UI in Chromium', () => {
   let home: string
   let profileDir: string
   let server: RunningServer | undefined
@@ -62,21 +61,7 @@ describe.skipIf(!found)('web UI in Chromium', () => {
       tokens: [TOKEN],
       provider: new LocalProvider({ poolSize: 0 }),
     })
-    context = await chromium.launchPersistentContext(profileDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-      viewport: { width: 1280, height: 900 },
-    })
+    context = await launchChromium(profileDir)
     page = context.pages()[0] ?? (await context.newPage())
     page.setDefaultTimeout(45_000)
   }, 120_000)

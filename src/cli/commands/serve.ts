@@ -48,7 +48,13 @@ export async function serve(options: ServeOptions): Promise<number> {
     ...(defaults.length ? { sources: { defaults } } : {}),
   })
   process.stderr.write(
-    `${pc.bold('Analyst')} serving on ${pc.cyan(server.url)}  ${pc.dim(tokens.length ? `(${tokens.length} token(s) required)` : '(no tokens: loopback only)')}\n`,
+    `${pc.bold('Analyst')} serving on ${pc.cyan(server.url)}  ${pc.dim(
+      process.env.ANALYST_OIDC_ISSUER
+        ? `(sign-in with ${process.env.ANALYST_OIDC_ISSUER}${tokens.length ? ` and ${tokens.length} token(s)` : ''})`
+        : tokens.length
+          ? `(${tokens.length} token(s) required)`
+          : '(no tokens: loopback only)',
+    )}\n`,
   )
   if (server.sources) {
     process.stderr.write(pc.dim(`Sources: ${server.sources.names().join(', ')}\n`))

@@ -11,7 +11,7 @@
  */
 import { Hono } from 'hono'
 import type { SandboxProvider } from '../../sandbox/index.js'
-import { ownerOf } from '../app.js'
+import { ownerOf } from '../auth/secrets.js'
 import { controlRoutes, e2bError } from './control.js'
 import { envdRoutes } from './envd.js'
 import { interpreterRoutes } from './interpreter.js'
@@ -30,6 +30,8 @@ export interface E2BApiOptions {
   provider: SandboxProvider
   /** The server's tokens (ANALYST_TOKEN); empty: any key is accepted (loopback only). */
   tokens: string[]
+  /** Sign-in's check of a key (a user's API key, or a token): the owner, or undefined when it is not valid. */
+  authenticate?: (key: string) => Promise<string | undefined>
   /** Let a client that asks for `allowInternetAccess: true` have network. @default false */
   allowNetwork?: boolean
   /** Largest upload through `files.write`. @default 256 MiB */
@@ -83,6 +85,18 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
     }
     if (sandboxId === undefined) {
       const key = c.req.header('x-api-key')
+      if (options.authenticate) {
+        const owner = key ? await options.authenticate(key) : undefined
+        if (owner === undefined)
+          return e2bError(
+            c,
+            401,
+            key
+              ? 'The API key is not valid'
+              : 'An API key is required: set E2B_API_KEY to an API key of yours',
+          )
+        return control.fetch(c.req.raw, { owner })
+      }
       const token = options.tokens.length === 0 ? '' : options.tokens.find((t) => sameSecret(key, t))
       if (token === undefined) {
         return e2bError(

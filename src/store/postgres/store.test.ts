@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type PostgresCluster, startPostgres } from '../../test/support/postgres.js'
+import { describeAuthStoreConformance } from '../auth.case.js'
 import { describeStoreConformance } from '../conformance.case.js'
 import { describeEvalStoreConformance } from '../evals.case.js'
 import { openStores } from '../index.js'
@@ -35,6 +36,13 @@ describeStoreConformance({
 })
 
 describeEvalStoreConformance({
+  name: 'postgres',
+  async open() {
+    return openStores('/nonexistent', { ANALYST_DATABASE_URL: await cluster.createDatabase() })
+  },
+})
+
+describeAuthStoreConformance({
   name: 'postgres',
   async open() {
     return openStores('/nonexistent', { ANALYST_DATABASE_URL: await cluster.createDatabase() })

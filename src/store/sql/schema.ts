@@ -154,7 +154,77 @@ export interface EvalResultsTable {
   updated_at: string
 }
 
+/** Since migration 8: people who signed in (OpenID Connect). */
+export interface UsersTable {
+  id: string
+  issuer: string
+  subject: string
+  name: string
+  email: string | null
+  /** JSON array. */
+  groups: string
+  admin: number
+  disabled: number
+  created_at: string
+  last_seen_at: string | null
+}
+
+/** Since migration 8: signed-in browsers, by the SHA-256 of their cookie's secret. */
+export interface BrowserSessionsTable {
+  hash: string
+  user_id: string
+  csrf_token: string
+  id_token: string | null
+  created_at: string
+  last_used_at: string
+  expires_at: string
+}
+
+/** Since migration 8: sign-ins under way (state, nonce, PKCE verifier), by the SHA-256 of the browser's cookie. */
+export interface LoginAttemptsTable {
+  hash: string
+  /** JSON: what the callback checks the provider's answer against. */
+  data: string
+  expires_at: string
+}
+
+/** Since migration 8: personal API keys, by the SHA-256 of their secret. */
+export interface ApiKeysTable {
+  id: string
+  user_id: string
+  label: string
+  hash: string
+  created_at: string
+  last_used_at: string | null
+  expires_at: string | null
+}
+
+/** Since migration 8: read-only links to sessions. */
+export interface SharesTable {
+  id: string
+  session_id: string
+  allow_files: number
+  created_by: string
+  created_at: string
+}
+
+/** Since migration 8: sign-ins, keys, shares and admin actions. */
+export interface AuditTable {
+  id: Generated<number>
+  at: string
+  action: string
+  actor: string | null
+  target: string | null
+  detail: string | null
+}
+
 export interface Database {
+  users: UsersTable
+  browser_sessions: BrowserSessionsTable
+  login_attempts: LoginAttemptsTable
+  api_keys: ApiKeysTable
+  shares: SharesTable
+  audit: AuditTable
   session_leases: SessionLeasesTable
   blobs: BlobsTable
   blob_chunks: BlobChunksTable
@@ -364,6 +434,73 @@ export const MIGRATIONS: Migration[] = [
   async (db) => {
     await db.schema.alterTable('sessions').addColumn('sources', 'text').execute()
     await db.schema.alterTable('steps').addColumn('queries', 'text').execute()
+  },
+  // 8: teams: users (OpenID Connect), their browser sessions and API keys (secrets as hashes),
+  // read-only shares of sessions, and the audit log. A session's owner is then `user:<id>`.
+  async (db, dialect) => {
+    const user: Column = (c) => c.notNull().references('users.id').onDelete('cascade')
+    await db.schema
+      .createTable('users')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('issuer', 'text', (c) => c.notNull())
+      .addColumn('subject', 'text', (c) => c.notNull())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('email', 'text')
+      .addColumn('groups', 'text', (c) => c.notNull().defaultTo('[]'))
+      .addColumn('admin', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('disabled', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .addColumn('last_seen_at', 'text')
+      .addUniqueConstraint('users_identity', ['issuer', 'subject'])
+      .execute()
+    await db.schema
+      .createTable('browser_sessions')
+      .addColumn('hash', 'text', (c) => c.primaryKey())
+      .addColumn('user_id', 'text', user)
+      .addColumn('csrf_token', 'text', (c) => c.notNull())
+      .addColumn('id_token', 'text')
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .addColumn('last_used_at', 'text', (c) => c.notNull())
+      .addColumn('expires_at', 'text', (c) => c.notNull())
+      .execute()
+    await db.schema.createIndex('browser_sessions_user').on('browser_sessions').column('user_id').execute()
+    await db.schema
+      .createTable('login_attempts')
+      .addColumn('hash', 'text', (c) => c.primaryKey())
+      .addColumn('data', 'text', (c) => c.notNull())
+      .addColumn('expires_at', 'text', (c) => c.notNull())
+      .execute()
+    await db.schema
+      .createTable('api_keys')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('user_id', 'text', user)
+      .addColumn('label', 'text', (c) => c.notNull())
+      .addColumn('hash', 'text', (c) => c.notNull().unique())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .addColumn('last_used_at', 'text')
+      .addColumn('expires_at', 'text')
+      .execute()
+    await db.schema.createIndex('api_keys_user').on('api_keys').columns(['user_id', 'created_at']).execute()
+    await db.schema
+      .createTable('shares')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('session_id', 'text', (c) =>
+        c.notNull().unique().references('sessions.id').onDelete('cascade'),
+      )
+      .addColumn('allow_files', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('created_by', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .execute()
+    await db.schema
+      .createTable('audit')
+      .addColumn('id', dialect.serial, serialKey(dialect))
+      .addColumn('at', 'text', (c) => c.notNull())
+      .addColumn('action', 'text', (c) => c.notNull())
+      .addColumn('actor', 'text')
+      .addColumn('target', 'text')
+      .addColumn('detail', 'text')
+      .execute()
+    await db.schema.createIndex('audit_actor').on('audit').columns(['actor', 'id']).execute()
   },
 ]
 

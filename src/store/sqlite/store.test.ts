@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describeAuthStoreConformance } from '../auth.case.js'
 import { describeStoreConformance } from '../conformance.case.js'
 import { describeEvalStoreConformance } from '../evals.case.js'
 import { openStores } from '../index.js'
@@ -31,6 +32,7 @@ async function openTemporary() {
 
 describeStoreConformance({ name: 'sqlite + files', open: openTemporary })
 describeEvalStoreConformance({ name: 'sqlite', open: openTemporary })
+describeAuthStoreConformance({ name: 'sqlite', open: openTemporary })
 
 describeStoreConformance({
   name: 'sqlite + blobs in the database',

@@ -1,0 +1,59 @@
+/** For admins: the users, what they use, and disabling one (their keys and sign-ins stop at once). */
+import { useEffect, useState } from 'preact/hooks'
+import { account, type UserView } from '../account.js'
+import { ago } from '../format.js'
+
+export function AdminPage({ selfId, onProblem }: { selfId: string; onProblem: (error: unknown) => void }) {
+  const [users, setUsers] = useState<UserView[]>([])
+  const refresh = () => account.users().then(setUsers, onProblem)
+  useEffect(() => void refresh(), [])
+  return (
+    <section class="page" aria-label="Users">
+      <h2>Users</h2>
+      <table class="users">
+        <thead>
+          <tr>
+            <th class="listing-cell">Name</th>
+            <th class="listing-cell">Email</th>
+            <th class="listing-cell">Groups</th>
+            <th class="listing-cell">Sessions</th>
+            <th class="listing-cell">Last seen</th>
+            <th class="listing-cell" />
+          </tr>
+        </thead>
+        <tbody>
+          {users.map((user) => (
+            <tr key={user.id} class={user.disabled ? 'listing-row-disabled' : ''}>
+              <td class="listing-cell">
+                {user.name}
+                {user.admin ? ' (admin)' : ''}
+              </td>
+              <td class="listing-cell">{user.email ?? ''}</td>
+              <td class="listing-cell">{user.groups.join(', ')}</td>
+              <td class="listing-cell">{user.usage.sessions}</td>
+              <td class="listing-cell">{user.lastSeenAt ? ago(user.lastSeenAt) : ''}</td>
+              <td class="listing-cell">
+                {user.id !== selfId && (
+                  <button
+                    type="button"
+                    class="button secondary small"
+                    onClick={async () => {
+                      try {
+                        await account.setDisabled(user.id, !user.disabled)
+                        await refresh()
+                      } catch (error) {
+                        onProblem(error)
+                      }
+                    }}
+                  >
+                    {user.disabled ? 'Enable' : 'Disable'}
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  )
+}

@@ -1,0 +1,119 @@
+/**
+ * Sign-in in a real browser: Debian's Chromium (playwright-core) against the real server and a
+ * real OpenID Connect provider (oidc-provider on 127.0.0.1). The page sends the browser to the
+ * provider, the user logs in there, the callback brings them back, the UI shows their name; they
+ * make an API key (shown once) and share a session; then sign out, at the provider too.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import type { BrowserContext, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { LocalProvider } from '../../src/sandbox/local/index.js'
+import { signInSettingsFromEnv } from '../../src/server/auth/index.js'
+import { type RunningServer, startServer } from '../../src/server/index.js'
+import { freePort } from '../../src/test/support/ports.js'
+import { hasChromium, launchChromium } from '../support/chromium.js'
+import { type RunningIdentityProvider, startIdentityProvider } from '../support/identity-provider.js'
+
+const WEB = resolve('dist/web/index.html')
+
+describe.skipIf(!hasChromium)('sign-in in Chromium', () => {
+  let home: string
+  let profileDir: string
+  let idp: RunningIdentityProvider
+  let server: RunningServer | undefined
+  let context: BrowserContext | undefined
+  let page: Page
+  let base: string
+  const provider = new LocalProvider({ poolSize: 0 })
+
+  beforeAll(async () => {
+    if (!existsSync(WEB)) throw new Error('dist/web is missing: run `npm run build` first')
+    const port = await freePort()
+    base = `http://127.0.0.1:${port}`
+    idp = await startIdentityProvider({
+      users: { alice: { name: 'Alice Analyst', email: 'alice@example.com', groups: ['analysts'] } },
+      redirectUris: [`${base}/auth/callback`],
+      postLogoutRedirectUris: [`${base}/`],
+    })
+    home = mkdtempSync(join(tmpdir(), 'analyst-signin-home-'))
+    profileDir = mkdtempSync(join(tmpdir(), 'analyst-signin-chromium-'))
+    server = await startServer({
+      port,
+      home,
+      provider,
+      tokens: [],
+      signin: signInSettingsFromEnv({
+        ANALYST_OIDC_ISSUER: idp.issuer,
+        ANALYST_OIDC_CLIENT_ID: idp.clientId,
+        ANALYST_OIDC_CLIENT_SECRET: idp.clientSecret,
+        ANALYST_PUBLIC_URL: base,
+        ANALYST_OIDC_SCOPES: 'openid email profile groups',
+        ANALYST_OIDC_ALLOWED_GROUPS: 'analysts',
+      }),
+    })
+    context = await launchChromium(profileDir)
+    page = context.pages()[0] ?? (await context.newPage())
+    page.setDefaultTimeout(45_000)
+  }, 120_000)
+
+  afterAll(async () => {
+    await context?.close()
+    await server?.close()
+    await idp?.stop()
+    await provider.close()
+    rmSync(home, { recursive: true, force: true })
+    rmSync(profileDir, { recursive: true, force: true })
+  })
+
+  it('redirects to the provider, comes back signed in with the name shown, makes a key, signs out', async ({
+    onTestFailed,
+  }) => {
+    const errors: string[] = []
+    page.on('pageerror', (error) => errors.push(error.message))
+    onTestFailed(async () => {
+      const shot = join(tmpdir(), 'analyst-web-signin-failed.png')
+      await page.screenshot({ path: shot }).catch(() => undefined)
+      process.stderr.write(
+        `[signin test] failed at ${page.url()}; screenshot: ${shot}; errors: ${JSON.stringify(errors)}\n`,
+      )
+    })
+
+    // Nobody is signed in: the page sends the browser to the provider's login form.
+    await page.goto(`${base}/#/keys`)
+    await page.waitForURL((url) => url.origin === idp.issuer)
+    await page.locator('input[name=login]').fill('alice')
+    await page.locator('input[name=password]').fill('any password')
+    await page.locator('button[type=submit]').click()
+
+    // Back through the callback, to the page asked for, signed in.
+    await page.waitForURL((url) => url.origin === base && url.hash === '#/keys')
+    await expect.poll(() => page.locator('.account-name').textContent()).toBe('Alice Analyst')
+    const cookies = await context?.cookies(base)
+    const session = cookies?.find((cookie) => cookie.name === 'analyst_session')
+    expect(session?.httpOnly).toBe(true)
+    expect(session?.sameSite).toBe('Lax')
+
+    // An API key: its secret shown this once, the key listed without it.
+    await page.getByRole('textbox', { name: 'Label' }).fill('laptop')
+    await page.getByRole('button', { name: 'Make a key' }).click()
+    const secret = (await page.locator('.new-key .secret').textContent()) as string
+    expect(secret).toMatch(/^ak_/)
+    await page.locator('table.keys td', { hasText: 'laptop' }).waitFor()
+    expect(await page.locator('table.keys').textContent()).not.toContain(secret)
+    const withKey = await fetch(`${base}/api/me`, { headers: { authorization: `Bearer ${secret}` } })
+    expect(((await withKey.json()) as { user: { name: string } }).user.name).toBe('Alice Analyst')
+
+    // Sign out: the provider asks to confirm, then sends the browser back, signed out.
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.waitForURL((url) => url.origin === idp.issuer)
+    await page.locator('button[name=logout]').click()
+    // Back at Analyst with no sign-in: the page sends the browser to the provider's login again.
+    await page.waitForURL((url) => url.origin === idp.issuer && url.pathname.startsWith('/interaction/'))
+    const me = await context?.request.get(`${base}/api/me`)
+    expect(me?.status()).toBe(401)
+    expect(errors).toEqual([])
+  })
+})
