@@ -98,19 +98,24 @@ export function readList(file) {
     .flatMap((line) => line.split(/\s+/))
 }
 
-function sourceDateEpoch() {
+/**
+ * SOURCE_DATE_EPOCH, else the time of the last commit that changed these files: a commit
+ * elsewhere keeps each cached step (and the image's bytes) as they were.
+ */
+function sourceDateEpoch(files) {
   if (process.env.SOURCE_DATE_EPOCH) return process.env.SOURCE_DATE_EPOCH
-  const git = spawnSync('git', ['log', '-1', '--format=%ct'], { cwd: ROOT, encoding: 'utf8' })
-  return git.status === 0 ? git.stdout.trim() : '0'
+  const git = spawnSync('git', ['log', '-1', '--format=%ct', '--', ...files], { cwd: ROOT, encoding: 'utf8' })
+  return git.status === 0 && git.stdout.trim() ? git.stdout.trim() : '0'
 }
 
 /**
  * The root file system of one image as a tar, made once per recipe. Downloaded .debs are kept in
  * the cache, so a recipe changed in one package downloads that package only.
  */
-function rootfs(name, packagesFile, epoch) {
+function rootfs(name, packagesFile) {
   const hook = join(DEPLOY, 'rootfs-hook.sh')
   const purge = join(DEPLOY, 'purge.txt')
+  const epoch = sourceDateEpoch([packagesFile, hook, purge])
   const key = hash(SUITE, MIRROR, epoch, ...[packagesFile, hook, purge].map((file) => readFileSync(file)))
   const tar = join(CACHE, `rootfs-${name}-${key}.tar`)
   if (existsSync(tar)) {
@@ -150,7 +155,7 @@ function rootfs(name, packagesFile, epoch) {
   renameSync(partial, tar)
   for (const file of readdirSync(CACHE)) {
     if (file.startsWith(`rootfs-${name}-`) && file !== `rootfs-${name}-${key}.tar`)
-      rmSync(join(CACHE, file), { force: true })
+      rmSync(join(CACHE, file), { recursive: true, force: true })
   }
   say(`root file system of ${name}: ${Math.round((Date.now() - started) / 1000)} s`)
   return { tar, key }
@@ -161,8 +166,8 @@ function imageExists(name) {
 }
 
 /** The root file system as an image of one layer, imported once per recipe. */
-function baseImage(name, packagesFile, epoch) {
-  const { tar, key } = rootfs(name, packagesFile, epoch)
+function baseImage(name, packagesFile) {
+  const { tar, key } = rootfs(name, packagesFile)
   const base = `localhost/${name}-base:${key}`
   if (!imageExists(base)) run('podman', ['import', '--quiet', tar, base], { capture: true })
   return base
@@ -290,7 +295,7 @@ function commit(base, name, epoch, copies, config) {
 }
 
 function buildAnalyst(epoch) {
-  const base = baseImage('analyst', join(DEPLOY, 'packages.txt'), epoch)
+  const base = baseImage('analyst', join(DEPLOY, 'packages.txt'))
   const node = nodeDir()
   const app = appDir(node)
   commit(
@@ -317,7 +322,7 @@ function buildAnalyst(epoch) {
       '--port',
       '8787',
       '--entrypoint',
-      '["/usr/bin/tini", "--", "/usr/local/bin/analyst"]',
+      `["/usr/bin/tini", "--", "${APP}/bin/analyst"]`,
       '--cmd',
       '["serve", "--host", "0.0.0.0", "--port", "8787"]',
       '--healthcheck',
@@ -342,7 +347,7 @@ function buildAnalyst(epoch) {
 }
 
 function buildPostgres(epoch) {
-  const base = baseImage('postgres', join(DEPLOY, 'postgres/packages.txt'), epoch)
+  const base = baseImage('postgres', join(DEPLOY, 'postgres/packages.txt'))
   commit(
     base,
     POSTGRES_IMAGE,
@@ -353,6 +358,8 @@ function buildPostgres(epoch) {
       'postgres',
       '--env',
       'PGDATA=/var/lib/postgresql/data',
+      '--env',
+      'PATH=/usr/lib/postgresql/15/bin:/usr/bin:/bin',
       '--volume',
       '/var/lib/postgresql/data',
       '--port',
@@ -373,7 +380,7 @@ function buildPostgres(epoch) {
 }
 
 function buildProxy(epoch) {
-  const base = baseImage('proxy', join(DEPLOY, 'proxy/packages.txt'), epoch)
+  const base = baseImage('proxy', join(DEPLOY, 'proxy/packages.txt'))
   commit(
     base,
     PROXY_IMAGE,
@@ -416,7 +423,7 @@ function main() {
     if (!BUILDERS[name]) fail(`unknown image ${name}: choose among ${Object.keys(BUILDERS).join(', ')}`)
   checkTools()
   mkdirSync(CACHE, { recursive: true })
-  const epoch = sourceDateEpoch()
+  const epoch = sourceDateEpoch([])
   for (const name of names) {
     const started = Date.now()
     const image = BUILDERS[name](epoch)
