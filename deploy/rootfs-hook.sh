@@ -16,7 +16,7 @@ for name in $packages; do
 done
 # shellcheck disable=SC2086
 [ -z "$present" ] || $in_root dpkg --purge --force-depends $present >/dev/null
-find "$root/usr/lib/python3/dist-packages" -type d -name tests -prune -exec rm -rf {} +
+[ ! -d "$root/usr/lib/python3/dist-packages" ] || find "$root/usr/lib/python3/dist-packages" -type d -name tests -prune -exec rm -rf {} +
 if ! grep -q '^analyst:' "$root/etc/passwd"; then
   echo 'analyst:x:1000:1000:Analyst:/data:/usr/sbin/nologin' >>"$root/etc/passwd"
   echo 'analyst:x:1000:' >>"$root/etc/group"

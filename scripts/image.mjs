@@ -283,7 +283,7 @@ function buildah(args) {
 
 /** One layer on a base image, with its configuration, committed under SOURCE_DATE_EPOCH. */
 function commit(base, name, epoch, copies, config) {
-  const container = buildah(['from', '--pull=never', '--quiet', base])
+  const container = buildah(['from', '--pull=never', '--quiet', '--format', 'docker', base])
   try {
     for (const [from, to] of copies) buildah(['copy', '--quiet', '--chown', '0:0', container, from, to])
     buildah(['config', ...config, container])
