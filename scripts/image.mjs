@@ -10,6 +10,7 @@
 //   npm run image -- --with postgres    also analyst-postgres:15 (Debian's PostgreSQL) for compose
 //   npm run image -- --with proxy       also analyst-proxy:2.6 (Debian's HAProxy) for compose
 //   npm run image -- --print-packages   the resolved package list of the last build
+//   npm run image -- --no-build         dist/ as it is (npm run build runs first otherwise)
 //
 // Reproducible: pinned Debian versions (deploy/packages.txt), a pinned Node, package-lock.json,
 // and SOURCE_DATE_EPOCH (default: the last commit's time) for every timestamp.
@@ -227,13 +228,14 @@ function productionLock(lock) {
  * Native modules (better-sqlite3, DuckDB's, libpg-query) are built here against Node's own
  * headers: the host must have the image's C library (Debian 12's glibc 2.36), checked first.
  */
-function appDir(node) {
+function appDir(node, build) {
   const lock = readFileSync(join(ROOT, 'package-lock.json'))
   const modules = join(CACHE, `node_modules-${hash(productionLock(lock), NODE_VERSION)}`)
   const staging = join(CACHE, 'app')
   rmSync(staging, { recursive: true, force: true })
   mkdirSync(staging, { recursive: true })
-  if (!existsSync(join(ROOT, 'dist/cli/bin.js'))) run('npm', ['run', 'build'], { cwd: ROOT })
+  // dist/ from these sources, not a build left over from older ones (--no-build: it is fresh).
+  if (build || !existsSync(join(ROOT, 'dist/cli/bin.js'))) run('npm', ['run', 'build'], { cwd: ROOT })
   const packed = run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', CACHE], {
     cwd: ROOT,
     capture: true,
@@ -294,10 +296,10 @@ function commit(base, name, epoch, copies, config) {
   }
 }
 
-function buildAnalyst(epoch) {
+function buildAnalyst(epoch, options) {
   const base = baseImage('analyst', join(DEPLOY, 'packages.txt'))
   const node = nodeDir()
-  const app = appDir(node)
+  const app = appDir(node, options.build)
   commit(
     base,
     IMAGE,
@@ -408,6 +410,7 @@ function main() {
       with: { type: 'string', multiple: true, default: [] },
       only: { type: 'string', multiple: true },
       'print-packages': { type: 'boolean', default: false },
+      'no-build': { type: 'boolean', default: false },
     },
   })
   if (values['print-packages']) {
@@ -426,7 +429,7 @@ function main() {
   const epoch = sourceDateEpoch([])
   for (const name of names) {
     const started = Date.now()
-    const image = BUILDERS[name](epoch)
+    const image = BUILDERS[name](epoch, { build: !values['no-build'] })
     const size = run('podman', ['image', 'inspect', '--format', '{{.Size}}', image], { capture: true }).trim()
     say(
       `${image}: ${Math.round(Number(size) / 1e6)} MB, built in ${Math.round((Date.now() - started) / 1000)} s`,

@@ -7,6 +7,8 @@ import { resolve } from 'node:path'
 import { cleanUp } from './podman.js'
 
 export default function setup() {
+  // ANALYST_IMAGE_SKIP_BUILD=1: the images are there already (a rerun while they are fresh).
+  if (process.env.ANALYST_IMAGE_SKIP_BUILD === '1') return () => cleanUp()
   const started = Date.now()
   const build = spawnSync(
     process.execPath,

@@ -4,7 +4,7 @@
  * jails inside the container, a question through a fake model kept across a restart on the
  * volume, and two containers over one PostgreSQL.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,7 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
 import { freePort } from '../../src/test/support/ports.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
-import { type FakeOpenAI, type ScriptEntry, startFakeOpenAI } from '../support/fake-openai.js'
+import {
+  type FakeOpenAI,
+  lastObservation,
+  type ScriptEntry,
+  startFakeOpenAI,
+} from '../support/fake-openai.js'
 import { askOverSse, type SseEvent } from '../support/sse.js'
 import { healthy, IMAGE, LABEL, must, podman, readmeRunFlags, startContainer, volume } from './podman.js'
 
@@ -59,6 +64,7 @@ function analyst(args: string[], flags = readmeRunFlags()) {
 beforeAll(async () => {
   model = await startFakeOpenAI(script)
   cells = mkdtempSync(join(tmpdir(), 'analyst-image-cells-'))
+  chmodSync(cells, 0o755) // the container's user, uid 1000, reads the cells
 })
 
 afterAll(async () => {
@@ -198,7 +204,7 @@ describe('sessions on the volume and in PostgreSQL', () => {
       }
     ).id
     script.push({ code: 'import pandas as pd\nprint(pd.Series([1, 2, 3]).sum())' }, (request) => ({
-      content: request.messages.some((m) => String(m.content).includes('6')) ? 'The sum is 6.' : 'No sum.',
+      content: lastObservation(request).includes('6') ? 'The sum is 6.' : 'No sum.',
     }))
     expect(answer(await askOverSse(first.url, id, 'What is 1 + 2 + 3?'))).toBe('The sum is 6.')
     await must(['rm', '-f', '-t', '10', first.id])
@@ -235,7 +241,7 @@ describe('sessions on the volume and in PostgreSQL', () => {
       expect(seen.runs.map((run) => run.answer)).toEqual(['x is 42.'])
       // A's kernel rebuilds B's state from the store: x is there.
       script.push({ code: 'print(x + 1)' }, (request) => ({
-        content: `Got ${JSON.stringify(request.messages.at(-1)?.content).includes('43') ? 43 : 'nothing'}.`,
+        content: lastObservation(request).includes('43') ? 'Got 43.' : 'Got nothing.',
       }))
       expect(answer(await askOverSse(a.url, id, 'x + 1?'))).toBe('Got 43.')
     })
