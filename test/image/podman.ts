@@ -108,7 +108,8 @@ export function cleanUp() {
     ...ids(['ps', '-aq', '--filter', `label=${LABEL}`]),
     ...ids(['ps', '-aq', '--filter', `label=io.podman.compose.project=${PROJECT}`]),
   ]
-  if (containers.length) spawnSync('podman', ['rm', '-f', '-v', '-t', '0', ...containers], { stdio: 'ignore' })
+  if (containers.length)
+    spawnSync('podman', ['rm', '-f', '-v', '-t', '0', ...containers], { stdio: 'ignore' })
   const volumes = [
     ...ids(['volume', 'ls', '-q', '--filter', `label=${LABEL}`]),
     ...ids(['volume', 'ls', '-q', '--filter', `label=io.podman.compose.project=${PROJECT}`]),
