@@ -12,7 +12,15 @@ export default defineConfig({
     expect: { poll: { timeout: 30_000 } },
     reporters: ['default'],
     projects: [
-      { extends: true, test: { name: 'all', include: ['src/**/*.test.ts', 'test/**/*.test.ts'] } },
+      // test/image builds and runs the container image: its own config (npm run test:image).
+      {
+        extends: true,
+        test: {
+          name: 'all',
+          include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+          exclude: ['test/image/**'],
+        },
+      },
       // As root, sandboxes are forked from a template; the hostile suite also runs on the other
       // path, the one of every user who is not root and of sandboxes with network on.
       {

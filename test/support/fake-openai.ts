@@ -80,7 +80,16 @@ function historyProblem(messages: ChatMessage[]): string | undefined {
   return undefined
 }
 
-export async function startFakeOpenAI(script: ScriptEntry[]): Promise<FakeOpenAI> {
+/**
+ * @param options.host where it listens: 127.0.0.1, or the gateway of a container network whose
+ * containers must reach it (test/image's compose stack).
+ * @param options.port @default a free one
+ */
+export async function startFakeOpenAI(
+  script: ScriptEntry[],
+  options: { host?: string; port?: number } = {},
+): Promise<FakeOpenAI> {
+  const host = options.host ?? '127.0.0.1'
   const requests: ChatRequest[] = []
   let next = 0
   let callCounter = 0
@@ -220,10 +229,10 @@ export async function startFakeOpenAI(script: ScriptEntry[]): Promise<FakeOpenAI
     if (request.stream_options?.include_usage) send([], { usage })
     res.end('data: [DONE]\n\n')
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve))
   const { port } = server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `http://${host}:${port}/v1`,
     requests,
     remaining: () => script.length - next,
     close: () =>

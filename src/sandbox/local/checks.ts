@@ -9,6 +9,7 @@ import type { Check } from '../capabilities.js'
 import { Sandbox } from '../sandbox.js'
 import { LocalProvider } from './backend.js'
 import { sandboxTemplate } from './home.js'
+import { canSetHostname, jailFailureFix, probeJail, usernsFix } from './probe.js'
 import { EXPECTED_MODULES, findPython, MODULE_SOURCES, type PythonInfo } from './python.js'
 import { isRoot } from './runtime.js'
 import { forkUnsupported } from './zygote.js'
@@ -44,6 +45,42 @@ async function forkCheck(python: PythonInfo): Promise<Check> {
       essential: false,
     }
   }
+}
+
+/**
+ * What bubblewrap may do here: namespaces, its own /proc (a container masks it unless told
+ * otherwise), a hostname. Each failure says its own fix, in a container the flag it lacks.
+ */
+function jailChecks(): Check[] {
+  const namespaces = probeJail(['--unshare-all'])
+  const checks: Check[] = [
+    {
+      name: 'user namespaces',
+      ok: namespaces.ok,
+      detail: namespaces.ok ? 'bubblewrap can create a jail as an unprivileged user' : namespaces.output,
+      fix: jailFailureFix(namespaces.output) ?? usernsFix(),
+      essential: true,
+    },
+  ]
+  if (!namespaces.ok) return checks
+  const proc = probeJail(['--unshare-all', '--proc', '/proc'])
+  checks.push({
+    name: 'a /proc of its own',
+    ok: proc.ok,
+    detail: proc.ok ? "bubblewrap can mount the jail's /proc" : proc.output,
+    fix: jailFailureFix(proc.output),
+    essential: true,
+  })
+  const named = canSetHostname()
+  checks.push({
+    name: 'jail hostname',
+    ok: true,
+    detail: named
+      ? 'jails are named "sandbox"'
+      : "refused here (a seccomp profile denies sethostname, as podman's and Docker's do under --cap-drop ALL): jails keep the container's hostname, in a UTS namespace of their own",
+    essential: false,
+  })
+  return checks
 }
 
 export type { Check } from '../capabilities.js'
@@ -124,37 +161,7 @@ export async function runChecks(): Promise<Check[]> {
       : installHint(['bubblewrap'], system, 'Analyst needs it to jail the code it runs'),
     essential: true,
   })
-  if (hasBwrap) {
-    const probe = spawnSync(
-      'bwrap',
-      [
-        '--unshare-all',
-        '--die-with-parent',
-        '--ro-bind',
-        '/usr',
-        '/usr',
-        '--symlink',
-        'usr/bin',
-        '/bin',
-        '--symlink',
-        'usr/lib',
-        '/lib',
-        '--symlink',
-        'usr/lib64',
-        '/lib64',
-        '/usr/bin/true',
-      ],
-      { encoding: 'utf8', uid: isRoot ? 65534 : undefined, gid: isRoot ? 65534 : undefined },
-    )
-    checks.push({
-      name: 'user namespaces',
-      ok: probe.status === 0,
-      detail:
-        probe.status === 0 ? 'bubblewrap can create a jail as an unprivileged user' : probe.stderr.trim(),
-      fix: 'sudo sysctl -w kernel.unprivileged_userns_clone=1 (Debian); on Ubuntu 24.04 also sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0',
-      essential: true,
-    })
-  }
+  if (hasBwrap) checks.push(...jailChecks())
   checks.push({
     name: 'per-sandbox uid, cgroup and workspace quota',
     ok: isRoot,

@@ -25,6 +25,7 @@ import { KERNEL_SOURCE_DIRS, kernelSourceFiles } from '../kernel/sources.js'
 import { type Cgroup, createCgroup } from './cgroup.js'
 import { bwrapArgs, SANDBOX_BIN_DIRS, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
 import type { KernelSpawnSpec } from './kernel.js'
+import { canSetHostname } from './probe.js'
 import { LOCAL_PYTHON_DIR, type PythonInfo } from './python.js'
 import {
   allocateUid,
@@ -70,10 +71,10 @@ const MODULES_TO_PRELOAD = ['numpy', 'pandas', 'matplotlib']
 
 const run = promisify(execFile)
 let kernelDir: string | undefined
-let jailFeatures: { seccompFile?: string; disableUserns: boolean } | undefined
+let jailFeatures: { seccompFile?: string; disableUserns: boolean; hostname: boolean } | undefined
 
 /** What this bubblewrap can do, and the seccomp filter file: found once per process. */
-function features(): { seccompFile?: string; disableUserns: boolean } {
+function features(): { seccompFile?: string; disableUserns: boolean; hostname: boolean } {
   if (jailFeatures) return jailFeatures
   const help = spawnSync('bwrap', ['--help'], { encoding: 'utf8' })
   const text = `${help.stdout ?? ''}${help.stderr ?? ''}`
@@ -83,7 +84,11 @@ function features(): { seccompFile?: string; disableUserns: boolean } {
     seccompFile = join(getRuntime().own, 'seccomp.bpf')
     writeFileSync(seccompFile, filter, { mode: 0o644 })
   }
-  jailFeatures = { seccompFile, disableUserns: text.includes('--disable-userns') }
+  jailFeatures = {
+    seccompFile,
+    disableUserns: text.includes('--disable-userns'),
+    hostname: canSetHostname(),
+  }
   return jailFeatures
 }
 
@@ -274,6 +279,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
             tmpBytes: config.limits.workspaceBytes,
             seccomp: jail.seccompFile !== undefined,
             disableUserns: jail.disableUserns,
+            hostname: jail.hostname,
           },
           command,
         ),

@@ -21,6 +21,7 @@ const spec = {
   tmpBytes: 1024,
   seccomp: true,
   disableUserns: true,
+  hostname: true,
 }
 
 function pairs(args: string[], flag: string): string[][] {
@@ -76,6 +77,14 @@ describe('bwrapArgs', () => {
     const readOnly = pairs(bwrapArgs(spec, ['python3']), '--ro-bind')
     expect(readOnly).toContainEqual([venv, venv])
     expect(readOnly.map(([source]) => source)).not.toContain('/usr/lib/python3.11') // under /usr, already bound
+  })
+
+  it('names the jail only where the runtime lets it (a container under its default seccomp profile does not)', () => {
+    const named = bwrapArgs(spec, ['python3'])
+    expect(named[named.indexOf('--hostname') + 1]).toBe('sandbox')
+    const unnamed = bwrapArgs({ ...spec, hostname: false }, ['python3'])
+    expect(unnamed).not.toContain('--hostname')
+    expect(unnamed).toContain('--unshare-uts')
   })
 
   it('ends with the command after --', () => {

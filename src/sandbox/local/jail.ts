@@ -61,6 +61,11 @@ export interface JailSpec {
   /** bubblewrap can forbid user namespaces inside the jail (0.8.0 and later). */
   disableUserns: boolean
   /**
+   * The jail names itself "sandbox". False where the container runtime's seccomp profile refuses
+   * sethostname (probe.ts): the jail keeps the container's name, in a UTS namespace of its own still.
+   */
+  hostname: boolean
+  /**
    * The sandbox template's jail (analyst_zygote.py) instead of a sandbox's: the same read-only
    * mounts, but as root with its capabilities (it builds each forked sandbox's namespaces), its
    * socket folder at TEMPLATE_SOCKET_DIR, and empty mount points where each sandbox mounts its own
@@ -95,8 +100,7 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     '--unshare-cgroup-try',
     ...(spec.network ? [] : ['--unshare-net']),
     ...(template ? [] : ['--uid', '1000', '--gid', '1000']),
-    '--hostname',
-    'sandbox',
+    ...(spec.hostname ? ['--hostname', 'sandbox'] : []),
     '--die-with-parent',
     '--new-session',
     // The host learns the PID of the jail's init from this fd, to end the jail from the inside out.

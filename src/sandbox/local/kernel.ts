@@ -14,6 +14,7 @@ import { installHint, systemPackages } from '../../packages.js'
 import { SandboxUnavailableError } from '../errors.js'
 import { KernelChannel } from '../kernel/channel.js'
 import { readLines } from '../kernel/protocol.js'
+import { jailFailureFix } from './probe.js'
 import { MODULE_SOURCES } from './python.js'
 import { onExit } from './runtime.js'
 
@@ -291,14 +292,9 @@ export class Kernel extends KernelChannel<KernelExit> {
 
 /** What to do about a kernel that failed to start, from what it printed. */
 export function startHint(output: string): Pick<ErrorOptions, 'hint' | 'fix'> {
-  if (/setting up uid map|No permissions to creat|Operation not permitted|unprivileged/i.test(output)) {
-    return {
-      hint:
-        'bubblewrap cannot create user namespaces here. Enable them (sudo sysctl -w kernel.unprivileged_userns_clone=1; ' +
-        'on Ubuntu 24.04 also sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0).',
-      fix: { setting: 'isolation' },
-    }
-  }
+  // bubblewrap's own refusals: user namespaces, /proc in a container, each with its own fix.
+  const jail = jailFailureFix(output)
+  if (jail) return { hint: jail, fix: { setting: 'isolation' } }
   if (/No module named|ModuleNotFoundError/.test(output)) {
     const packages = [MODULE_SOURCES.pandas.package, MODULE_SOURCES.matplotlib.package]
     const otherwise = 'set ANALYST_PYTHON to a Python 3 with pandas and matplotlib'

@@ -17,6 +17,7 @@ import { SandboxUnavailableError } from '../errors.js'
 import { kernelEnv } from '../kernel/env.js'
 import { bwrapArgs, SANDBOX_BIN_DIRS, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
 import type { KernelProcess, KernelSpawnSpec } from './kernel.js'
+import { canSetHostname } from './probe.js'
 import type { PythonInfo } from './python.js'
 import { fontCache, getRuntime, isRoot, onExit } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
@@ -85,7 +86,8 @@ async function startTemplate(python: PythonInfo, kernelDir: string, preload: str
   const socketDir = join(runtime.own, `zygote-${key}`)
   mkdirSync(socketDir, { recursive: true, mode: 0o700 })
   const filter = seccompFilter(undefined, { denyUserns: true }) as Buffer
-  const config = JSON.stringify({ preload, seccomp: filter.toString('hex') })
+  const hostname = canSetHostname()
+  const config = JSON.stringify({ preload, seccomp: filter.toString('hex'), hostname })
   const args = bwrapArgs(
     {
       python,
@@ -98,6 +100,7 @@ async function startTemplate(python: PythonInfo, kernelDir: string, preload: str
       tmpBytes: 64 * 1024 * 1024,
       seccomp: false,
       disableUserns: false,
+      hostname,
       templateSocketDir: socketDir,
     },
     [python.executable, '-s', `${SANDBOX_KERNEL_DIR}/analyst_zygote.py`, config],

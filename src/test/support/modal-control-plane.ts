@@ -26,6 +26,7 @@ import { compileFunction } from 'node:vm'
 import { Decoder, Encoder } from 'cbor-x'
 import { type CallContext, createServer, type Server, ServerError, Status } from 'nice-grpc'
 import { bwrapArgs } from '../../sandbox/local/jail.js'
+import { canSetHostname } from '../../sandbox/local/probe.js'
 import { getRuntime } from '../../sandbox/local/runtime.js'
 
 // biome-ignore lint/suspicious/noExplicitAny: the SDK's generated definitions are not exported with types
@@ -562,6 +563,7 @@ function jailArgs(dir: string, definition: Request, command: string[], workdir: 
         tmpBytes: 0,
         seccomp: false,
         disableUserns: false,
+        hostname: canSetHostname(),
       },
       command,
     ),

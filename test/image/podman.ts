@@ -1,0 +1,132 @@
+/**
+ * Containers for npm run test:image: podman with the flags the README gives (read from its Deploy
+ * section, so the test runs what users are told to run), and everything a test makes labelled, so
+ * that the end of the run removes it.
+ * @module
+ */
+import { spawn, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import { waitFor } from '../support/wait.js'
+
+const VERSION = JSON.parse(readFileSync(resolve('package.json'), 'utf8')).version as string
+export const IMAGE = `localhost/analyst:${VERSION}`
+export const POSTGRES_IMAGE = 'localhost/analyst-postgres:15'
+export const PROXY_IMAGE = 'localhost/analyst-proxy:2.6'
+export const LABEL = 'analyst-test-image=1'
+/** The compose project of the tests. */
+export const PROJECT = 'analysttest'
+
+/** The flags of the README's `podman run`, that change how the container runs (not ports, names, volumes). */
+export function readmeRunFlags(): string[] {
+  const readme = readFileSync(resolve('README.md'), 'utf8')
+  const deploy = readme.slice(readme.indexOf('## Deploy'))
+  const command = deploy.match(/^podman run [\s\S]*?[^\\]\n/m)?.[0]
+  if (!command) throw new Error("README's Deploy section has no podman run command")
+  const words = command.replace(/\\\n/g, ' ').trim().split(/\s+/).slice(2)
+  const flags: string[] = []
+  const kept = new Set(['--runtime', '--ulimit', '--cap-drop', '--security-opt', '--user'])
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i] as string
+    if (word === '--read-only') flags.push(word)
+    else if (kept.has(word)) flags.push(word, words[++i] as string)
+  }
+  return flags
+}
+
+export interface Result {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** podman (or another command) without blocking the event loop: the tests' fake model answers meanwhile. */
+export function podman(
+  args: string[],
+  options: { input?: string; command?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<Result> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(options.command ?? 'podman', args, {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    child.once('error', reject)
+    child.once('close', (code) => resolvePromise({ code, stdout, stderr }))
+    child.stdin.end(options.input ?? '')
+  })
+}
+
+/** The same, failing with podman's words when it fails. */
+export async function must(args: string[], options: Parameters<typeof podman>[1] = {}): Promise<string> {
+  const result = await podman(args, options)
+  if (result.code !== 0)
+    throw new Error(
+      `${options.command ?? 'podman'} ${args.join(' ')} exited ${result.code}: ${result.stderr}${result.stdout}`,
+    )
+  return result.stdout
+}
+
+/** `podman run -d` with the README's flags and the test's label; resolves to the container's id. */
+export async function startContainer(args: string[], image = IMAGE, command: string[] = []): Promise<string> {
+  const id = await must(['run', '-d', '--label', LABEL, ...readmeRunFlags(), ...args, image, ...command])
+  return id.trim()
+}
+
+/** A named volume, labelled for the clean-up. */
+export async function volume(): Promise<string> {
+  return (await must(['volume', 'create', '--label', LABEL])).trim()
+}
+
+/** Waits until the server at url answers /healthz; fails with the container's log. */
+export async function healthy(url: string, container: string): Promise<void> {
+  await waitFor(
+    async () => {
+      try {
+        return (await fetch(`${url}/healthz`)).ok
+      } catch {
+        return false
+      }
+    },
+    {
+      what: () =>
+        `${url}/healthz; the container logged: ${spawnSync('podman', ['logs', '--tail', '30', container], { encoding: 'utf8' }).stderr}`,
+      timeoutMs: 120_000,
+      intervalMs: 250,
+    },
+  )
+}
+
+/** Removes what the tests made: containers, the compose project, volumes, networks, the images built. */
+export function cleanUp() {
+  const ids = (args: string[]) =>
+    spawnSync('podman', args, { encoding: 'utf8' }).stdout.split('\n').filter(Boolean)
+  const containers = [
+    ...ids(['ps', '-aq', '--filter', `label=${LABEL}`]),
+    ...ids(['ps', '-aq', '--filter', `label=io.podman.compose.project=${PROJECT}`]),
+  ]
+  if (containers.length)
+    spawnSync('podman', ['rm', '-f', '-v', '-t', '0', ...containers], { stdio: 'ignore' })
+  const volumes = [
+    ...ids(['volume', 'ls', '-q', '--filter', `label=${LABEL}`]),
+    ...ids(['volume', 'ls', '-q', '--filter', `label=io.podman.compose.project=${PROJECT}`]),
+  ]
+  if (volumes.length) spawnSync('podman', ['volume', 'rm', '-f', ...volumes], { stdio: 'ignore' })
+  for (const network of ids([
+    'network',
+    'ls',
+    '-q',
+    '--filter',
+    `label=io.podman.compose.project=${PROJECT}`,
+  ])) {
+    spawnSync('podman', ['network', 'rm', '-f', network], { stdio: 'ignore' })
+  }
+  // The images made for the tests; the base images stay, as npm run image's cache (its .cache/image).
+  if (process.env.ANALYST_IMAGE_KEEP !== '1') {
+    spawnSync('podman', ['rmi', '-f', IMAGE, POSTGRES_IMAGE, PROXY_IMAGE], { stdio: 'ignore' })
+    spawnSync('podman', ['image', 'prune', '-f'], { stdio: 'ignore' })
+  }
+}
