@@ -7,17 +7,17 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { type BrowserContext, chromium, type Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ScriptedModel } from '../../src/models/scripted.js'
 import { LocalProvider } from '../../src/sandbox/local/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import { parseSourcesFile } from '../../src/sources/index.js'
+import { hasChromium, launchChromium } from '../support/chromium.js'
 
-const CHROMIUM = '/usr/bin/chromium'
 const WEB = resolve('dist/web/index.html')
 
-describe.skipIf(!existsSync(CHROMIUM))('web UI with sources, in Chromium', () => {
+describe.skipIf(!hasChromium)('web UI with sources, in Chromium', () => {
   let home: string
   let server: RunningServer | undefined
   let context: BrowserContext | undefined
@@ -55,18 +55,7 @@ describe.skipIf(!existsSync(CHROMIUM))('web UI with sources, in Chromium', () =>
         ),
       },
     })
-    context = await chromium.launchPersistentContext(join(home, 'profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-      ],
-      viewport: { width: 1280, height: 900 },
-    })
+    context = await launchChromium(join(home, 'profile'))
     page = context.pages()[0] ?? (await context.newPage())
     page.setDefaultTimeout(45_000)
   }, 120_000)
