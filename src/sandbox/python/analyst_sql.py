@@ -9,7 +9,6 @@ parsed JSON.
 import base64
 import datetime
 import decimal
-import itertools
 import uuid
 
 FLOAT_WORDS = {'NaN': float('nan'), 'Infinity': float('inf'), '-Infinity': float('-inf')}
@@ -92,18 +91,46 @@ def column(values, kind):
     return _objects(values, str, np, pd)
 
 
+def _joined(parts, np, pd):
+    """One column from its batches' arrays: joined as they are when all have one type, else as
+    Python objects (a batch beyond int64 or datetime64's range made objects)."""
+    if len(parts) == 1:
+        return parts[0]
+    if all(type(part) is type(parts[0]) and part.dtype == parts[0].dtype for part in parts):
+        return type(parts[0])._concat_same_type(parts)
+    values = np.concatenate([np.asarray(part, dtype=object) for part in parts])
+    return pd.array(np.fromiter((None if v is pd.NA else v for v in values), dtype=object, count=len(values)), dtype=object)
+
+
+class FrameBuilder:
+    """Makes each batch's arrays as it arrives, while the host reads the next one, so that the
+    DataFrame is ready soon after the last row (rather than after converting them all then)."""
+
+    def __init__(self, columns):
+        self.columns = columns
+        self.parts = [[] for _ in columns]
+
+    def add(self, values):
+        for index, spec in enumerate(self.columns):
+            self.parts[index].append(column(values[index], spec.get('type', 'other')))
+
+    def frame(self):
+        import numpy as np
+        import pandas as pd
+
+        # Built by position: a query may name two columns alike (SELECT a, a).
+        if not self.columns:
+            return pd.DataFrame(index=pd.RangeIndex(0))
+        arrays = [_joined(parts, np, pd) if parts else column([], spec.get('type', 'other'))
+                  for parts, spec in zip(self.parts, self.columns)]
+        result = pd.DataFrame({index: array for index, array in enumerate(arrays)})
+        result.columns = [spec['name'] for spec in self.columns]
+        return result
+
+
 def frame(columns, batches):
     """The DataFrame of a query: `columns` [{name, type}], `batches` [[values of column 0, …], …]."""
-    import pandas as pd
-
-    arrays = []
-    for index, spec in enumerate(columns):
-        values = batches[0][index] if len(batches) == 1 else \
-            list(itertools.chain.from_iterable(batch[index] for batch in batches))
-        arrays.append(column(values, spec.get('type', 'other')))
-    # Built by position: a query may name two columns alike (SELECT a, a).
-    result = pd.DataFrame({index: array for index, array in enumerate(arrays)})
-    if not arrays:
-        result = pd.DataFrame(index=pd.RangeIndex(0))
-    result.columns = [spec['name'] for spec in columns]
-    return result
+    builder = FrameBuilder(columns)
+    for values in batches:
+        builder.add(values)
+    return builder.frame()

@@ -687,15 +687,16 @@ def sql(query, source=None, params=None):
         raise TypeError('params is a list (for $1, ?) or a dict (for :name)')
     query_id, answers = HostQuestions.ask(
         {'type': 'query', 'query': query, 'source': source, 'params': list(params) if isinstance(params, tuple) else params})
-    columns, batches, truncated = [], [], None
+    import analyst_sql
+    builder, truncated = analyst_sql.FrameBuilder([]), None
     try:
         while True:
             answer = answers.get()
             kind = answer['type']
             if kind == 'query-columns':
-                columns = answer['columns']
+                builder = analyst_sql.FrameBuilder(answer['columns'])
             elif kind == 'query-rows':
-                batches.append(answer['values'])
+                builder.add(answer['values'])
             elif kind == 'query-end':
                 truncated = answer.get('truncated')
                 break
@@ -708,8 +709,7 @@ def sql(query, source=None, params=None):
         raise
     finally:
         HostQuestions.waiting.pop(query_id, None)
-    import analyst_sql
-    result = analyst_sql.frame(columns, batches)
+    result = builder.frame()
     if truncated:
         print('[sql] %s' % truncated, file=sys.stderr)
     return result
