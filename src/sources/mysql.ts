@@ -26,6 +26,8 @@ import { redact, type SourceSpec } from './spec.js'
 import { cappedStream, queryCancelled, queryTimeout } from './stream.js'
 import { isoTimestamp } from './values.js'
 
+/** How long a catalog read may take on the server. */
+const CATALOG_TIMEOUT_MS = 10_000
 const BATCH_ROWS = 10_000
 const BINARY = 63
 
@@ -214,12 +216,7 @@ export class MysqlSource implements Source {
     const failure = (error: unknown) => stopped ?? queryError(error, timeoutMs)
     try {
       await this.#query(connection, 'START TRANSACTION READ ONLY')
-      await this.#query(
-        connection,
-        this.#mariadb
-          ? `SET SESSION max_statement_time = ${Math.max(0.001, timeoutMs / 1000)}`
-          : `SET SESSION max_execution_time = ${Math.max(1, Math.ceil(timeoutMs))}`,
-      )
+      await this.#query(connection, this.#timeLimit(timeoutMs))
     } catch (error) {
       await finish(true)
       throw failure(error)
@@ -319,14 +316,28 @@ export class MysqlSource implements Source {
     return cappedStream({ columns: columns ?? [], batches: queue, limits, startedAt, signal })
   }
 
+  /** The server's limit on each statement of this connection (the session's: set before each use). */
+  #timeLimit(timeoutMs: number): string {
+    return this.#mariadb
+      ? `SET SESSION max_statement_time = ${Math.max(0.001, timeoutMs / 1000)}`
+      : `SET SESSION max_execution_time = ${Math.max(1, Math.ceil(timeoutMs))}`
+  }
+
+  /** A catalog read, read-only and bounded in time as the model's queries are. */
   async #read<T>(sql: string, values?: unknown[]): Promise<T[]> {
     const connection = await this.#connect()
+    let broken = false
     try {
+      await this.#query(connection, 'START TRANSACTION READ ONLY')
+      await this.#query(connection, this.#timeLimit(CATALOG_TIMEOUT_MS))
       return await this.#query<T>(connection, sql, values)
     } catch (error) {
+      broken = isBroken(error)
       throw queryError(error, 0)
     } finally {
-      connection.release()
+      if (!broken) await this.#query(connection, 'ROLLBACK').catch(() => (broken = true))
+      if (broken) connection.destroy()
+      else connection.release()
     }
   }
 
