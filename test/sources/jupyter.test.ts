@@ -59,16 +59,16 @@ describe('sql() on the Jupyter engine', () => {
       [
         "df = sql('SELECT * FROM t ORDER BY n', source='pg')",
         'print(dict(df.dtypes.astype(str)))',
-        "print(repr(df.d[0]), df.day[0].date(), df.at[0].isoformat(), df.j[0], str(df.u[0]), df.f.isna().tolist(), __import__('math').isnan(df.f[0]))",
+        "print(repr(df.d[0]), df.day[0].date(), df['at'][0].isoformat(), df.j[0], str(df.u[0]), df.f.isna().tolist(), __import__('math').isnan(df.f[0]))",
         'print(df.n.isna().tolist(), df.ok.isna().tolist())',
       ].join('\n'),
     )
     expect(execution.error).toBeUndefined()
     expect(execution.logs.stdout.join('')).toContain("'n': 'Int64'")
     expect(execution.logs.stdout.join('')).toContain(
-      "Decimal('1.25') 2024-02-29 2024-01-01T10:00:00+00:00 {'a': [1]} a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+      "Decimal('1.25') 2024-02-29 2024-01-01T10:00:00+00:00 {'a': [1]} a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11 [False, True] True",
     )
-    expect(execution.logs.stdout.join('')).toContain('[False, False] [False, True]')
+    expect(execution.logs.stdout.join('')).toContain('[False, True] [False, True]')
     expect(execution.queries.map((q) => [q.source, q.rows])).toEqual([['pg', 2]])
   })
 
