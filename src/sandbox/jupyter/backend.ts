@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto'
 import { open } from 'node:fs/promises'
 import { basename } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import mime from 'mime-types'
 import type {
   CommandEvent,
@@ -33,8 +34,10 @@ import {
   SandboxUnavailableError,
   sandboxKilled,
 } from '../errors.js'
+import type { RunningCell } from '../host-questions.js'
 import { KernelSupervisor } from '../kernel/supervisor.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
+import type { QueryHost } from '../query.js'
 import { type ExecuteReply, KernelChannel, KernelLost, type KernelMessage } from './channel.js'
 import {
   ContentsFiles,
@@ -47,6 +50,7 @@ import {
 import { type JupyterKernel, JupyterKernels, whyStopped } from './kernels.js'
 import { defaultRecordDir, KernelRecords } from './leftovers.js'
 import { CELL_END_MIME, COMMANDS_COMM, cellEndFrom, cellEnvsCode, MODULE, preludeCode } from './prelude.js'
+import { answerPrompt } from './questions.js'
 import {
   checkKernelEnv,
   connect,
@@ -74,7 +78,7 @@ export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
   homeWorkspace: false,
   abortInterrupts: true,
   filesDuringCells: true,
-  hostQueries: false,
+  hostQueries: true,
   terminals: false,
 }
 
@@ -138,6 +142,7 @@ class JupyterSandbox implements SandboxBackend {
     private files: WorkspaceFiles,
     private readonly envs: Record<string, string>,
     limits: SandboxCreateOptions['limits'],
+    private readonly sources?: QueryHost,
   ) {
     const outputBytes = limits?.outputBytes ?? DEFAULT_OUTPUT_BYTES
     this.outputLimits = { outputBytes, resultBytes: limits?.resultBytes ?? 8 * outputBytes }
@@ -285,6 +290,7 @@ class JupyterSandbox implements SandboxBackend {
     const stop = (reason: 'timeout' | 'abort') => {
       if (stopped) return
       stopped = reason
+      running.controller.abort() // its queries are cancelled on their servers
       interruptKernel(this.http, kernel.id).catch(() => {})
       graceTimer = setTimeout(() => {
         // The cell ignores the interrupt: its kernel is restarted (state lost), as the local engine kills it.
@@ -293,6 +299,14 @@ class JupyterSandbox implements SandboxBackend {
         restartedByUs = supervisor.restart().catch(() => {}) // a failure is the next request's
       }, this.settings.interruptGraceMs ?? 3000)
     }
+    const running: RunningCell = {
+      controller: new AbortController(),
+      deadline: Date.now() + options.timeoutMs,
+      onEvent,
+      queries: new Map(),
+      answering: new Set(),
+    }
+    kernel.channel.onInputRequest = (prompt, reply) => answerPrompt(this.sources, running, prompt, reply)
     const timer = setTimeout(() => stop('timeout'), options.timeoutMs)
     const onAbort = () => stop('abort')
     options.signal?.addEventListener('abort', onAbort, { once: true })
@@ -365,6 +379,8 @@ class JupyterSandbox implements SandboxBackend {
       })
       void supervisor.restart()
     } finally {
+      running.controller.abort()
+      await Promise.race([Promise.allSettled(running.answering), sleep(5000)])
       watchdog.stop()
       clearTimeout(timer)
       clearTimeout(graceTimer)
@@ -765,6 +781,7 @@ export class JupyterProvider implements SandboxProvider {
         files,
         options.envs ?? {},
         options.limits,
+        options.sources,
       )
       await sandbox.open()
       // The Contents API sees the workspace only when the kernel started in the server's root.

@@ -84,6 +84,8 @@ export class KernelChannel {
   onKernelState: (state: string) => void = () => {}
   /** Told of comm messages from the kernel, whatever request they follow (commands' output). */
   onComm: (commId: string, data: unknown) => void = () => {}
+  /** Told of the kernel's input_request prompts (sql() asks the host through them). */
+  onInputRequest: (prompt: string, answer: (value: string) => void) => void = () => {}
 
   private readonly v1: boolean
 
@@ -204,6 +206,11 @@ export class KernelChannel {
       this.onComm(message.content.comm_id, message.content.data)
       return
     }
+    if (type === 'input_request') {
+      const header = message.header
+      this.onInputRequest(String(message.content.prompt ?? ''), (value) => this.inputReply(header, value))
+      return
+    }
     const parent = message.parent_header?.msg_id
     const pending = parent ? this.pending.get(parent) : undefined
     if (!pending) {
@@ -275,6 +282,26 @@ export class KernelChannel {
         }
       })
     })
+  }
+
+  /** Answers an input_request on the stdin channel, which the kernel reads while its cell runs. */
+  private inputReply(parent: KernelMessage['header'], value: string) {
+    if (this.closedWith) return
+    const message: WireMessage = {
+      channel: 'stdin',
+      header: {
+        msg_id: randomUUID(),
+        msg_type: 'input_reply',
+        username: 'analyst',
+        session: this.session,
+        version: '5.3',
+        date: new Date().toISOString(),
+      },
+      parent_header: parent,
+      metadata: {},
+      content: { value },
+    }
+    this.socket.send(this.v1 ? encodeV1(message) : JSON.stringify(message))
   }
 
   private fail(error: Error) {

@@ -53,6 +53,7 @@ def setup(config):
     flush_before_exit()
     shell.events.register('post_run_cell', cell_end)
     end_processes(config.get('orphans') or [])
+    shell.user_ns.update(sql=sql, describe_table=describe_table, QueryError=QueryError)
 
 
 def order_streams():
@@ -436,3 +437,84 @@ def op(kind, path, *args):
             os.unlink(full)
         return Json(None)
     raise ValueError('unknown file operation %r' % kind)
+
+
+# ---------------------------------------------------------------- sql(): questions to the host
+# ipykernel reads no shell message (comms included) while a cell runs, but it reads stdin: each
+# question goes out as an input_request whose prompt starts with the marker (jupyter/questions.ts),
+# and the reply is the list of answers the local kernel would stream.
+
+QUESTION_MARKER = '\x01analyst-question:'
+
+
+class QueryError(Exception):
+    """A query the host refused or its source failed: the message says why and what to do."""
+
+
+class TableDescription(str):
+    """describe_table()'s text, shown as text (not a quoted string) when it ends a cell."""
+
+    def __repr__(self):
+        return str(self)
+
+
+_question_count = [0]
+
+
+def _ask(message):
+    import json
+    from IPython import get_ipython
+    kernel = get_ipython().kernel
+    _question_count[0] += 1
+    message.setdefault('id', 'j%d' % _question_count[0])
+    reply = kernel._input_request(QUESTION_MARKER + json.dumps(message), kernel._parent_ident['shell'],
+                                  kernel.get_parent('shell'), password=False)
+    return message['id'], json.loads(reply or '[]')
+
+
+def sql(query, source=None, params=None):
+    """Runs one read-only SQL statement on a data source and returns the rows as a DataFrame.
+
+    source: the source's name, when there is more than one. params: values for $1/? or :name
+    placeholders, bound by the database (never put values into the text yourself)."""
+    if not isinstance(query, str):
+        raise TypeError('sql() takes the query as a string, not %s' % type(query).__name__)
+    if source is not None and not isinstance(source, str):
+        raise TypeError('source is the name of a data source, a string')
+    if params is not None and not isinstance(params, (list, tuple, dict)):
+        raise TypeError('params is a list (for $1, ?) or a dict (for :name)')
+    _question_count[0] += 1
+    query_id = 'j%d' % _question_count[0]
+    try:
+        _, answers = _ask({'type': 'query', 'id': query_id, 'query': query, 'source': source,
+                           'params': list(params) if isinstance(params, tuple) else params})
+    except KeyboardInterrupt:
+        _ask({'type': 'query-cancel', 'id': query_id})  # cancelled on its server, not left to run on
+        raise
+    columns, batches, truncated = [], [], None
+    for answer in answers:
+        kind = answer['type']
+        if kind == 'query-columns':
+            columns = answer['columns']
+        elif kind == 'query-rows':
+            batches.append(answer['values'])
+        elif kind == 'query-end':
+            truncated = answer.get('truncated')
+        elif kind == 'query-error':
+            if answer.get('name') == 'KeyboardInterrupt':
+                raise KeyboardInterrupt
+            raise QueryError(answer.get('message'))
+    import analyst_sql
+    result = analyst_sql.frame(columns, batches)
+    if truncated:
+        print('[sql] %s' % truncated, file=sys.stderr)
+    return result
+
+
+def describe_table(table, source=None):
+    """A table's columns, types, keys, row estimate, sample values and comments."""
+    _, answers = _ask({'type': 'describe-table', 'table': str(table), 'source': source})
+    answer = answers[0] if answers else {}
+    if answer.get('error'):
+        raise QueryError(answer['error'])
+    return TableDescription(answer.get('text') or '')

@@ -15,6 +15,7 @@ const MODULES: Array<[name: string, file: string]> = [
   ['analyst_data', join(here, '..', 'python', 'analyst_data.py')],
   ['analyst_charts', join(here, '..', 'python', 'analyst_charts.py')],
   ['analyst_commands', join(here, '..', 'python', 'analyst_commands.py')],
+  ['analyst_sql', join(here, '..', 'python', 'analyst_sql.py')],
   ['analyst_jupyter', join(here, 'prelude.py')],
 ]
 

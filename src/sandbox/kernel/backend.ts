@@ -7,7 +7,6 @@
  */
 import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { advice } from '../../fixes.js'
 import type {
   CommandProcess,
   Context,
@@ -21,12 +20,13 @@ import type {
   TerminalSize,
 } from '../backend.js'
 import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
-import { AnalystError, NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
+import { NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
+import { answerQuestion, type RunningCell } from '../host-questions.js'
 import type { Artifact } from '../messaging.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
-import type { QueryHost, QueryRecord } from '../query.js'
+import type { QueryHost } from '../query.js'
 import { runKernelCell } from './cell.js'
-import type { HostQuestion, KernelChannel } from './channel.js'
+import type { KernelChannel } from './channel.js'
 import { KernelSupervisor } from './supervisor.js'
 
 /** A kernel that speaks Analyst's protocol, as the backend drives it; its end keeps what it printed last. */
@@ -38,19 +38,6 @@ export interface KernelBackendSettings {
   interruptGraceMs: number
   /** The host's data sources that the cells' sql() queries. */
   sources?: QueryHost
-}
-
-/** The cell that runs now, as the host's answers to its sql() calls need it. */
-interface RunningCell {
-  /** Aborted when the cell is stopped or ends: its queries are cancelled on their servers. */
-  controller: AbortController
-  /** When the cell must end: a query gets what is left of the cell's time. */
-  deadline: number
-  onEvent: DoExecuteOptions['onEvent']
-  /** Each query still running, by the kernel's id for it. */
-  queries: Map<string, AbortController>
-  /** Each query's answer, until it has ended: the cell's end waits for their records. */
-  answering: Set<Promise<void>>
 }
 
 /** How long a stopped cell waits for its cancelled queries to say they ended. */
@@ -92,84 +79,8 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
 
   /** The kernel's questions to the host (sql(), describe_table()) reach the sources. */
   private listen(kernel: K) {
-    kernel.onQuestion = (question) => {
-      if (question.type === 'query-cancel') return this.running?.queries.get(question.id)?.abort()
-      const cell = this.running
-      if (question.type === 'describe-table') return void this.describeTable(kernel, question, cell)
-      const answering = this.query(kernel, question, cell)
-      cell?.answering.add(answering)
-      void answering.finally(() => cell?.answering.delete(answering))
-    }
-  }
-
-  /** Runs one sql() call on the host and streams its rows to the kernel; records it in the cell. */
-  private async query(
-    kernel: K,
-    question: Extract<HostQuestion, { type: 'query' }>,
-    cell: RunningCell | undefined,
-  ) {
-    const { id } = question
-    const sources = this.settings.sources
-    const started = Date.now()
-    const record: QueryRecord = {
-      source: question.source ?? '',
-      query: question.query,
-      rows: 0,
-      durationMs: 0,
-    }
-    const fail = (name: string, message: string) => {
-      kernel.answer({ type: 'query-error', id, name, message })
-      record.error = message
-    }
-    if (!cell) return fail('RuntimeError', 'sql() answers only while a cell runs')
-    if (!sources || sources.sources.length === 0) {
-      return fail(
-        'RuntimeError',
-        'This sandbox has no data sources: sql() has nothing to query. Give the session a database or a file.',
-      )
-    }
-    const controller = new AbortController()
-    const cancel = () => controller.abort(new Error('the cell was stopped'))
-    cell.controller.signal.addEventListener('abort', cancel, { once: true })
-    cell.queries.set(id, controller)
-    try {
-      const stream = await sources.run(
-        { query: question.query, source: question.source ?? undefined, params: question.params ?? undefined },
-        { signal: controller.signal, timeoutMs: Math.max(1, cell.deadline - Date.now()) },
-      )
-      const source = question.source ?? sources.sources[0]?.name ?? ''
-      record.source = source
-      kernel.answer({ type: 'query-columns', id, columns: stream.columns, source })
-      for await (const batch of stream.batches)
-        kernel.answer({ type: 'query-rows', id, values: batch.values })
-      const summary = stream.summary()
-      record.rows = summary.rows
-      if (summary.truncated) record.truncated = summary.truncated
-      kernel.answer({ type: 'query-end', id, rows: summary.rows, truncated: summary.truncated?.message })
-    } catch (error) {
-      const name = controller.signal.aborted ? 'KeyboardInterrupt' : 'QueryError'
-      fail(name, toldToCode(error))
-    } finally {
-      cell.queries.delete(id)
-      cell.controller.signal.removeEventListener('abort', cancel)
-      record.durationMs = Date.now() - started
-      cell.onEvent({ type: 'query', record })
-    }
-  }
-
-  private async describeTable(
-    kernel: K,
-    question: Extract<HostQuestion, { type: 'describe-table' }>,
-    cell: RunningCell | undefined,
-  ) {
-    const sources = this.settings.sources
-    try {
-      if (!cell || !sources?.describeTable) throw new Error('This sandbox has no data sources to describe.')
-      const text = await sources.describeTable(question.table, question.source ?? undefined)
-      kernel.answer({ type: 'table-description', id: question.id, text })
-    } catch (error) {
-      kernel.answer({ type: 'table-description', id: question.id, error: toldToCode(error) })
-    }
+    kernel.onQuestion = (question) =>
+      void answerQuestion(this.settings.sources, question, this.running, (answer) => kernel.answer(answer))
   }
 
   /** A new kernel for this sandbox, ready for requests. */
@@ -387,13 +298,6 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
 function terminalSize(size: TerminalSize): TerminalSize {
   const clamp = (value: number) => Math.min(65_535, Math.max(1, Math.floor(Number(value) || 0)))
   return { cols: clamp(size.cols), rows: clamp(size.rows) }
-}
-
-/** An error of the host's, as the exception code gets: what is wrong and what to do, for a model to act on. */
-function toldToCode(error: unknown): string {
-  if (!AnalystError.isInstance(error)) return error instanceof Error ? error.message : String(error)
-  const what = advice(error, 'model')
-  return what ? `${error.message}. ${what}` : error.message
 }
 
 /** The end of what a kernel printed before it stopped: its last words, for the traceback. */
