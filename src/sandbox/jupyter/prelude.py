@@ -477,38 +477,16 @@ def sql(query, source=None, params=None):
 
     source: the source's name, when there is more than one. params: values for $1/? or :name
     placeholders, bound by the database (never put values into the text yourself)."""
-    if not isinstance(query, str):
-        raise TypeError('sql() takes the query as a string, not %s' % type(query).__name__)
-    if source is not None and not isinstance(source, str):
-        raise TypeError('source is the name of a data source, a string')
-    if params is not None and not isinstance(params, (list, tuple, dict)):
-        raise TypeError('params is a list (for $1, ?) or a dict (for :name)')
-    _question_count[0] += 1
-    query_id = 'j%d' % _question_count[0]
-    try:
-        _, answers = _ask({'type': 'query', 'id': query_id, 'query': query, 'source': source,
-                           'params': list(params) if isinstance(params, tuple) else params})
-    except KeyboardInterrupt:
-        _ask({'type': 'query-cancel', 'id': query_id})  # cancelled on its server, not left to run on
-        raise
-    columns, batches, truncated = [], [], None
-    for answer in answers:
-        kind = answer['type']
-        if kind == 'query-columns':
-            columns = answer['columns']
-        elif kind == 'query-rows':
-            batches.append(answer['values'])
-        elif kind == 'query-end':
-            truncated = answer.get('truncated')
-        elif kind == 'query-error':
-            if answer.get('name') == 'KeyboardInterrupt':
-                raise KeyboardInterrupt
-            raise QueryError(answer.get('message'))
     import analyst_sql
-    result = analyst_sql.frame(columns, batches)
-    if truncated:
-        print('[sql] %s' % truncated, file=sys.stderr)
-    return result
+    message = analyst_sql.question(query, source, params)
+    _question_count[0] += 1
+    message['id'] = 'j%d' % _question_count[0]
+    try:
+        _, answers = _ask(message)
+    except KeyboardInterrupt:
+        _ask({'type': 'query-cancel', 'id': message['id']})  # cancelled on its server, not left to run on
+        raise
+    return analyst_sql.answered(answers, QueryError)
 
 
 def describe_table(table, source=None):

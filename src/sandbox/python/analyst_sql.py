@@ -134,3 +134,39 @@ def frame(columns, batches):
     for values in batches:
         builder.add(values)
     return builder.frame()
+
+
+def question(query, source, params):
+    """sql()'s question to the host, its arguments checked first (a wrong one says what to pass)."""
+    if not isinstance(query, str):
+        raise TypeError('sql() takes the query as a string, not %s' % type(query).__name__)
+    if source is not None and not isinstance(source, str):
+        raise TypeError('source is the name of a data source, a string')
+    if params is not None and not isinstance(params, (list, tuple, dict)):
+        raise TypeError('params is a list (for $1, ?) or a dict (for :name)')
+    return {'type': 'query', 'query': query, 'source': source,
+            'params': list(params) if isinstance(params, tuple) else params}
+
+
+def answered(answers, query_error):
+    """The DataFrame from the host's answers (query-columns, query-rows…, query-end), each batch's
+    arrays made as it arrives; a query-error raises query_error (or KeyboardInterrupt) instead.
+    A cut at a cap is said on stderr."""
+    import sys
+
+    builder = FrameBuilder([])
+    for answer in answers:
+        kind = answer['type']
+        if kind == 'query-columns':
+            builder = FrameBuilder(answer['columns'])
+        elif kind == 'query-rows':
+            builder.add(answer['values'])
+        elif kind == 'query-end':
+            if answer.get('truncated'):
+                print('[sql] %s' % answer['truncated'], file=sys.stderr)
+            break
+        elif kind == 'query-error':
+            if answer.get('name') == 'KeyboardInterrupt':
+                raise KeyboardInterrupt
+            raise query_error(answer.get('message'))
+    return builder.frame()

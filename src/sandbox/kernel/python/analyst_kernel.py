@@ -679,40 +679,15 @@ def sql(query, source=None, params=None):
 
     source: the source's name, when there is more than one. params: values for $1/? or :name
     placeholders, bound by the database (never put values into the text yourself)."""
-    if not isinstance(query, str):
-        raise TypeError('sql() takes the query as a string, not %s' % type(query).__name__)
-    if source is not None and not isinstance(source, str):
-        raise TypeError('source is the name of a data source, a string')
-    if params is not None and not isinstance(params, (list, tuple, dict)):
-        raise TypeError('params is a list (for $1, ?) or a dict (for :name)')
-    query_id, answers = HostQuestions.ask(
-        {'type': 'query', 'query': query, 'source': source, 'params': list(params) if isinstance(params, tuple) else params})
     import analyst_sql
-    builder, truncated = analyst_sql.FrameBuilder([]), None
+    query_id, answers = HostQuestions.ask(analyst_sql.question(query, source, params))
     try:
-        while True:
-            answer = answers.get()
-            kind = answer['type']
-            if kind == 'query-columns':
-                builder = analyst_sql.FrameBuilder(answer['columns'])
-            elif kind == 'query-rows':
-                builder.add(answer['values'])
-            elif kind == 'query-end':
-                truncated = answer.get('truncated')
-                break
-            elif kind == 'query-error':
-                if answer.get('name') == 'KeyboardInterrupt':
-                    raise KeyboardInterrupt
-                raise QueryError(answer.get('message'))
+        return analyst_sql.answered(iter(answers.get, None), QueryError)
     except KeyboardInterrupt:
         send({'type': 'query-cancel', 'id': query_id})  # cancelled on its server, not left to run on
         raise
     finally:
         HostQuestions.waiting.pop(query_id, None)
-    result = builder.frame()
-    if truncated:
-        print('[sql] %s' % truncated, file=sys.stderr)
-    return result
 
 
 class TableDescription(str):
