@@ -18,6 +18,7 @@ import { waitFor } from '../support/wait.js'
 interface Table {
   columns: QueryColumn[]
   batches: QueryBatch[]
+  truncated?: { by: 'rows'; limit: number; message: string }
 }
 
 /** Serves `tables` by query text; a query named `slow` waits until its signal aborts. */
@@ -45,7 +46,11 @@ class MemoryHost implements QueryHost {
       batches: (async function* () {
         yield* table.batches
       })(),
-      summary: () => ({ rows: table.batches.reduce((n, b) => n + b.rows, 0), durationMs: 1 }),
+      summary: () => ({
+        rows: table.batches.reduce((n, b) => n + b.rows, 0),
+        durationMs: 1,
+        ...(table.truncated ? { truncated: table.truncated } : {}),
+      }),
     }
   }
 
@@ -90,7 +95,19 @@ const TYPES: Table = {
 
 describe('sql() in a local sandbox', () => {
   let sandbox: Sandbox
-  const host = new MemoryHost({ types: TYPES, empty: { columns: [{ name: 'x', type: 'int' }], batches: [] } })
+  const host = new MemoryHost({
+    types: TYPES,
+    empty: { columns: [{ name: 'x', type: 'int' }], batches: [] },
+    // A second batch beyond int64 (Python ints) after one of Int64, cut at a cap of 3 rows.
+    cut: {
+      columns: [{ name: 'n', type: 'int' }],
+      batches: [
+        { rows: 2, values: [[1, null]] },
+        { rows: 1, values: [['99999999999999999999']] },
+      ],
+      truncated: { by: 'rows', limit: 3, message: 'The result was cut at 3 rows: aggregate in SQL.' },
+    },
+  })
 
   beforeAll(async () => {
     sandbox = await Sandbox.create({ sources: host })
@@ -125,6 +142,13 @@ describe('sql() in a local sandbox', () => {
   it('gives an empty result its columns', async () => {
     const execution = await sandbox.runCode("e = sql('empty')\nprint(e.shape, list(e.columns))")
     expect(execution.logs.stdout).toEqual(["(0, 1) ['x']\n"])
+  })
+
+  it('says when a cap cut the rows, and joins batches that became arrays of different kinds', async () => {
+    const execution = await sandbox.runCode("c = sql('cut')\nprint(c.n.tolist(), c.n.dtype)")
+    expect(execution.error).toBeUndefined()
+    expect(execution.logs.stdout).toEqual(['[1, None, 99999999999999999999] object\n'])
+    expect(execution.logs.stderr.join('')).toContain('[sql] The result was cut at 3 rows')
   })
 
   it('passes the source, the parameters and what is left of the cell as the timeout', async () => {
