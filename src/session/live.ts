@@ -90,10 +90,13 @@ function describeData(profiles: StoredDataset['profile'][], sourcesText: string 
   return [files, sourcesText].filter(Boolean).join('\n\n')
 }
 
-/** The sources' part of the prompt, made once when the session opens; none without sources. */
-async function describeSessionSources(sources: QueryHost | undefined): Promise<string | undefined> {
+/** The sources' part of the prompt, for the question when there is one; none without sources. */
+async function describeSessionSources(
+  sources: QueryHost | undefined,
+  question?: string,
+): Promise<string | undefined> {
   if (!sources || sources.sources.length === 0) return undefined
-  return sourcesSection(await describeSources(sources))
+  return sourcesSection(await describeSources(sources, question))
 }
 
 export class LiveSession {
@@ -111,8 +114,10 @@ export class LiveSession {
     readonly check: CodeCheck | undefined,
     /** The session's own connections to its sources, closed with it. */
     private readonly sources: { close(): Promise<void> } | undefined,
+    /** The sources the session's code queries (its own, or the door's). */
+    private readonly host: QueryHost | undefined,
     /** The prompt's text on the sources, kept when files are added. */
-    private readonly sourcesText: string | undefined,
+    private sourcesText: string | undefined,
   ) {
     this.profiles = profiles
   }
@@ -199,7 +204,7 @@ export class LiveSession {
       check,
     })
     await guardReady
-    return new LiveSession(sessionId, sandbox, analyst, model, replayed, profiles, check, own, sourcesText)
+    return new LiveSession(sessionId, sandbox, analyst, model, replayed, profiles, check, own, sources, sourcesText)
   }
 
   /** Files just added to the session: readable by its code now, and described in the next prompt. */
@@ -209,6 +214,18 @@ export class LiveSession {
       this.profiles = [...this.profiles.filter((p) => p.name !== file.name), file.profile]
     }
     this.analyst.setDataDescription(describeData(this.profiles, this.sourcesText))
+  }
+
+  /**
+   * The sources described for this question: a schema over the prompt's budget gives in full the
+   * tables that best match it, and the rest by name (the catalog is cached: no round trip each
+   * time). A source that cannot be described now keeps the description it had.
+   */
+  async describeFor(question: string) {
+    const text = await describeSessionSources(this.host, question).catch(() => this.sourcesText)
+    if (text === this.sourcesText) return
+    this.sourcesText = text
+    this.analyst.setDataDescription(describeData(this.profiles, text))
   }
 
   async close(): Promise<void> {

@@ -246,6 +246,7 @@ export class SessionService {
       async function* (live, recorder, signal) {
         let result: AskResult | undefined
         try {
+          await live.describeFor(text)
           for await (const event of live.analyst.ask(text, { signal })) {
             await recorder.handle(event)
             if (event.type === 'done') result = event.result

@@ -7,7 +7,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { LanguageModel } from 'ai'
 import type { SandboxProvider } from '../../src/sandbox/index.js'
-import { type AnalystSettings, type ServiceObserver, SessionService } from '../../src/session/index.js'
+import {
+  type AnalystSettings,
+  type ServiceObserver,
+  type SessionServiceOptions,
+  SessionService,
+} from '../../src/session/index.js'
 import { openStores, type Stores } from '../../src/store/index.js'
 
 export interface TestService {
@@ -24,6 +29,8 @@ export async function openTestService(options: {
   analyst?: AnalystSettings
   idleMs?: number
   observer?: ServiceObserver
+  /** What every sandbox is made with, such as the door's sources. */
+  sandbox?: SessionServiceOptions['sandbox']
 }): Promise<TestService> {
   const home = mkdtempSync(join(tmpdir(), 'analyst-service-'))
   const stores = await openStores(home, {})
@@ -37,6 +44,7 @@ export async function openTestService(options: {
     cacheDir: join(home, 'cache'),
     idleMs: options.idleMs ?? 0,
     observer: options.observer,
+    sandbox: options.sandbox,
   })
   return {
     service,
