@@ -204,7 +204,18 @@ export class LiveSession {
       check,
     })
     await guardReady
-    return new LiveSession(sessionId, sandbox, analyst, model, replayed, profiles, check, own, sources, sourcesText)
+    return new LiveSession(
+      sessionId,
+      sandbox,
+      analyst,
+      model,
+      replayed,
+      profiles,
+      check,
+      own,
+      sources,
+      sourcesText,
+    )
   }
 
   /** Files just added to the session: readable by its code now, and described in the next prompt. */

@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ScriptedModel } from '../../src/models/scripted.js'
 import { LocalProvider } from '../../src/sandbox/local/index.js'
 import type { Sources } from '../../src/sources/sources.js'
-import { openSources } from './support.js'
 import { askAll, openTestService, type TestService } from '../support/service.js'
+import { openSources } from './support.js'
 
 let dir: string
 let sources: Sources

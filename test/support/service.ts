@@ -10,8 +10,8 @@ import type { SandboxProvider } from '../../src/sandbox/index.js'
 import {
   type AnalystSettings,
   type ServiceObserver,
-  type SessionServiceOptions,
   SessionService,
+  type SessionServiceOptions,
 } from '../../src/session/index.js'
 import { openStores, type Stores } from '../../src/store/index.js'
 
