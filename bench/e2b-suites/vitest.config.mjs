@@ -1,6 +1,8 @@
 // Points the suites' relative SDK imports (../src, ../../src/errors, …) at the published packages.
-import { defineConfig } from 'vitest/config'
+
 import { createRequire } from 'node:module'
+import { defineConfig } from 'vitest/config'
+
 const require = createRequire(import.meta.url)
 const sdk = {
   name: 'published-sdk',
@@ -13,5 +15,11 @@ const sdk = {
 }
 export default defineConfig({
   plugins: [sdk],
-  test: { testTimeout: 60000, hookTimeout: 60000, environment: 'node', globals: false, fileParallelism: false },
+  test: {
+    testTimeout: 60000,
+    hookTimeout: 60000,
+    environment: 'node',
+    globals: false,
+    fileParallelism: false,
+  },
 })
