@@ -53,7 +53,8 @@ def setup(config):
     flush_before_exit()
     shell.events.register('post_run_cell', cell_end)
     end_processes(config.get('orphans') or [])
-    shell.user_ns.update(sql=sql, describe_table=describe_table, QueryError=QueryError)
+    import analyst_sql
+    shell.user_ns.update(sql=sql, describe_table=describe_table, QueryError=analyst_sql.QueryError)
 
 
 def order_streams():
@@ -447,17 +448,6 @@ def op(kind, path, *args):
 QUESTION_MARKER = '\x01analyst-question:'
 
 
-class QueryError(Exception):
-    """A query the host refused or its source failed: the message says why and what to do."""
-
-
-class TableDescription(str):
-    """describe_table()'s text, shown as text (not a quoted string) when it ends a cell."""
-
-    def __repr__(self):
-        return str(self)
-
-
 _question_count = [0]
 
 
@@ -479,20 +469,16 @@ def sql(query, source=None, params=None):
     placeholders, bound by the database (never put values into the text yourself)."""
     import analyst_sql
     message = analyst_sql.question(query, source, params)
-    _question_count[0] += 1
-    message['id'] = 'j%d' % _question_count[0]
     try:
-        _, answers = _ask(message)
+        _, answers = _ask(message)  # gives the message its id before it goes
     except KeyboardInterrupt:
         _ask({'type': 'query-cancel', 'id': message['id']})  # cancelled on its server, not left to run on
         raise
-    return analyst_sql.answered(answers, QueryError)
+    return analyst_sql.answered(answers)
 
 
 def describe_table(table, source=None):
     """A table's columns, types, keys, row estimate, sample values and comments."""
+    import analyst_sql
     _, answers = _ask({'type': 'describe-table', 'table': str(table), 'source': source})
-    answer = answers[0] if answers else {}
-    if answer.get('error'):
-        raise QueryError(answer['error'])
-    return TableDescription(answer.get('text') or '')
+    return analyst_sql.description(answers[0] if answers else {})

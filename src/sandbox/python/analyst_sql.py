@@ -148,9 +148,27 @@ def question(query, source, params):
             'params': list(params) if isinstance(params, tuple) else params}
 
 
-def answered(answers, query_error):
+class QueryError(Exception):
+    """A query the host refused or its source failed: the message says why and what to do."""
+
+
+class TableDescription(str):
+    """describe_table()'s text, shown as text (not a quoted string) when it ends a cell."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def description(answer):
+    """describe_table()'s result from the host's answer ({text} or {error})."""
+    if answer.get('error'):
+        raise QueryError(answer['error'])
+    return TableDescription(answer.get('text') or '')
+
+
+def answered(answers):
     """The DataFrame from the host's answers (query-columns, query-rows…, query-end), each batch's
-    arrays made as it arrives; a query-error raises query_error (or KeyboardInterrupt) instead.
+    arrays made as it arrives; a query-error raises QueryError (or KeyboardInterrupt) instead.
     A cut at a cap is said on stderr."""
     import sys
 
@@ -168,5 +186,5 @@ def answered(answers, query_error):
         elif kind == 'query-error':
             if answer.get('name') == 'KeyboardInterrupt':
                 raise KeyboardInterrupt
-            raise query_error(answer.get('message'))
+            raise QueryError(answer.get('message'))
     return builder.frame()

@@ -33,6 +33,7 @@ import traceback
 import types
 
 import analyst_commands
+import analyst_sql  # pandas only when a query's rows arrive
 from analyst_data import json_safe_columns
 
 REQUEST_FD = 3
@@ -647,10 +648,6 @@ def finish(cell_id, context, error):
 # ---------------------------------------------------------------- sql(): questions to the host
 
 
-class QueryError(Exception):
-    """A query the host refused or its source failed: the message says why and what to do."""
-
-
 class HostQuestions:
     """sql() and describe_table() ask the host (which holds the sources) and wait for its answer,
     which the IO thread routes here by id."""
@@ -679,22 +676,14 @@ def sql(query, source=None, params=None):
 
     source: the source's name, when there is more than one. params: values for $1/? or :name
     placeholders, bound by the database (never put values into the text yourself)."""
-    import analyst_sql
     query_id, answers = HostQuestions.ask(analyst_sql.question(query, source, params))
     try:
-        return analyst_sql.answered(iter(answers.get, None), QueryError)
+        return analyst_sql.answered(iter(answers.get, None))
     except KeyboardInterrupt:
         send({'type': 'query-cancel', 'id': query_id})  # cancelled on its server, not left to run on
         raise
     finally:
         HostQuestions.waiting.pop(query_id, None)
-
-
-class TableDescription(str):
-    """describe_table()'s text, shown as text (not a quoted string) when it ends a cell."""
-
-    def __repr__(self):
-        return str(self)
 
 
 def describe_table(table, source=None):
@@ -704,9 +693,7 @@ def describe_table(table, source=None):
         answer = answers.get()
     finally:
         HostQuestions.waiting.pop(query_id, None)
-    if answer.get('error'):
-        raise QueryError(answer['error'])
-    return TableDescription(answer.get('text') or '')
+    return analyst_sql.description(answer)
 
 
 # ---------------------------------------------------------------- the IO thread
