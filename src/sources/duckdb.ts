@@ -22,6 +22,7 @@ import {
 import { InvalidArgumentError, NotFoundError } from '../errors.js'
 import type { QueryBatch, QueryColumn, QueryColumnType, QueryStream } from '../sandbox/query.js'
 import { convertColumn } from './columns.js'
+import { estimateLineRows, isLineFile } from './file-rows.js'
 import { notOneStatement, ONLY_QUERIES, refuse, unparsable } from './refuse.js'
 import type { Catalog, CatalogTable, RunOptions, Source, WriteAccess } from './source.js'
 import { cappedStream, queryCancelled, queryTimeout } from './stream.js'
@@ -383,9 +384,32 @@ export class DuckDbSource implements Source {
           })
         }
       }
+      await this.#estimateFiles(byTable, connection)
       return { tables: [...byTable.values()] }
     } finally {
       connection.closeSync()
+    }
+  }
+
+  /** Data files are views, with no estimate of their own: one from the file (file-rows.ts). */
+  async #estimateFiles(byTable: Map<string, CatalogTable>, connection: DuckDBConnection): Promise<void> {
+    for (const file of this.options.files ?? []) {
+      const table = byTable.get(`main.${file.name}`)
+      if (!table || table.rowEstimate !== undefined) continue
+      try {
+        const rows = isLineFile(file.path)
+          ? await estimateLineRows(file.path)
+          : /\.parquet$/i.test(file.path)
+            ? Number(
+                (
+                  await connection.runAndReadAll(`SELECT count(*) FROM ${quote(file.name)}`)
+                ).getRows()[0]?.[0],
+              )
+            : undefined
+        if (rows !== undefined && Number.isFinite(rows)) table.rowEstimate = rows
+      } catch {
+        // An estimate is a help: a file that cannot be measured is described without one.
+      }
     }
   }
 

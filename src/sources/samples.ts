@@ -107,6 +107,12 @@ async function readAll(stream: QueryStream): Promise<unknown[][]> {
  * table that cannot be sampled in time (a slow view, a table the role may not read) keeps its
  * columns bare: samples are a help, never a reason for the description to fail.
  */
+/**
+ * Tables whose first rows were read (a catalog's own objects, kept while its catalog is cached):
+ * a table with no rows, or columns that are all NULL, is not read again for every question.
+ */
+const sampled = new WeakSet<CatalogTable>()
+
 export async function addSamples(
   source: Source,
   tables: CatalogTable[],
@@ -118,6 +124,7 @@ export async function addSamples(
     (table) =>
       (table.kind === 'table' || options.views) &&
       table.columns.length > 0 &&
+      !sampled.has(table) &&
       table.columns.some((column) => !column.samples?.length),
   )
   const run = async (group: CatalogTable[]) => {
@@ -130,7 +137,9 @@ export async function addSamples(
     })
     for (const [index, json] of await readAll(stream)) {
       const table = group[Number(index)]
-      if (!table || typeof json !== 'string') continue
+      if (!table) continue
+      sampled.add(table)
+      if (typeof json !== 'string') continue
       const rows = JSON.parse(json) as (string | null)[][] | null
       const values = distinctValues(rows ?? [], table.columns.length, perColumn)
       table.columns.forEach((column, c) => {

@@ -183,7 +183,10 @@ export class Sources implements QueryHost {
     return [...groups.values()]
   }
 
-  /** Each group's tables, from a catalog read at most every few minutes; fresh copies each time. */
+  /**
+   * Each group's tables, from a catalog read at most every few minutes. The tables are the cached
+   * ones, so the samples read for one question serve the next ones (samples are only ever added).
+   */
   async #described(only?: string): Promise<SourceDescription[]> {
     const groups = this.groups().filter((group) => only === undefined || group.names.includes(only))
     if (only !== undefined && groups.length === 0) this.source(only)
@@ -196,7 +199,7 @@ export class Sources implements QueryHost {
             this.#catalogs.set(group.source, cached)
             cached.tables.catch(() => this.#catalogs.delete(group.source))
           }
-          return { group, tables: structuredClone(await cached.tables) }
+          return { group, tables: await cached.tables }
         }),
       )
     } catch (error) {

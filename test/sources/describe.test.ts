@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { NotFoundError } from '../../src/errors.js'
 import { Sandbox } from '../../src/index.js'
 import type { Sources } from '../../src/sources/sources.js'
@@ -98,6 +98,31 @@ describe('describing SQLite', () => {
   })
 })
 
+describe('samples across questions', () => {
+  it("reads a table's first rows once, not again for every question, even when it has none", async () => {
+    const file = join(dir, 'samples.db')
+    const db = new Database(file)
+    db.exec(`
+      CREATE TABLE readings (id INTEGER PRIMARY KEY, sensor TEXT);
+      CREATE TABLE outages (id INTEGER PRIMARY KEY, cause TEXT);
+      INSERT INTO readings VALUES (1, 'north'), (2, 'south');
+    `)
+    db.close()
+    const sources = await openSources([`sqlite:${file}`])
+    try {
+      const run = vi.spyOn(sources.source('samples'), 'run')
+      const first = await sources.describe({ budgetChars: 10_000, question: 'readings per sensor' })
+      expect(first).toContain('e.g. "north", "south"')
+      expect(run).toHaveBeenCalledTimes(1)
+      const second = await sources.describe({ budgetChars: 10_000, question: 'outages by cause' })
+      expect(second).toContain('e.g. "north", "south"')
+      expect(run).toHaveBeenCalledTimes(1)
+    } finally {
+      await sources.close()
+    }
+  })
+})
+
 describe('a schema over the budget', () => {
   let sources: Sources
   beforeAll(async () => {
@@ -158,7 +183,7 @@ describe('describing DuckDB', () => {
     expect(text).toContain('e.g. 120.00')
     const error = (await sources.describeTable('visits', 'warehouse').catch((e: unknown) => e)) as Error
     expect(error.message).toBe('There is no table named "visits"')
-    expect(await sources.describeTable('visits', 'visits')).toMatch(/^visits \(view\)/)
+    expect(await sources.describeTable('visits', 'visits')).toMatch(/^visits \(view, ~2 rows\)/)
   })
 })
 
