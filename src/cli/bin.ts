@@ -24,6 +24,14 @@ function report(error: unknown): number {
   return 70
 }
 
+// The library's warnings (an engine that isolates less, say) read as the command's own, without
+// Node's "(node:PID)" prefix and its --trace-warnings advice; other warnings as Node prints them.
+process.removeAllListeners('warning')
+process.on('warning', (warning) => {
+  if (warning.name === 'AnalystWarning') process.stderr.write(`analyst: warning: ${warning.message}\n`)
+  else process.stderr.write(`(node:${process.pid}) ${warning.name}: ${warning.message}\n`)
+})
+
 let code: number
 try {
   code = await main(process.argv.slice(2))
