@@ -24,7 +24,8 @@ export interface RunningCell {
   answering: Set<Promise<void>>
 }
 
-export type Answer = (request: HostRequest) => void
+/** Sends an answer; a promise when the transport wants the source to wait (the Jupyter engine's chunks). */
+export type Answer = (request: HostRequest) => void | Promise<void>
 
 /** Answers one question; a query's answer is tracked in the cell until it has ended. */
 export function answerQuestion(
@@ -77,7 +78,7 @@ async function runQuery(
     const source = question.source ?? sources.sources[0]?.name ?? ''
     record.source = source
     answer({ type: 'query-columns', id, columns: stream.columns, source })
-    for await (const batch of stream.batches) answer({ type: 'query-rows', id, values: batch.values })
+    for await (const batch of stream.batches) await answer({ type: 'query-rows', id, values: batch.values })
     const summary = stream.summary()
     record.rows = summary.rows
     if (summary.truncated) record.truncated = summary.truncated

@@ -80,6 +80,26 @@ describe('sql() on the Jupyter engine', () => {
     expect(execution.logs.stdout).toEqual(["['retail']\n", 'True\n'])
   })
 
+  it('brings a result larger than a Jupyter Server message (10 MiB) whole, in chunks', async () => {
+    const execution = await sandbox.runCode(
+      [
+        "df = sql(\"SELECT g AS id, repeat('x', 60) || g AS s FROM generate_series(1, 200000) g\", source='pg')",
+        'print(len(df), int(df.id.sum()), int(df.s.str.len().sum()), df.s.iloc[-1][-6:])',
+        "print(len(sql('SELECT 1 AS n', source='pg')))",
+      ].join('\n'),
+      { timeoutMs: 120_000 },
+    )
+    expect(execution.error).toBeUndefined()
+    // 200,000 rows of 61 to 66 characters: about 13 MB as JSON.
+    const lengths =
+      200_000 * 60 +
+      [1, 2, 3, 4, 5, 6].reduce(
+        (sum, digits) => sum + digits * (Math.min(200_000, 10 ** digits - 1) - 10 ** (digits - 1) + 1),
+        0,
+      )
+    expect(execution.logs.stdout.join('')).toBe(`200000 20000100000 ${lengths} 200000\n1\n`)
+  })
+
   it('refuses a DELETE with a message the code can read', async () => {
     const refused = await sandbox.runCode("sql('DELETE FROM t', source='pg')")
     expect(refused.error?.name).toBe('QueryError')

@@ -50,7 +50,7 @@ import {
 import { type JupyterKernel, JupyterKernels, whyStopped } from './kernels.js'
 import { defaultRecordDir, KernelRecords } from './leftovers.js'
 import { CELL_END_MIME, COMMANDS_COMM, cellEndFrom, cellEnvsCode, MODULE, preludeCode } from './prelude.js'
-import { answerPrompt } from './questions.js'
+import { CellQuestions } from './questions.js'
 import {
   checkKernelEnv,
   connect,
@@ -306,7 +306,8 @@ class JupyterSandbox implements SandboxBackend {
       queries: new Map(),
       answering: new Set(),
     }
-    kernel.channel.onInputRequest = (prompt, reply) => answerPrompt(this.sources, running, prompt, reply)
+    const questions = new CellQuestions(this.sources, running)
+    kernel.channel.onInputRequest = (prompt, reply) => questions.answer(prompt, reply)
     const timer = setTimeout(() => stop('timeout'), options.timeoutMs)
     const onAbort = () => stop('abort')
     options.signal?.addEventListener('abort', onAbort, { once: true })

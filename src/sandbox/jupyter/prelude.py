@@ -462,6 +462,21 @@ def _ask(message):
     return message['id'], json.loads(reply or '[]')
 
 
+def _answers(message):
+    """A query's answers, a chunk of a few MiB a reply (Jupyter Server refuses a websocket message
+    over 10 MiB): more are asked for until the query has ended, each made into arrays as it comes."""
+    _, chunk = _ask(message)  # gives the message its id before it goes
+    while True:
+        if not chunk:
+            yield {'type': 'query-error', 'id': message['id'], 'message': 'the host gave no answer'}
+            return
+        for answer in chunk:
+            yield answer
+            if answer['type'] in ('query-end', 'query-error'):
+                return
+        _, chunk = _ask({'type': 'query-more', 'id': message['id']})
+
+
 def sql(query, source=None, params=None):
     """Runs one read-only SQL statement on a data source and returns the rows as a DataFrame.
 
@@ -470,11 +485,10 @@ def sql(query, source=None, params=None):
     import analyst_sql
     message = analyst_sql.question(query, source, params)
     try:
-        _, answers = _ask(message)  # gives the message its id before it goes
+        return analyst_sql.answered(_answers(message))
     except KeyboardInterrupt:
         _ask({'type': 'query-cancel', 'id': message['id']})  # cancelled on its server, not left to run on
         raise
-    return analyst_sql.answered(answers)
 
 
 def describe_table(table, source=None):
