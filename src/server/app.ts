@@ -22,6 +22,7 @@ import { artifactResponse } from './artifact-response.js'
 import {
   type AuthVariables,
   bearerOf,
+  callingUser,
   ownerOf,
   type SignIn,
   sameSecret,
@@ -57,7 +58,7 @@ export interface AppOptions {
   /** Answers MCP at /mcp when given. */
   mcp?: McpHttp
   /** The sources sessions may pick by name (GET /api/sources lists those the caller may use). */
-  sources?: { list(owner: string | null): Promise<unknown[]> }
+  sources?: { list(caller: { owner: string | null; groups?: readonly string[]; email?: string }): Promise<unknown[]> }
   /** E2B-compatible API (src/server/e2b): served before Analyst's own routes. */
   e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }
   /** Sign-in (src/server/auth): users, their API keys and shares, beside the tokens. @default tokens only */
@@ -232,16 +233,20 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.post('/api/sessions', async (c) => {
     const body = parse(NewSession, await jsonBody(c))
     await quotas?.newSession(limitsOf(c), c.get('owner'))
+    const user = callingUser(c.get('identity'))
     const created = await service.createSession({
       title: body.title,
       owner: c.get('owner'),
+      ...(user ? { user } : {}),
       sources: body.sources,
     })
     return c.json({ id: created.id, sources: created.sources ?? [] }, 201)
   })
 
   // The sources the caller may give a session: names, kinds and descriptions, never a URL.
-  app.get('/api/sources', async (c) => c.json((await options.sources?.list(c.get('owner'))) ?? []))
+  app.get('/api/sources', async (c) =>
+    c.json((await options.sources?.list({ owner: c.get('owner'), ...callingUser(c.get('identity')) })) ?? []),
+  )
 
   app.get('/api/sessions', async (c) =>
     c.json((await service.listSessions({ owner: c.get('owner') })).map(sessionSummary)),

@@ -47,9 +47,18 @@ export type AnalystSettings = Partial<
  * The host's sources that sessions pick by name (`analyst serve`'s ANALYST_SOURCES and --data):
  * a session keeps the names, and each time it opens, its own connections to them.
  */
+/** Who makes or continues a session, as the sources judge it: its owner, and a signed-in user's groups and email. */
+export interface SourcesCaller {
+  owner: string | null
+  groups?: readonly string[]
+  email?: string
+}
+
 export interface SessionSources {
-  /** The names a new session of `owner` gets: those asked for once checked, or the defaults. */
-  choose(names: readonly string[] | undefined, owner: string | null): string[]
+  /** The names a new session of `caller` gets: those asked for once checked, or the defaults. */
+  choose(names: readonly string[] | undefined, caller: SourcesCaller): string[]
+  /** The sources `caller` may use. */
+  available(caller: SourcesCaller): { name: string }[]
   /** Connects to these sources for one live session; closed with it. */
   open(names: readonly string[]): Promise<QueryHost & { close(): Promise<void> }>
 }

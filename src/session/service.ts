@@ -11,7 +11,7 @@
  */
 import type { Readable } from 'node:stream'
 import type { AskResult, StepRecord, Violation } from '../agent/index.js'
-import { InvalidArgumentError, NotFoundError, ShuttingDownError } from '../errors.js'
+import { ForbiddenError, InvalidArgumentError, NotFoundError, ShuttingDownError } from '../errors.js'
 import type { ModelChoice } from '../models/index.js'
 import type { FindPython } from '../python.js'
 import type { Execution, SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
@@ -29,6 +29,7 @@ import {
 } from '../store/index.js'
 import { type DataFileInput, profileInputs, sandboxFiles } from './datasets.js'
 import type { SessionEvent } from './events.js'
+import { forkSession } from './fork.js'
 import { replicaName, SessionLease } from './lease.js'
 import { type AnalystSettings, LiveSession, type SessionSources } from './live.js'
 import { isMissingModel, missingModel } from './no-model.js'
@@ -136,25 +137,59 @@ export class SessionService {
   // ------------------------------------------------------------------ sessions
 
   /**
-   * A new session. `sources` names the host's sources it may query (checked against what `owner`
-   * may use); left out, it gets the door's defaults.
+   * A new session. `sources` names the host's sources it may query (checked against what `owner`,
+   * or the signed-in `user` with their groups, may use); left out, it gets the door's defaults.
    */
   async createSession(
-    input: { title?: string; owner?: string | null; model?: string; sources?: string[] } = {},
+    input: {
+      title?: string
+      owner?: string | null
+      user?: { groups: readonly string[]; email?: string }
+      model?: string
+      sources?: string[]
+    } = {},
   ): Promise<StoredSession> {
-    const { sources: asked, ...rest } = input
+    const { sources: asked, user, ...rest } = input
     const directory = this.options.sources
     if (!directory && asked?.length) {
       throw new InvalidArgumentError('This server offers no data sources to choose from', {
         hint: 'Name them in a JSON file and point ANALYST_SOURCES at it (or give --data URLs) where the server starts, or leave sources out.',
       })
     }
-    const sources = directory?.choose(asked, input.owner ?? null) ?? []
+    const sources = directory?.choose(asked, { owner: input.owner ?? null, ...user }) ?? []
     return this.options.history.createSession({
       ...rest,
       ...(sources.length ? { sources } : {}),
       title: input.title?.trim() || UNTITLED,
     })
+  }
+
+  /**
+   * A copy of a session for another owner ("continue from here"), with its data, steps and
+   * conversation. Its sources must be ones the new owner may use: a share shows a session, it does
+   * not hand out its databases.
+   */
+  async forkSession(
+    id: string,
+    input: { owner: string | null; user?: { groups: readonly string[]; email?: string } },
+  ): Promise<StoredSession> {
+    const session = await this.getSession(id)
+    const directory = this.options.sources
+    if (session.sources?.length) {
+      const allowed = new Set(
+        directory?.available({ owner: input.owner, ...input.user }).map((source) => source.name),
+      )
+      const missing = session.sources.filter((name) => !allowed.has(name))
+      if (missing.length > 0) {
+        throw new ForbiddenError(
+          `This session queries ${missing.length === 1 ? 'a source' : 'sources'} you may not use (${missing.join(', ')}), so it cannot be continued as yours`,
+          {
+            hint: "Ask the server's admin for access to the source (its entry in ANALYST_SOURCES), or its owner to continue it.",
+          },
+        )
+      }
+    }
+    return forkSession(this.options.history, id, { owner: input.owner })
   }
 
   /** The session; NotFoundError when there is none (or it is not the owner's). */

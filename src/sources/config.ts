@@ -1,7 +1,8 @@
 /**
  * The named sources of `analyst serve`: a JSON file, named by ANALYST_SOURCES, that maps each name
- * to a URL, the environment variable that holds its password and the tokens that may use it. Users
- * pick sources by name and never see a URL or a password.
+ * to a URL, the environment variable that holds its password, and who may use it: tokens, and
+ * signed-in users by their identity provider's groups or by email. Users pick sources by name and
+ * never see a URL or a password.
  * @module
  */
 import { readFileSync } from 'node:fs'
@@ -16,6 +17,8 @@ const entrySchema = z.strictObject({
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'passwordEnv must be the name of an environment variable')
     .optional(),
   tokens: z.array(z.string().min(1)).optional(),
+  groups: z.array(z.string().min(1)).optional(),
+  users: z.array(z.string().email('users are email addresses')).optional(),
 })
 
 const fileSchema = z.record(
@@ -25,8 +28,10 @@ const fileSchema = z.record(
 
 export interface NamedSource {
   spec: SourceSpec
-  /** The tokens that may use it; undefined: every token. */
+  /** Who may use it: these tokens, signed-in users in these groups or with these emails. None of them: everyone. */
   tokens?: string[]
+  groups?: string[]
+  users?: string[]
 }
 
 /** Parses the sources file's text; `where` names the file in messages. */
@@ -40,7 +45,7 @@ export function parseSourcesFile(
     json = JSON.parse(text)
   } catch (error) {
     throw new InvalidArgumentError(`${where} is not valid JSON: ${(error as Error).message}`, {
-      hint: 'Write it as {"NAME": {"url": "postgres://USER@HOST/DB", "passwordEnv": "VAR", "tokens": ["…"]}}.',
+      hint: 'Write it as {"NAME": {"url": "postgres://USER@HOST/DB", "passwordEnv": "VAR", "tokens": ["…"], "groups": ["…"]}}.',
     })
   }
   const parsed = fileSchema.safeParse(json)
@@ -50,7 +55,7 @@ export function parseSourcesFile(
       return `${path}: ${issue.message}`
     })
     throw new InvalidArgumentError(`${where} is not a valid sources file: ${problems.join('; ')}`, {
-      hint: 'Each key is a source name, each value {"url": "…", "passwordEnv": "VAR", "tokens": ["…"]}.',
+      hint: 'Each key is a source name, each value {"url": "…", "passwordEnv": "VAR"} with, to keep it to some, "tokens", "groups" (of signed-in users) or "users" (emails).',
     })
   }
   const sources = new Map<string, NamedSource>()
@@ -73,7 +78,13 @@ export function parseSourcesFile(
       }
       spec = { ...spec, password }
     }
-    sources.set(name, { spec: { ...spec, name }, ...(entry.tokens ? { tokens: entry.tokens } : {}) })
+    const { tokens, groups, users } = entry
+    sources.set(name, {
+      spec: { ...spec, name },
+      ...(tokens ? { tokens } : {}),
+      ...(groups ? { groups } : {}),
+      ...(users ? { users: users.map((email) => email.toLowerCase()) } : {}),
+    })
   }
   return sources
 }
@@ -94,9 +105,4 @@ export function loadSourcesFile(env: NodeJS.ProcessEnv = process.env): Map<strin
     )
   }
   return parseSourcesFile(text, env, `ANALYST_SOURCES (${path})`)
-}
-
-/** Whether a token may use a named source. */
-export function mayUse(source: NamedSource, token: string | undefined): boolean {
-  return source.tokens === undefined || (token !== undefined && source.tokens.includes(token))
 }

@@ -1,7 +1,7 @@
 /**
  * The sources a server offers its sessions by name: those of ANALYST_SOURCES, each maybe kept to
- * some tokens, and those of `--data`, which every caller may use and a session gets when it names
- * none. A session picks names and keeps them; each live session opens its own connections to its
+ * some tokens, groups or users, and those of `--data`, which every caller may use and a session
+ * gets when it names none. A session picks names and keeps them; each live session opens its own connections to its
  * sources and closes them with its sandbox. Whoever picks a name never sees its URL or password.
  * @module
  */
@@ -22,6 +22,22 @@ export interface SourceDirectoryOptions {
   open?: SourcesOptions
 }
 
+/**
+ * Who asks for sources: the owner their sessions get (a token's, a user's; null on a server
+ * without tokens) and, for a signed-in user, their groups and email.
+ */
+export interface SourceCaller {
+  owner: string | null
+  groups?: readonly string[]
+  email?: string
+}
+
+/** A caller given as its owner alone (a token, or nobody) or in full. */
+export type Caller = SourceCaller | string | null
+
+const callerOf = (caller: Caller): SourceCaller =>
+  caller === null || typeof caller === 'string' ? { owner: caller } : caller
+
 /** A source as a caller sees it in the list: its name, kind, whether new sessions get it, and its tables. */
 export interface ListedSource extends QuerySourceInfo {
   default: boolean
@@ -33,8 +49,8 @@ export interface ListedSource extends QuerySourceInfo {
 interface Entry {
   spec: SourceSpec
   default: boolean
-  /** The owners that may use it; undefined: everyone. */
-  owners?: Set<string>
+  /** Who may use it (any of these); undefined: everyone. */
+  allowed?: { owners: Set<string>; groups: Set<string>; emails: Set<string> }
 }
 
 /** What the list says of a source: its description, or why it cannot be reached; warnings are for the log. */
@@ -59,7 +75,15 @@ export class SourceDirectory {
       this.#entries.set(name, {
         spec: source.spec,
         default: false,
-        ...(source.tokens ? { owners: new Set(source.tokens.map(options.ownerOf)) } : {}),
+        ...(source.tokens || source.groups || source.users
+          ? {
+              allowed: {
+                owners: new Set((source.tokens ?? []).map(options.ownerOf)),
+                groups: new Set(source.groups),
+                emails: new Set(source.users),
+              },
+            }
+          : {}),
       })
     }
     for (const spec of options.defaults ?? []) {
@@ -95,34 +119,40 @@ export class SourceDirectory {
     ])
   }
 
-  #mayUse(entry: Entry, owner: string | null): boolean {
-    return entry.owners === undefined || (owner !== null && entry.owners.has(owner))
+  #mayUse(entry: Entry, caller: SourceCaller): boolean {
+    const { allowed } = entry
+    if (!allowed) return true
+    if (caller.owner !== null && allowed.owners.has(caller.owner)) return true
+    if (caller.email && allowed.emails.has(caller.email.toLowerCase())) return true
+    return (caller.groups ?? []).some((group) => allowed.groups.has(group))
   }
 
-  /** The sources `owner` may use (null: a server without tokens), in the order they were given. */
-  available(owner: string | null): QuerySourceInfo[] {
+  /** The sources `caller` may use, in the order they were given. */
+  available(caller: Caller): QuerySourceInfo[] {
+    const who = callerOf(caller)
     return [...this.#entries]
-      .filter(([, entry]) => this.#mayUse(entry, owner))
+      .filter(([, entry]) => this.#mayUse(entry, who))
       .map(([name, entry]) => ({ name, kind: entry.spec.kind }))
   }
 
   /**
-   * The names a new session of `owner` gets: those it asked for, each checked (a name it may not
+   * The names a new session of `caller` gets: those it asked for, each checked (a name it may not
    * use is refused as one that does not exist), or the defaults when it named none.
    */
-  choose(names: readonly string[] | undefined, owner: string | null): string[] {
+  choose(names: readonly string[] | undefined, caller: Caller): string[] {
+    const who = callerOf(caller)
     if (names === undefined) {
       return [...this.#entries].filter(([, entry]) => entry.default).map(([name]) => name)
     }
     const chosen = [...new Set(names)]
     for (const name of chosen) {
       const entry = this.#entries.get(name)
-      if (!entry || !this.#mayUse(entry, owner)) {
-        const names = this.available(owner).map((source) => source.name)
+      if (!entry || !this.#mayUse(entry, who)) {
+        const names = this.available(who).map((source) => source.name)
         throw new NotFoundError(`There is no source named "${name}"`, {
           hint: names.length
             ? `The sources you may use are: ${names.join(', ')} (GET /api/sources lists them).`
-            : 'This server offers you no sources: its ANALYST_SOURCES file names them, with the tokens that may use each.',
+            : 'This server offers you no sources: its ANALYST_SOURCES file names them, with the tokens, groups or users that may use each.',
         })
       }
     }
@@ -143,10 +173,10 @@ export class SourceDirectory {
     return Sources.open(specs, this.#open)
   }
 
-  /** The sources `owner` may use, each with its description (read once in a while, not per call). */
-  async list(owner: string | null): Promise<ListedSource[]> {
+  /** The sources `caller` may use, each with its description (read once in a while, not per call). */
+  async list(caller: Caller): Promise<ListedSource[]> {
     return Promise.all(
-      this.available(owner).map(async (info) => ({
+      this.available(caller).map(async (info) => ({
         ...info,
         default: this.#entries.get(info.name)?.default === true,
         ...withoutWarnings(await this.#describe(info.name)),

@@ -3,8 +3,14 @@
  * queried in place, read-only, bounded and cancellable. `Sources` is the sandbox's QueryHost.
  * @module
  */
-export { loadSourcesFile, mayUse, type NamedSource, parseSourcesFile } from './config.js'
-export { type ListedSource, SourceDirectory, type SourceDirectoryOptions } from './directory.js'
+export { loadSourcesFile, type NamedSource, parseSourcesFile } from './config.js'
+export {
+  type Caller,
+  type ListedSource,
+  type SourceCaller,
+  SourceDirectory,
+  type SourceDirectoryOptions,
+} from './directory.js'
 export { type Catalog, type CatalogTable, DEFAULT_LIMITS, type Limits, type WriteAccess } from './source.js'
 export {
   READ_ONLY_ROLE_HINT,

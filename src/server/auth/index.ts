@@ -3,6 +3,7 @@
  * sessions and API keys, shares of sessions, the admin API and the audit log.
  * @module
  */
+export { callingUser } from './caller.js'
 export { type SignInSettings, signInSettingsFromEnv } from './config.js'
 export { type AuthEnv, signInRoutes, userOf, userView } from './routes.js'
 export { hashSecret, newSecret, ownerOf, sameSecret } from './secrets.js'

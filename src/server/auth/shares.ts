@@ -8,11 +8,12 @@
 import { Hono } from 'hono'
 import { z } from 'zod'
 import { ForbiddenError, NotFoundError } from '../../errors.js'
-import { forkSession, type SessionService } from '../../session/index.js'
+import type { SessionService } from '../../session/index.js'
 import { artifactResponse } from '../artifact-response.js'
 import { jsonBody, parse } from '../request-body.js'
 import type { SharedSessionView } from '../types.js'
 import { sessionDetail } from '../views.js'
+import { callingUser } from './caller.js'
 import type { AuthEnv } from './routes.js'
 import type { SignIn } from './signin.js'
 
@@ -97,7 +98,11 @@ export function shareRoutes(signin: SignIn, service: SessionService): Hono<AuthE
       throw new ForbiddenError('This session is shared without its data files, so it cannot be continued', {
         hint: 'Ask its owner to share it with its data files allowed.',
       })
-    const copy = await forkSession(service.history, share.sessionId, { owner: c.get('owner') })
+    const user = callingUser(c.get('identity'))
+    const copy = await service.forkSession(share.sessionId, {
+      owner: c.get('owner'),
+      ...(user ? { user } : {}),
+    })
     await signin.audit.record({
       action: 'share-forked',
       actor: actorOf(c),

@@ -1,0 +1,151 @@
+/**
+ * Named sources for signed-in users: an ANALYST_SOURCES entry kept to groups of the identity
+ * provider's, or to users by email, is listed and given only to them; a share of a session over
+ * such a source can be continued ("fork") only by someone who may use it too. A real server, a
+ * real OpenID Connect provider, SQLite sources.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LocalProvider } from '../../src/index.js'
+import { signInSettingsFromEnv } from '../../src/server/auth/index.js'
+import { type RunningServer, startServer } from '../../src/server/index.js'
+import { parseSourcesFile } from '../../src/sources/index.js'
+import { freePort } from '../../src/test/support/ports.js'
+import {
+  CookieJar,
+  followSignIn,
+  type RunningIdentityProvider,
+  request,
+  startIdentityProvider,
+} from '../support/identity-provider.js'
+
+const USERS = {
+  alice: { name: 'Alice', email: 'alice@example.com', groups: ['analysts', 'finance'] },
+  bob: { name: 'Bob', email: 'Bob@Example.com', groups: ['analysts'] },
+}
+
+let idp: RunningIdentityProvider
+let server: RunningServer
+let base: string
+let home: string
+const provider = new LocalProvider({ poolSize: 0 })
+
+interface Browser {
+  jar: CookieJar
+  csrf: string
+}
+
+async function signIn(login: keyof typeof USERS): Promise<Browser> {
+  const jar = new CookieJar()
+  await followSignIn(jar, `${base}/auth/login?next=/`, login)
+  const me = (await (await request(jar, `${base}/api/me`)).json()) as { csrfToken: string }
+  return { jar, csrf: me.csrfToken }
+}
+
+function call(browser: Browser, path: string, method = 'GET', body?: unknown) {
+  return request(browser.jar, `${base}${path}`, {
+    method,
+    headers: {
+      origin: base,
+      'x-csrf-token': browser.csrf,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
+}
+
+const names = async (browser: Browser) =>
+  ((await (await call(browser, '/api/sources')).json()) as { name: string }[]).map((source) => source.name)
+
+beforeAll(async () => {
+  const port = await freePort()
+  base = `http://127.0.0.1:${port}`
+  idp = await startIdentityProvider({ users: USERS, redirectUris: [`${base}/auth/callback`] })
+  home = mkdtempSync(join(tmpdir(), 'analyst-sources-signin-'))
+  const file = (name: string) => {
+    const path = join(home, `${name}.db`)
+    const db = new Database(path)
+    db.exec(`CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1)`)
+    db.close()
+    return `sqlite:${path}`
+  }
+  const named = parseSourcesFile(
+    JSON.stringify({
+      ledger: { url: file('ledger'), groups: ['finance'] },
+      crm: { url: file('crm'), users: ['bob@example.com'] },
+      shared: { url: file('shared') },
+    }),
+    {},
+  )
+  const signin = signInSettingsFromEnv({
+    ANALYST_OIDC_ISSUER: idp.issuer,
+    ANALYST_OIDC_CLIENT_ID: idp.clientId,
+    ANALYST_OIDC_CLIENT_SECRET: idp.clientSecret,
+    ANALYST_PUBLIC_URL: base,
+    ANALYST_OIDC_SCOPES: 'openid email profile groups',
+    ANALYST_OIDC_ALLOWED_GROUPS: 'analysts',
+  })
+  server = await startServer({
+    port,
+    home,
+    tokens: ['a-token-of-the-server-long-enough'],
+    provider,
+    signin,
+    sources: { named },
+  })
+}, 60_000)
+
+afterAll(async () => {
+  await server?.close()
+  await idp?.stop()
+  await provider.close()
+  if (home) rmSync(home, { recursive: true, force: true })
+})
+
+describe('named sources for signed-in users', () => {
+  it('lists and gives a source kept to a group or an email only to its users', async () => {
+    const alice = await signIn('alice')
+    const bob = await signIn('bob')
+    expect(await names(alice)).toEqual(['ledger', 'shared'])
+    // An email matches whatever its case.
+    expect(await names(bob)).toEqual(['crm', 'shared'])
+    const made = await call(alice, '/api/sessions', 'POST', { sources: ['ledger'] })
+    expect(made.status).toBe(201)
+    expect(await made.json()).toMatchObject({ sources: ['ledger'] })
+    const refused = await call(bob, '/api/sessions', 'POST', { sources: ['ledger'] })
+    expect(refused.status).toBe(404)
+    expect(((await refused.json()) as { error: { message: string; hint: string } }).error).toMatchObject({
+      message: 'There is no source named "ledger"',
+      hint: expect.stringContaining('crm, shared'),
+    })
+  })
+
+  it('continues a shared session only for someone who may use its sources', async () => {
+    const alice = await signIn('alice')
+    const bob = await signIn('bob')
+    const share = async (sources: string[]) => {
+      const { id } = (await (await call(alice, '/api/sessions', 'POST', { sources })).json()) as {
+        id: string
+      }
+      const shared = await call(alice, `/api/sessions/${id}/share`, 'POST', {})
+      expect(shared.status).toBe(201)
+      return ((await shared.json()) as { id: string }).id
+    }
+    const overLedger = await share(['ledger'])
+    const forked = await call(bob, `/api/shared/${overLedger}/fork`, 'POST')
+    expect(forked.status).toBe(403)
+    expect(((await forked.json()) as { error: { message: string } }).error.message).toMatch(
+      /queries a source you may not use \(ledger\)/,
+    )
+    // Bob can still read the shared view; he just cannot query the ledger through it.
+    expect((await call(bob, `/api/shared/${overLedger}`)).status).toBe(200)
+    const overShared = await share(['shared'])
+    const copy = await call(bob, `/api/shared/${overShared}/fork`, 'POST')
+    expect(copy.status).toBe(201)
+    const { id } = (await copy.json()) as { id: string }
+    expect(await (await call(bob, `/api/sessions/${id}`)).json()).toMatchObject({ sources: ['shared'] })
+  })
+})
