@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { SessionDetail, SourceInfo } from '../../src/server/types.js'
+import { startJupyterServer } from '../../src/test/support/jupyter-server.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
 import { startFakeOpenAI } from '../support/fake-openai.js'
 import { startServe } from '../support/serve.js'
@@ -215,6 +216,51 @@ describe('analyst serve with ANALYST_SOURCES', () => {
       server.child.kill('SIGTERM')
       await exited(server.child)
       await model.close()
+    }
+  }, 240_000)
+
+  it('on the Jupyter engine too: a session over a source, its cells replayed with sql() after a restart', async () => {
+    const jupyter = await startJupyterServer()
+    const model = await startFakeOpenAI([
+      {
+        code: "regions = sql('SELECT name FROM regions ORDER BY name', source='local')\nprint(len(regions))",
+      },
+      { content: 'Three regions.' },
+      { code: "print(', '.join(regions.name))" },
+      { content: 'East, north and south.' },
+    ])
+    const jupyterEnv = {
+      ...env,
+      ANALYST_HOME: join(dir, 'home-jupyter'),
+      ANALYST_BASE_URL: model.url,
+      ANALYST_SANDBOX: 'jupyter',
+      ANALYST_JUPYTER_URL: jupyter.url,
+      ANALYST_JUPYTER_TOKEN: jupyter.token,
+    }
+    let server = await startServe([], jupyterEnv)
+    try {
+      const made = await fetch(`${server.url}/api/sessions`, {
+        method: 'POST',
+        headers: { ...B, 'content-type': 'application/json' },
+        body: JSON.stringify({ sources: ['local'] }),
+      })
+      const { id } = (await made.json()) as { id: string }
+      const first = await askOverSse(server.url, id, 'How many regions?', B)
+      expect(first.at(-1)?.data).toMatchObject({ type: 'done', result: { answer: 'Three regions.' } })
+      server.child.kill('SIGTERM')
+      expect(await exited(server.child)).toBe(0)
+      server = await startServe([], jupyterEnv)
+      const again = await askOverSse(server.url, id, 'Which ones?', B)
+      expect(again.at(-1)?.data).toMatchObject({ type: 'done', result: { answer: 'East, north and south.' } })
+      const detail = (await (
+        await fetch(`${server.url}/api/sessions/${id}`, { headers: B })
+      ).json()) as SessionDetail
+      expect(detail.runs[1]?.steps[0]?.stdout).toBe('east, north, south\n')
+    } finally {
+      server.child.kill('SIGTERM')
+      await exited(server.child)
+      await model.close()
+      await jupyter.stop()
     }
   }, 240_000)
 
