@@ -58,7 +58,9 @@ export interface AppOptions {
   /** Answers MCP at /mcp when given. */
   mcp?: McpHttp
   /** The sources sessions may pick by name (GET /api/sources lists those the caller may use). */
-  sources?: { list(caller: { owner: string | null; groups?: readonly string[]; email?: string }): Promise<unknown[]> }
+  sources?: {
+    list(caller: { owner: string | null; groups?: readonly string[]; email?: string }): Promise<unknown[]>
+  }
   /** E2B-compatible API (src/server/e2b): served before Analyst's own routes. */
   e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }
   /** Sign-in (src/server/auth): users, their API keys and shares, beside the tokens. @default tokens only */
@@ -213,7 +215,8 @@ export function createApp(options: AppOptions): Hono<Env> {
 
   // Sign-in's routes (/auth/*, /api/me, /api/keys, /api/admin/*) and shares, behind the same auth.
   if (options.signin) {
-    app.route('/', signInRoutes(options.signin, service.history) as unknown as Hono<Env>)
+    const quotasOf = quotas?.enabled ? (owner: string) => quotas.limits(undefined, owner) : undefined
+    app.route('/', signInRoutes(options.signin, service.history, quotasOf) as unknown as Hono<Env>)
     app.route('/', shareRoutes(options.signin, service) as unknown as Hono<Env>)
   }
 

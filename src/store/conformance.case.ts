@@ -354,6 +354,35 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
       await history.checkReady()
     })
 
+    it("sums an owner's runs and tokens by the model of their sessions", async () => {
+      const usage = (n: number) => ({ inputTokens: n, outputTokens: 2 * n, totalTokens: 3 * n })
+      const answer = async (sessionId: string, n: number) => {
+        const run = await history.startRun(sessionId, 'q')
+        await history.finishRun(run.id, {
+          answer: 'a',
+          incomplete: false,
+          unsupportedNumbers: [],
+          usage: usage(n),
+        })
+      }
+      const big = await history.createSession({ title: 'a', owner: 'activity-a', model: 'openai:big' })
+      const small = await history.createSession({ title: 'b', owner: 'activity-a', model: 'openai:small' })
+      const other = await history.createSession({ title: 'c', owner: 'activity-b', model: 'openai:big' })
+      await answer(big.id, 10)
+      await answer(big.id, 5)
+      await answer(small.id, 100)
+      await history.startRun(small.id, 'still running')
+      await answer(other.id, 1000)
+      expect(await history.ownerActivity('activity-a')).toEqual({
+        runs: 4,
+        tokens: [
+          { model: 'openai:small', runs: 2, inputTokens: 100, outputTokens: 200, totalTokens: 300 },
+          { model: 'openai:big', runs: 2, inputTokens: 15, outputTokens: 30, totalTokens: 45 },
+        ],
+      })
+      expect(await history.ownerActivity('nobody')).toEqual({ runs: 0, tokens: [] })
+    })
+
     describe('exports', () => {
       let dir: string
       beforeEach(() => {

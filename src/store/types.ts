@@ -201,6 +201,13 @@ export interface OwnerUsage {
   dataBytes: number
 }
 
+/** What an owner has asked, for the admin page: runs, and the tokens they took by model. */
+export interface OwnerActivity {
+  runs: number
+  /** Per model of the sessions (null: the server's default), most tokens first. */
+  tokens: Array<{ model: string | null; runs: number } & TokenUsage>
+}
+
 export interface HistoryStore {
   readonly specificationVersion: 'v1'
   /** e.g. `sqlite`. */
@@ -245,6 +252,8 @@ export interface HistoryStore {
 
   // Quotas, counted over every replica.
   ownerUsage(owner: string | null): Promise<OwnerUsage>
+  /** Every run of `owner`'s sessions, and their tokens by model (not on the request path). */
+  ownerActivity(owner: string | null): Promise<OwnerActivity>
   /** Counts one request of `owner` in the minute `minute` (ms since the epoch / 60 000); returns the count. */
   countRequest(owner: string, minute: number): Promise<number>
   /** Throws when the database cannot be reached or its schema is not the one this Analyst knows. */

@@ -28,6 +28,18 @@ export interface UserView {
   disabled: boolean
   lastSeenAt: string | null
   usage: { sessions: number; runningRuns: number; dataBytes: number }
+  activity: {
+    runs: number
+    tokens: {
+      model: string | null
+      runs: number
+      inputTokens: number
+      outputTokens: number
+      totalTokens: number
+    }[]
+  }
+  /** The quotas that apply to them (none set: empty). */
+  quotas: { concurrentRuns?: number; sessions?: number; uploadBytes?: number; requestsPerMinute?: number }
 }
 
 /** `none`: the server has no sign-in (tokens, or nothing on loopback); `out`: nobody is signed in. */

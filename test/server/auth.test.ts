@@ -451,6 +451,27 @@ describe('API keys', () => {
 })
 
 describe('admins', () => {
+  it("see each user's runs and tokens by model", async () => {
+    const alice = await signIn('alice')
+    const bob = await signIn('bob')
+    const before = await json<Array<{ id: string; activity: { runs: number } }>>(
+      await get(alice, '/api/admin/users'),
+    )
+    const runsBefore = before.find((u) => u.id === bob.me.user.id)?.activity.runs ?? 0
+    await sessionWithArtifact(bob)
+    const users = await json<
+      Array<{
+        id: string
+        activity: { runs: number; tokens: { model: string | null; totalTokens: number }[] }
+        quotas: Record<string, number>
+      }>
+    >(await get(alice, '/api/admin/users'))
+    const listed = users.find((u) => u.id === bob.me.user.id)
+    expect(listed?.activity.runs).toBe(runsBefore + 1)
+    expect(listed?.activity.tokens.find((row) => row.model === null)?.totalTokens).toBeGreaterThanOrEqual(2)
+    expect(listed?.quotas).toEqual({})
+  })
+
   it('list users and the audit log; disabling a user stops their cookie and keys at once', async () => {
     const alice = await signIn('alice')
     const bob = await signIn('bob')

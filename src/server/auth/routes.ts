@@ -49,7 +49,10 @@ export function userView(user: StoredUser) {
   }
 }
 
-export function signInRoutes(signin: SignIn, history: HistoryStore): Hono<AuthEnv> {
+/** A user's quotas as the admin page shows them (the server's Quotas, by owner). */
+export type QuotasOf = (owner: string) => Record<string, number | undefined>
+
+export function signInRoutes(signin: SignIn, history: HistoryStore, quotasOf?: QuotasOf): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>()
 
   app.get('/auth/login', async (c) =>
@@ -125,7 +128,11 @@ export function signInRoutes(signin: SignIn, history: HistoryStore): Hono<AuthEn
     adminOf(c)
     const users = await signin.store.listUsers()
     const withUsage = await Promise.all(
-      users.map(async (user) => ({ ...userView(user), usage: await history.ownerUsage(userOwner(user.id)) })),
+      users.map(async (user) => {
+        const owner = userOwner(user.id)
+        const [usage, activity] = await Promise.all([history.ownerUsage(owner), history.ownerActivity(owner)])
+        return { ...userView(user), usage, activity, quotas: quotasOf?.(owner) ?? {} }
+      }),
     )
     return c.json(withUsage)
   })

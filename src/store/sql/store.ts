@@ -10,6 +10,7 @@ import { AnalystError } from '../../errors.js'
 import type {
   HistoryStore,
   LeaseGrant,
+  OwnerActivity,
   OwnerUsage,
   RunOutcome,
   SessionStatus,
@@ -340,6 +341,32 @@ export class SqlHistoryStore implements HistoryStore {
         .executeTakeFirstOrThrow(),
     ])
     return { sessions: Number(sessions.n), runningRuns: Number(runs.n), dataBytes: Number(data.n) }
+  }
+
+  async ownerActivity(owner: string | null): Promise<OwnerActivity> {
+    const rows = await this.db
+      .selectFrom('runs')
+      .innerJoin('sessions', 'sessions.id', 'runs.session_id')
+      .where((eb) => (owner === null ? eb('sessions.owner', 'is', null) : eb('sessions.owner', '=', owner)))
+      .groupBy('sessions.model')
+      .select((eb) => [
+        'sessions.model as model',
+        eb.fn.countAll<number>().as('runs'),
+        eb.fn.sum<number>('runs.input_tokens').as('input'),
+        eb.fn.sum<number>('runs.output_tokens').as('output'),
+        eb.fn.sum<number>('runs.total_tokens').as('total'),
+      ])
+      .execute()
+    const tokens = rows
+      .map((row) => ({
+        model: row.model,
+        runs: Number(row.runs),
+        inputTokens: Number(row.input ?? 0),
+        outputTokens: Number(row.output ?? 0),
+        totalTokens: Number(row.total ?? 0),
+      }))
+      .sort((a, b) => b.totalTokens - a.totalTokens || String(a.model).localeCompare(String(b.model)))
+    return { runs: tokens.reduce((sum, row) => sum + row.runs, 0), tokens }
   }
 
   async countRequest(owner: string, minute: number): Promise<number> {

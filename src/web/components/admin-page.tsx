@@ -1,7 +1,19 @@
 /** For admins: the users, what they use, and disabling one (their keys and sign-ins stop at once). */
 import { useEffect, useState } from 'preact/hooks'
 import { account, type UserView } from '../account.js'
-import { ago } from '../format.js'
+import { ago, bytes, count } from '../format.js'
+
+/** A user's quotas in a few words ('' when none apply). */
+function quotaText(quotas: UserView['quotas']): string {
+  return [
+    quotas.sessions !== undefined && `${count(quotas.sessions)} sessions`,
+    quotas.concurrentRuns !== undefined && `${count(quotas.concurrentRuns)} runs at once`,
+    quotas.uploadBytes !== undefined && `${bytes(quotas.uploadBytes)} of data`,
+    quotas.requestsPerMinute !== undefined && `${count(quotas.requestsPerMinute)} requests/min`,
+  ]
+    .filter(Boolean)
+    .join(', ')
+}
 
 export function AdminPage({ selfId, onProblem }: { selfId: string; onProblem: (error: unknown) => void }) {
   const [users, setUsers] = useState<UserView[]>([])
@@ -17,6 +29,9 @@ export function AdminPage({ selfId, onProblem }: { selfId: string; onProblem: (e
             <th class="listing-cell">Email</th>
             <th class="listing-cell">Groups</th>
             <th class="listing-cell">Sessions</th>
+            <th class="listing-cell">Runs</th>
+            <th class="listing-cell">Tokens by model</th>
+            <th class="listing-cell">Quotas</th>
             <th class="listing-cell">Last seen</th>
             <th class="listing-cell" />
           </tr>
@@ -31,6 +46,19 @@ export function AdminPage({ selfId, onProblem }: { selfId: string; onProblem: (e
               <td class="listing-cell">{user.email ?? ''}</td>
               <td class="listing-cell">{user.groups.join(', ')}</td>
               <td class="listing-cell">{user.usage.sessions}</td>
+              <td class="listing-cell">
+                {user.activity.runs}
+                {user.usage.runningRuns ? ` (${user.usage.runningRuns} running)` : ''}
+              </td>
+              <td class="listing-cell">
+                {user.activity.tokens.map((row) => (
+                  <div key={row.model ?? ''}>
+                    {row.model ?? 'default model'}: {count(row.totalTokens)} ({count(row.inputTokens)} in,{' '}
+                    {count(row.outputTokens)} out)
+                  </div>
+                ))}
+              </td>
+              <td class="listing-cell">{quotaText(user.quotas)}</td>
               <td class="listing-cell">{user.lastSeenAt ? ago(user.lastSeenAt) : ''}</td>
               <td class="listing-cell">
                 {user.id !== selfId && (
