@@ -48,9 +48,11 @@ class Chunks {
   /** Adds an answer; resolves once there is room for more (at once, unless a chunk is full). */
   add = (answer: HostRequest): Promise<void> | undefined => {
     if (this.#released) return undefined
-    if (answer.type === 'query-rows') {
-      for (const values of splitRows(answer.values)) this.#push({ ...answer, values })
-    } else this.#push(answer)
+    const text = JSON.stringify(answer)
+    if (answer.type === 'query-rows' && text.length > CHUNK_BYTES / 2) {
+      for (const values of splitRows(answer.values, text.length))
+        this.#push(JSON.stringify({ ...answer, values }))
+    } else this.#push(text)
     if (answer.type === 'query-end' || answer.type === 'query-error') this.#ended = true
     this.#flush()
     if (this.#bytes < CHUNK_BYTES) return undefined
@@ -74,8 +76,7 @@ class Chunks {
     this.#room = undefined
   }
 
-  #push(answer: HostRequest) {
-    const text = JSON.stringify(answer)
+  #push(text: string) {
     this.#parts.push(text)
     this.#bytes += text.length + 1
   }
@@ -102,10 +103,9 @@ class Chunks {
   }
 }
 
-/** A batch cut into batches of whole rows, each of about CHUNK_BYTES / 2 at most. */
-function splitRows(values: unknown[][]): unknown[][][] {
+/** A batch of `bytes` as JSON cut into batches of whole rows, each of about CHUNK_BYTES / 2 at most. */
+function splitRows(values: unknown[][], bytes: number): unknown[][][] {
   const rows = values[0]?.length ?? 0
-  const bytes = JSON.stringify(values).length
   const parts = Math.ceil(bytes / (CHUNK_BYTES / 2))
   if (parts <= 1 || rows <= 1) return [values]
   const per = Math.max(1, Math.ceil(rows / parts))
