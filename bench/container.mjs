@@ -3,13 +3,16 @@
 // about: create with no pool (create + `1 + 1`), a `1 + 1` round trip on a warm kernel, and a
 // burst of 50 sandboxes (20 with --quick) made at once, each running a pandas cell. Both sides run as uid 1000 (the
 // image's user), so both take the unprivileged path (no template fork, no per-sandbox uid): the
-// ratio is the container's alone. Inside, podman runs with the README's flags.
+// ratio is the container's alone. Inside, podman runs with the README's flags. The host side runs in
+// a CPU cgroup of its own, as the container does (cpu-group.mjs says why); a third side, the host
+// in this process's cgroup as the bench ran before 2026-12-03, shows what that grouping does.
 // Usage: node bench/container.mjs [--quick]   (after npm run image; root, to run as uid 1000)
 import { spawnSync } from 'node:child_process'
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { inCpuGroup } from './cpu-group.mjs'
 import { machine, percentile, table } from './util.mjs'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -78,7 +81,7 @@ const FLAGS = [
 ]
 const extra = quick ? ['--quick'] : []
 
-function host() {
+function hostSide() {
   const home = mkdtempSync(join(tmpdir(), 'analyst-bench-container-'))
   chmodSync(home, 0o777)
   try {
@@ -98,6 +101,16 @@ function host() {
   } finally {
     rmSync(home, { recursive: true, force: true })
   }
+}
+
+/** The host side in a CPU cgroup of its own, like the container's; throws where none can be made. */
+function host() {
+  const { value, grouped } = inCpuGroup('analyst-bench-host', hostSide)
+  if (!grouped)
+    throw new Error(
+      'no CPU cgroup could be made for the host side: run as root on cgroup v1, or v2 with the cpu controller',
+    )
+  return value
 }
 
 function container() {
@@ -133,15 +146,22 @@ const load = () =>
     .join(', ')
 const loadBefore = load()
 // Turn about, twice each: the machine's other work falls on both sides alike.
-const runs = { host: [], container: [] }
+const runs = { host: [], container: [], ungrouped: [] }
 for (let i = 0; i < 2; i++) {
   runs.host.push(host())
   runs.container.push(container())
+  runs.ungrouped.push(hostSide())
 }
 const merged = (side, key) => runs[side].flatMap((run) => run[key])
 const row = (name, key, p) => {
-  const [h, c] = ['host', 'container'].map((side) => percentile(merged(side, key), p))
-  return [name, `${h.toFixed(1)} ms`, `${c.toFixed(1)} ms`, `${(c / h).toFixed(2)}×`]
+  const [h, c, u] = ['host', 'container', 'ungrouped'].map((side) => percentile(merged(side, key), p))
+  return [
+    name,
+    `${h.toFixed(1)} ms`,
+    `${c.toFixed(1)} ms`,
+    `${(c / h).toFixed(2)}×`,
+    `${u.toFixed(1)} ms (${(c / u).toFixed(2)}×)`,
+  ]
 }
 const burstWall = (side) =>
   percentile(
@@ -154,7 +174,13 @@ const size = spawnSync('podman', ['image', 'inspect', '--format', '{{.Size}}', I
 console.log(`### The container's cost (${machine()})\n`)
 console.log(
   table(
-    ['measure (p50; both sides as uid 1000)', 'host', 'container', 'container / host'],
+    [
+      'measure (p50; every side as uid 1000)',
+      'host, own CPU cgroup',
+      'container',
+      'container / host',
+      'host in the root CPU cgroup (container / it)',
+    ],
     [
       row('create, no pool (create + `1 + 1`)', 'create', 50),
       row('`1 + 1` round trip, warm kernel', 'roundTrip', 50),
@@ -164,6 +190,7 @@ console.log(
         `${burstWall('host').toFixed(0)} ms`,
         `${burstWall('container').toFixed(0)} ms`,
         `${(burstWall('container') / burstWall('host')).toFixed(2)}×`,
+        `${burstWall('ungrouped').toFixed(0)} ms (${(burstWall('container') / burstWall('ungrouped')).toFixed(2)}×)`,
       ],
     ],
   ),
