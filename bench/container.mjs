@@ -3,13 +3,16 @@
 // about: create with no pool (create + `1 + 1`), a `1 + 1` round trip on a warm kernel, and a
 // burst of 50 sandboxes (20 with --quick) made at once, each running a pandas cell. Both sides run as uid 1000 (the
 // image's user), so both take the unprivileged path (no template fork, no per-sandbox uid): the
-// ratio is the container's alone. Inside, podman runs with the README's flags.
+// ratio is the container's alone. Inside, podman runs with the README's flags. The host side runs in
+// a CPU cgroup of its own, as the container does (cpu-group.mjs says why); a third side, the host
+// in this process's cgroup as the bench ran before 2026-12-03, shows what that grouping does.
 // Usage: node bench/container.mjs [--quick]   (after npm run image; root, to run as uid 1000)
 import { spawnSync } from 'node:child_process'
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { groupCpuMs, inCpuGroup } from './cpu-group.mjs'
 import { machine, percentile, table } from './util.mjs'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -38,6 +41,7 @@ async function inner(dist) {
     roundTrip.push(performance.now() - start)
   }
   await warm.kill()
+  const cpuBefore = groupCpuMs()
   const started = performance.now()
   const answered = await Promise.all(
     Array.from({ length: N.burst }, async () => {
@@ -51,8 +55,9 @@ async function inner(dist) {
     }),
   )
   const burstMs = performance.now() - started
+  const burstCpuMs = groupCpuMs() - cpuBefore
   await provider.close?.()
-  return { create, roundTrip, burst: answered, burstMs }
+  return { create, roundTrip, burst: answered, burstMs, burstCpuMs }
 }
 
 if (process.argv[2] === '--inner') {
@@ -78,7 +83,7 @@ const FLAGS = [
 ]
 const extra = quick ? ['--quick'] : []
 
-function host() {
+function hostSide() {
   const home = mkdtempSync(join(tmpdir(), 'analyst-bench-container-'))
   chmodSync(home, 0o777)
   try {
@@ -98,6 +103,16 @@ function host() {
   } finally {
     rmSync(home, { recursive: true, force: true })
   }
+}
+
+/** The host side in a CPU cgroup of its own, like the container's; throws where none can be made. */
+function host() {
+  const { value, grouped } = inCpuGroup('analyst-bench-host', hostSide)
+  if (!grouped)
+    throw new Error(
+      'no CPU cgroup could be made for the host side: run as root on cgroup v1, or v2 with the cpu controller',
+    )
+  return value
 }
 
 function container() {
@@ -132,41 +147,71 @@ const load = () =>
     .map((value) => value.toFixed(1))
     .join(', ')
 const loadBefore = load()
-// Turn about, twice each: the machine's other work falls on both sides alike.
-const runs = { host: [], container: [] }
-for (let i = 0; i < 2; i++) {
+// Turn about: the machine's other work falls on every side alike. Three rounds in a full run, so
+// that the burst's figures (one per round) have a median.
+const rounds = quick ? 2 : 3
+const runs = { host: [], container: [], ungrouped: [] }
+for (let i = 0; i < rounds; i++) {
   runs.host.push(host())
   runs.container.push(container())
+  runs.ungrouped.push(hostSide())
 }
+const SIDES = ['host', 'container', 'ungrouped']
 const merged = (side, key) => runs[side].flatMap((run) => run[key])
-const row = (name, key, p) => {
-  const [h, c] = ['host', 'container'].map((side) => percentile(merged(side, key), p))
-  return [name, `${h.toFixed(1)} ms`, `${c.toFixed(1)} ms`, `${(c / h).toFixed(2)}×`]
-}
-const burstWall = (side) =>
-  percentile(
-    runs[side].map((run) => run.burstMs),
-    50,
-  )
+const cells = ([h, c, u], digits) => [
+  `${h.toFixed(digits)} ms`,
+  `${c.toFixed(digits)} ms`,
+  `${(c / h).toFixed(2)}×`,
+  u === undefined ? 'n/a' : `${u.toFixed(digits)} ms (${(c / u).toFixed(2)}×)`,
+]
+const row = (name, key) => [
+  name,
+  ...cells(
+    SIDES.map((side) => percentile(merged(side, key), 50)),
+    1,
+  ),
+]
+/** One figure per round (the burst's wall and CPU time): their median. */
+const perRound = (name, key, sides = SIDES) => [
+  name,
+  ...cells(
+    SIDES.map((side) =>
+      sides.includes(side)
+        ? percentile(
+            runs[side].map((run) => run[key]),
+            50,
+          )
+        : undefined,
+    ),
+    0,
+  ),
+]
+const listed = (side, key) => runs[side].map((run) => Math.round(run[key])).join(', ')
 const size = spawnSync('podman', ['image', 'inspect', '--format', '{{.Size}}', IMAGE], {
   encoding: 'utf8',
 }).stdout.trim()
 console.log(`### The container's cost (${machine()})\n`)
 console.log(
   table(
-    ['measure (p50; both sides as uid 1000)', 'host', 'container', 'container / host'],
     [
-      row('create, no pool (create + `1 + 1`)', 'create', 50),
-      row('`1 + 1` round trip, warm kernel', 'roundTrip', 50),
-      row(`burst of ${N.burst} sandboxes: one answer (create + pandas cell)`, 'burst', 50),
-      [
-        `burst of ${N.burst}: all answered`,
-        `${burstWall('host').toFixed(0)} ms`,
-        `${burstWall('container').toFixed(0)} ms`,
-        `${(burstWall('container') / burstWall('host')).toFixed(2)}×`,
-      ],
+      'measure (p50, or the median of the rounds; every side as uid 1000)',
+      'host, own CPU cgroup',
+      'container',
+      'container / host',
+      'host in the root CPU cgroup (container / it)',
+    ],
+    [
+      row('create, no pool (create + `1 + 1`)', 'create'),
+      row('`1 + 1` round trip, warm kernel', 'roundTrip'),
+      row(`burst of ${N.burst} sandboxes: one answer (create + pandas cell)`, 'burst'),
+      perRound(`burst of ${N.burst}: all answered`, 'burstMs'),
+      // The root cgroup's CPU time is the whole machine's: no figure for the ungrouped side.
+      perRound(`burst of ${N.burst}: CPU time of the side's cgroup`, 'burstCpuMs', ['host', 'container']),
     ],
   ),
+)
+console.log(
+  `\nBurst per round (ms, wall): host ${listed('host', 'burstMs')}; container ${listed('container', 'burstMs')}; host in the root cgroup ${listed('ungrouped', 'burstMs')}. CPU (ms): host ${listed('host', 'burstCpuMs')}; container ${listed('container', 'burstCpuMs')}.`,
 )
 console.log(
   `\nImage ${IMAGE}: ${Math.round(Number(size) / 1e6)} MB (podman image inspect). Goal ≤ 1.1× on each row. Load ${loadBefore} → ${load()}.`,
