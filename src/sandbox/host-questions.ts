@@ -24,7 +24,7 @@ export interface RunningCell {
   answering: Set<Promise<void>>
 }
 
-/** Sends an answer; a promise when the transport wants the source to wait (the Jupyter engine's chunks). */
+/** Sends an answer; a promise when the transport wants the source to wait, a throw when it cannot carry the rows (the Jupyter engine's chunks). */
 export type Answer = (request: HostRequest) => void | Promise<void>
 
 /** Answers one question; a query's answer is tracked in the cell until it has ended. */

@@ -2,7 +2,8 @@
  * The Jupyter engine's answers to marked stdin prompts (src/sandbox/jupyter/questions.ts), against
  * a real SQLite source: a malformed prompt and an unknown query get an error the kernel can raise,
  * other prompts are left alone, and a large result comes in chunks of at most CHUNK_BYTES that
- * the kernel asks for, the source read no further ahead than the chunk held.
+ * the kernel asks for, the source read no further ahead than the chunk held; a row too large for
+ * any message is refused with what to do.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -21,7 +22,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'analyst-jupyter-chunks-'))
   const path = join(dir, 'wide.db')
   const db = new Database(path)
-  db.exec('CREATE TABLE t (id INTEGER, s TEXT)')
+  db.exec('CREATE TABLE t (id INTEGER, s TEXT); CREATE TABLE huge (id INTEGER, s TEXT)')
+  db.prepare('INSERT INTO huge VALUES (?, ?)').run(1, 'y'.repeat(9 * 1024 * 1024))
   const insert = db.prepare('INSERT INTO t VALUES (?, ?)')
   db.transaction(() => {
     for (let i = 0; i < 60_000; i++) insert.run(i, 'x'.repeat(200))
@@ -102,6 +104,19 @@ describe('questions over the stdin channel', () => {
     expect(ids).toEqual(Array.from({ length: 60_000 }, (_, i) => i))
     await Promise.all(running.answering)
     expect(records).toMatchObject([{ rows: 60_000 }])
+  })
+
+  it('refuses a row too large for one message with what to do, and stops its query', async () => {
+    const { questions, running, records } = cell()
+    const reply = await ask(questions, { type: 'query', id: 'j1', query: 'SELECT id, s FROM huge' })
+    expect(reply.text.length).toBeLessThan(CHUNK_BYTES)
+    expect(reply.answers.at(-1)).toMatchObject({
+      type: 'query-error',
+      message: expect.stringMatching(/over 8 MiB.*leave out or cut the widest column/),
+    })
+    await Promise.all(running.answering)
+    expect(records).toHaveLength(1)
+    expect(records[0]?.error).toBeDefined()
   })
 
   it('lets the source go when the cell ends with a query still held', async () => {

@@ -27,12 +27,17 @@ export const CHUNK_BYTES = 2 * 1024 * 1024
 type Reply = (value: string) => void
 type Question = HostQuestion | { type: 'query-more'; id: string }
 
+/** A reply over this (one row, alone) would pass Jupyter Server's 10 MiB once quoted: refused instead. */
+const MAX_REPLY_BYTES = 8 * 1024 * 1024
+
 /** One query's answers not yet sent, and who waits: the kernel for a reply, the source for room. */
 class Chunks {
   #parts: string[] = []
   #bytes = 0
   #ended = false
   #released = false
+  /** The query was refused midway: what it sends next is dropped. */
+  #refused = false
   #reply: Reply | undefined
   #room: (() => void) | undefined
 
@@ -47,11 +52,14 @@ class Chunks {
 
   /** Adds an answer; resolves once there is room for more (at once, unless a chunk is full). */
   add = (answer: HostRequest): Promise<void> | undefined => {
-    if (this.#released) return undefined
+    if (this.#released || this.#refused) return undefined
     const text = JSON.stringify(answer)
     if (answer.type === 'query-rows' && text.length > CHUNK_BYTES / 2) {
-      for (const values of splitRows(answer.values, text.length))
-        this.#push(JSON.stringify({ ...answer, values }))
+      for (const values of splitRows(answer.values, text.length)) {
+        const part = JSON.stringify({ ...answer, values })
+        if (part.length > MAX_REPLY_BYTES) this.#refuse(answer.id)
+        this.#push(part)
+      }
     } else this.#push(text)
     if (answer.type === 'query-end' || answer.type === 'query-error') this.#ended = true
     this.#flush()
@@ -59,6 +67,20 @@ class Chunks {
     return new Promise((resolve) => {
       this.#room = resolve
     })
+  }
+
+  /**
+   * A row too large to carry: the kernel gets an error that says what to do, and the throw ends
+   * the query's reading (host-questions.ts records it as the query's error).
+   */
+  #refuse(id: string): never {
+    const message =
+      'A row of this result is over 8 MiB, more than the Jupyter engine carries in one message. Select less of it: leave out or cut the widest column (substr/left) in SQL'
+    this.#push(JSON.stringify(queryError(id, message)))
+    this.#refused = true
+    this.#ended = true
+    this.#flush()
+    throw new Error(message)
   }
 
   /** The kernel asks for the next chunk. */
