@@ -446,9 +446,29 @@ export interface StoredAudit extends AuditInput {
   at: string
 }
 
+/**
+ * A change to what a secret signs in as: an API key revoked (`key`, its id); a user disabled,
+ * enabled or refreshed at sign-in (`user`, their id); a browser session ended (`session`, its
+ * hash). `all`: changes may have been missed (another replica's, while the feed was down).
+ */
+export type AuthChange = { kind: 'key' | 'user' | 'session'; id: string } | { kind: 'all' }
+
+/** How a copy of sign-in state (the server's identity cache) learns that it went stale. */
+export interface AuthChanges {
+  /**
+   * Calls `listener` after each change: this process's as it commits, and (PostgreSQL) other
+   * replicas' as they commit. Returns the unsubscribe.
+   */
+  subscribe(listener: (change: AuthChange) => void): () => void
+  /** False while other replicas' changes could go unseen (the feed is reconnecting): keep no copy then. */
+  readonly live: boolean
+}
+
 /** Where users, browser sessions, API keys, shares and the audit log are kept; beside the history. */
 export interface AuthStore {
   readonly specificationVersion: 'v1'
+  /** Every change that ends or alters a key, a user's access or a browser session, as it commits. */
+  readonly changes: AuthChanges
 
   /** Creates the user at their first sign-in; later sign-ins refresh name, email, groups and admin. */
   upsertUser(input: {

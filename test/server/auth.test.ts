@@ -107,8 +107,13 @@ async function sessionWithArtifact(browser: Browser): Promise<string> {
   return id
 }
 
+const HOUR_MS = 3_600_000
+const DAY_MS = 24 * HOUR_MS
+/** How far sign-in's clock is ahead of the real one: expiry without waiting. */
+let skewMs = 0
+
 function settings(issuer: string, extra: Record<string, string> = {}) {
-  return signInSettingsFromEnv({
+  const env = signInSettingsFromEnv({
     ANALYST_OIDC_ISSUER: issuer,
     ANALYST_OIDC_CLIENT_ID: idp.clientId,
     ANALYST_OIDC_CLIENT_SECRET: idp.clientSecret,
@@ -118,6 +123,7 @@ function settings(issuer: string, extra: Record<string, string> = {}) {
     ANALYST_OIDC_ADMIN_GROUPS: 'analyst-admins',
     ...extra,
   })
+  return env && { ...env, clock: () => Date.now() + skewMs }
 }
 
 beforeAll(async () => {
@@ -289,27 +295,32 @@ describe('refusals at sign-in', () => {
 
   it('ends a session that passed its absolute expiry, and one idle too long', async () => {
     const db = (server.stores.history as SqlHistoryStore).db
-    const expired = await signIn('bob')
-    await db
-      .updateTable('browser_sessions')
-      .set({ expires_at: '2000-01-01T00:00:00.000Z' })
-      .where('hash', '=', hashSecret(expired.jar.get(base, 'analyst_session') as string))
-      .execute()
-    const refused = await get(expired, '/api/sessions')
-    expect(refused.status).toBe(401)
-    expect((await json<{ error: { message: string } }>(refused)).error.message).toBe('Your sign-in has ended')
+    try {
+      // Used every 11 hours (under the 12 h idle limit), from the cache: still ended after 7 days.
+      const expired = await signIn('bob')
+      while (skewMs < 7 * DAY_MS - 11 * HOUR_MS) {
+        skewMs += 11 * HOUR_MS
+        expect((await get(expired, '/api/sessions')).status).toBe(200)
+      }
+      skewMs = 7 * DAY_MS + 60_000
+      const refused = await get(expired, '/api/sessions')
+      expect(refused.status).toBe(401)
+      expect((await json<{ error: { message: string } }>(refused)).error.message).toBe(
+        'Your sign-in has ended',
+      )
 
-    const idle = await signIn('bob')
-    const hash = hashSecret(idle.jar.get(base, 'analyst_session') as string)
-    await db
-      .updateTable('browser_sessions')
-      .set({ last_used_at: '2000-01-01T00:00:00.000Z' })
-      .where('hash', '=', hash)
-      .execute()
-    expect((await get(idle, '/api/me')).status).toBe(401)
-    expect(
-      await db.selectFrom('browser_sessions').select('hash').where('hash', '=', hash).execute(),
-    ).toHaveLength(0)
+      skewMs = 0
+      const idle = await signIn('bob')
+      const hash = hashSecret(idle.jar.get(base, 'analyst_session') as string)
+      expect((await get(idle, '/api/me')).status).toBe(200)
+      skewMs = 12 * HOUR_MS + 60_000
+      expect((await get(idle, '/api/me')).status).toBe(401)
+      expect(
+        await db.selectFrom('browser_sessions').select('hash').where('hash', '=', hash).execute(),
+      ).toHaveLength(0)
+    } finally {
+      skewMs = 0
+    }
   })
 })
 
@@ -447,6 +458,29 @@ describe('API keys', () => {
       .where('id', '=', key.id)
       .execute()
     expect((await bearer(key.key, '/api/sessions')).status).toBe(401)
+  })
+
+  it('refuses a key from the moment it expires, though its identity is cached', async () => {
+    const bob = await signIn('bob')
+    const key = await json<{ id: string; key: string; expiresAt: string }>(
+      await call(bob, '/api/keys', 'POST', { label: 'a day', expiresInDays: 1 }),
+    )
+    try {
+      expect((await bearer(key.key, '/api/sessions')).status).toBe(200)
+      skewMs = Date.parse(key.expiresAt) - Date.now() - 60_000
+      expect((await bearer(key.key, '/api/sessions')).status).toBe(200)
+      skewMs = Date.parse(key.expiresAt) - Date.now() + 1_000
+      const refused = await bearer(key.key, '/api/sessions')
+      expect(refused.status).toBe(401)
+      expect(refused.headers.get('www-authenticate')).toMatch(/invalid_token/)
+      expect((await json<{ error: { message: string } }>(refused)).error.message).toMatch(/expired/)
+      expect((await bearer(key.key, '/mcp', { method: 'POST', body: '{}' })).status).toBe(401)
+    } finally {
+      skewMs = 0
+    }
+    // Nothing was revoked: the key is listed, with the expiry it passed.
+    const listed = await json<Array<{ id: string; expiresAt: string }>>(await get(bob, '/api/keys'))
+    expect(listed.find((k) => k.id === key.id)?.expiresAt).toBe(key.expiresAt)
   })
 })
 
