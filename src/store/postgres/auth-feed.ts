@@ -14,6 +14,8 @@ import type { AuthChange } from '../types.js'
 
 /** The channel: used by sign-in's cache only. */
 export const AUTH_CHANNEL = 'analyst_auth'
+/** The listening connection's application_name. */
+export const AUTH_FEED_NAME = 'analyst-auth-feed'
 const RETRY_MIN_MS = 250
 const RETRY_MAX_MS = 10_000
 
@@ -65,7 +67,13 @@ export class PostgresAuthFeed extends LocalAuthFeed {
 
   async #connect(): Promise<void> {
     // keepAlive: a connection that died silently (a failover, a cut network) is noticed.
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: 10_000, keepAlive: true })
+    const client = new pg.Client({
+      connectionString: this.url,
+      connectionTimeoutMillis: 10_000,
+      keepAlive: true,
+      // Named, so that an operator sees it in pg_stat_activity (and a test can cut it).
+      application_name: AUTH_FEED_NAME,
+    })
     client.on('notification', (message) => {
       if (message.channel === AUTH_CHANNEL) this.emit(parseAuthChange(message.payload))
     })

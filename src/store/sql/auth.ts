@@ -17,6 +17,7 @@ import type {
   StoredShare,
   StoredUser,
 } from '../types.js'
+import { type AuthFeed, LocalAuthFeed } from './auth-feed.js'
 import type {
   ApiKeysTable,
   AuditTable,
@@ -25,7 +26,6 @@ import type {
   SharesTable,
   UsersTable,
 } from './schema.js'
-import { type AuthFeed, LocalAuthFeed } from './auth-feed.js'
 import { now } from './store.js'
 
 function toUser(row: Selectable<UsersTable>): StoredUser {
