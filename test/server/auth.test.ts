@@ -324,6 +324,61 @@ describe('refusals at sign-in', () => {
   })
 })
 
+/** What Chromium sends for a navigation. */
+const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8'
+
+describe('refusals to a browser', () => {
+  it('sends a signed-out browser from a page to the sign-in and back; API routes and programs keep JSON', async () => {
+    const page = '/s/some-share?view=steps'
+    const asked = await fetch(`${base}${page}`, { headers: { accept: BROWSER_ACCEPT }, redirect: 'manual' })
+    expect(asked.status).toBe(302)
+    const location = asked.headers.get('location') as string
+    expect(location).toBe(`/auth/login?next=${encodeURIComponent(page)}`)
+    const jar = new CookieJar()
+    const { url, response } = await followSignIn(jar, `${base}${location}`, 'bob')
+    expect(url).toBe(`${base}${page}`)
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toMatch(/text\/html/)
+
+    // A program asking for the same page (fetch sends */*), and a browser asking an API route.
+    const program = await fetch(`${base}${page}`, { redirect: 'manual' })
+    expect(program.status).toBe(401)
+    expect(await json(program)).toMatchObject({
+      error: { code: 'unauthorized', message: 'Sign-in is required' },
+    })
+    const api = await fetch(`${base}/api/sessions`, {
+      headers: { accept: BROWSER_ACCEPT },
+      redirect: 'manual',
+    })
+    expect(api.status).toBe(401)
+    expect(await json(api)).toMatchObject({ error: { code: 'unauthorized' } })
+  })
+
+  it('shows a refused sign-in to a browser as a page that says why, its text escaped', async () => {
+    const jar = new CookieJar()
+    const { url } = await followSignIn(jar, `${base}/auth/login`, 'eve', { stopAt: `${base}/auth/callback` })
+    const refused = await request(jar, url, { headers: { accept: BROWSER_ACCEPT } })
+    expect(refused.status).toBe(403)
+    expect(refused.headers.get('content-type')).toMatch(/text\/html/)
+    const page = await refused.text()
+    expect(page).toContain('eve@example.com may not use this Analyst: not in an allowed group')
+    expect(page).toContain('<a href="/auth/login">')
+
+    // The provider's own refusal, with markup in its description: shown as text, not run.
+    const description = encodeURIComponent('<script>alert(1)</script>')
+    const byProvider = await fetch(
+      `${base}/auth/callback?error=access_denied&error_description=${description}`,
+      {
+        headers: { accept: BROWSER_ACCEPT },
+      },
+    )
+    expect(byProvider.status).toBe(403)
+    const text = await byProvider.text()
+    expect(text).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
+    expect(text).not.toContain('<script>')
+  })
+})
+
 describe('what a cookie may do', () => {
   it('refuses a cross-site form post with the cookie, and a post without the CSRF token; changes nothing', async () => {
     const bob = await signIn('bob')
