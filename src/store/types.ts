@@ -232,6 +232,11 @@ export interface HistoryStore {
     id: string,
     changes: { status?: SessionStatus; title?: string; model?: string },
   ): Promise<void>
+  /**
+   * Gives the session to `to`, only while it still belongs to `from` (two admins at once cannot
+   * both move it); false when it does not.
+   */
+  changeSessionOwner(id: string, from: string | null, to: string): Promise<boolean>
   /** Removes the session and everything recorded for it (blobs stay: other sessions may share them). */
   deleteSession(id: string): Promise<void>
   /**

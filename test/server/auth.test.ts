@@ -596,6 +596,63 @@ describe('admins', () => {
     })
     expect(audit.find((e) => e.action === 'user-enabled')).toBeTruthy()
   })
+  it("assign a token-owned session to a user, recorded in the audit log; never a user's own", async () => {
+    const alice = await signIn('alice')
+    const bob = await signIn('bob')
+    const made = await bearer(TOKEN, '/api/sessions', {
+      method: 'POST',
+      body: JSON.stringify({ title: 'Before sign-in' }),
+    })
+    expect(made.status).toBe(201)
+    const { id } = await json<{ id: string }>(made)
+    expect((await get(bob, `/api/sessions/${id}`)).status).toBe(404)
+
+    const listed = await json<Array<{ id: string; title: string; owner: { token: string } | null }>>(
+      await get(alice, '/api/admin/sessions'),
+    )
+    expect(listed.find((s) => s.id === id)).toMatchObject({
+      title: 'Before sign-in',
+      owner: { token: expect.any(String) },
+    })
+    expect((await get(bob, '/api/admin/sessions')).status).toBe(403)
+    expect(
+      (await call(bob, `/api/admin/sessions/${id}/assign`, 'POST', { userId: bob.me.user.id })).status,
+    ).toBe(403)
+    expect((await call(alice, `/api/admin/sessions/${id}/assign`, 'POST', { userId: 'nobody' })).status).toBe(
+      404,
+    )
+    expect(
+      (await call(alice, '/api/admin/sessions/no-such/assign', 'POST', { userId: bob.me.user.id })).status,
+    ).toBe(404)
+    const bad = await call(alice, `/api/admin/sessions/${id}/assign`, 'POST', { user: bob.me.user.id })
+    expect(bad.status).toBe(400)
+    expect(await json(bad)).toMatchObject({ error: { code: 'invalid_request' } })
+
+    const assigned = await call(alice, `/api/admin/sessions/${id}/assign`, 'POST', { userId: bob.me.user.id })
+    expect(assigned.status).toBe(200)
+    expect(await json(assigned)).toEqual({ id, userId: bob.me.user.id })
+    expect((await get(bob, `/api/sessions/${id}`)).status).toBe(200)
+    expect((await bearer(TOKEN, `/api/sessions/${id}`)).status).toBe(404)
+    expect(
+      (await json<Array<{ id: string }>>(await get(alice, '/api/admin/sessions'))).map((s) => s.id),
+    ).not.toContain(id)
+    // Bob's now: not moved to another user, though assigning it to Bob again is no error.
+    const taken = await call(alice, `/api/admin/sessions/${id}/assign`, 'POST', { userId: alice.me.user.id })
+    expect(taken.status).toBe(409)
+    expect(
+      (await call(alice, `/api/admin/sessions/${id}/assign`, 'POST', { userId: bob.me.user.id })).status,
+    ).toBe(200)
+    const audit = await json<Array<{ action: string; actor?: string; target?: string; detail?: unknown }>>(
+      await get(alice, '/api/admin/audit?limit=50'),
+    )
+    expect(audit.filter((e) => e.action === 'session-assigned')).toEqual([
+      expect.objectContaining({
+        actor: alice.me.user.id,
+        target: id,
+        detail: { userId: bob.me.user.id, from: { token: expect.any(String) } },
+      }),
+    ])
+  })
 })
 
 describe('shares', () => {
