@@ -28,8 +28,8 @@ const USERS = {
   bob: { name: 'Bob', email: 'bob@example.com', groups: ['staff'] },
   carol: { name: 'Carol', email: 'carol@example.com', groups: ['staff'] },
 }
-/** Longer than any test: a refusal that comes is the notice's doing, not the cache's expiry. */
-const CACHE_TTL_MS = 3_600_000
+/** Longer than any test (its clock moves too): a refusal is the notice's doing, not the cache's expiry. */
+const CACHE_TTL_MS = 30 * 24 * 3_600_000
 /** The notice crosses one local PostgreSQL: it comes in milliseconds; this is the deadline. */
 const NOTICE = { timeout: 5_000, interval: 20 }
 
@@ -40,6 +40,9 @@ const homes: string[] = []
 const provider = new LocalProvider({ poolSize: 0 })
 let publicUrl: string
 let databaseUrl: string
+/** How far both replicas' sign-in clock is ahead of the real one. */
+let skewMs = 0
+const HOUR_MS = 3_600_000
 
 beforeAll(async () => {
   cluster = await startPostgres()
@@ -56,7 +59,7 @@ beforeAll(async () => {
     ANALYST_OIDC_ALLOWED_DOMAINS: 'example.com',
     ANALYST_OIDC_ADMIN_GROUPS: 'admins',
   })
-  const settings = env && { ...env, cacheTtlMs: CACHE_TTL_MS }
+  const settings = env && { ...env, cacheTtlMs: CACHE_TTL_MS, clock: () => Date.now() + skewMs }
   for (const port of ports) {
     const home = mkdtempSync(join(tmpdir(), 'analyst-replica-'))
     homes.push(home)
@@ -159,5 +162,26 @@ describe('sign-in over two replicas and one PostgreSQL', () => {
     expect((await post(carol, `${b}/auth/logout`)).status).toBe(200)
     const onA = () => fetch(`${a}/api/me`, { headers: { cookie: `analyst_session=${cookie}` } })
     await expect.poll(async () => (await onA()).status, NOTICE).toBe(401)
+  })
+
+  it('does not end a browser session as idle on one replica while it is in use on the other', async () => {
+    const carol = await signIn('carol')
+    const { a, b } = carol
+    const me = (url: string) => request(carol.jar, `${url}/api/me`)
+    try {
+      expect((await me(a)).status).toBe(200)
+      expect((await me(b)).status).toBe(200)
+      // Used on A only for a while: B's copy says it was last used 13 hours ago (idle after 12).
+      skewMs = 7 * HOUR_MS
+      expect((await me(a)).status).toBe(200)
+      skewMs = 13 * HOUR_MS
+      expect((await me(b)).status).toBe(200) // B asked the store, which knows A's use
+      // Idle on both for 12 hours more: ended, on either.
+      skewMs = 26 * HOUR_MS
+      expect((await me(a)).status).toBe(401)
+      await expect.poll(async () => (await me(b)).status, NOTICE).toBe(401)
+    } finally {
+      skewMs = 0
+    }
   })
 })
