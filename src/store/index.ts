@@ -59,7 +59,7 @@ export async function openStores(
     const feed = await PostgresAuthFeed.open(env.ANALYST_DATABASE_URL).catch(async (error: unknown) => {
       await history.close()
       throw new AnalystError(`Cannot listen for sign-in changes in PostgreSQL: ${(error as Error).message}`, {
-        hint: 'Check that ANALYST_DATABASE_URL allows one more connection (LISTEN needs its own).',
+        hint: 'Check that ANALYST_DATABASE_URL allows one more connection: LISTEN needs its own, to the server itself or through a pooler in session mode (not transaction mode).',
         cause: error,
       })
     })

@@ -3,9 +3,11 @@
  * transaction that makes it (so it goes out if and only if it commits), and every replica LISTENs
  * on a connection of its own, outside the pool. While that connection is down the feed is not
  * `live` (a cache must keep nothing), and on every loss and every reconnection it says `all`:
- * what was committed meanwhile was heard by nobody here.
+ * what was committed meanwhile was heard by nobody here. A connection is live only once it has
+ * heard its own probe: one that cannot hear (a pooler in transaction mode) never is.
  * @module
  */
+import { randomUUID } from 'node:crypto'
 import { type Kysely, sql } from 'kysely'
 import pg from 'pg'
 import { LocalAuthFeed } from '../sql/auth-feed.js'
@@ -17,6 +19,8 @@ export const AUTH_CHANNEL = 'analyst_auth'
 /** The listening connection's application_name. */
 export const AUTH_FEED_NAME = 'analyst-auth-feed'
 const RETRY_MIN_MS = 250
+/** How long a new connection may take to hear its own probe. */
+const PROBE_MS = 5_000
 const RETRY_MAX_MS = 10_000
 
 /** `kind:id`; anything else is read as `all`, the safe reading. */
@@ -74,14 +78,35 @@ export class PostgresAuthFeed extends LocalAuthFeed {
       // Named, so that an operator sees it in pg_stat_activity (and a test can cut it).
       application_name: AUTH_FEED_NAME,
     })
+    let probed: (() => void) | undefined
+    const probe = `probe:${randomUUID()}`
     client.on('notification', (message) => {
-      if (message.channel === AUTH_CHANNEL) this.emit(parseAuthChange(message.payload))
+      if (message.channel !== AUTH_CHANNEL) return
+      // Probes are no change: every replica's start would otherwise empty every cache.
+      if (message.payload?.startsWith('probe:')) {
+        if (message.payload === probe) probed?.()
+        return
+      }
+      this.emit(parseAuthChange(message.payload))
     })
     client.on('error', () => this.#lost(client))
     client.on('end', () => this.#lost(client))
     try {
       await client.connect()
       await client.query(`listen ${AUTH_CHANNEL}`)
+      let timer: NodeJS.Timeout | undefined
+      const heard = new Promise<void>((resolve, reject) => {
+        probed = resolve
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(`the listening connection did not hear its own NOTIFY within ${PROBE_MS / 1000} s`),
+            ),
+          PROBE_MS,
+        )
+      })
+      await client.query('select pg_notify($1, $2)', [AUTH_CHANNEL, probe])
+      await heard.finally(() => clearTimeout(timer))
     } catch (error) {
       await client.end().catch(() => {})
       throw error

@@ -176,6 +176,14 @@ describe('PostgreSQL database', () => {
       // Listening again: the next change comes through.
       await one.auth.setUserDisabled(user.id, true)
       await expect.poll(() => heard, notice).toContainEqual({ kind: 'user', id: user.id, live: true })
+
+      // A replica that starts probes its own connection; that is no change to the others.
+      heard.length = 0
+      const three = await openStores('/nonexistent', { ANALYST_DATABASE_URL: url })
+      await three.close()
+      await one.auth.setUserDisabled(user.id, false) // after the probe, in commit order
+      await expect.poll(() => heard, notice).toContainEqual({ kind: 'user', id: user.id, live: true })
+      expect(heard.filter((change) => change.kind === 'all')).toEqual([])
     } finally {
       await one.close()
       await two.close()
