@@ -86,6 +86,10 @@ export class SignIn {
     }
     this.#keys = new IdentityCache(cache)
     this.#sessions = new IdentityCache(cache)
+    if (!options.store.changes.live)
+      options.logger?.warn(
+        "the store's sign-in changes cannot be heard (yet): keys and cookies are read from the store at every request until they can",
+      )
   }
 
   /** Stops listening to the store's changes. */

@@ -32,6 +32,9 @@ export function parseAuthChange(payload: string | undefined): AuthChange {
   return { kind: 'all' }
 }
 
+/** The connection listens but does not hear: not live, and retried, rather than a replica that cannot start. */
+class Unheard extends Error {}
+
 export class PostgresAuthFeed extends LocalAuthFeed {
   #client: pg.Client | undefined
   #live = false
@@ -43,10 +46,16 @@ export class PostgresAuthFeed extends LocalAuthFeed {
     super()
   }
 
-  /** Listening before it returns: a replica that cannot hear the others fails at start, as the store does. */
+  /**
+   * Listening before it returns: a replica that cannot connect fails at start, as the store does.
+   * One whose connection cannot hear (a pooler in transaction mode) starts, not live, and retries.
+   */
   static async open(url: string): Promise<PostgresAuthFeed> {
     const feed = new PostgresAuthFeed(url)
-    await feed.#connect()
+    await feed.#connect().catch((error: unknown) => {
+      if (!(error instanceof Unheard)) throw error
+      feed.#reconnect()
+    })
     return feed
   }
 
@@ -100,7 +109,7 @@ export class PostgresAuthFeed extends LocalAuthFeed {
         timer = setTimeout(
           () =>
             reject(
-              new Error(`the listening connection did not hear its own NOTIFY within ${PROBE_MS / 1000} s`),
+              new Unheard(`the listening connection did not hear its own NOTIFY within ${PROBE_MS / 1000} s`),
             ),
           PROBE_MS,
         )
