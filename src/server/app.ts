@@ -29,6 +29,7 @@ import {
   shareRoutes,
   signInRoutes,
 } from './auth/index.js'
+import { isBrowserPage, loginRedirect, refusalPage } from './browser-refusal.js'
 import type { ServerMetrics } from './metrics.js'
 import { openApiDocument } from './openapi.js'
 import type { Quotas } from './quotas.js'
@@ -124,7 +125,14 @@ export function createApp(options: AppOptions): Hono<Env> {
     if (AnalystError.isInstance(error)) {
       if (RateLimitError.isInstance(error) && error.retryAfterSeconds !== undefined)
         c.header('retry-after', String(error.retryAfterSeconds))
-      return fail(c, statusOf(error), error.message, advice(error, 'http'))
+      const status = statusOf(error)
+      // A browser asking for a page: to the sign-in (not from the sign-in's own pages: no loop),
+      // or a page that says why; programs (API routes, any non-browser caller) get JSON.
+      if (options.signin && status < 500 && isBrowserPage(c)) {
+        if (status === 401 && !c.req.path.startsWith('/auth/')) return loginRedirect(c)
+        return refusalPage(c, status, error.message, advice(error, 'http'))
+      }
+      return fail(c, status, error.message, advice(error, 'http'))
     }
     logError(c, error)
     return fail(c, 500, 'Internal error', 'The server logged the details.')
@@ -405,8 +413,9 @@ export function createApp(options: AppOptions): Hono<Env> {
   }
   app.get('/', page('index.html'))
   app.get('/index.html', page('index.html'))
-  // A shared session's page (the UI reads the share's id from the path).
-  if (options.signin) app.get('/s/:shareId', page('index.html'))
+  // A shared session's page (the UI reads the share's id from the path): for signed-in users, so a
+  // signed-out browser is sent to sign in first and comes back to it.
+  if (options.signin) app.get('/s/:shareId', options.signin.authorize, page('index.html'))
   const asset = (c: Context<Env>, next: () => Promise<void>) => {
     const name = c.req.param('name') as string
     const file = join('assets', name)

@@ -282,6 +282,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         await service.shutdown()
         await e2b.close() // the E2B API's sandboxes
         if (ownsProvider) await provider.close?.()
+        signin?.close()
         await stores.close()
       })()),
   }

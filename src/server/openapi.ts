@@ -261,6 +261,22 @@ export const openApiDocument = {
         responses: { 200: { description: 'The user' }, 403: error, 404: error },
       },
     },
+    '/api/admin/sessions': {
+      get: {
+        summary: "Sessions no user owns yet (an ANALYST_TOKEN token's, or nobody's), to assign (admins)",
+        responses: {
+          200: { description: '[{ id, title, owner: { token } | null, createdAt, updatedAt, questions }]' },
+          403: error,
+        },
+      },
+    },
+    '/api/admin/sessions/{id}/assign': {
+      parameters: [sessionId],
+      post: {
+        summary: "Gives a token's session to a user: { userId } (admins; a user's own session is a 409)",
+        responses: { 200: { description: '{ id, userId }' }, 403: error, 404: error, 409: error },
+      },
+    },
     '/api/admin/audit': {
       get: {
         summary: 'The audit log, newest first (admins; ?limit=, ?actor=)',

@@ -3,7 +3,7 @@
  * suite each database runs (SQLite and PostgreSQL): `describeAuthStoreConformance({ name, open })`.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { AuthStore, HistoryStore } from './types.js'
+import type { AuthChange, AuthStore, HistoryStore } from './types.js'
 
 export interface OpenedAuthStores {
   history: HistoryStore
@@ -148,6 +148,39 @@ export function describeAuthStoreConformance(options: {
       expect(third.id).not.toBe(share.id)
       await stores.history.deleteSession(session.id)
       expect(await auth.getShare(third.id)).toBeUndefined()
+    })
+
+    it('tells its listeners of each change that ends or alters access by the time the write returns', async () => {
+      expect(auth.changes.live).toBe(true)
+      const heard: AuthChange[] = []
+      const stop = auth.changes.subscribe((change) => heard.push(change))
+      // PostgreSQL's notice of an earlier write may come late, as a copy: only presence is checked.
+      const hears = async (change: AuthChange, write: () => Promise<unknown>) => {
+        heard.length = 0
+        await write()
+        expect(heard).toContainEqual(change)
+      }
+      const user = await alice()
+      expect(heard).toContainEqual({ kind: 'user', id: user.id })
+      const key = await auth.createApiKey({ userId: user.id, label: 'ci', hash: 'c'.repeat(64) })
+      const session = 'd'.repeat(64)
+      await auth.createBrowserSession({
+        hash: session,
+        userId: user.id,
+        csrfToken: 'csrf',
+        expiresAt: '2999-01-01T00:00:00.000Z',
+      })
+      await hears({ kind: 'key', id: key.id }, () => auth.revokeApiKey(user.id, key.id))
+      await hears({ kind: 'session', id: session }, () => auth.deleteBrowserSession(session))
+      await hears({ kind: 'user', id: user.id }, () => auth.setUserDisabled(user.id, true))
+      await hears({ kind: 'user', id: user.id }, () => auth.setUserDisabled(user.id, false))
+      // No such user: nothing changed, nothing told.
+      await auth.setUserDisabled('no-such-user', true)
+      expect(heard).not.toContainEqual({ kind: 'user', id: 'no-such-user' })
+      stop()
+      heard.length = 0
+      await auth.setUserDisabled(user.id, true)
+      expect(heard).toEqual([])
     })
 
     it('appends audit entries and reads them newest first, by actor', async () => {

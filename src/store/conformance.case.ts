@@ -211,6 +211,22 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
       expect((await history.listSessions()).length).toBe(2)
     })
 
+    it("moves a session to a new owner only while it is still the expected owner's", async () => {
+      const tokens = await seed('token-hash')
+      const nobodys = await history.createSession({ title: 'open', owner: null })
+      expect(await history.changeSessionOwner(tokens, 'someone-else', 'user:u1')).toBe(false)
+      expect(await history.changeSessionOwner(tokens, 'token-hash', 'user:u1')).toBe(true)
+      expect((await history.getSession(tokens))?.owner).toBe('user:u1')
+      expect(await history.getSession(tokens, 'token-hash')).toBeUndefined()
+      // Already moved: a second admin's move (from the old owner) finds nothing.
+      expect(await history.changeSessionOwner(tokens, 'token-hash', 'user:u2')).toBe(false)
+      expect(await history.changeSessionOwner(nobodys.id, null, 'user:u1')).toBe(true)
+      expect((await history.listSessions({ owner: 'user:u1' })).map((s) => s.id).sort()).toEqual(
+        [tokens, nobodys.id].sort(),
+      )
+      expect(await history.changeSessionOwner('no-such-session', null, 'user:u1')).toBe(false)
+    })
+
     it('lists sessions newest first, with their number of questions', async () => {
       const older = await history.createSession({ title: 'older' })
       const newer = await seed()

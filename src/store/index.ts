@@ -7,6 +7,7 @@
 import { mkdir } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
+import { AnalystError } from '../errors.js'
 import { FileBlobStore } from './files/blobs.js'
 import { SqlAuthStore } from './sql/auth.js'
 import { SqlBlobStore } from './sql/blobs.js'
@@ -52,7 +53,16 @@ export async function openStores(
   if (env.ANALYST_DATABASE_URL) {
     // Loaded only when asked for: the embedded default needs no PostgreSQL client.
     const { PostgresHistoryStore } = await import('./postgres/store.js')
+    const { PostgresAuthFeed } = await import('./postgres/auth-feed.js')
     const history = await PostgresHistoryStore.open(env.ANALYST_DATABASE_URL)
+    // Sign-in changes reach every replica (LISTEN/NOTIFY), so that a cache of them can be trusted.
+    const feed = await PostgresAuthFeed.open(env.ANALYST_DATABASE_URL).catch(async (error: unknown) => {
+      await history.close()
+      throw new AnalystError(`Cannot listen for sign-in changes in PostgreSQL: ${(error as Error).message}`, {
+        hint: 'Check that ANALYST_DATABASE_URL allows one more connection: LISTEN needs its own, to the server itself or through a pooler in session mode (not transaction mode).',
+        cause: error,
+      })
+    })
     const blobs = env.ANALYST_BLOB_DIR
       ? new FileBlobStore(env.ANALYST_BLOB_DIR)
       : new SqlBlobStore(history.db, 'postgres')
@@ -60,8 +70,11 @@ export async function openStores(
       history,
       blobs,
       evals: new SqlEvalStore(history.db),
-      auth: new SqlAuthStore(history.db),
-      close: () => history.close(),
+      auth: new SqlAuthStore(history.db, feed),
+      close: async () => {
+        await feed.close()
+        await history.close()
+      },
     }
   }
   await mkdir(home, { recursive: true, mode: 0o700 })

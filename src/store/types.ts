@@ -232,6 +232,11 @@ export interface HistoryStore {
     id: string,
     changes: { status?: SessionStatus; title?: string; model?: string },
   ): Promise<void>
+  /**
+   * Gives the session to `to`, only while it still belongs to `from` (two admins at once cannot
+   * both move it); false when it does not.
+   */
+  changeSessionOwner(id: string, from: string | null, to: string): Promise<boolean>
   /** Removes the session and everything recorded for it (blobs stay: other sessions may share them). */
   deleteSession(id: string): Promise<void>
   /**
@@ -446,9 +451,29 @@ export interface StoredAudit extends AuditInput {
   at: string
 }
 
+/**
+ * A change to what a secret signs in as: an API key revoked (`key`, its id); a user disabled,
+ * enabled or refreshed at sign-in (`user`, their id); a browser session ended (`session`, its
+ * hash). `all`: changes may have been missed (another replica's, while the feed was down).
+ */
+export type AuthChange = { kind: 'key' | 'user' | 'session'; id: string } | { kind: 'all' }
+
+/** How a copy of sign-in state (the server's identity cache) learns that it went stale. */
+export interface AuthChanges {
+  /**
+   * Calls `listener` after each change: this process's as it commits, and (PostgreSQL) other
+   * replicas' as they commit. Returns the unsubscribe.
+   */
+  subscribe(listener: (change: AuthChange) => void): () => void
+  /** False while other replicas' changes could go unseen (the feed is reconnecting): keep no copy then. */
+  readonly live: boolean
+}
+
 /** Where users, browser sessions, API keys, shares and the audit log are kept; beside the history. */
 export interface AuthStore {
   readonly specificationVersion: 'v1'
+  /** Every change that ends or alters a key, a user's access or a browser session, as it commits. */
+  readonly changes: AuthChanges
 
   /** Creates the user at their first sign-in; later sign-ins refresh name, email, groups and admin. */
   upsertUser(input: {

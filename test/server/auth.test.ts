@@ -107,8 +107,13 @@ async function sessionWithArtifact(browser: Browser): Promise<string> {
   return id
 }
 
+const HOUR_MS = 3_600_000
+const DAY_MS = 24 * HOUR_MS
+/** How far sign-in's clock is ahead of the real one: expiry without waiting. */
+let skewMs = 0
+
 function settings(issuer: string, extra: Record<string, string> = {}) {
-  return signInSettingsFromEnv({
+  const env = signInSettingsFromEnv({
     ANALYST_OIDC_ISSUER: issuer,
     ANALYST_OIDC_CLIENT_ID: idp.clientId,
     ANALYST_OIDC_CLIENT_SECRET: idp.clientSecret,
@@ -118,6 +123,8 @@ function settings(issuer: string, extra: Record<string, string> = {}) {
     ANALYST_OIDC_ADMIN_GROUPS: 'analyst-admins',
     ...extra,
   })
+  // The cache kept longer than the clock ever moves here: what it refuses, it refuses from its copy.
+  return env && { ...env, clock: () => Date.now() + skewMs, cacheTtlMs: 30 * DAY_MS }
 }
 
 beforeAll(async () => {
@@ -289,27 +296,87 @@ describe('refusals at sign-in', () => {
 
   it('ends a session that passed its absolute expiry, and one idle too long', async () => {
     const db = (server.stores.history as SqlHistoryStore).db
-    const expired = await signIn('bob')
-    await db
-      .updateTable('browser_sessions')
-      .set({ expires_at: '2000-01-01T00:00:00.000Z' })
-      .where('hash', '=', hashSecret(expired.jar.get(base, 'analyst_session') as string))
-      .execute()
-    const refused = await get(expired, '/api/sessions')
-    expect(refused.status).toBe(401)
-    expect((await json<{ error: { message: string } }>(refused)).error.message).toBe('Your sign-in has ended')
+    try {
+      // Used every 11 hours (under the 12 h idle limit), from the cache: still ended after 7 days.
+      const expired = await signIn('bob')
+      while (skewMs < 7 * DAY_MS - 11 * HOUR_MS) {
+        skewMs += 11 * HOUR_MS
+        expect((await get(expired, '/api/sessions')).status).toBe(200)
+      }
+      skewMs = 7 * DAY_MS + 60_000
+      const refused = await get(expired, '/api/sessions')
+      expect(refused.status).toBe(401)
+      expect((await json<{ error: { message: string } }>(refused)).error.message).toBe(
+        'Your sign-in has ended',
+      )
 
-    const idle = await signIn('bob')
-    const hash = hashSecret(idle.jar.get(base, 'analyst_session') as string)
-    await db
-      .updateTable('browser_sessions')
-      .set({ last_used_at: '2000-01-01T00:00:00.000Z' })
-      .where('hash', '=', hash)
-      .execute()
-    expect((await get(idle, '/api/me')).status).toBe(401)
-    expect(
-      await db.selectFrom('browser_sessions').select('hash').where('hash', '=', hash).execute(),
-    ).toHaveLength(0)
+      skewMs = 0
+      const idle = await signIn('bob')
+      const hash = hashSecret(idle.jar.get(base, 'analyst_session') as string)
+      expect((await get(idle, '/api/me')).status).toBe(200)
+      skewMs = 12 * HOUR_MS + 60_000
+      expect((await get(idle, '/api/me')).status).toBe(401)
+      expect(
+        await db.selectFrom('browser_sessions').select('hash').where('hash', '=', hash).execute(),
+      ).toHaveLength(0)
+    } finally {
+      skewMs = 0
+    }
+  })
+})
+
+/** What Chromium sends for a navigation. */
+const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8'
+
+describe('refusals to a browser', () => {
+  it('sends a signed-out browser from a page to the sign-in and back; API routes and programs keep JSON', async () => {
+    const page = '/s/some-share?view=steps'
+    const asked = await fetch(`${base}${page}`, { headers: { accept: BROWSER_ACCEPT }, redirect: 'manual' })
+    expect(asked.status).toBe(302)
+    const location = asked.headers.get('location') as string
+    expect(location).toBe(`/auth/login?next=${encodeURIComponent(page)}`)
+    const jar = new CookieJar()
+    const { url, response } = await followSignIn(jar, `${base}${location}`, 'bob')
+    expect(url).toBe(`${base}${page}`)
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toMatch(/text\/html/)
+
+    // A program asking for the same page (fetch sends */*), and a browser asking an API route.
+    const program = await fetch(`${base}${page}`, { redirect: 'manual' })
+    expect(program.status).toBe(401)
+    expect(await json(program)).toMatchObject({
+      error: { code: 'unauthorized', message: 'Sign-in is required' },
+    })
+    const api = await fetch(`${base}/api/sessions`, {
+      headers: { accept: BROWSER_ACCEPT },
+      redirect: 'manual',
+    })
+    expect(api.status).toBe(401)
+    expect(await json(api)).toMatchObject({ error: { code: 'unauthorized' } })
+  })
+
+  it('shows a refused sign-in to a browser as a page that says why, its text escaped', async () => {
+    const jar = new CookieJar()
+    const { url } = await followSignIn(jar, `${base}/auth/login`, 'eve', { stopAt: `${base}/auth/callback` })
+    const refused = await request(jar, url, { headers: { accept: BROWSER_ACCEPT } })
+    expect(refused.status).toBe(403)
+    expect(refused.headers.get('content-type')).toMatch(/text\/html/)
+    const page = await refused.text()
+    expect(page).toContain('eve@example.com may not use this Analyst: not in an allowed group')
+    expect(page).toContain('<a href="/auth/login">')
+
+    // The provider's own refusal, with markup in its description: shown as text, not run.
+    const description = encodeURIComponent('<script>alert(1)</script>')
+    const byProvider = await fetch(
+      `${base}/auth/callback?error=access_denied&error_description=${description}`,
+      {
+        headers: { accept: BROWSER_ACCEPT },
+      },
+    )
+    expect(byProvider.status).toBe(403)
+    const text = await byProvider.text()
+    expect(text).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
+    expect(text).not.toContain('<script>')
   })
 })
 
@@ -448,6 +515,29 @@ describe('API keys', () => {
       .execute()
     expect((await bearer(key.key, '/api/sessions')).status).toBe(401)
   })
+
+  it('refuses a key from the moment it expires, though its identity is cached', async () => {
+    const bob = await signIn('bob')
+    const key = await json<{ id: string; key: string; expiresAt: string }>(
+      await call(bob, '/api/keys', 'POST', { label: 'a day', expiresInDays: 1 }),
+    )
+    try {
+      expect((await bearer(key.key, '/api/sessions')).status).toBe(200)
+      skewMs = Date.parse(key.expiresAt) - Date.now() - 60_000
+      expect((await bearer(key.key, '/api/sessions')).status).toBe(200)
+      skewMs = Date.parse(key.expiresAt) - Date.now() + 1_000
+      const refused = await bearer(key.key, '/api/sessions')
+      expect(refused.status).toBe(401)
+      expect(refused.headers.get('www-authenticate')).toMatch(/invalid_token/)
+      expect((await json<{ error: { message: string } }>(refused)).error.message).toMatch(/expired/)
+      expect((await bearer(key.key, '/mcp', { method: 'POST', body: '{}' })).status).toBe(401)
+    } finally {
+      skewMs = 0
+    }
+    // Nothing was revoked: the key is listed, with the expiry it passed.
+    const listed = await json<Array<{ id: string; expiresAt: string }>>(await get(bob, '/api/keys'))
+    expect(listed.find((k) => k.id === key.id)?.expiresAt).toBe(key.expiresAt)
+  })
 })
 
 describe('admins', () => {
@@ -506,6 +596,63 @@ describe('admins', () => {
       target: bob.me.user.id,
     })
     expect(audit.find((e) => e.action === 'user-enabled')).toBeTruthy()
+  })
+  it("assign a token-owned session to a user, recorded in the audit log; never a user's own", async () => {
+    const alice = await signIn('alice')
+    const bob = await signIn('bob')
+    const made = await bearer(TOKEN, '/api/sessions', {
+      method: 'POST',
+      body: JSON.stringify({ title: 'Before sign-in' }),
+    })
+    expect(made.status).toBe(201)
+    const { id } = await json<{ id: string }>(made)
+    expect((await get(bob, `/api/sessions/${id}`)).status).toBe(404)
+
+    const listed = await json<Array<{ id: string; title: string; owner: { token: string } | null }>>(
+      await get(alice, '/api/admin/sessions'),
+    )
+    expect(listed.find((s) => s.id === id)).toMatchObject({
+      title: 'Before sign-in',
+      owner: { token: expect.any(String) },
+    })
+    expect((await get(bob, '/api/admin/sessions')).status).toBe(403)
+    expect(
+      (await call(bob, `/api/admin/sessions/${id}/assign`, 'POST', { userId: bob.me.user.id })).status,
+    ).toBe(403)
+    expect((await call(alice, `/api/admin/sessions/${id}/assign`, 'POST', { userId: 'nobody' })).status).toBe(
+      404,
+    )
+    expect(
+      (await call(alice, '/api/admin/sessions/no-such/assign', 'POST', { userId: bob.me.user.id })).status,
+    ).toBe(404)
+    const bad = await call(alice, `/api/admin/sessions/${id}/assign`, 'POST', { user: bob.me.user.id })
+    expect(bad.status).toBe(400)
+    expect(await json(bad)).toMatchObject({ error: { code: 'invalid_request' } })
+
+    const assigned = await call(alice, `/api/admin/sessions/${id}/assign`, 'POST', { userId: bob.me.user.id })
+    expect(assigned.status).toBe(200)
+    expect(await json(assigned)).toEqual({ id, userId: bob.me.user.id })
+    expect((await get(bob, `/api/sessions/${id}`)).status).toBe(200)
+    expect((await bearer(TOKEN, `/api/sessions/${id}`)).status).toBe(404)
+    expect(
+      (await json<Array<{ id: string }>>(await get(alice, '/api/admin/sessions'))).map((s) => s.id),
+    ).not.toContain(id)
+    // Bob's now: not moved to another user, though assigning it to Bob again is no error.
+    const taken = await call(alice, `/api/admin/sessions/${id}/assign`, 'POST', { userId: alice.me.user.id })
+    expect(taken.status).toBe(409)
+    expect(
+      (await call(alice, `/api/admin/sessions/${id}/assign`, 'POST', { userId: bob.me.user.id })).status,
+    ).toBe(200)
+    const audit = await json<Array<{ action: string; actor?: string; target?: string; detail?: unknown }>>(
+      await get(alice, '/api/admin/audit?limit=50'),
+    )
+    expect(audit.filter((e) => e.action === 'session-assigned')).toEqual([
+      expect.objectContaining({
+        actor: alice.me.user.id,
+        target: id,
+        detail: { userId: bob.me.user.id, from: { token: expect.any(String) } },
+      }),
+    ])
   })
 })
 

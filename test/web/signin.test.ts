@@ -2,7 +2,9 @@
  * Sign-in in a real browser: Debian's Chromium (playwright-core) against the real server and a
  * real OpenID Connect provider (oidc-provider on 127.0.0.1). The page sends the browser to the
  * provider, the user logs in there, the callback brings them back, the UI shows their name; they
- * make an API key (shown once) and share a session; then sign out, at the provider too.
+ * make an API key (shown once) and share a session; then sign out, at the provider too. A
+ * signed-out browser opening a share link is sent to sign in by the server and brought back; a
+ * refused sign-in is a page that says why.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -34,7 +36,10 @@ describe.skipIf(!hasChromium)('sign-in in Chromium', () => {
     const port = await freePort()
     base = `http://127.0.0.1:${port}`
     idp = await startIdentityProvider({
-      users: { alice: { name: 'Alice Analyst', email: 'alice@example.com', groups: ['analysts'] } },
+      users: {
+        alice: { name: 'Alice Analyst', email: 'alice@example.com', groups: ['analysts'] },
+        eve: { name: 'Eve Outsider', email: 'eve@example.com', groups: ['contractors'] },
+      },
       redirectUris: [`${base}/auth/callback`],
       postLogoutRedirectUris: [`${base}/`],
     })
@@ -115,5 +120,44 @@ describe.skipIf(!hasChromium)('sign-in in Chromium', () => {
     const me = await context?.request.get(`${base}/api/me`)
     expect(me?.status()).toBe(401)
     expect(errors).toEqual([])
+  })
+
+  it('sends a signed-out browser from a share link to sign in and back; shows a refused sign-in as a page', async ({
+    onTestFailed,
+  }) => {
+    onTestFailed(async () => {
+      const shot = join(tmpdir(), 'analyst-web-signin-share-failed.png')
+      await page.screenshot({ path: shot }).catch(() => undefined)
+      process.stderr.write(`[signin test] failed at ${page.url()}; screenshot: ${shot}\n`)
+    })
+    await context?.clearCookies()
+    const link = `${base}/s/a-share-link`
+    const answers = new Map<string, number>()
+    page.on('response', (response) => answers.set(response.url(), response.status()))
+    await page.goto(link)
+    await page.waitForURL((url) => url.origin === idp.issuer)
+    // The server sent it on (a redirect), before any page of the UI loaded.
+    expect(answers.get(link)).toBe(302)
+    expect(answers.get(`${base}/auth/login?next=${encodeURIComponent('/s/a-share-link')}`)).toBe(302)
+    await page.locator('input[name=login]').fill('alice')
+    await page.locator('input[name=password]').fill('any password')
+    await page.locator('button[type=submit]').click()
+    await page.waitForURL(link)
+    // Signed in, the shared page asks for the link (made up here): not found, rather than sign in.
+    await page.getByText('This link does not exist any more').waitFor()
+    expect(answers.get(`${base}/api/shared/a-share-link`)).toBe(404)
+
+    // Eve is in no allowed group: the callback answers a page, not JSON.
+    await context?.clearCookies()
+    await page.goto(`${base}/auth/login`)
+    await page.waitForURL((url) => url.origin === idp.issuer)
+    await page.locator('input[name=login]').fill('eve')
+    await page.locator('input[name=password]').fill('any password')
+    await page.locator('button[type=submit]').click()
+    await page.waitForURL((url) => url.origin === base && url.pathname === '/auth/callback')
+    await expect
+      .poll(() => page.locator('body').textContent())
+      .toContain('eve@example.com may not use this Analyst: not in an allowed group')
+    expect(await page.getByRole('link', { name: 'Sign in again' }).getAttribute('href')).toBe('/auth/login')
   })
 })

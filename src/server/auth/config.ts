@@ -27,6 +27,13 @@ export interface SignInSettings {
   idleMs: number
   /** A browser session ends this long after sign-in, whatever its use. @default 7 days */
   maxAgeMs: number
+  /**
+   * How long a key or cookie, once read from the store, is trusted without another read should no
+   * change notice come (revocations, disabled users and sign-outs come at once). @default 60 s
+   */
+  cacheTtlMs?: number
+  /** The time sign-in goes by (tests move it). @default Date.now */
+  clock?: () => number
 }
 
 const list = (value: string | undefined) =>

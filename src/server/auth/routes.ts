@@ -6,7 +6,7 @@
  */
 import { type Context, Hono } from 'hono'
 import { z } from 'zod'
-import { ForbiddenError, InvalidArgumentError, NotFoundError } from '../../errors.js'
+import { ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError } from '../../errors.js'
 import type { HistoryStore, StoredUser } from '../../store/index.js'
 import { jsonBody, parse } from '../request-body.js'
 import { type AuthVariables, type SignIn, safeNext, userOwner } from './signin.js'
@@ -19,6 +19,11 @@ const NewKey = z
     expiresInDays: z.number().int().min(1).max(3650).optional(),
   })
   .strict()
+
+const Assign = z.object({ userId: z.string().trim().min(1, 'the userId is empty').max(100) }).strict()
+
+/** A session a user owns (`user:<id>`); the others are a token's (its hash) or nobody's (null). */
+const isUsers = (owner: string | null) => owner?.startsWith('user:') ?? false
 
 /** The signed-in user (a browser or an API key); a token of ANALYST_TOKEN is no user. */
 export function userOf(c: Context<AuthEnv>): StoredUser {
@@ -149,6 +154,51 @@ export function signInRoutes(signin: SignIn, history: HistoryStore, quotasOf?: Q
       return c.json(userView((await signin.store.getUser(id)) as StoredUser))
     })
   }
+
+  // Sessions made before sign-in, with ANALYST_TOKEN tokens (or with none, on loopback): an admin
+  // gives each to the user it belongs to. A user's own session is never moved to another.
+  app.get('/api/admin/sessions', async (c) => {
+    adminOf(c)
+    const sessions = await history.listSessions()
+    return c.json(
+      sessions
+        .filter((session) => !isUsers(session.owner))
+        .map(({ id, title, owner, createdAt, updatedAt, questions }) => ({
+          id,
+          title,
+          owner: owner === null ? null : { token: owner },
+          createdAt,
+          updatedAt,
+          questions,
+        })),
+    )
+  })
+
+  app.post('/api/admin/sessions/:id/assign', async (c) => {
+    const admin = adminOf(c)
+    const id = c.req.param('id') as string
+    const { userId } = parse(Assign, await jsonBody(c))
+    const user = await signin.store.getUser(userId)
+    if (!user) throw new NotFoundError(`No user ${userId}`, { hint: 'GET /api/admin/users lists their ids.' })
+    const session = await history.getSession(id)
+    if (!session) throw new NotFoundError(`No session ${id}`)
+    const to = userOwner(user.id)
+    if (session.owner !== to) {
+      if (isUsers(session.owner))
+        throw new ConflictError(`Session ${id} belongs to a user already`, {
+          hint: 'Only sessions of an ANALYST_TOKEN token (GET /api/admin/sessions) are assigned.',
+        })
+      if (!(await history.changeSessionOwner(id, session.owner, to)))
+        throw new ConflictError(`Session ${id} changed owner meanwhile`, { hint: 'Look again and retry.' })
+      await signin.audit.record({
+        action: 'session-assigned',
+        actor: admin.id,
+        target: id,
+        detail: { userId: user.id, from: session.owner === null ? null : { token: session.owner } },
+      })
+    }
+    return c.json({ id, userId: user.id })
+  })
 
   app.get('/api/admin/audit', async (c) => {
     adminOf(c)

@@ -1,7 +1,8 @@
 /**
  * Who is calling: ANALYST_TOKEN tokens as before, a user's API key, or a signed-in browser's
- * cookie, each read from the store on every request (so that revoking a key or disabling a user
- * holds at once, on every replica). A cookie authorizes a state-changing request only with the
+ * cookie. A key or cookie is read from the store once, then served from the identity cache, which
+ * the store's change feed empties of it at once when the key is revoked, the user disabled or the
+ * session ended, on this replica or another; expiry and idleness are checked at every request. A cookie authorizes a state-changing request only with the
  * session's CSRF token and a same-origin `Origin`; a token in the `Authorization` header needs none.
  * @module
  */
@@ -13,6 +14,7 @@ import type { AuthStore, StoredApiKey, StoredBrowserSession, StoredUser } from '
 import { admit } from './admission.js'
 import { AuditLog } from './audit.js'
 import type { SignInSettings } from './config.js'
+import { IdentityCache } from './identity-cache.js'
 import { IdentityProvider, type PendingLogin } from './oidc.js'
 import { hashSecret, newSecret, ownerOf, sameSecret } from './secrets.js'
 
@@ -47,6 +49,9 @@ export interface SignInOptions {
   logger?: Logger
 }
 
+type FoundKey = { key: StoredApiKey; user: StoredUser }
+type FoundSession = { session: StoredBrowserSession; user: StoredUser }
+
 export class SignIn {
   readonly settings: SignInSettings
   readonly store: AuthStore
@@ -58,6 +63,9 @@ export class SignIn {
   readonly loginCookieName: string
   readonly #secure: boolean
   readonly #origin: string
+  readonly #clock: () => number
+  readonly #keys: IdentityCache<FoundKey & { userId: string; keyId: string }>
+  readonly #sessions: IdentityCache<FoundSession & { userId: string }>
 
   constructor(options: SignInOptions) {
     this.settings = options.settings
@@ -70,6 +78,24 @@ export class SignIn {
     this.#secure = url.protocol === 'https:'
     this.cookieName = this.#secure ? '__Host-analyst_session' : 'analyst_session'
     this.loginCookieName = this.#secure ? '__Host-analyst_login' : 'analyst_login'
+    this.#clock = options.settings.clock ?? Date.now
+    const cache = {
+      changes: options.store.changes,
+      clock: this.#clock,
+      ...(options.settings.cacheTtlMs === undefined ? {} : { ttlMs: options.settings.cacheTtlMs }),
+    }
+    this.#keys = new IdentityCache(cache)
+    this.#sessions = new IdentityCache(cache)
+    if (!options.store.changes.live)
+      options.logger?.warn(
+        "the store's sign-in changes cannot be heard (yet): keys and cookies are read from the store at every request until they can",
+      )
+  }
+
+  /** Stops listening to the store's changes. */
+  close(): void {
+    this.#keys.unsubscribe()
+    this.#sessions.unsubscribe()
   }
 
   // ------------------------------------------------------------------ who is calling
@@ -79,27 +105,54 @@ export class SignIn {
     const token = this.#tokens.find((t) => sameSecret(secret, t))
     if (token) return { via: 'token', owner: ownerOf(token), token }
     if (!secret.startsWith('ak_')) return undefined
-    const found = await this.store.findApiKey(hashSecret(secret))
-    if (!found || found.user.disabled) return undefined
-    const now = Date.now()
-    if (found.key.expiresAt && Date.parse(found.key.expiresAt) <= now) return undefined
-    if (!found.key.lastUsedAt || now - Date.parse(found.key.lastUsedAt) > TOUCH_MS)
-      await this.store.touchApiKey(found.key.id, new Date(now).toISOString())
+    const hash = hashSecret(secret)
+    const now = this.#clock()
+    const expired = (key: StoredApiKey) => key.expiresAt !== undefined && Date.parse(key.expiresAt) <= now
+    let found: FoundKey | undefined = this.#keys.get(hash)
+    if (!found || expired(found.key)) {
+      const generation = this.#keys.generation
+      found = await this.store.findApiKey(hash)
+      if (!found || found.user.disabled || expired(found.key)) {
+        this.#keys.delete(hash)
+        return undefined
+      }
+      const entry = { ...found, userId: found.user.id, keyId: found.key.id }
+      this.#keys.put(hash, entry, generation)
+      found = entry
+    }
+    if (!found.key.lastUsedAt || now - Date.parse(found.key.lastUsedAt) > TOUCH_MS) {
+      const at = new Date(now).toISOString()
+      await this.store.touchApiKey(found.key.id, at)
+      found.key = { ...found.key, lastUsedAt: at }
+    }
     return { via: 'key', owner: userOwner(found.user.id), user: found.user, key: found.key }
   }
 
   /** The browser session of a cookie, unless it expired (idle or absolutely) or its user is disabled. */
   async cookie(secret: string): Promise<Identity | undefined> {
     const hash = hashSecret(secret)
-    const found = await this.store.getBrowserSession(hash)
-    if (!found || found.user.disabled) return undefined
-    const now = Date.now()
-    const idleSince = now - Date.parse(found.session.lastUsedAt)
-    if (Date.parse(found.session.expiresAt) <= now || idleSince > this.settings.idleMs) {
-      await this.store.deleteBrowserSession(hash)
-      return undefined
+    const now = this.#clock()
+    const ended = (session: StoredBrowserSession) =>
+      Date.parse(session.expiresAt) <= now || now - Date.parse(session.lastUsedAt) > this.settings.idleMs
+    let found: FoundSession | undefined = this.#sessions.get(hash)
+    // A copy that looks idle asks the store: another replica may have seen the browser since.
+    if (!found || ended(found.session)) {
+      const generation = this.#sessions.generation
+      found = await this.store.getBrowserSession(hash)
+      if (!found || found.user.disabled) return undefined
+      if (ended(found.session)) {
+        await this.store.deleteBrowserSession(hash)
+        return undefined
+      }
+      const entry = { ...found, userId: found.user.id }
+      this.#sessions.put(hash, entry, generation)
+      found = entry
     }
-    if (idleSince > TOUCH_MS) await this.store.touchBrowserSession(hash, new Date(now).toISOString())
+    if (now - Date.parse(found.session.lastUsedAt) > TOUCH_MS) {
+      const at = new Date(now).toISOString()
+      await this.store.touchBrowserSession(hash, at)
+      found.session = { ...found.session, lastUsedAt: at }
+    }
     return { via: 'cookie', owner: userOwner(found.user.id), user: found.user, session: found.session }
   }
 
@@ -245,7 +298,7 @@ export class SignIn {
       userId: user.id,
       csrfToken: newSecret(),
       ...(claims.idToken ? { idToken: claims.idToken } : {}),
-      expiresAt: new Date(Date.now() + this.settings.maxAgeMs).toISOString(),
+      expiresAt: new Date(this.#clock() + this.settings.maxAgeMs).toISOString(),
     })
     setCookie(c, this.cookieName, session, {
       path: '/',
@@ -274,7 +327,7 @@ export class SignIn {
     const expiresAt =
       expiresInDays === undefined
         ? undefined
-        : new Date(Date.now() + expiresInDays * 86_400_000).toISOString()
+        : new Date(this.#clock() + expiresInDays * 86_400_000).toISOString()
     const key = await this.store.createApiKey({
       userId: user.id,
       label,

@@ -16,6 +16,8 @@ import { describeEvalStoreConformance } from '../evals.case.js'
 import { openStores } from '../index.js'
 import { CHUNK_BYTES } from '../sql/blobs.js'
 import { SCHEMA_VERSION } from '../sql/schema.js'
+import type { AuthChange } from '../types.js'
+import { AUTH_FEED_NAME, parseAuthChange } from './auth-feed.js'
 import { PostgresHistoryStore } from './store.js'
 
 let cluster: PostgresCluster
@@ -134,5 +136,65 @@ describe('PostgreSQL database', () => {
       hint: expect.stringMatching(/ANALYST_DATABASE_URL/),
     })
     expect((error as Error).message).not.toContain('secret')
+  })
+
+  it('tells every replica of a sign-in change (NOTIFY), and says so when it may have missed some', async () => {
+    const url = await cluster.createDatabase()
+    const one = await openStores('/nonexistent', { ANALYST_DATABASE_URL: url })
+    const two = await openStores('/nonexistent', { ANALYST_DATABASE_URL: url })
+    try {
+      const heard: Array<AuthChange & { live: boolean }> = []
+      two.auth.changes.subscribe((change) => heard.push({ ...change, live: two.auth.changes.live }))
+      const user = await one.auth.upsertUser({
+        issuer: 'https://id',
+        subject: 's',
+        name: 'S',
+        groups: [],
+        admin: false,
+      })
+      const key = await one.auth.createApiKey({ userId: user.id, label: 'ci', hash: 'e'.repeat(64) })
+      await one.auth.revokeApiKey(user.id, key.id)
+      const notice = { timeout: 5_000, interval: 10 }
+      await expect.poll(() => heard, notice).toContainEqual({ kind: 'key', id: key.id, live: true })
+
+      // The listening connections cut (a failover, a restart): 'all' while not live, then back.
+      heard.length = 0
+      const admin = new pg.Client({ connectionString: url })
+      await admin.connect()
+      try {
+        const { rows } = await admin.query(
+          'select pg_terminate_backend(pid) as cut from pg_stat_activity where application_name = $1 and datname = current_database()',
+          [AUTH_FEED_NAME],
+        )
+        expect(rows).toHaveLength(2)
+      } finally {
+        await admin.end()
+      }
+      await expect.poll(() => heard[0], notice).toEqual({ kind: 'all', live: false })
+      await expect.poll(() => two.auth.changes.live, notice).toBe(true)
+      expect(heard.at(-1)).toEqual({ kind: 'all', live: true })
+      // Listening again: the next change comes through.
+      await one.auth.setUserDisabled(user.id, true)
+      await expect.poll(() => heard, notice).toContainEqual({ kind: 'user', id: user.id, live: true })
+
+      // A replica that starts probes its own connection; that is no change to the others.
+      heard.length = 0
+      const three = await openStores('/nonexistent', { ANALYST_DATABASE_URL: url })
+      await three.close()
+      await one.auth.setUserDisabled(user.id, false) // after the probe, in commit order
+      await expect.poll(() => heard, notice).toContainEqual({ kind: 'user', id: user.id, live: true })
+      expect(heard.filter((change) => change.kind === 'all')).toEqual([])
+    } finally {
+      await one.close()
+      await two.close()
+    }
+  })
+
+  it('reads a notice as kind and id, and anything else as "forget everything"', () => {
+    expect(parseAuthChange('key:1f2e')).toEqual({ kind: 'key', id: '1f2e' })
+    expect(parseAuthChange('session:ab:cd')).toEqual({ kind: 'session', id: 'ab:cd' })
+    expect(parseAuthChange('share:1')).toEqual({ kind: 'all' })
+    expect(parseAuthChange('all')).toEqual({ kind: 'all' })
+    expect(parseAuthChange(undefined)).toEqual({ kind: 'all' })
   })
 })

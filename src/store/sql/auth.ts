@@ -8,6 +8,8 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import type { Kysely, Selectable } from 'kysely'
 import type {
   AuditInput,
+  AuthChange,
+  AuthChanges,
   AuthStore,
   StoredApiKey,
   StoredAudit,
@@ -15,6 +17,7 @@ import type {
   StoredShare,
   StoredUser,
 } from '../types.js'
+import { type AuthFeed, LocalAuthFeed } from './auth-feed.js'
 import type {
   ApiKeysTable,
   AuditTable,
@@ -101,7 +104,31 @@ const USER_COLUMNS = [
 export class SqlAuthStore implements AuthStore {
   readonly specificationVersion = 'v1'
 
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `feed`: where changes go; PostgreSQL's also tells the other replicas. */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly feed: AuthFeed = new LocalAuthFeed(),
+  ) {}
+
+  get changes(): AuthChanges {
+    return this.feed
+  }
+
+  /** A write whose change the feed announces in its transaction and tells this process after the commit. */
+  private async changing<T>(
+    write: (trx: Kysely<Database>) => Promise<T>,
+    changeOf: (result: T) => AuthChange | undefined,
+  ): Promise<T> {
+    let change: AuthChange | undefined
+    const result = await this.db.transaction().execute(async (trx) => {
+      const written = await write(trx)
+      change = changeOf(written)
+      if (change) await this.feed.announce(trx, change)
+      return written
+    })
+    if (change) this.feed.emit(change)
+    return result
+  }
 
   // ------------------------------------------------------------------ users
 
@@ -121,25 +148,31 @@ export class SqlAuthStore implements AuthStore {
       admin: input.admin ? 1 : 0,
       last_seen_at: at,
     }
-    await this.db
-      .insertInto('users')
-      .values({
-        id: randomUUID(),
-        issuer: input.issuer,
-        subject: input.subject,
-        disabled: 0,
-        created_at: at,
-        ...changes,
-      })
-      .onConflict((oc) => oc.columns(['issuer', 'subject']).doUpdateSet(changes))
-      .execute()
-    const row = await this.db
-      .selectFrom('users')
-      .selectAll()
-      .where('issuer', '=', input.issuer)
-      .where('subject', '=', input.subject)
-      .executeTakeFirstOrThrow()
-    return toUser(row)
+    // Name, groups and admin may have changed: copies of the user go.
+    return this.changing(
+      async (trx) => {
+        await trx
+          .insertInto('users')
+          .values({
+            id: randomUUID(),
+            issuer: input.issuer,
+            subject: input.subject,
+            disabled: 0,
+            created_at: at,
+            ...changes,
+          })
+          .onConflict((oc) => oc.columns(['issuer', 'subject']).doUpdateSet(changes))
+          .execute()
+        const row = await trx
+          .selectFrom('users')
+          .selectAll()
+          .where('issuer', '=', input.issuer)
+          .where('subject', '=', input.subject)
+          .executeTakeFirstOrThrow()
+        return toUser(row)
+      },
+      (user) => ({ kind: 'user', id: user.id }),
+    )
   }
 
   async getUser(id: string): Promise<StoredUser | undefined> {
@@ -153,15 +186,18 @@ export class SqlAuthStore implements AuthStore {
   }
 
   async setUserDisabled(id: string, disabled: boolean): Promise<boolean> {
-    return this.db.transaction().execute(async (trx) => {
-      const result = await trx
-        .updateTable('users')
-        .set({ disabled: disabled ? 1 : 0 })
-        .where('id', '=', id)
-        .executeTakeFirst()
-      if (disabled) await trx.deleteFrom('browser_sessions').where('user_id', '=', id).execute()
-      return Number(result.numUpdatedRows) > 0
-    })
+    return this.changing(
+      async (trx) => {
+        const result = await trx
+          .updateTable('users')
+          .set({ disabled: disabled ? 1 : 0 })
+          .where('id', '=', id)
+          .executeTakeFirst()
+        if (disabled) await trx.deleteFrom('browser_sessions').where('user_id', '=', id).execute()
+        return Number(result.numUpdatedRows) > 0
+      },
+      (found) => (found ? { kind: 'user', id } : undefined),
+    )
   }
 
   /** A user's row joined to another table's, taken apart again. */
@@ -233,7 +269,10 @@ export class SqlAuthStore implements AuthStore {
   }
 
   async deleteBrowserSession(hash: string): Promise<void> {
-    await this.db.deleteFrom('browser_sessions').where('hash', '=', hash).execute()
+    await this.changing(
+      (trx) => trx.deleteFrom('browser_sessions').where('hash', '=', hash).executeTakeFirst(),
+      (result) => (Number(result.numDeletedRows) > 0 ? { kind: 'session', id: hash } : undefined),
+    )
   }
 
   // ------------------------------------------------------------------ API keys
@@ -280,12 +319,17 @@ export class SqlAuthStore implements AuthStore {
   }
 
   async revokeApiKey(userId: string, id: string): Promise<boolean> {
-    const result = await this.db
-      .deleteFrom('api_keys')
-      .where('id', '=', id)
-      .where('user_id', '=', userId)
-      .executeTakeFirst()
-    return Number(result.numDeletedRows) > 0
+    return this.changing(
+      async (trx) => {
+        const result = await trx
+          .deleteFrom('api_keys')
+          .where('id', '=', id)
+          .where('user_id', '=', userId)
+          .executeTakeFirst()
+        return Number(result.numDeletedRows) > 0
+      },
+      (found) => (found ? { kind: 'key', id } : undefined),
+    )
   }
 
   async touchApiKey(id: string, at: string): Promise<void> {

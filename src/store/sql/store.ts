@@ -180,6 +180,16 @@ export class SqlHistoryStore implements HistoryStore {
     return rows.map(toSession)
   }
 
+  async changeSessionOwner(id: string, from: string | null, to: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('sessions')
+      .set({ owner: to })
+      .where('id', '=', id)
+      .where(ownedBy(from))
+      .executeTakeFirst()
+    return Number(result.numUpdatedRows) > 0
+  }
+
   async resolveSessionId(prefix: string, owner?: string | null): Promise<string | undefined> {
     const rows = await this.db
       .selectFrom('sessions')
