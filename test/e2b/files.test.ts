@@ -81,9 +81,28 @@ describe('E2B SDK: listings and entries', () => {
     await expect(sandbox.files.remove('/etc/passwd')).rejects.toBeInstanceOf(InvalidArgumentError)
   })
 
-  it('refuses file metadata, which it does not keep, with a clear message', async () => {
-    await expect(sandbox.files.write('meta.txt', 'x', { metadata: { author: 'me' } })).rejects.toThrow(
-      /metadata.*not kept/,
+  it('keeps file metadata as envd does: user.e2b.* attributes, on getInfo, list and rename, cleared by an overwrite', async () => {
+    const info = await sandbox.files.write('meta/a.txt', 'x', { metadata: { author: 'me', purpose: 'test' } })
+    expect(info.metadata).toEqual({ author: 'me', purpose: 'test' })
+    expect((await sandbox.files.getInfo('meta/a.txt')).metadata).toEqual({ author: 'me', purpose: 'test' })
+    // Code sees them as extended attributes, and what code sets shows through the files API.
+    const seen = await sandbox.runCode(
+      "import os\nos.setxattr('meta/a.txt', 'user.e2b.extra', b'from code')\nsorted(os.listxattr('meta/a.txt'))",
+    )
+    expect(seen.text).toContain('user.e2b.author')
+    const [listed] = await sandbox.files.list('meta')
+    expect(listed?.metadata).toEqual({ author: 'me', purpose: 'test', extra: 'from code' })
+    expect((await sandbox.files.rename('meta/a.txt', 'meta/b.txt')).metadata).toMatchObject({ author: 'me' })
+    const overwritten = await sandbox.files.write('meta/b.txt', 'y')
+    expect(overwritten.metadata).toBeUndefined()
+    expect((await sandbox.files.getInfo('meta/b.txt')).metadata).toBeUndefined()
+    expect((await sandbox.files.getInfo('meta')).metadata).toBeUndefined()
+  })
+
+  it('keeps metadata off files that a link leads to outside the workspace', async () => {
+    await sandbox.commands.run('mkdir -p meta-links && ln -sfn /etc meta-links/etc')
+    await expect(sandbox.files.write('meta-links/etc/passwd', 'x', { metadata: { a: 'b' } })).rejects.toThrow(
+      /link/,
     )
   })
 })

@@ -34,6 +34,7 @@ import { Kernel, type KernelExit } from './kernel.js'
 import { findPython } from './python.js'
 import { watchFolder } from './watch.js'
 import { splitPath } from './workspace.js'
+import { metadataOf } from './xattrs.js'
 import { type ColdStart, releaseTemplates, useTemplates } from './zygote.js'
 
 export interface LocalProviderOptions {
@@ -120,12 +121,36 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   async doList(path: string, options?: EntryOptions): Promise<EntryInfo[]> {
     this.assertAlive()
-    return this.home.workspace.list(path, options)
+    const entries = this.home.workspace.list(path, options)
+    if (!options?.details || entries.length === 0) return entries
+    const { base, dirs, name } = this.home.workspace.locate(path)
+    return this.withMetadata(entries, { base, dirs: name ? [...dirs, name] : dirs })
   }
 
   async doStat(path: string, options?: EntryOptions): Promise<EntryInfo | undefined> {
     this.assertAlive()
-    return this.home.workspace.stat(path, options)
+    const entry = this.home.workspace.stat(path, options)
+    const { base, dirs, name } = this.home.workspace.locate(path)
+    if (!entry || !options?.details || !name) return entry
+    return (await this.withMetadata([entry], { base, dirs }))[0]
+  }
+
+  async doSetMetadata(path: string, metadata: Record<string, string>): Promise<void> {
+    this.assertAlive()
+    const { base, dirs, name, area } = this.home.workspace.locate(path)
+    if (!name || area === 'data')
+      throw new InvalidArgumentError(`${path}: metadata is kept on files in the workspace only`)
+    await metadataOf(this.config.python.executable, { base, dirs, names: [], set: { [name]: metadata } })
+  }
+
+  /** Entries of one folder with their E2B metadata (extended attributes), read in one go. */
+  private async withMetadata(entries: EntryInfo[], folder: { base: string; dirs: string[] }) {
+    const names = entries.map((entry) => entry.name)
+    const found = await metadataOf(this.config.python.executable, { ...folder, names }).catch(() => ({}))
+    return entries.map((entry) => {
+      const metadata = (found as Record<string, Record<string, string>>)[entry.name]
+      return metadata ? { ...entry, metadata } : entry
+    })
   }
 
   async doWatch(path: string, options: DoWatchOptions): Promise<FolderWatch> {

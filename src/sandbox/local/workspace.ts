@@ -159,7 +159,8 @@ export class Workspace {
     }
   }
 
-  private locate(path: string): {
+  /** Where a path is on the host: its base folder, the folders under it, and its name (none for the base). */
+  locate(path: string): {
     base: string
     dirs: string[]
     name: string | undefined
