@@ -52,6 +52,8 @@ export interface EntryInfo {
   group?: string
   /** Where a symbolic link points, as an absolute path inside the sandbox. */
   symlinkTarget?: string
+  /** E2B's file metadata (`user.e2b.*` extended attributes), where the engine keeps it. */
+  metadata?: Record<string, string>
 }
 
 /** What `doList` and `doStat` may add to each entry. */
@@ -160,6 +162,11 @@ export interface SandboxBackend {
   doRemove(path: string): Promise<void>
   /** Creates a folder and its parents; false when it existed. Optional, like commands. */
   doMakeDir?(path: string): Promise<boolean>
+  /**
+   * Replaces a file's metadata (E2B's `user.e2b.*` extended attributes; `{}` clears it). Optional:
+   * where absent, the E2B door refuses uploads that carry metadata.
+   */
+  doSetMetadata?(path: string, metadata: Record<string, string>): Promise<void>
   /** Moves a file or folder. Optional, like commands. */
   doRename?(from: string, to: string): Promise<EntryInfo>
   /** Makes a host file readable by code at `data/<name>`, read-only, without loading it into memory. */

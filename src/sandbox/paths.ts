@@ -16,18 +16,29 @@ function escapes(path: string): InvalidArgumentError {
   })
 }
 
-/** A sandbox path → workspace-relative components. `data/...` is the read-only input area. */
-export function splitPath(path: string): { area: 'work' | 'data'; parts: string[] } {
+/** The sandbox's own temporary folder, which the local engine's files API reaches too (E2B's tests use it). */
+export const SANDBOX_TMP = '/tmp'
+
+/** `path` is `root` or under it, written absolute. */
+export function isUnder(path: string, root: string): boolean {
+  return typeof path === 'string' && (path === root || path.startsWith(`${root}/`))
+}
+
+/**
+ * A sandbox path → components under `root` (the workspace, or SANDBOX_TMP). `data/...` is the
+ * workspace's read-only input area. Relative paths are the workspace's.
+ */
+export function splitPath(path: string, root = SANDBOX_HOME): { area: 'work' | 'data'; parts: string[] } {
   if (typeof path !== 'string' || path.includes('\0')) throw escapes(String(path))
   let relative = path
-  if (path.startsWith('/')) {
-    if (path !== SANDBOX_HOME && !path.startsWith(`${SANDBOX_HOME}/`)) throw escapes(path)
-    relative = path.slice(SANDBOX_HOME.length)
+  if (path.startsWith('/') || root !== SANDBOX_HOME) {
+    if (!isUnder(path, root)) throw escapes(path)
+    relative = path.slice(root.length)
   }
   const normal = posix.normalize(`./${relative}`)
   if (normal === '..' || normal.startsWith('../')) throw escapes(path)
   const parts = normal.split('/').filter((part) => part && part !== '.')
-  if (parts[0] === 'data') return { area: 'data', parts: parts.slice(1) }
+  if (parts[0] === 'data' && root === SANDBOX_HOME) return { area: 'data', parts: parts.slice(1) }
   return { area: 'work', parts }
 }
 

@@ -2,7 +2,7 @@
  * The control plane and the access checks of the E2B-compatible API, through the official SDK
  * where it reaches them and raw HTTP where it does not (a missing key, a wrong access token).
  */
-import { AuthenticationError, Sandbox } from '@e2b/code-interpreter'
+import { AuthenticationError, Sandbox, SandboxNotFoundError } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type E2BServer, startE2BServer } from './server.js'
 
@@ -111,6 +111,8 @@ describe('E2B API: the control plane', () => {
     } finally {
       await sandbox.kill()
     }
+    // Of a sandbox that is gone, E2B's answer comes first: it is not found.
+    await expect(sandbox.fork()).rejects.toBeInstanceOf(SandboxNotFoundError)
   })
 
   it('creates, connects, describes, lists with a metadata filter and pages, and kills', async () => {

@@ -3,6 +3,8 @@
  * first with each entry's details, links with their targets, removal of what is not there, folder
  * watches on inotify, and signed file URLs.
  */
+
+import { existsSync } from 'node:fs'
 import { FilesystemEventType, InvalidArgumentError, Sandbox } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { waitFor } from '../support/wait.js'
@@ -81,10 +83,67 @@ describe('E2B SDK: listings and entries', () => {
     await expect(sandbox.files.remove('/etc/passwd')).rejects.toBeInstanceOf(InvalidArgumentError)
   })
 
-  it('refuses file metadata, which it does not keep, with a clear message', async () => {
-    await expect(sandbox.files.write('meta.txt', 'x', { metadata: { author: 'me' } })).rejects.toThrow(
-      /metadata.*not kept/,
+  it('keeps file metadata as envd does: user.e2b.* attributes, on getInfo, list and rename, cleared by an overwrite', async () => {
+    const info = await sandbox.files.write('meta/a.txt', 'x', { metadata: { author: 'me', purpose: 'test' } })
+    expect(info.metadata).toEqual({ author: 'me', purpose: 'test' })
+    expect((await sandbox.files.getInfo('meta/a.txt')).metadata).toEqual({ author: 'me', purpose: 'test' })
+    // Code sees them as extended attributes, and what code sets shows through the files API.
+    const seen = await sandbox.runCode(
+      "import os\nos.setxattr('meta/a.txt', 'user.e2b.extra', b'from code')\nsorted(os.listxattr('meta/a.txt'))",
     )
+    expect(seen.text).toContain('user.e2b.author')
+    const [listed] = await sandbox.files.list('meta')
+    expect(listed?.metadata).toEqual({ author: 'me', purpose: 'test', extra: 'from code' })
+    expect((await sandbox.files.rename('meta/a.txt', 'meta/b.txt')).metadata).toMatchObject({ author: 'me' })
+    const overwritten = await sandbox.files.write('meta/b.txt', 'y')
+    expect(overwritten.metadata).toBeUndefined()
+    expect((await sandbox.files.getInfo('meta/b.txt')).metadata).toBeUndefined()
+    expect((await sandbox.files.getInfo('meta')).metadata).toBeUndefined()
+  })
+
+  it('keeps metadata off files that a link leads to outside the workspace', async () => {
+    await sandbox.commands.run('mkdir -p meta-links && ln -sfn /etc meta-links/etc')
+    await expect(sandbox.files.write('meta-links/etc/passwd', 'x', { metadata: { a: 'b' } })).rejects.toThrow(
+      /link/,
+    )
+  })
+})
+
+describe("E2B SDK: the sandbox's /tmp", () => {
+  it("reads, writes, lists and removes the jail's own /tmp, which code shares and the host's is not", async () => {
+    const marker = `e2b-tmp-${Math.random().toString(36).slice(2)}`
+    const info = await sandbox.files.write(`/tmp/${marker}/a.txt`, 'from the API\n')
+    expect(info.path).toBe(`/tmp/${marker}/a.txt`)
+    // Owned by the sandbox's user: code can append to what the API wrote.
+    const appended = await sandbox.commands.run(
+      `echo from code >> /tmp/${marker}/a.txt && cat /tmp/${marker}/a.txt`,
+    )
+    expect(appended.stdout).toBe('from the API\nfrom code\n')
+    expect(await sandbox.files.getInfo(`/tmp/${marker}/a.txt`)).toMatchObject({ owner: 'user', size: 23 })
+    await sandbox.runCode(`open('/tmp/${marker}/b.txt', 'w').write('cell')`)
+    expect(await sandbox.files.read(`/tmp/${marker}/b.txt`)).toBe('cell')
+    expect((await sandbox.files.list(`/tmp/${marker}`)).map((e) => e.path)).toEqual([
+      `/tmp/${marker}/a.txt`,
+      `/tmp/${marker}/b.txt`,
+    ])
+    expect(existsSync(`/tmp/${marker}`)).toBe(false)
+    await sandbox.files.rename(`/tmp/${marker}/b.txt`, `/tmp/${marker}/c.txt`)
+    expect(await sandbox.files.exists(`/tmp/${marker}/c.txt`)).toBe(true)
+    await expect(sandbox.files.rename(`/tmp/${marker}/c.txt`, 'c.txt')).rejects.toThrow(
+      /different file systems/,
+    )
+    await sandbox.files.remove(`/tmp/${marker}`)
+    expect((await sandbox.commands.run(`ls /tmp/${marker} 2>&1 || true`)).stdout).toMatch(/No such file/)
+  })
+
+  it('never follows a link out of /tmp, and reaches nothing else outside /home/user', async () => {
+    await sandbox.commands.run('ln -sfn /etc /tmp/etc-link && ln -sfn /home/user /tmp/home-link')
+    await expect(sandbox.files.read('/tmp/etc-link/passwd')).rejects.toThrow(/link/)
+    await expect(sandbox.files.write('/tmp/home-link/x.txt', 'x')).rejects.toThrow(/link/)
+    await expect(sandbox.files.read('/tmp/../etc/passwd')).rejects.toBeInstanceOf(InvalidArgumentError)
+    await expect(sandbox.files.read('/etc/passwd')).rejects.toBeInstanceOf(InvalidArgumentError)
+    const listed = Object.fromEntries((await sandbox.files.list('/tmp')).map((e) => [e.name, e]))
+    expect(listed['etc-link']).toMatchObject({ type: 'symlink', symlinkTarget: '/etc' })
   })
 })
 

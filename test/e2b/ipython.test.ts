@@ -36,6 +36,26 @@ describe('E2B SDK: IPython syntax in cells', () => {
     expect(stdout(execution)).toBe('a.txt\nb.txt\n')
   })
 
+  it('expands $name, $obj.attr and a function’s own names, as IPython does, with $$ for a dollar', async () => {
+    const execution = await served.sandbox.runCode(
+      [
+        "folder = 'listed'",
+        '!ls $folder',
+        'class Where:',
+        "    path = 'listed/a.txt'",
+        '!echo $Where.path $$USER-$$HOME',
+        'def listing():',
+        "    inner = 'listed'",
+        '    found = !ls $inner',
+        '    return found',
+        'listing()',
+      ].join('\n'),
+    )
+    expect(execution.error).toBeUndefined()
+    expect(stdout(execution)).toBe('a.txt\nb.txt\nlisted/a.txt user-/home/user\n')
+    expect(execution.text).toBe("['a.txt', 'b.txt']")
+  })
+
   it('times code with %timeit and %time in the cell’s namespace', async () => {
     const timed = await served.sandbox.runCode('values = list(range(100))\n%timeit -n 10 -r 3 sum(values)')
     expect(timed.error).toBeUndefined()

@@ -3,6 +3,7 @@
  * command streams, paused and resumed (its files, variables and contexts back, its processes
  * gone), and measured.
  */
+import { readFileSync } from 'node:fs'
 import { Sandbox, TimeoutError } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { waitFor } from '../support/wait.js'
@@ -87,6 +88,13 @@ describe('E2B SDK: pause and resume', () => {
       // Changed after the cell that made it: the resumed sandbox has this, not what replay writes.
       await sandbox.commands.run('echo from the command > by-cell.txt && mkdir -p empty/folder')
       await sandbox.commands.run('sleep 300', { background: true })
+      const bootId = async (on: Sandbox) =>
+        (await on.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout.trim()
+      const bootBefore = await bootId(sandbox)
+      expect(bootBefore).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+      expect(bootBefore).not.toBe(readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim())
+      const cellSees = await sandbox.runCode("open('/proc/sys/kernel/random/boot_id').read().strip()")
+      expect(cellSees.text).toBe(bootBefore)
 
       expect(await sandbox.betaPause()).toBe(true)
       expect(await sandbox.isRunning()).toBe(false)
@@ -108,6 +116,8 @@ describe('E2B SDK: pause and resume', () => {
       const sleeping = (await resumed.commands.list()).filter((p) => p.args.includes('sleep 300'))
       expect(sleeping).toEqual([])
       expect((await resumed.commands.run('echo $GREETING')).stdout).toBe('hello\n')
+      // A resume is a new boot, as E2B's filesystem-only resume is.
+      expect(await bootId(resumed)).not.toBe(bootBefore)
     } finally {
       await sandbox.kill()
     }

@@ -74,9 +74,8 @@ describe('hostile code: symlink and path tricks (guard off)', () => {
     it('blocked: absolute paths outside /home/user, for write, read, list, stat and remove', async () => {
       const paths = [
         '/etc/passwd',
-        '/tmp/x',
         '/root/.bashrc',
-        outsideFile,
+        '/tmp/../etc/passwd',
         '/home/user/../../etc/passwd',
         '/home/userx/file',
         '/home',
@@ -89,6 +88,17 @@ describe('hostile code: symlink and path tricks (guard off)', () => {
         await expect(sandbox.files.remove(path), `remove ${path}`).rejects.toThrow(InvalidArgumentError)
         await expect(sandbox.files.stat(path), `stat ${path}`).rejects.toThrow(InvalidArgumentError)
       }
+      expect(readFileSync(outsideFile, 'utf8')).toBe('host secret')
+    })
+
+    it("blocked: /tmp of the files API is the jail's own, never the host's", async () => {
+      // outsideFile is under the host's /tmp: the jail's /tmp has no such file.
+      expect(outsideFile.startsWith('/tmp/')).toBe(true)
+      await expectRefused(sandbox.files.read(outsideFile))
+      await expectRefused(sandbox.files.list(outside))
+      // A forked jail takes the write in its own /tmp, a spawned one refuses it: the host's file stays.
+      await sandbox.files.write(outsideFile, 'overwritten').catch(() => undefined)
+      await sandbox.files.remove(outsideFile).catch(() => undefined)
       expect(readFileSync(outsideFile, 'utf8')).toBe('host secret')
     })
 

@@ -27,13 +27,15 @@ import { KernelBackend } from '../kernel/backend.js'
 import { kernelEnv } from '../kernel/env.js'
 import { DEFAULT_LIMITS, resolveLimits } from '../kernel/limits.js'
 import type { Artifact } from '../messaging.js'
+import { isUnder, SANDBOX_TMP } from '../paths.js'
 import type { QueryHost } from '../query.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { SANDBOX_BIN_DIRS, SANDBOX_HOME } from './jail.js'
 import { Kernel, type KernelExit } from './kernel.js'
 import { findPython } from './python.js'
 import { watchFolder } from './watch.js'
-import { splitPath } from './workspace.js'
+import { splitPath, Workspace } from './workspace.js'
+import { metadataOf } from './xattrs.js'
 import { type ColdStart, releaseTemplates, useTemplates } from './zygote.js'
 
 export interface LocalProviderOptions {
@@ -60,6 +62,24 @@ async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
   } catch (error) {
     home.release()
     throw error
+  }
+}
+
+/**
+ * A write by the host into the jail's /tmp. A spawned jail's /tmp belongs to the jail's own user
+ * namespace, where the host's uid has no number (EOVERFLOW): only code can create files there.
+ */
+function hostWrites<T>(path: string, write: () => T): T {
+  try {
+    return write()
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EOVERFLOW') throw error
+    throw new InvalidArgumentError(
+      `${path}: this sandbox's ${SANDBOX_TMP} takes new files from its own code only`,
+      {
+        hint: `Write under ${SANDBOX_HOME}, or create the file with a command (sandboxes forked from the template, the default as root, take them).`,
+      },
+    )
   }
 }
 
@@ -110,22 +130,49 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   async doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo> {
     this.assertAlive()
-    return this.home.workspace.write(path, data)
+    const files = await this.filesAt(path)
+    return hostWrites(path, () => files.write(path, data))
   }
 
   async doReadFile(path: string): Promise<Uint8Array> {
     this.assertAlive()
-    return this.home.workspace.read(path)
+    return (await this.filesAt(path)).read(path)
   }
 
   async doList(path: string, options?: EntryOptions): Promise<EntryInfo[]> {
     this.assertAlive()
-    return this.home.workspace.list(path, options)
+    const files = await this.filesAt(path)
+    const entries = files.list(path, options)
+    if (!options?.details || entries.length === 0) return entries
+    const { base, dirs, name } = files.locate(path)
+    return this.withMetadata(entries, { base, dirs: name ? [...dirs, name] : dirs })
   }
 
   async doStat(path: string, options?: EntryOptions): Promise<EntryInfo | undefined> {
     this.assertAlive()
-    return this.home.workspace.stat(path, options)
+    const files = await this.filesAt(path)
+    const entry = files.stat(path, options)
+    const { base, dirs, name } = files.locate(path)
+    if (!entry || !options?.details || !name) return entry
+    return (await this.withMetadata([entry], { base, dirs }))[0]
+  }
+
+  async doSetMetadata(path: string, metadata: Record<string, string>): Promise<void> {
+    this.assertAlive()
+    const { base, dirs, name, area } = (await this.filesAt(path)).locate(path)
+    if (!name || area === 'data')
+      throw new InvalidArgumentError(`${path}: metadata is kept on files in the workspace only`)
+    await metadataOf(this.config.python.executable, { base, dirs, names: [], set: { [name]: metadata } })
+  }
+
+  /** Entries of one folder with their E2B metadata (extended attributes), read in one go. */
+  private async withMetadata(entries: EntryInfo[], folder: { base: string; dirs: string[] }) {
+    const names = entries.map((entry) => entry.name)
+    const found = await metadataOf(this.config.python.executable, { ...folder, names }).catch(() => ({}))
+    return entries.map((entry) => {
+      const metadata = (found as Record<string, Record<string, string>>)[entry.name]
+      return metadata ? { ...entry, metadata } : entry
+    })
   }
 
   async doWatch(path: string, options: DoWatchOptions): Promise<FolderWatch> {
@@ -168,17 +215,43 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   async doRemove(path: string): Promise<void> {
     this.assertAlive()
-    this.home.workspace.remove(path)
+    const files = await this.filesAt(path)
+    files.remove(path)
   }
 
   async doMakeDir(path: string): Promise<boolean> {
     this.assertAlive()
-    return this.home.workspace.makeDir(path)
+    const files = await this.filesAt(path)
+    return hostWrites(path, () => files.makeDir(path))
   }
 
   async doRename(from: string, to: string): Promise<EntryInfo> {
     this.assertAlive()
-    return this.home.workspace.rename(from, to)
+    if (isUnder(from, SANDBOX_TMP) !== isUnder(to, SANDBOX_TMP)) {
+      throw new InvalidArgumentError(`${from} cannot be moved to ${to}: they are on different file systems`, {
+        hint: 'Write the file again at its new place, then remove the old one.',
+      })
+    }
+    const files = await this.filesAt(from)
+    return hostWrites(to, () => files.rename(from, to))
+  }
+
+  /**
+   * The files API's view of `path`: the workspace, or the jail's own /tmp (a tmpfs inside the
+   * jail, reached through the jail's root; the host never resolves a link there either).
+   */
+  private async filesAt(path: string): Promise<Workspace> {
+    if (!isUnder(path, SANDBOX_TMP)) return this.home.workspace
+    const root = this.config.isolation === 'sandbox' ? (await this.kernel()).jailRoot : undefined
+    if (!root) {
+      throw new InvalidArgumentError(
+        `${path}: the files API reaches ${SANDBOX_TMP} only in a jailed sandbox`,
+        {
+          hint: `Use a path under ${SANDBOX_HOME}.`,
+        },
+      )
+    }
+    return new Workspace(`${root}${SANDBOX_TMP}`, '', this.home.workspace.owner, SANDBOX_TMP)
   }
 
   async doAddData(hostPath: string, name: string): Promise<EntryInfo> {

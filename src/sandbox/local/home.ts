@@ -5,7 +5,7 @@
  * @module
  */
 import { execFile, spawnSync } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import {
   chownSync,
   copyFileSync,
@@ -245,6 +245,8 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     const kernelConfig = JSON.stringify(kernelConfigObject)
     const source = installKernel()
     const started: ColdStart = template && owner ? 'fork' : 'spawn'
+    // One per sandbox, kept across its kernel's restarts: a resumed sandbox is a new one, a new boot.
+    const bootId = randomUUID()
     let spec: KernelSpawnSpec
     if (template && owner) {
       spec = forkSpec(() => sandboxTemplate(config.python), {
@@ -253,12 +255,15 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
         uid: owner.uid,
         gid: owner.gid,
         tmpBytes: config.limits.workspaceBytes,
+        bootId,
         env: kernelEnv(SANDBOX_HOME, config.envs, process.env, SANDBOX_BIN_DIRS),
         kernel: kernelConfigObject,
         cgroupProcs: cgroup?.procsFiles ?? [],
       })
     } else if (sandboxed) {
       const jail = features()
+      const bootIdFile = join(dir, 'boot_id')
+      writeFileSync(bootIdFile, `${bootId}\n`, { mode: 0o644 })
       const command = [
         config.python.executable,
         '-s',
@@ -277,6 +282,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
             fontCache: fontCache(config.python),
             network: config.network,
             tmpBytes: config.limits.workspaceBytes,
+            bootIdFile,
             seccomp: jail.seccompFile !== undefined,
             disableUserns: jail.disableUserns,
             hostname: jail.hostname,

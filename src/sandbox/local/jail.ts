@@ -56,6 +56,8 @@ export interface JailSpec {
   network: boolean
   /** Size of the sandbox's private /tmp. */
   tmpBytes: number
+  /** Host file holding the sandbox's own boot id, shown at /proc/sys/kernel/random/boot_id. */
+  bootIdFile?: string
   /** A seccomp filter is passed on SECCOMP_FD. */
   seccomp: boolean
   /** bubblewrap can forbid user namespaces inside the jail (0.8.0 and later). */
@@ -73,6 +75,9 @@ export interface JailSpec {
    */
   templateSocketDir?: string
 }
+
+/** A sandbox boots on its own: E2B's resume is a new boot, and code tells one by this id. */
+export const BOOT_ID = '/proc/sys/kernel/random/boot_id'
 
 /** In the template's own /tmp: each forked sandbox mounts a /tmp of its own over it. */
 export const TEMPLATE_SOCKET_DIR = '/tmp/.zygote'
@@ -116,6 +121,7 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     ...topLevel(),
     '--proc',
     '/proc',
+    ...(spec.bootIdFile ? ['--ro-bind', spec.bootIdFile, BOOT_ID] : []),
     '--dev',
     '/dev',
     '--size',

@@ -5,7 +5,7 @@
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { closeSync, openSync } from 'node:fs'
+import { closeSync, constants, openSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import type { Readable, Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -73,6 +73,11 @@ export class Kernel extends KernelChannel<KernelExit> {
   private diagnostics = ''
   /** PID of the jail's init (bubblewrap's child): killing it ends the PID namespace and lets bubblewrap reap it. */
   private jailInit: number | undefined
+  /**
+   * `/proc/<jail init>`, held open from when its PID is known: through it the host reaches the
+   * jail's own file system (its /tmp), and a PID reused after the jail ends cannot stand in for it.
+   */
+  private procFd: number | undefined
   protected readonly exited: Promise<KernelExit>
 
   private constructor(
@@ -85,6 +90,7 @@ export class Kernel extends KernelChannel<KernelExit> {
     this.requests = stdio[3]
     this.requests.on('error', () => {}) // the exit handler reports a dead kernel
     this.jailInit = child.jailInit
+    this.holdProc()
     for (const stream of [stdio[1], stdio[2]]) {
       // Before the kernel redirects fd 1 and 2 (and for bwrap's own errors), output lands here.
       stream?.on('data', (chunk: Buffer) => {
@@ -97,7 +103,10 @@ export class Kernel extends KernelChannel<KernelExit> {
       info.on('data', (chunk: Buffer) => {
         text += chunk.toString('utf8')
         const pid = text.match(/"child-pid":\s*(\d+)/)?.[1]
-        if (pid) this.jailInit = Number(pid)
+        if (pid && this.jailInit === undefined) {
+          this.jailInit = Number(pid)
+          this.holdProc()
+        }
       })
     }
     readLines(
@@ -110,6 +119,8 @@ export class Kernel extends KernelChannel<KernelExit> {
     this.exited = new Promise((resolve) => {
       child.on('exit', (code, signal) => {
         forget()
+        if (this.procFd !== undefined) closeSync(this.procFd)
+        this.procFd = undefined
         const exit = new KernelExit(code, signal, this.diagnostics)
         // Commands run in the kernel's jail: they ended with it.
         this.ended(exit)
@@ -226,6 +237,20 @@ export class Kernel extends KernelChannel<KernelExit> {
 
   get pid(): number | undefined {
     return this.child.pid
+  }
+
+  private holdProc() {
+    if (this.jailInit === undefined || this.procFd !== undefined) return
+    try {
+      this.procFd = openSync(`/proc/${this.jailInit}`, constants.O_RDONLY | constants.O_DIRECTORY)
+    } catch {
+      // gone already: the exit handler reports it
+    }
+  }
+
+  /** The jail's root folder as the host reaches it, while the jail runs; undefined without a jail. */
+  get jailRoot(): string | undefined {
+    return this.alive && this.procFd !== undefined ? `/proc/self/fd/${this.procFd}/root` : undefined
   }
 
   protected write(line: string) {

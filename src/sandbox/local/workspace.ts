@@ -124,7 +124,9 @@ export class Workspace {
     /** Host folder mounted read-only at SANDBOX_HOME/data. */
     readonly data: string,
     /** Owner of files the host writes in the workspace, so code can change them (root only). */
-    private readonly owner?: Owner,
+    readonly owner?: Owner,
+    /** Where code sees `work`: the workspace's SANDBOX_HOME, or the jail's SANDBOX_TMP (which has no data/). */
+    readonly root: string = SANDBOX_HOME,
   ) {}
 
   /** Opens the folder `parts` under `base`, never following a link; creates missing ones when asked. */
@@ -159,13 +161,14 @@ export class Workspace {
     }
   }
 
-  private locate(path: string): {
+  /** Where a path is on the host: its base folder, the folders under it, and its name (none for the base). */
+  locate(path: string): {
     base: string
     dirs: string[]
     name: string | undefined
     area: 'work' | 'data'
   } {
-    const { area, parts } = splitPath(path)
+    const { area, parts } = splitPath(path, this.root)
     return {
       base: area === 'data' ? this.data : this.work,
       dirs: parts.slice(0, -1),
@@ -241,7 +244,7 @@ export class Workspace {
     }
     const relative = [...(area === 'data' ? ['data'] : []), ...dirs, name].join('/')
     if (area === 'work') this.remember(relative)
-    return { name, type: 'file', path: `${SANDBOX_HOME}/${relative}`, size: bytes.length }
+    return { name, type: 'file', path: `${this.root}/${relative}`, size: bytes.length }
   }
 
   /**
@@ -249,9 +252,9 @@ export class Workspace {
    * host) and each entry's mode, owner and time, as E2B's envd lists them.
    */
   list(path: string, options: { details?: boolean } = {}): EntryInfo[] {
-    const { area, parts } = splitPath(path)
+    const { area, parts } = splitPath(path, this.root)
     const dir = this.openDir(area === 'data' ? this.data : this.work, parts)
-    const prefix = [SANDBOX_HOME, ...(area === 'data' ? ['data'] : []), ...parts].join('/')
+    const prefix = [this.root, ...(area === 'data' ? ['data'] : []), ...parts].join('/')
     try {
       const entries: EntryInfo[] = []
       for (const entry of entriesOf(dir)) {
@@ -283,9 +286,9 @@ export class Workspace {
   stat(path: string, options: { details?: boolean } = {}): EntryInfo | undefined {
     const { base, dirs, name, area } = this.locate(path)
     const relative = [...(area === 'data' ? ['data'] : []), ...dirs, ...(name ? [name] : [])].join('/')
-    const full = relative ? `${SANDBOX_HOME}/${relative}` : SANDBOX_HOME
+    const full = relative ? `${this.root}/${relative}` : this.root
     if (!name && !options.details)
-      return { name: area === 'data' ? 'data' : 'user', type: 'dir', path: full, size: 0 }
+      return { name: area === 'data' ? 'data' : posix.basename(this.root), type: 'dir', path: full, size: 0 }
     let dir: number
     try {
       dir = this.openDir(base, name ? dirs : [])
@@ -293,7 +296,8 @@ export class Workspace {
       return undefined
     }
     try {
-      if (!name) return this.detailed(area === 'data' ? 'data' : 'user', full, fstatSync(dir))
+      if (!name)
+        return this.detailed(area === 'data' ? 'data' : posix.basename(this.root), full, fstatSync(dir))
       const stat = lstatSync(at(dir, name))
       if (options.details && (stat.isFile() || stat.isDirectory() || stat.isSymbolicLink()))
         return this.detailed(name, full, stat)
@@ -373,7 +377,7 @@ export class Workspace {
 
   /** Opens a folder of the workspace (or data/) without following links; the caller closes it. */
   openFolder(path: string): number {
-    const { area, parts } = splitPath(path)
+    const { area, parts } = splitPath(path, this.root)
     return this.openDir(area === 'data' ? this.data : this.work, parts)
   }
 
@@ -390,7 +394,7 @@ export class Workspace {
 
   /** Creates a folder and its parents; false when it existed already. */
   makeDir(path: string): boolean {
-    const { area, parts } = splitPath(path)
+    const { area, parts } = splitPath(path, this.root)
     if (area === 'data') throw readOnly(path)
     if (parts.length === 0) return false
     const parent = this.openDir(this.work, parts.slice(0, -1), true)
@@ -486,7 +490,7 @@ export class Workspace {
       }
       chmodSync(target, 0o644)
     }
-    return { name, type: 'file', path: `${SANDBOX_HOME}/data/${name}`, size: stat.size }
+    return { name, type: 'file', path: `${this.root}/data/${name}`, size: stat.size }
   }
 
   private remember(relative: string) {
@@ -590,7 +594,7 @@ export class Workspace {
       if (this.snapshot.get(relative) === state) continue
       artifacts.push({
         name: relative,
-        path: `${SANDBOX_HOME}/${relative}`,
+        path: `${this.root}/${relative}`,
         size: sizes.get(relative) ?? 0,
         mimeType: mimeType(relative),
       })

@@ -337,6 +337,8 @@ export interface ForkRequest {
   uid: number
   gid: number
   tmpBytes: number
+  /** The sandbox's boot id (jail.ts BOOT_ID). */
+  bootId: string
   env: Record<string, string>
   kernel: unknown
   cgroupProcs: string[]

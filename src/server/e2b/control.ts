@@ -303,7 +303,11 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
     app.on(
       method.toUpperCase() === 'ALL' ? ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] : [method.toUpperCase()],
       path,
-      (c) => e2bError(c, 501, `${why} (${c.req.method} ${c.req.path} is not served by Analyst's E2B API)`),
+      (c) => {
+        // A sandbox that is not there is not there first, as E2B answers (a killed one's fork is a 404).
+        if (path.includes(':id') && !owned(c)) return missing(c)
+        return e2bError(c, 501, `${why} (${c.req.method} ${c.req.path} is not served by Analyst's E2B API)`)
+      },
     )
   app.all('*', (c) =>
     e2bError(c, 404, `${c.req.method} ${new URL(c.req.url).pathname} is not part of Analyst's E2B API`),

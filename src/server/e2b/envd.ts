@@ -83,6 +83,7 @@ function entryInfo(entry: EntryInfo) {
     group: entry.group ?? 'user',
     modifiedTime: entry.modifiedTime ? timestampFromDate(entry.modifiedTime) : undefined,
     symlinkTarget: entry.symlinkTarget,
+    metadata: entry.metadata ?? {},
   }
 }
 
@@ -439,6 +440,17 @@ function connectRouter(registry: Registry) {
   return new Map(router.handlers.map((handler) => [handler.requestPath, createFetchHandler(handler)]))
 }
 
+const METADATA_HEADER = 'x-metadata-'
+
+/** E2B's file metadata, from an upload's `X-Metadata-<key>` headers. */
+function uploadMetadata(headers: Record<string, string>): Record<string, string> {
+  const metadata: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (name.startsWith(METADATA_HEADER)) metadata[name.slice(METADATA_HEADER.length)] = value
+  }
+  return metadata
+}
+
 /** The request body, up to `maxBytes`; past that a 413, without reading the rest. */
 async function readBody(c: HonoContext, maxBytes: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = []
@@ -490,17 +502,19 @@ export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdO
   app.post('/files', async (c) => {
     const refused = signedOut(c, 'write')
     if (refused) return refused
-    const metadata = Object.keys(c.req.header()).find((name) => name.startsWith('x-metadata-'))
-    if (metadata) {
+    const sandbox = c.env.entry.sandbox
+    const metadata = uploadMetadata(c.req.header())
+    if (Object.keys(metadata).length > 0 && !sandbox.keepsMetadata) {
       return c.json(
         {
           code: 400,
-          message: `File metadata (${metadata}) is not kept in Analyst's sandboxes: write the file without metadata`,
+          message:
+            "File metadata (X-Metadata-*) is not kept by this server's engine: write the file without metadata",
         },
         400,
       )
     }
-    const files = c.env.entry.sandbox.files
+    const files = sandbox.files
     const path = c.req.query('path')
     const type = c.req.header('content-type') ?? ''
     let body = await readBody(c, maxUploadBytes)
@@ -524,9 +538,13 @@ export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdO
     }
     if (uploads.length === 0) return c.json({ code: 400, message: 'No file in the upload' }, 400)
     const written = []
+    const tagged = Object.keys(metadata).length > 0
     for (const upload of uploads) {
+      // An overwritten file loses the metadata it had, as in envd; a new one has none to lose.
+      const existed = !tagged && (await files.exists(upload.path).catch(() => false))
       const info = await files.write(upload.path, upload.data)
-      written.push({ name: info.name, type: 'file', path: info.path })
+      if (tagged || existed) await sandbox.setMetadata(info.path, metadata)
+      written.push({ name: info.name, type: 'file', path: info.path, ...(tagged ? { metadata } : {}) })
     }
     return c.json(written)
   })

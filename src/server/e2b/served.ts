@@ -32,6 +32,16 @@ export class ServedSandbox extends Sandbox {
     return this.engine.doStat(path, { details: true })
   }
 
+  /** The engine keeps E2B's file metadata. */
+  get keepsMetadata(): boolean {
+    return this.engine.doSetMetadata !== undefined
+  }
+
+  /** Replaces a file's metadata (nothing where the engine keeps none). */
+  async setMetadata(path: string, metadata: Record<string, string>): Promise<void> {
+    await this.engine.doSetMetadata?.(path, metadata)
+  }
+
   /** Watches a folder where the engine can (inotify); undefined where it cannot, and the caller polls. */
   watch(path: string, options: DoWatchOptions): Promise<FolderWatch> | undefined {
     return this.engine.doWatch?.(path, options)

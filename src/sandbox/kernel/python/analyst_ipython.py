@@ -13,35 +13,55 @@ import importlib.util
 import io
 import os
 import shlex
-import string
 import subprocess
 import sys
 import time
 import timeit
 
 _transformer = None
+_formatter = None
+# Magics that IPython marks @no_var_expand.
+_NO_VAR_EXPAND = ('time', 'timeit', 'prun', 'debug')
 
 
 class IPythonMissing(SyntaxError):
     """An IPython line in a kernel whose Python has no IPython."""
 
 
+def _ipython_file(relative, name):
+    """A module of IPython's package, loaded from its file (None without IPython)."""
+    try:
+        spec = importlib.util.find_spec('IPython')
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], *relative.split('/'))
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
 def _load_transformer():
     global _transformer
     if _transformer is None:
-        try:
-            spec = importlib.util.find_spec('IPython')
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None or not spec.submodule_search_locations:
-            _transformer = False
-        else:
-            path = os.path.join(list(spec.submodule_search_locations)[0], 'core', 'inputtransformer2.py')
-            module_spec = importlib.util.spec_from_file_location('analyst_inputtransformer2', path)
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
-            _transformer = module.TransformerManager()
+        module = _ipython_file('core/inputtransformer2.py', 'analyst_inputtransformer2')
+        _transformer = module.TransformerManager() if module else False
     return _transformer or None
+
+
+def _load_formatter():
+    """IPython's DollarFormatter: `$name`, `$obj.attr` and `{expression}` in commands and magic
+    lines, `$$` for a dollar sign (IPython.utils.text imports nothing of IPython's)."""
+    global _formatter
+    if _formatter is None:
+        try:
+            module = _ipython_file('utils/text.py', 'analyst_ipython_text')
+        except Exception:
+            module = None
+        _formatter = module.DollarFormatter() if module else False
+    return _formatter or None
 
 
 def _looks_like_ipython(code, error):
@@ -89,17 +109,6 @@ class SList(list):
         return list(self)
 
 
-class _Expander(string.Formatter):
-    """{expression} in a command or a magic's line, from the cell's namespace, as IPython expands
-    it; text that does not expand is left as it is (IPython does the same)."""
-
-    def __init__(self, namespace):
-        self.namespace = namespace
-
-    def get_field(self, field_name, args, kwargs):
-        return eval(field_name, self.namespace), field_name
-
-
 def _format_time(seconds):
     """IPython's _format_time: 3 significant digits in s, ms, µs or ns."""
     if seconds >= 1:
@@ -140,16 +149,26 @@ class Shell:
     def user_ns(self):
         return self._namespace()
 
-    def var_expand(self, text):
+    def var_expand(self, text, depth=0):
+        """As IPython's: the cell's names and those of the function the line is in (`depth`
+        frames above the caller); a line that does not expand is left as it is."""
+        formatter = _load_formatter()
+        if formatter is None:
+            return text
+        namespace = dict(self.user_ns)
         try:
-            return _Expander(self.user_ns).vformat(text, (), {})
+            namespace.update(sys._getframe(depth + 1).f_locals)
+        except ValueError:
+            pass
+        try:
+            return formatter.vformat(text, args=[], kwargs=namespace)
         except Exception:
             return text
 
     # ---- ! and !!
 
     def system(self, command):
-        command = self.var_expand(command)
+        command = self.var_expand(command, depth=1)
         if self._pip(command):
             return None
         sys.stdout.flush()
@@ -160,7 +179,7 @@ class Shell:
         return None
 
     def getoutput(self, command, split=True, depth=0):
-        command = self.var_expand(command)
+        command = self.var_expand(command, depth=depth + 1)
         if self._pip(command):
             return SList()
         done = subprocess.run(['/bin/bash', '-c', command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -177,14 +196,15 @@ class Shell:
                 return self._pinfo(line)
             raise UsageError('Line magic function `%%%s` not found in Analyst\'s kernel. It has: %s'
                              % (magic_name, ', '.join('%' + name for name in sorted(self.line_magics))))
-        return magic(self.var_expand(line))
+        # %time and %timeit take Python, which IPython leaves unexpanded.
+        return magic(line if magic_name in _NO_VAR_EXPAND else self.var_expand(line, _stack_depth))
 
     def run_cell_magic(self, magic_name, line, cell):
         magic = self.cell_magics.get(magic_name)
         if magic is None:
             raise UsageError('Cell magic `%%%%%s` not found in Analyst\'s kernel. It has: %s'
                              % (magic_name, ', '.join('%%' + name for name in sorted(self.cell_magics))))
-        return magic(self.var_expand(line), cell)
+        return magic(line if magic_name in _NO_VAR_EXPAND else self.var_expand(line, 1), cell)
 
     def _nothing(self, line):
         """%matplotlib inline and the like: figures are shown already; nothing to set."""

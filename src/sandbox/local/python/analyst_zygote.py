@@ -36,6 +36,7 @@ import sys
 
 SOCKET_PATH = '/tmp/.zygote/socket'  # under the template's /tmp, which no sandbox mounts
 HOME = '/home/user'
+BOOT_ID = '/proc/sys/kernel/random/boot_id'
 MAX_CONFIG = 4 << 20
 # Set from the template's config in main(): what this machine lets a jail do.
 SETTINGS = {'hostname': True}
@@ -194,6 +195,14 @@ def build_jail(config, work_fd, data_fd):
     os.mkdir('/tmp/.matplotlib', 0o700)
     os.chown('/tmp/.matplotlib', config['uid'], config['gid'])
     mount('tmpfs', '/dev/shm', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={size},mode=1777')
+    # The sandbox's own boot id over the host's (a resumed sandbox is a new boot): a file bound
+    # read-only from the new /dev/shm, then unlinked there, so code sees only the bound copy.
+    staged = '/dev/shm/.boot_id'
+    with open(staged, 'w') as f:
+        f.write(config['bootId'] + '\n')
+    mount(staged, BOOT_ID, None, MS_BIND)
+    mount(None, BOOT_ID, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.unlink(staged)
     libc.umount2(b'/dev/pts', MNT_DETACH)
     mount('devpts', '/dev/pts', 'devpts', MS_NOSUID | MS_NOEXEC, 'newinstance,ptmxmode=0666,mode=620')
 
