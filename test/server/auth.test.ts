@@ -18,10 +18,14 @@ import { type RunningServer, startServer } from '../../src/server/index.js'
 import type { SqlHistoryStore } from '../../src/store/index.js'
 import { freePort } from '../../src/test/support/ports.js'
 import {
+  type Browser,
   CookieJar,
+  call as callAt,
   followSignIn,
+  type Me,
   type RunningIdentityProvider,
   request,
+  signIn as signInAt,
   startIdentityProvider,
 } from '../support/identity-provider.js'
 
@@ -39,44 +43,15 @@ let base: string
 let home: string
 const provider = new LocalProvider({ poolSize: 0 })
 
-interface Me {
-  user: { id: string; name: string; email: string; groups: string[]; admin: boolean }
-  csrfToken: string
-}
-
-/** A signed-in browser: its cookie jar and CSRF token. */
-interface Browser {
-  jar: CookieJar
-  me: Me
-}
-
 async function json<T>(response: Response): Promise<T> {
   const text = await response.text()
   return (text ? JSON.parse(text) : undefined) as T
 }
 
-async function signIn(login: keyof typeof USERS, next = '/'): Promise<Browser> {
-  const jar = new CookieJar()
-  const { url } = await followSignIn(jar, `${base}/auth/login?next=${encodeURIComponent(next)}`, login)
-  expect(url).toBe(`${base}${next}`)
-  const me = await request(jar, `${base}/api/me`)
-  expect(me.status).toBe(200)
-  return { jar, me: await json<Me>(me) }
-}
-
+const signIn = (login: keyof typeof USERS, next = '/') => signInAt(base, login, next)
 /** A state-changing call as the web UI makes it: the cookie, the CSRF token, this origin. */
-function call(browser: Browser, path: string, method: string, body?: unknown) {
-  return request(browser.jar, `${base}${path}`, {
-    method,
-    headers: {
-      origin: base,
-      'x-csrf-token': browser.me.csrfToken,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  })
-}
-
+const call = (browser: Browser, path: string, method: string, body?: unknown) =>
+  callAt(browser, `${base}${path}`, method, body)
 const get = (browser: Browser, path: string) => request(browser.jar, `${base}${path}`)
 const bearer = (secret: string, path: string, init: RequestInit = {}) =>
   fetch(`${base}${path}`, { ...init, headers: { ...init.headers, authorization: `Bearer ${secret}` } })

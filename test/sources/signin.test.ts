@@ -15,10 +15,10 @@ import { type RunningServer, startServer } from '../../src/server/index.js'
 import { parseSourcesFile } from '../../src/sources/index.js'
 import { freePort } from '../../src/test/support/ports.js'
 import {
-  CookieJar,
-  followSignIn,
+  type Browser,
+  call as callAt,
   type RunningIdentityProvider,
-  request,
+  signIn as signInAt,
   startIdentityProvider,
 } from '../support/identity-provider.js'
 
@@ -33,29 +33,9 @@ let base: string
 let home: string
 const provider = new LocalProvider({ poolSize: 0 })
 
-interface Browser {
-  jar: CookieJar
-  csrf: string
-}
-
-async function signIn(login: keyof typeof USERS): Promise<Browser> {
-  const jar = new CookieJar()
-  await followSignIn(jar, `${base}/auth/login?next=/`, login)
-  const me = (await (await request(jar, `${base}/api/me`)).json()) as { csrfToken: string }
-  return { jar, csrf: me.csrfToken }
-}
-
-function call(browser: Browser, path: string, method = 'GET', body?: unknown) {
-  return request(browser.jar, `${base}${path}`, {
-    method,
-    headers: {
-      origin: base,
-      'x-csrf-token': browser.csrf,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  })
-}
+const signIn = (login: keyof typeof USERS) => signInAt(base, login)
+const call = (browser: Browser, path: string, method = 'GET', body?: unknown) =>
+  callAt(browser, `${base}${path}`, method, body)
 
 const names = async (browser: Browser) =>
   ((await (await call(browser, '/api/sources')).json()) as { name: string }[]).map((source) => source.name)

@@ -193,3 +193,38 @@ export async function followSignIn(
   }
   throw new Error(`too many redirects from ${url}`)
 }
+
+/** What /api/me answers a signed-in user. */
+export interface Me {
+  user: { id: string; name: string; email: string; groups: string[]; admin: boolean }
+  csrfToken: string
+}
+
+/** A signed-in browser: its cookie jar and what /api/me said. */
+export interface Browser {
+  jar: CookieJar
+  me: Me
+}
+
+/** Signs `login` in at the server `base` through its provider, as a browser would; throws if it fails. */
+export async function signIn(base: string, login: string, next = '/'): Promise<Browser> {
+  const jar = new CookieJar()
+  const { url } = await followSignIn(jar, `${base}/auth/login?next=${encodeURIComponent(next)}`, login)
+  if (url !== `${base}${next}`) throw new Error(`signing ${login} in ended at ${url}, not ${base}${next}`)
+  const me = await request(jar, `${base}/api/me`)
+  if (me.status !== 200) throw new Error(`/api/me answered ${me.status} after signing ${login} in`)
+  return { jar, me: (await me.json()) as Me }
+}
+
+/** A call as the web UI makes it: the cookie, the CSRF token, the server's own origin. */
+export function call(browser: Browser, url: string, method = 'GET', body?: unknown): Promise<Response> {
+  return request(browser.jar, url, {
+    method,
+    headers: {
+      origin: new URL(url).origin,
+      'x-csrf-token': browser.me.csrfToken,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  })
+}
