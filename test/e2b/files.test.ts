@@ -122,6 +122,11 @@ describe("E2B SDK: the sandbox's /tmp", () => {
     expect(await sandbox.files.getInfo(`/tmp/${marker}/a.txt`)).toMatchObject({ owner: 'user', size: 23 })
     await sandbox.runCode(`open('/tmp/${marker}/b.txt', 'w').write('cell')`)
     expect(await sandbox.files.read(`/tmp/${marker}/b.txt`)).toBe('cell')
+    // Overwriting clears metadata, which /tmp keeps as the workspace does.
+    await sandbox.files.write(`/tmp/${marker}/b.txt`, 'cell', { metadata: { by: 'api' } })
+    expect((await sandbox.files.getInfo(`/tmp/${marker}/b.txt`)).metadata).toEqual({ by: 'api' })
+    await sandbox.files.write(`/tmp/${marker}/b.txt`, 'cell')
+    expect((await sandbox.files.getInfo(`/tmp/${marker}/b.txt`)).metadata).toBeUndefined()
     expect((await sandbox.files.list(`/tmp/${marker}`)).map((e) => e.path)).toEqual([
       `/tmp/${marker}/a.txt`,
       `/tmp/${marker}/b.txt`,

@@ -248,9 +248,12 @@ export class Kernel extends KernelChannel<KernelExit> {
     }
   }
 
-  /** The jail's root folder as the host reaches it, while the jail runs; undefined without a jail. */
+  /**
+   * The jail's root folder as the host reaches it, while the jail runs; undefined without a jail.
+   * Named by this process's PID, not /proc/self: helpers it starts (xattrs.ts) walk it too.
+   */
   get jailRoot(): string | undefined {
-    return this.alive && this.procFd !== undefined ? `/proc/self/fd/${this.procFd}/root` : undefined
+    return this.alive && this.procFd !== undefined ? `/proc/${process.pid}/fd/${this.procFd}/root` : undefined
   }
 
   protected write(line: string) {
