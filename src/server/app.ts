@@ -17,6 +17,7 @@ import { AnalystError, InvalidArgumentError, RateLimitError, ShuttingDownError, 
 import { advice } from '../fixes.js'
 import type { McpHttp } from '../mcp/index.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
+import type { SourcesCaller } from '../session/live.js'
 import { EXPORT_FORMATS, EXPORT_TYPES, isExportFormat } from '../store/export/index.js'
 import { artifactResponse } from './artifact-response.js'
 import {
@@ -60,7 +61,7 @@ export interface AppOptions {
   mcp?: McpHttp
   /** The sources sessions may pick by name (GET /api/sources lists those the caller may use). */
   sources?: {
-    list(caller: { owner: string | null; groups?: readonly string[]; email?: string }): Promise<unknown[]>
+    list(caller: SourcesCaller): Promise<unknown[]>
   }
   /** E2B-compatible API (src/server/e2b): served before Analyst's own routes. */
   e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }

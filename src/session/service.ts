@@ -31,7 +31,7 @@ import { type DataFileInput, profileInputs, sandboxFiles } from './datasets.js'
 import type { SessionEvent } from './events.js'
 import { forkSession } from './fork.js'
 import { replicaName, SessionLease } from './lease.js'
-import { type AnalystSettings, LiveSession, type SessionSources } from './live.js'
+import { type AnalystSettings, LiveSession, type SessionSources, type SourcesCaller } from './live.js'
 import { isMissingModel, missingModel } from './no-model.js'
 import { Recorder } from './recorder.js'
 import { Turns, untilAborted } from './turns.js'
@@ -144,7 +144,7 @@ export class SessionService {
     input: {
       title?: string
       owner?: string | null
-      user?: { groups: readonly string[]; email?: string }
+      user?: Omit<SourcesCaller, 'owner'>
       model?: string
       sources?: string[]
     } = {},
@@ -171,7 +171,7 @@ export class SessionService {
    */
   async forkSession(
     id: string,
-    input: { owner: string | null; user?: { groups: readonly string[]; email?: string } },
+    input: { owner: string | null; user?: Omit<SourcesCaller, 'owner'> },
   ): Promise<StoredSession> {
     const session = await this.getSession(id)
     const directory = this.options.sources

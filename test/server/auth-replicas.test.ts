@@ -11,7 +11,6 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
-import { signInSettingsFromEnv } from '../../src/server/auth/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import { freePort } from '../../src/test/support/ports.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
@@ -20,6 +19,7 @@ import {
   followSignIn,
   type RunningIdentityProvider,
   request,
+  signInSettingsFor,
   startIdentityProvider,
 } from '../support/identity-provider.js'
 
@@ -50,16 +50,11 @@ beforeAll(async () => {
   const ports = [await freePort(), await freePort()]
   publicUrl = `http://127.0.0.1:${ports[0]}`
   idp = await startIdentityProvider({ users: USERS, redirectUris: [`${publicUrl}/auth/callback`] })
-  const env = signInSettingsFromEnv({
-    ANALYST_OIDC_ISSUER: idp.issuer,
-    ANALYST_OIDC_CLIENT_ID: idp.clientId,
-    ANALYST_OIDC_CLIENT_SECRET: idp.clientSecret,
-    ANALYST_PUBLIC_URL: publicUrl,
-    ANALYST_OIDC_SCOPES: 'openid email profile groups',
+  const env = signInSettingsFor(idp, publicUrl, {
     ANALYST_OIDC_ALLOWED_DOMAINS: 'example.com',
     ANALYST_OIDC_ADMIN_GROUPS: 'admins',
   })
-  const settings = env && { ...env, cacheTtlMs: CACHE_TTL_MS, clock: () => Date.now() + skewMs }
+  const settings = { ...env, cacheTtlMs: CACHE_TTL_MS, clock: () => Date.now() + skewMs }
   for (const port of ports) {
     const home = mkdtempSync(join(tmpdir(), 'analyst-replica-'))
     homes.push(home)

@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
-import { signInSettingsFromEnv } from '../../src/server/auth/index.js'
 import { hashSecret } from '../../src/server/auth/secrets.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import type { SqlHistoryStore } from '../../src/store/index.js'
@@ -26,6 +25,7 @@ import {
   type RunningIdentityProvider,
   request,
   signIn as signInAt,
+  signInSettingsFor,
   startIdentityProvider,
 } from '../support/identity-provider.js'
 
@@ -88,18 +88,14 @@ const DAY_MS = 24 * HOUR_MS
 let skewMs = 0
 
 function settings(issuer: string, extra: Record<string, string> = {}) {
-  const env = signInSettingsFromEnv({
+  const env = signInSettingsFor(idp, base, {
     ANALYST_OIDC_ISSUER: issuer,
-    ANALYST_OIDC_CLIENT_ID: idp.clientId,
-    ANALYST_OIDC_CLIENT_SECRET: idp.clientSecret,
-    ANALYST_PUBLIC_URL: base,
-    ANALYST_OIDC_SCOPES: 'openid email profile groups',
     ANALYST_OIDC_ALLOWED_GROUPS: 'analysts',
     ANALYST_OIDC_ADMIN_GROUPS: 'analyst-admins',
     ...extra,
   })
   // The cache kept longer than the clock ever moves here: what it refuses, it refuses from its copy.
-  return env && { ...env, clock: () => Date.now() + skewMs, cacheTtlMs: 30 * DAY_MS }
+  return { ...env, clock: () => Date.now() + skewMs, cacheTtlMs: 30 * DAY_MS }
 }
 
 beforeAll(async () => {

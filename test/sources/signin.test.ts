@@ -10,7 +10,6 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
-import { signInSettingsFromEnv } from '../../src/server/auth/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import { parseSourcesFile } from '../../src/sources/index.js'
 import { freePort } from '../../src/test/support/ports.js'
@@ -19,6 +18,7 @@ import {
   call as callAt,
   type RunningIdentityProvider,
   signIn as signInAt,
+  signInSettingsFor,
   startIdentityProvider,
 } from '../support/identity-provider.js'
 
@@ -60,14 +60,7 @@ beforeAll(async () => {
     }),
     {},
   )
-  const signin = signInSettingsFromEnv({
-    ANALYST_OIDC_ISSUER: idp.issuer,
-    ANALYST_OIDC_CLIENT_ID: idp.clientId,
-    ANALYST_OIDC_CLIENT_SECRET: idp.clientSecret,
-    ANALYST_PUBLIC_URL: base,
-    ANALYST_OIDC_SCOPES: 'openid email profile groups',
-    ANALYST_OIDC_ALLOWED_GROUPS: 'analysts',
-  })
+  const signin = signInSettingsFor(idp, base, { ANALYST_OIDC_ALLOWED_GROUPS: 'analysts' })
   server = await startServer({
     port,
     home,

@@ -7,6 +7,7 @@
 import { generateKeyPairSync } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import Provider from 'oidc-provider'
+import { type SignInSettings, signInSettingsFromEnv } from '../../src/server/auth/index.js'
 import { freePort } from '../../src/test/support/ports.js'
 
 export interface TestUser {
@@ -227,4 +228,25 @@ export function call(browser: Browser, url: string, method = 'GET', body?: unkno
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   })
+}
+
+/**
+ * A server's sign-in settings for this provider, as ANALYST_OIDC_* would give them: its issuer and
+ * client, the server at `publicUrl`, the groups claim asked for; `extra` adds who may enter.
+ */
+export function signInSettingsFor(
+  idp: RunningIdentityProvider,
+  publicUrl: string,
+  extra: Record<string, string> = {},
+): SignInSettings {
+  const settings = signInSettingsFromEnv({
+    ANALYST_OIDC_ISSUER: idp.issuer,
+    ANALYST_OIDC_CLIENT_ID: idp.clientId,
+    ANALYST_OIDC_CLIENT_SECRET: idp.clientSecret,
+    ANALYST_PUBLIC_URL: publicUrl,
+    ANALYST_OIDC_SCOPES: 'openid email profile groups',
+    ...extra,
+  })
+  if (!settings) throw new Error('no sign-in settings')
+  return settings
 }

@@ -13,11 +13,14 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { LocalProvider } from '../../src/sandbox/local/index.js'
-import { signInSettingsFromEnv } from '../../src/server/auth/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import { freePort } from '../../src/test/support/ports.js'
 import { hasChromium, launchChromium } from '../support/chromium.js'
-import { type RunningIdentityProvider, startIdentityProvider } from '../support/identity-provider.js'
+import {
+  type RunningIdentityProvider,
+  signInSettingsFor,
+  startIdentityProvider,
+} from '../support/identity-provider.js'
 
 const WEB = resolve('dist/web/index.html')
 
@@ -50,14 +53,7 @@ describe.skipIf(!hasChromium)('sign-in in Chromium', () => {
       home,
       provider,
       tokens: [],
-      signin: signInSettingsFromEnv({
-        ANALYST_OIDC_ISSUER: idp.issuer,
-        ANALYST_OIDC_CLIENT_ID: idp.clientId,
-        ANALYST_OIDC_CLIENT_SECRET: idp.clientSecret,
-        ANALYST_PUBLIC_URL: base,
-        ANALYST_OIDC_SCOPES: 'openid email profile groups',
-        ANALYST_OIDC_ALLOWED_GROUPS: 'analysts',
-      }),
+      signin: signInSettingsFor(idp, base, { ANALYST_OIDC_ALLOWED_GROUPS: 'analysts' }),
     })
     context = await launchChromium(profileDir)
     page = context.pages()[0] ?? (await context.newPage())
