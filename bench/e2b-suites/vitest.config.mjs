@@ -1,9 +1,7 @@
 // Points the suites' relative SDK imports (../src, ../../src/errors, …) at the published packages.
 
-import { createRequire } from 'node:module'
 import { defineConfig } from 'vitest/config'
 
-const require = createRequire(import.meta.url)
 const sdk = {
   name: 'published-sdk',
   enforce: 'pre',

@@ -34,7 +34,7 @@ import { SANDBOX_BIN_DIRS, SANDBOX_HOME } from './jail.js'
 import { Kernel, type KernelExit } from './kernel.js'
 import { findPython } from './python.js'
 import { watchFolder } from './watch.js'
-import { splitPath, Workspace } from './workspace.js'
+import { Workspace } from './workspace.js'
 import { metadataOf } from './xattrs.js'
 import { type ColdStart, releaseTemplates, useTemplates } from './zygote.js'
 
