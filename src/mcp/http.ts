@@ -11,7 +11,9 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
-import type { SessionService } from '../session/index.js'
+import { AnalystError } from '../errors.js'
+import { advice } from '../fixes.js'
+import type { SessionService, SignedInUser } from '../session/index.js'
 import { AllowedFolders } from './folders.js'
 import { McpConnection, type McpSources } from './server.js'
 
@@ -23,8 +25,11 @@ export interface McpHttpOptions {
   idleMs?: number
   /** Browser origins allowed besides those of this machine (http://localhost:…, http://127.0.0.1:…). */
   origins?: string[]
-  /** The sources a caller's session may query, for list_data and profile_data (serve's sources). */
-  sources?: (owner: string | null) => McpSources | undefined
+  /**
+   * What list_data and profile_data say of the sources a session got (serve's sources): the
+   * defaults, or those the client named in `/mcp?sources=a,b`.
+   */
+  sources?: (names: readonly string[]) => McpSources | undefined
 }
 
 interface Open {
@@ -51,8 +56,11 @@ export class McpHttp {
     return this.open.size
   }
 
-  /** Answers one request to `/mcp` for the caller that `owner` names (null: no tokens). */
-  async handle(request: Request, owner: string | null): Promise<Response> {
+  /**
+   * Answers one request to `/mcp` for the caller that `owner` names (null: no tokens), maybe a
+   * signed-in `user`.
+   */
+  async handle(request: Request, owner: string | null, user?: SignedInUser): Promise<Response> {
     const refused = this.checkOrigin(request)
     if (refused) return refused
     const id = request.headers.get('mcp-session-id')
@@ -61,6 +69,7 @@ export class McpHttp {
       // Another token's session is as good as none.
       if (!found || found.owner !== owner) return jsonRpcError(404, -32001, 'Session not found')
       this.touch(id, found)
+      found.connection.actFor(user)
       return found.transport.handleRequest(request)
     }
     if (request.method !== 'POST')
@@ -74,18 +83,44 @@ export class McpHttp {
     if (!isInitializeRequest(body))
       return jsonRpcError(400, -32000, 'Bad Request: send Mcp-Session-Id, or initialize first')
     if (this.closed) return jsonRpcError(503, -32000, 'The server is shutting down')
-    return this.start(request, body, owner)
+    return this.start(request, body, owner, user)
   }
 
-  /** A new MCP session: a new Analyst session, its own server and transport. */
-  private async start(request: Request, body: unknown, owner: string | null): Promise<Response> {
-    const connection = await McpConnection.open(this.options.service, {
-      owner,
-      folders: this.options.folders ?? AllowedFolders.none,
-      uploadHint:
-        'Files can also be uploaded with POST /api/sessions/<Mcp-Session-Id>/files (multipart, the same token).',
-      sources: this.options.sources?.(owner),
-    })
+  /**
+   * A new MCP session: a new Analyst session, its own server and transport. `?sources=a,b` picks
+   * the host's sources by name, as `POST /api/sessions` does (an MCP client has no other place to).
+   */
+  private async start(
+    request: Request,
+    body: unknown,
+    owner: string | null,
+    user: SignedInUser | undefined,
+  ): Promise<Response> {
+    const picked = new URL(request.url).searchParams.get('sources')
+    let connection: McpConnection
+    try {
+      connection = await McpConnection.open(this.options.service, {
+        owner,
+        ...(user ? { user } : {}),
+        folders: this.options.folders ?? AllowedFolders.none,
+        uploadHint:
+          'Files can also be uploaded with POST /api/sessions/<Mcp-Session-Id>/files (multipart, the same token).',
+        ...(picked !== null
+          ? {
+              sourceNames: picked
+                .split(',')
+                .map((name) => name.trim())
+                .filter(Boolean),
+            }
+          : {}),
+        ...(this.options.sources ? { describeSources: this.options.sources } : {}),
+      })
+    } catch (error) {
+      // A source the caller may not use, or none offered: said to the client, with what to do.
+      if (!AnalystError.isInstance(error)) throw error
+      const what = advice(error, 'mcp')
+      return jsonRpcError(400, -32602, what ? `${error.message}. ${what}` : error.message)
+    }
     const id = connection.sessionId
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => id,

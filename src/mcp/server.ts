@@ -14,7 +14,7 @@ import { formatProfiles } from '../data/index.js'
 import { NotFoundError } from '../errors.js'
 import { RUN_PYTHON_DESCRIPTION } from '../integrations/cell.js'
 import type { QuerySourceInfo } from '../sandbox/query.js'
-import type { SessionEvent, SessionService } from '../session/index.js'
+import type { SessionEvent, SessionService, SignedInUser } from '../session/index.js'
 import { answerContent, cellContent, errorContent } from './content.js'
 import type { AllowedFolders } from './folders.js'
 import { keepToSpec } from './protocol.js'
@@ -31,6 +31,8 @@ export interface McpConnectionOptions {
   sessionId: string
   /** Who the session belongs to (a token's hash over HTTP); null on this machine. */
   owner?: string | null
+  /** The signed-in user behind `owner` (their groups say which of the host's sources they may use). */
+  user?: SignedInUser
   /** Where `add_data` may take files from. */
   folders: AllowedFolders
   /** Another way to add data, told to the client's model (over HTTP: an upload). */
@@ -71,8 +73,10 @@ export class McpConnection {
   readonly server: McpServer
   private running = 0
   private cells = 0
+  private user: SignedInUser | undefined
 
   constructor(private readonly options: McpConnectionOptions) {
+    this.user = options.user
     const instructions = options.sources?.sources.length ? INSTRUCTIONS + SOURCES_INSTRUCTIONS : INSTRUCTIONS
     this.server = new McpServer({ name: 'analyst', version }, { instructions })
     this.registerTools()
@@ -91,15 +95,34 @@ export class McpConnection {
   /** Opens a new session for a connection, with data files on this machine. */
   static async open(
     service: SessionService,
-    options: Omit<McpConnectionOptions, 'service' | 'sessionId'> & { data?: string[] },
+    options: Omit<McpConnectionOptions, 'service' | 'sessionId'> & {
+      data?: string[]
+      /** The host's sources the session picks by name, checked for the caller; left out, the defaults. */
+      sourceNames?: string[]
+      /** What list_data says of the sources the session got, when `sources` is not given. */
+      describeSources?: (names: readonly string[]) => McpSources | undefined
+    },
   ): Promise<McpConnection> {
-    const session = await service.createSession({ title: MCP_TITLE, owner: options.owner })
-    const connection = new McpConnection({ ...options, service, sessionId: session.id })
+    const { data, sourceNames, describeSources, ...rest } = options
+    const session = await service.createSession({
+      title: MCP_TITLE,
+      owner: options.owner,
+      ...(options.user ? { user: options.user } : {}),
+      ...(sourceNames ? { sources: sourceNames } : {}),
+    })
+    const sources =
+      options.sources ?? (session.sources?.length ? describeSources?.(session.sources) : undefined)
+    const connection = new McpConnection({
+      ...rest,
+      ...(sources ? { sources } : {}),
+      service,
+      sessionId: session.id,
+    })
     try {
-      if (options.data?.length)
+      if (data?.length)
         await service.addData(
           session.id,
-          options.data.map((path) => ({ path })),
+          data.map((path) => ({ path })),
           { owner: options.owner },
         )
     } catch (error) {
@@ -107,6 +130,18 @@ export class McpConnection {
       throw error
     }
     return connection
+  }
+
+  /**
+   * The signed-in user behind the latest request: their groups may have changed since the session
+   * began (a new sign-in), and the sources they may query with them.
+   */
+  actFor(user: SignedInUser | undefined): void {
+    this.user = user
+  }
+
+  private caller(): { user?: SignedInUser } {
+    return this.user ? { user: this.user } : {}
   }
 
   get sessionId(): string {
@@ -168,6 +203,7 @@ export class McpConnection {
           const imageNames: string[] = []
           const result = await service.runCell(sessionId, code, {
             owner,
+            ...this.caller(),
             signal: extra.signal,
             timeoutMs: timeout_ms,
             label: 'run_python',
@@ -297,7 +333,7 @@ export class McpConnection {
         this.call(extra, async () => {
           const progress = new Progress(extra, this.options.heartbeatMs ?? 15_000)
           try {
-            const asking = service.ask(sessionId, question, { owner, signal: extra.signal })
+            const asking = service.ask(sessionId, question, { owner, ...this.caller(), signal: extra.signal })
             for (let next = await asking.next(); ; next = await asking.next()) {
               if (next.done) return answerContent(next.value, sessionId)
               const message = progressMessage(next.value)

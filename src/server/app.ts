@@ -233,7 +233,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   const { mcp } = options
   if (mcp) {
     app.use('/mcp', auth)
-    app.all('/mcp', (c) => mcp.handle(c.req.raw, c.get('owner')))
+    app.all('/mcp', (c) => mcp.handle(c.req.raw, c.get('owner'), callingUser(c.get('identity'))))
   }
 
   /** The session the route names, if the caller may see it (else 404). */
@@ -315,7 +315,13 @@ export function createApp(options: AppOptions): Hono<Env> {
           ? Promise.resolve()
           : stream.writeSSE({ event: event.type, data: JSON.stringify(event) })
       try {
-        for await (const event of service.ask(id, question, { owner, signal: controller.signal })) {
+        const user = callingUser(c.get('identity'))
+        const asking = service.ask(id, question, {
+          owner,
+          ...(user ? { user } : {}),
+          signal: controller.signal,
+        })
+        for await (const event of asking) {
           if (event.type === 'run-start')
             log?.info({ runId: event.runId, queued: event.queued }, 'run started')
           if (event.type === 'done')

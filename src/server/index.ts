@@ -197,7 +197,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       `analyst serve: ${interrupted} question(s) were cut off by the last stop; their sessions can continue.`,
     )
   // MCP at /mcp (src/mcp): its sessions end on DELETE, when idle, or with the server. They get the
-  // server's default sources, which list_data and profile_data describe from one connection each.
+  // server's default sources, which list_data and profile_data describe from one connection each,
+  // or those named in /mcp?sources=…, described by connecting for each call.
   const defaults = sources?.choose(undefined, null) ?? []
   const mcpSources = defaults.length
     ? await sources?.open(defaults).catch((error: unknown) => {
@@ -209,7 +210,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     service,
     folders,
     idleMs: options.idleMs,
-    ...(mcpSources ? { sources: () => mcpSources } : {}),
+    ...(sources
+      ? {
+          sources: (names: readonly string[]) =>
+            mcpSources && sameNames(names, defaults) ? mcpSources : sources.describer(names),
+        }
+      : {}),
   })
   const signin = signInSettings
     ? new SignIn({ settings: signInSettings, store: stores.auth, tokens, logger: options.logger })
@@ -287,4 +293,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       })()),
   }
   return running
+}
+
+/** The same names, in any order. */
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((name) => b.includes(name))
 }

@@ -16,5 +16,6 @@ export {
   type ServiceObserver,
   SessionService,
   type SessionServiceOptions,
+  type SignedInUser,
   UNTITLED,
 } from './service.js'

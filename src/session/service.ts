@@ -39,6 +39,9 @@ import { Turns, untilAborted } from './turns.js'
 /** The title of a session until its first question names it. */
 export const UNTITLED = 'New session'
 
+/** A signed-in caller as the sources judge them (their groups and email), beside the owner. */
+export type SignedInUser = Omit<SourcesCaller, 'owner'>
+
 /** What a cell run with `runCell` did. */
 export interface CellResult {
   runId: string
@@ -144,7 +147,7 @@ export class SessionService {
     input: {
       title?: string
       owner?: string | null
-      user?: Omit<SourcesCaller, 'owner'>
+      user?: SignedInUser
       model?: string
       sources?: string[]
     } = {},
@@ -171,25 +174,26 @@ export class SessionService {
    */
   async forkSession(
     id: string,
-    input: { owner: string | null; user?: Omit<SourcesCaller, 'owner'> },
+    input: { owner: string | null; user?: SignedInUser },
   ): Promise<StoredSession> {
     const session = await this.getSession(id)
-    const directory = this.options.sources
-    if (session.sources?.length) {
-      const allowed = new Set(
-        directory?.available({ owner: input.owner, ...input.user }).map((source) => source.name),
+    const refused = this.refusedSources(session, { owner: input.owner, ...input.user })
+    if (refused.length > 0) {
+      throw new ForbiddenError(
+        `This session queries ${refused.length === 1 ? 'a source' : 'sources'} you may not use (${refused.join(', ')}), so it cannot be continued as yours`,
+        {
+          hint: "Ask the server's admin for access to the source (its entry in ANALYST_SOURCES), or its owner to continue it.",
+        },
       )
-      const missing = session.sources.filter((name) => !allowed.has(name))
-      if (missing.length > 0) {
-        throw new ForbiddenError(
-          `This session queries ${missing.length === 1 ? 'a source' : 'sources'} you may not use (${missing.join(', ')}), so it cannot be continued as yours`,
-          {
-            hint: "Ask the server's admin for access to the source (its entry in ANALYST_SOURCES), or its owner to continue it.",
-          },
-        )
-      }
     }
     return forkSession(this.options.history, id, { owner: input.owner })
+  }
+
+  /** The session's sources that `caller` may not use (any, on a door that offers none). */
+  private refusedSources(session: StoredSession, caller: SourcesCaller): string[] {
+    if (!session.sources?.length) return []
+    const allowed = new Set(this.options.sources?.available(caller).map((source) => source.name))
+    return session.sources.filter((name) => !allowed.has(name))
   }
 
   /** The session; NotFoundError when there is none (or it is not the owner's). */
@@ -270,7 +274,7 @@ export class SessionService {
   ask(
     sessionId: string,
     question: string,
-    options: { owner?: string | null; signal?: AbortSignal } = {},
+    options: { owner?: string | null; user?: SignedInUser; signal?: AbortSignal } = {},
   ): AsyncGenerator<SessionEvent, AskResult> {
     const text = question.trim()
     if (!text) throw new InvalidArgumentError('The question is empty')
@@ -314,6 +318,7 @@ export class SessionService {
     code: string,
     options: {
       owner?: string | null
+      user?: SignedInUser
       signal?: AbortSignal
       timeoutMs?: number
       /** Names the run in the history, e.g. the tool that sent the cell. @default 'run_python' */
@@ -376,7 +381,13 @@ export class SessionService {
   private async *inTurn<T>(
     sessionId: string,
     label: string,
-    options: { owner?: string | null; signal?: AbortSignal; names?: boolean; needsModel?: boolean },
+    options: {
+      owner?: string | null
+      user?: SignedInUser
+      signal?: AbortSignal
+      names?: boolean
+      needsModel?: boolean
+    },
     work: (live: LiveSession, recorder: Recorder, signal: AbortSignal) => AsyncGenerator<SessionEvent, T>,
   ): AsyncGenerator<SessionEvent, T> {
     if (this.closed) throw new ShuttingDownError()
@@ -396,6 +407,19 @@ export class SessionService {
     let lease: SessionLease | undefined
     try {
       const session = await this.getSession(sessionId, options.owner)
+      // Checked on every turn, not only when the session was made: a user who has left the group
+      // that a source is kept to (or whose token lost it) stops querying it at once.
+      if (options.owner !== undefined) {
+        const refused = this.refusedSources(session, { owner: options.owner, ...options.user })
+        if (refused.length > 0) {
+          throw new ForbiddenError(
+            `This session queries ${refused.length === 1 ? 'a source' : 'sources'} you may no longer use (${refused.join(', ')})`,
+            {
+              hint: "Ask the server's admin for access to the source again (its entry in ANALYST_SOURCES), or start a new session without it.",
+            },
+          )
+        }
+      }
       // The first question names the session, as soon as it is asked.
       if (options.names && session.title === UNTITLED)
         await this.options.history.updateSession(sessionId, { title: label.slice(0, 120) })

@@ -53,6 +53,14 @@ interface Entry {
   allowed?: { owners: Set<string>; groups: Set<string>; emails: Set<string> }
 }
 
+/** What a door that shows sources to a model says of them (the shape of MCP's McpSources). */
+export interface SourcesDescriber {
+  readonly sources: readonly QuerySourceInfo[]
+  describe(options: { budgetChars: number; question?: string }): Promise<string>
+  describeAll(source?: string): Promise<string>
+  describeTable(table: string, source?: string): Promise<string>
+}
+
 /** What the list says of a source: its description, or why it cannot be reached; warnings are for the log. */
 type Described = { description?: string; error?: string; warnings?: string[] }
 
@@ -173,6 +181,33 @@ export class SourceDirectory {
     return Sources.open(specs, this.#open)
   }
 
+  /**
+   * Descriptions of these sources on demand (MCP's list_data and profile_data): each call connects,
+   * describes and closes, so nothing is held open between a client's calls.
+   */
+  describer(names: readonly string[]): SourcesDescriber {
+    const sources = names.flatMap((name) => {
+      const entry = this.#entries.get(name)
+      return entry ? [{ name, kind: entry.spec.kind }] : []
+    })
+    const using = <T>(work: (open: Sources) => Promise<T>) => this.#using(names, work)
+    return {
+      sources,
+      describe: (options) => using((open) => open.describe(options)),
+      describeAll: (source) => using((open) => open.describeAll(source)),
+      describeTable: (table, source) => using((open) => open.describeTable(table, source)),
+    }
+  }
+
+  async #using<T>(names: readonly string[], work: (open: Sources) => Promise<T>): Promise<T> {
+    const sources = await this.open(names)
+    try {
+      return await work(sources)
+    } finally {
+      await sources.close()
+    }
+  }
+
   /** The sources `caller` may use, each with its description (read once in a while, not per call). */
   async list(caller: Caller): Promise<ListedSource[]> {
     return Promise.all(
@@ -189,13 +224,10 @@ export class SourceDirectory {
     if (cached && Date.now() - cached.at < DESCRIPTION_TTL_MS) return cached.value
     const read = async (entry: { at: number }) => {
       try {
-        const sources = await this.open([name])
-        try {
+        return await this.#using([name], async (sources) => {
           const warnings = (await sources.warnings()).map((warning) => `${warning.message}. ${warning.hint}`)
           return { description: await describeSources(sources), ...(warnings.length ? { warnings } : {}) }
-        } finally {
-          await sources.close()
-        }
+        })
       } catch (error) {
         // Kept briefly: a server that is down is tried again on a later list, not on every one.
         entry.at = Date.now() - DESCRIPTION_TTL_MS + FAILURE_TTL_MS
