@@ -1,7 +1,8 @@
 /**
  * MySQL and MariaDB statements checked with node-sql-parser before they are sent: one statement, a
  * query (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN), no INTO (OUTFILE, DUMPFILE, variables), no
- * LOAD_FILE() or other reach into the server's files, and no executable comments (`/*! … *\/`),
+ * LOAD_FILE() or other reach into the server's files, no reading of the accounts' password hashes
+ * (mysql.user, mysql.global_priv), and no executable comments (`/*! … *\/`),
  * which the server runs but a parser reads as comments.
  * @module
  */
@@ -18,6 +19,9 @@ const REFUSED_FUNCTIONS: Record<string, string> = {
   release_lock: 'RELEASE_LOCK() acts on the server, not on data',
   release_all_locks: 'RELEASE_ALL_LOCKS() acts on the server, not on data',
 }
+
+/** Tables of the `mysql` schema that hold the accounts' password hashes. */
+const SECRET_TABLES = new Set(['user', 'global_priv'])
 
 function walk(node: unknown, visit: (value: Record<string, unknown>) => void): void {
   if (Array.isArray(node)) {
@@ -87,6 +91,15 @@ export function checkMysql(query: string, dialect: 'MySQL' | 'MariaDB' = 'MariaD
     if (node.type === 'function' || node.type === 'aggr_func') {
       const rule = REFUSED_FUNCTIONS[functionName(node)]
       if (rule) throw refuse(rule, 'Query the tables; files and programs on the server are out of reach.')
+    }
+    if (typeof node.table === 'string' && SECRET_TABLES.has(node.table.toLowerCase())) {
+      const db = typeof node.db === 'string' ? node.db.toLowerCase() : null
+      if (db === 'mysql' || (db === null && node.table.toLowerCase() === 'global_priv')) {
+        throw refuse(
+          `mysql.${node.table} holds the accounts' password hashes`,
+          "Query the tables that hold the data; the server's accounts are out of reach.",
+        )
+      }
     }
     if (['insert', 'update', 'delete', 'replace'].includes(String(node.type))) {
       throw refuse(`${String(node.type).toUpperCase()} changes data`, ONLY_QUERIES)

@@ -1,8 +1,8 @@
 /**
  * PostgreSQL statements checked with PostgreSQL's own parser (libpg-query) before they are sent:
  * one statement, a query (SELECT, VALUES, EXPLAIN of one, SHOW), no SELECT INTO, no data-changing
- * CTE, and none of the functions that reach the server's files, programs, large objects, other
- * servers or settings.
+ * CTE, none of the functions that reach the server's files, programs, large objects, other
+ * servers or settings, and none of the catalog views that show its files or password hashes.
  * @module
  */
 import { loadModule, parseSync } from 'libpg-query'
@@ -35,6 +35,18 @@ function refusedFunction(name: string): string | undefined {
   )
     return `${name}() acts on the server, not on data`
   return undefined
+}
+
+/** Catalog views (and the functions behind them) that show the server's files or its secrets. */
+const REFUSED_RELATIONS: Record<string, string> = {
+  pg_file_settings: "pg_file_settings shows the server's configuration files",
+  pg_show_all_file_settings: "pg_show_all_file_settings() shows the server's configuration files",
+  pg_hba_file_rules: "pg_hba_file_rules shows the server's pg_hba.conf",
+  pg_ident_file_mappings: "pg_ident_file_mappings shows the server's pg_ident.conf",
+  pg_authid: "pg_authid holds the roles' password hashes",
+  pg_shadow: "pg_shadow holds the roles' password hashes",
+  pg_user_mapping: "pg_user_mapping holds other servers' passwords",
+  pg_user_mappings: "pg_user_mappings holds other servers' passwords",
 }
 
 const CHANGING = new Set(['InsertStmt', 'UpdateStmt', 'DeleteStmt', 'MergeStmt'])
@@ -93,8 +105,17 @@ export async function checkPostgres(query: string): Promise<void> {
       throw refuse(`${nodeType.replace(/Stmt$/, '').toUpperCase()} changes data`, ONLY_QUERIES)
     }
     if (nodeType === 'FuncCall') {
-      const rule = refusedFunction(functionName(value))
+      const name = functionName(value)
+      const rule = refusedFunction(name) ?? REFUSED_RELATIONS[name]
       if (rule) throw refuse(rule, 'Query the tables; files and programs on the server are out of reach.')
+    }
+    if (nodeType === 'RangeVar') {
+      const rule = REFUSED_RELATIONS[String(value.relname ?? '')]
+      if (rule)
+        throw refuse(
+          rule,
+          "Query the tables that hold the data; the server's files and secrets are out of reach.",
+        )
     }
   })
 }

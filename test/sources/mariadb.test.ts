@@ -137,6 +137,11 @@ describe('MariaDB', () => {
   it('refuses file access, writes and several statements, even with every privilege', async () => {
     for (const [query, rule] of [
       ["SELECT LOAD_FILE('/etc/passwd')", /LOAD_FILE\(\) reads the server's files/],
+      [
+        'SELECT User, authentication_string FROM mysql.user',
+        /mysql\.user holds the accounts' password hashes/,
+      ],
+      ['SELECT * FROM `mysql`.`global_priv`', /mysql\.global_priv holds/],
       [`SELECT * FROM customers INTO OUTFILE '${marker}'`, /INTO OUTFILE writes files/],
       [`SELECT name FROM customers LIMIT 1 INTO DUMPFILE '${marker}'`, /INTO DUMPFILE/],
       ['SELECT 1 INTO @x', /INTO/],
