@@ -5,6 +5,8 @@
  * the caps. No error that leaves it carries a password.
  * @module
  */
+import { homedir } from 'node:os'
+import { join } from 'node:path'
 import { AnalystError, InvalidArgumentError, NotFoundError } from '../errors.js'
 import type { QueryHost, QueryOptions, QueryRequest, QuerySourceInfo, QueryStream } from '../sandbox/query.js'
 import {
@@ -22,9 +24,9 @@ import { SqliteSource } from './sqlite.js'
 
 export interface SourcesOptions {
   limits?: Partial<Limits>
-  /** Where DuckDB spills (under ANALYST_HOME). */
+  /** Where DuckDB spills. @default ANALYST_HOME/spill (~/.analyst/spill) */
   spillDirectory?: string
-  /** DuckDB's memory limit for data files. @default '2GB' */
+  /** DuckDB's memory limit for data files. @default ANALYST_DUCKDB_MEMORY, else '2GB' */
   memoryLimit?: string
   /**
    * Told of each source whose role can change data, once opened (the database role is the real
@@ -91,6 +93,18 @@ function scrub(error: unknown, secrets: string[]): unknown {
   return new AnalystError(clean(error.message) as string)
 }
 
+/** DuckDB's memory limit from ANALYST_DUCKDB_MEMORY (e.g. `4GB`), checked here: DuckDB's own refusal would blame the file. */
+function duckDbMemory(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = env.ANALYST_DUCKDB_MEMORY?.trim()
+  if (!value) return undefined
+  if (!/^\d+(\.\d+)?\s*(K|M|G|T)i?B$/i.test(value)) {
+    throw new InvalidArgumentError(`ANALYST_DUCKDB_MEMORY=${value} is not a size`, {
+      hint: "Give DuckDB's memory limit for data files as a size, e.g. ANALYST_DUCKDB_MEMORY=4GB.",
+    })
+  }
+  return value
+}
+
 export class Sources implements QueryHost {
   readonly sources: QuerySourceInfo[]
   readonly limits: Limits
@@ -131,8 +145,9 @@ export class Sources implements QueryHost {
       if (files.length > 0) {
         const source = new DuckDbSource({
           files: files.map((spec) => ({ name: spec.name, path: spec.location })),
-          spillDirectory: options.spillDirectory,
-          memoryLimit: options.memoryLimit,
+          spillDirectory:
+            options.spillDirectory ?? join(process.env.ANALYST_HOME || join(homedir(), '.analyst'), 'spill'),
+          memoryLimit: options.memoryLimit ?? duckDbMemory(),
         })
         all.push(source)
         await source.open()

@@ -221,4 +221,46 @@ describe('DuckDB files', () => {
       /cannot be opened as a DuckDB database/,
     )
   })
+
+  it('spills under ANALYST_HOME and keeps to ANALYST_DUCKDB_MEMORY unless told otherwise', async () => {
+    const settings = async (sources: Sources) =>
+      (
+        await drain(
+          await sources.run(
+            {
+              query:
+                "SELECT current_setting('temp_directory') AS spill, current_setting('memory_limit') AS memory",
+            },
+            options(),
+          ),
+        )
+      ).columns
+    const home = join(dir, 'home')
+    const saved = { home: process.env.ANALYST_HOME, memory: process.env.ANALYST_DUCKDB_MEMORY }
+    process.env.ANALYST_HOME = home
+    process.env.ANALYST_DUCKDB_MEMORY = '512MB'
+    try {
+      const sources = await openSources([join(dir, 'sales.csv')])
+      try {
+        const { spill, memory } = await settings(sources)
+        expect(spill).toEqual([join(home, 'spill')])
+        // DuckDB reports its limit in its own units: 512MB is 488.2 MiB.
+        expect(String(memory?.[0])).toMatch(/^488\.\d MiB$/)
+      } finally {
+        await sources.close()
+      }
+      process.env.ANALYST_DUCKDB_MEMORY = 'lots'
+      await expect(openSources([join(dir, 'sales.csv')])).rejects.toThrow(
+        /ANALYST_DUCKDB_MEMORY=lots is not a size/,
+      )
+    } finally {
+      for (const [name, value] of [
+        ['ANALYST_HOME', saved.home],
+        ['ANALYST_DUCKDB_MEMORY', saved.memory],
+      ] as const) {
+        if (value === undefined) delete process.env[name]
+        else process.env[name] = value
+      }
+    }
+  })
 })
