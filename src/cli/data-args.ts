@@ -7,13 +7,14 @@
 import { stat } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { InvalidArgumentError } from '../errors.js'
-import { isDatabaseUrl, isQueryableFile, parseSource, type SourceSpec, Sources } from '../sources/index.js'
-
-/** Over this, a data file stays on the host and only sql() reads it. @default 1 GiB (ANALYST_SQL_ONLY_BYTES) */
-export function sqlOnlyBytes(env: NodeJS.ProcessEnv = process.env): number {
-  const value = Number(env.ANALYST_SQL_ONLY_BYTES)
-  return Number.isFinite(value) && value > 0 ? value : 1024 ** 3
-}
+import {
+  isDatabaseUrl,
+  isQueryableFile,
+  parseSource,
+  type SourceSpec,
+  Sources,
+  sqlOnlyBytes,
+} from '../sources/index.js'
 
 export interface DataArgs {
   /** Files for the sandbox's data/ folder, as given (relative to cwd). */

@@ -51,6 +51,18 @@ describe('formatProfiles', () => {
     expect(text).toContain('Sample rows:\nid | city')
   })
 
+  it('points a file kept on the host to its SQL table, not to data/', () => {
+    const text = formatProfiles([
+      profile('orders.csv', [column('id'), column('amount', 'float64')], { rows: 6000, sqlTable: 'orders' }),
+    ])
+    expect(text).toContain(
+      '## orders.csv: too large for the sandbox, kept on the host as the SQL table orders',
+    )
+    expect(text).toContain('sql("SELECT … FROM orders")')
+    expect(text).toContain('about 6,000 rows; columns: id, amount')
+    expect(text).not.toContain('pd.read_csv')
+  })
+
   it('marks estimated row counts and distinct counts', () => {
     const text = formatProfiles([
       profile('big.csv', [column('x', 'int64', { distinctEstimated: true, min: undefined, distinct: 5 })], {

@@ -242,6 +242,10 @@ const FORMAT_NAMES: Record<string, string> = {
 
 function fileSection(profile: DatasetProfile, budgetTokens: number, variables: Variables): string {
   if (profile.error) return `## data/${profile.name} — could not be profiled\n${profile.error}`
+  if (profile.sqlTable) {
+    const columns = profile.columns.map((column) => column.name).join(', ')
+    return `## ${profile.name}: too large for the sandbox, kept on the host as the SQL table ${profile.sqlTable} (not in data/)\nQuery it with sql("SELECT … FROM ${profile.sqlTable}") and aggregate in SQL; about ${profile.rows.toLocaleString('en-US')} rows; columns: ${columns}`
+  }
   const kind = `${FORMAT_NAMES[profile.format] ?? profile.format}${profile.compression ? `, ${profile.compression}` : ''}${profile.encoding && profile.encoding !== 'UTF-8' ? `, ${profile.encoding}` : ''}`
   if (profile.sheets && profile.sheets.length > 1) {
     // The workbook's sheets share the budget: the first gets half, the others the rest.

@@ -71,6 +71,11 @@ export interface DatasetProfile {
   sheets?: SheetProfile[]
   /** Why the file could not be profiled, and what to do. The other fields are then empty. */
   error?: string
+  /**
+   * Set when the file is too large for the sandbox: it stays on the host as this SQL table, which
+   * the code queries with sql(), and is not in data/.
+   */
+  sqlTable?: string
 }
 
 export interface ProfileOptions {

@@ -13,8 +13,9 @@ import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
 import { createProvider, type EngineOptions } from '../providers.js'
 import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
-import { type AnalystSettings, SessionService } from '../session/index.js'
+import { type AnalystSettings, type LargeFiles, SessionService } from '../session/index.js'
 import type { NamedSource, SourceDirectory, SourceSpec } from '../sources/index.js'
+import { queryableExtension, sqlOnlyBytes, tableNameOf } from '../sources/spec.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
 import { createApp, ownerOf } from './app.js'
 import { SignIn, type SignInSettings, signInSettingsFromEnv } from './auth/index.js'
@@ -58,7 +59,13 @@ export interface ServerOptions {
   /** How the analyst works (steps, timeouts, guard). */
   analyst?: AnalystSettings
   webDir?: string
+  /** The largest upload. @default 16 GiB (files over sqlOnlyBytes stay on the host for sql()) */
   maxUploadBytes?: number
+  /**
+   * Over this, an uploaded CSV, TSV, Parquet or NDJSON file stays on the host as a table that
+   * sql() queries in place, instead of going into the sandbox. @default ANALYST_SQL_ONLY_BYTES or 1 GiB
+   */
+  sqlOnlyBytes?: number
   idleMs?: number
   /** JSON lines of what the server does (see createLogger). @default none */
   logger?: Logger
@@ -102,6 +109,26 @@ export function tokensFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
     .split(',')
     .map((token) => token.trim())
     .filter(Boolean)
+}
+
+/**
+ * Uploads too large for the sandbox, kept on the host as tables: they open with the session's
+ * sources, through the server's directory, or one of their own (the sources module then loads at
+ * the first such session, not at start).
+ */
+function largeFiles(overBytes: number, directory: SourceDirectory | undefined, home: string): LargeFiles {
+  let own: Promise<SourceDirectory> | undefined
+  return {
+    overBytes,
+    tableFor: (name) => (queryableExtension(name) ? tableNameOf(name) : undefined),
+    open: async (names, tables) => {
+      own ??= import('../sources/index.js').then(
+        ({ SourceDirectory }) =>
+          new SourceDirectory({ ownerOf, open: { spillDirectory: join(home, 'spill') } }),
+      )
+      return (directory ?? (await own)).open(names, tables)
+    },
+  }
 }
 
 /** The sources the server offers, if any; the sources module loads only when there are some. */
@@ -190,6 +217,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     leaseMs: options.leaseMs,
     observer: metrics.observer,
     sources,
+    largeFiles: largeFiles(options.sqlOnlyBytes ?? sqlOnlyBytes(), sources, home),
   })
   const interrupted = await service.recoverInterrupted()
   if (interrupted > 0)
@@ -233,7 +261,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     tokens,
     uploadDir: join(home, 'uploads'),
     webDir: options.webDir ?? WEB_DIR,
-    maxUploadBytes: options.maxUploadBytes,
+    maxUploadBytes: options.maxUploadBytes ?? 16 * 1024 ** 3,
     logger: options.logger,
     metrics,
     quotas: new Quotas(quotaConfig, stores.history),

@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
-import { mkdir, rename, rm, stat } from 'node:fs/promises'
-import { basename, join } from 'node:path'
+import { lstat, mkdir, rename, rm, stat, symlink } from 'node:fs/promises'
+import { basename, dirname, join } from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import { type DatasetProfile, prepareForSandbox, profileFiles } from '../data/index.js'
 import { InvalidArgumentError, MissingDataError } from '../errors.js'
@@ -109,6 +109,8 @@ export async function sandboxFiles(
 ): Promise<SandboxDataFile[]> {
   const files: SandboxDataFile[] = []
   for (const dataset of datasets) {
+    // Too large for the sandbox: the host queries it (hostTables).
+    if (dataset.profile.sqlTable) continue
     let sha256 = dataset.sha256
     if (!sha256 && dataset.sourcePath && (await stat(dataset.sourcePath).catch(() => undefined))) {
       sha256 = (await context.blobs.put({ path: dataset.sourcePath }, { signal: context.signal })).sha256
@@ -126,4 +128,47 @@ export async function sandboxFiles(
     files.push({ path: prepared.hostPath, name: prepared.name, profile })
   }
   return files
+}
+
+/** A data file that stays on the host as a SQL table: the table, and the file DuckDB reads. */
+export interface HostTable {
+  name: string
+  /** A host file whose extension says its format (`.csv`, `.parquet`…). */
+  path: string
+}
+
+/**
+ * The datasets too large for the sandbox, as host files for sql(): each blob made a file on this
+ * machine, reached through a link named with the file's extension (blobs have none, and DuckDB
+ * reads a file by its extension).
+ */
+export async function hostTables(
+  datasets: StoredDataset[],
+  context: { blobs: BlobStore; cacheDir: string },
+): Promise<HostTable[]> {
+  const tables: HostTable[] = []
+  for (const dataset of datasets) {
+    const name = dataset.profile.sqlTable
+    if (!name) continue
+    const path = dataset.sha256
+      ? await materialize(context.blobs, dataset.sha256, context.cacheDir)
+      : undefined
+    if (!path || !dataset.sha256) {
+      throw new MissingDataError(`The data file ${dataset.name} of this session is no longer in the store`, {
+        fix: { setting: 'data' },
+        hint: 'Or start a new session.',
+      })
+    }
+    const extension = /(\.[A-Za-z0-9]+)(\.gz)?$/i.exec(dataset.name)?.[0] ?? ''
+    const link = join(context.cacheDir, 'tables', `${dataset.sha256}${extension.toLowerCase()}`)
+    if (!(await lstat(link).catch(() => undefined))) {
+      await mkdir(dirname(link), { recursive: true, mode: 0o700 })
+      await symlink(path, link).catch((error: NodeJS.ErrnoException) => {
+        // Another session linked it first.
+        if (error.code !== 'EEXIST') throw error
+      })
+    }
+    tables.push({ name, path: link })
+  }
+  return tables
 }

@@ -8,7 +8,7 @@ export { type DataFileInput, materialize, profileInputs } from './datasets.js'
 export type { Replayed, ServiceEvent, SessionEvent } from './events.js'
 export { forkSession } from './fork.js'
 export { replicaName, SessionLease } from './lease.js'
-export { type AnalystSettings, LiveSession, type SessionSources } from './live.js'
+export { type AnalystSettings, type LargeFiles, LiveSession, type SessionSources } from './live.js'
 export { Recorder } from './recorder.js'
 export {
   type CellResult,

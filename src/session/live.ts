@@ -20,7 +20,7 @@ import {
   type SandboxProvider,
 } from '../sandbox/index.js'
 import type { BlobStore, HistoryStore, StoredDataset } from '../store/index.js'
-import { type SandboxDataFile, sandboxFiles } from './datasets.js'
+import { type HostTable, hostTables, type SandboxDataFile, sandboxFiles } from './datasets.js'
 import type { Replayed } from './events.js'
 
 /** How each session's analyst works: the agent's settings that a door chooses. */
@@ -63,6 +63,22 @@ export interface SessionSources {
   open(names: readonly string[]): Promise<QueryHost & { close(): Promise<void> }>
 }
 
+/**
+ * Data files too large for the sandbox (serve's uploads over ANALYST_SQL_ONLY_BYTES): they stay on
+ * the host as SQL tables that the code queries with sql().
+ */
+export interface LargeFiles {
+  /** Files over this size stay on the host. */
+  overBytes: number
+  /** The SQL table a file of this name is; undefined when DuckDB cannot read it (not CSV, TSV, Parquet, NDJSON). */
+  tableFor(name: string): string | undefined
+  /** Connects to a session's named sources (maybe none) and its large files, as one host. */
+  open(
+    names: readonly string[],
+    tables: readonly HostTable[],
+  ): Promise<QueryHost & { close(): Promise<void> }>
+}
+
 /** What opening a session needs: the stores, the one provider, and how sessions are set up. */
 export interface LiveContext {
   history: HistoryStore
@@ -74,13 +90,30 @@ export interface LiveContext {
   cacheDir: string
   /** The sources sessions pick by name, if the door offers some. */
   sources?: SessionSources
+  /** Where data files too large for the sandbox go, if the door keeps them on the host. */
+  largeFiles?: LargeFiles
 }
 
-/** The sources a session named when it was made, connected again; undefined when it named none. */
+/**
+ * The sources a session named when it was made, and its data files too large for the sandbox,
+ * connected again; undefined when it has neither.
+ */
 async function openSessionSources(
   context: LiveContext,
   names: readonly string[] | undefined,
+  tables: readonly HostTable[],
 ): Promise<(QueryHost & { close(): Promise<void> }) | undefined> {
+  if (tables.length > 0) {
+    if (!context.largeFiles) {
+      throw new NotFoundError(
+        'The session has data files kept on the host for sql(), which this door cannot query',
+        {
+          hint: 'Open the session with analyst serve, where it was made.',
+        },
+      )
+    }
+    return context.largeFiles.open(names ?? [], tables)
+  }
   if (!names?.length) return undefined
   if (!context.sources) {
     throw new NotFoundError(
@@ -155,8 +188,10 @@ export class LiveSession {
       signal,
       upgraded: (dataset) => history.putDataset(sessionId, dataset),
     })
-    // Its own sources, else the door's (the CLI's --data), else none.
-    const own = await openSessionSources(context, session?.sources)
+    // Its own sources (with its files too large for the sandbox), else the door's (the CLI's
+    // --data), else none.
+    const tables = await hostTables(datasets, context)
+    const own = await openSessionSources(context, session?.sources, tables)
     const sources = own ?? context.sandbox.sources
     let sandbox: Sandbox
     try {

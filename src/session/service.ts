@@ -11,10 +11,16 @@
  */
 import type { Readable } from 'node:stream'
 import type { AskResult, StepRecord, Violation } from '../agent/index.js'
+import type { DatasetProfile } from '../data/index.js'
 import { ForbiddenError, InvalidArgumentError, NotFoundError, ShuttingDownError } from '../errors.js'
 import type { ModelChoice } from '../models/index.js'
 import type { FindPython } from '../python.js'
-import type { Execution, SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
+import {
+  capabilitiesOf,
+  type Execution,
+  type SandboxCreateOptions,
+  type SandboxProvider,
+} from '../sandbox/index.js'
 import { type ExportFormat, exportSession } from '../store/export/index.js'
 import {
   type BlobStore,
@@ -31,7 +37,13 @@ import { type DataFileInput, profileInputs, sandboxFiles } from './datasets.js'
 import type { SessionEvent } from './events.js'
 import { forkSession } from './fork.js'
 import { replicaName, SessionLease } from './lease.js'
-import { type AnalystSettings, LiveSession, type SessionSources, type SourcesCaller } from './live.js'
+import {
+  type AnalystSettings,
+  type LargeFiles,
+  LiveSession,
+  type SessionSources,
+  type SourcesCaller,
+} from './live.js'
 import { isMissingModel, missingModel } from './no-model.js'
 import { Recorder } from './recorder.js'
 import { Turns, untilAborted } from './turns.js'
@@ -75,6 +87,8 @@ export interface SessionServiceOptions {
   observer?: ServiceObserver
   /** The host's sources that sessions pick by name (serve's ANALYST_SOURCES and --data). */
   sources?: SessionSources
+  /** Data files too large for the sandbox stay on the host as SQL tables (serve); left out, every file goes in. */
+  largeFiles?: LargeFiles
 }
 
 /** Told what the service does, as it does it (metrics count it; nothing waits for it). */
@@ -93,6 +107,8 @@ export type RunWatchEvent =
 export class SessionService {
   private readonly live = new Map<string, Promise<LiveSession>>()
   private readonly turns = new Map<string, Turns>()
+  /** Live sessions to open again at their next turn (their sources changed). */
+  private readonly stale = new Set<string>()
   /** Aborts each run in progress: a drain that runs out of time ends them. */
   private readonly inFlight = new Set<AbortController>()
   private closed = false
@@ -239,11 +255,14 @@ export class SessionService {
     files: DataFileInput[],
     options: { owner?: string | null; signal?: AbortSignal } = {},
   ): Promise<StoredDataset[]> {
-    await this.getSession(sessionId, options.owner)
+    const session = await this.getSession(sessionId, options.owner)
     const profiles = await profileInputs(files, { python: this.options.python, signal: options.signal })
+    const kept = await this.keptOnHost(session, profiles)
     const datasets: StoredDataset[] = []
     for (const [index, file] of files.entries()) {
       const profile = profiles[index] as StoredDataset['profile']
+      const table = kept.get(profile.name)
+      if (table) profile.sqlTable = table
       const { sha256, size } = await this.options.blobs.put({ path: file.path }, { signal: options.signal })
       const dataset = {
         name: profile.name,
@@ -256,8 +275,58 @@ export class SessionService {
       datasets.push(dataset)
     }
     const live = await this.live.get(sessionId)?.catch(() => undefined)
-    if (live) await live.addData(await sandboxFiles(datasets, this.filesContext(options.signal)))
+    // New tables change its sources: the next turn opens the session again, with them.
+    if (live && kept.size > 0) this.stale.add(sessionId)
+    else if (live) await live.addData(await sandboxFiles(datasets, this.filesContext(options.signal)))
     return datasets
+  }
+
+  /**
+   * Which of these files stay on the host as SQL tables (too large for the sandbox), by file name:
+   * refused with what to do when the sandbox cannot query the host, when the file is not one DuckDB
+   * reads, or when its table's name is taken.
+   */
+  private async keptOnHost(session: StoredSession, profiles: DatasetProfile[]): Promise<Map<string, string>> {
+    const kept = new Map<string, string>()
+    const large = this.options.largeFiles
+    if (!large) return kept
+    const taken = new Set([
+      ...(session.sources ?? []),
+      ...(await this.options.history.datasets(session.id)).flatMap((d) =>
+        d.profile.sqlTable ? [d.profile.sqlTable] : [],
+      ),
+    ])
+    for (const profile of profiles) {
+      if (profile.bytes <= large.overBytes) continue
+      const table = large.tableFor(profile.name)
+      if (table === undefined) {
+        throw new InvalidArgumentError(
+          `${profile.name} is too large for the sandbox, and only CSV, TSV, Parquet and NDJSON files are kept on the host for sql()`,
+          {
+            hint: 'Save it as CSV or Parquet and upload that, or ask the admin to raise ANALYST_SQL_ONLY_BYTES.',
+          },
+        )
+      }
+      if (!capabilitiesOf(this.options.provider).hostQueries) {
+        throw new InvalidArgumentError(
+          `${profile.name} is too large for the sandbox, and this server's sandboxes cannot query files kept on the host`,
+          {
+            hint: 'Upload a smaller file (over ANALYST_SQL_ONLY_BYTES a file is queried on the host), or run the server on an engine with sql(): local, Jupyter or Modal.',
+          },
+        )
+      }
+      if (taken.has(table)) {
+        throw new InvalidArgumentError(
+          `${profile.name} would be the SQL table "${table}", a name this session already has`,
+          {
+            hint: 'Rename the file before uploading it.',
+          },
+        )
+      }
+      taken.add(table)
+      kept.set(profile.name, table)
+    }
+    return kept
   }
 
   private filesContext(signal?: AbortSignal) {
@@ -431,8 +500,10 @@ export class SessionService {
         signal: AbortSignal.any(signals),
       })
       if (this.closed) throw new ShuttingDownError()
-      // Another replica answered in this session since this one did: the kernel here is stale.
-      if (lease.previous !== null && lease.previous !== this.replica) await this.close(sessionId)
+      // Another replica answered in this session since this one did, or the session has new host
+      // tables: the kernel here is stale.
+      const stale = this.stale.delete(sessionId)
+      if (stale || (lease.previous !== null && lease.previous !== this.replica)) await this.close(sessionId)
       const signal = AbortSignal.any([...signals, lease.signal])
       let opening = this.live.get(sessionId)
       if (!opening) {
@@ -518,6 +589,7 @@ export class SessionService {
         python: this.options.python,
         cacheDir: this.options.cacheDir,
         sources: this.options.sources,
+        largeFiles: this.options.largeFiles,
       },
       sessionId,
       model,

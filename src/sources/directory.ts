@@ -32,6 +32,12 @@ export interface SourceCaller {
   email?: string
 }
 
+/** A session's data file that stays on the host: its SQL table, and the file (its extension says its format). */
+export interface HostTable {
+  name: string
+  path: string
+}
+
 /** A caller given as its owner alone (a token, or nobody) or in full. */
 export type Caller = SourceCaller | string | null
 
@@ -167,9 +173,12 @@ export class SourceDirectory {
     return chosen
   }
 
-  /** Connects to these sources for one live session; the caller closes them with its sandbox. */
-  async open(names: readonly string[]): Promise<Sources> {
-    const specs = names.map((name) => {
+  /**
+   * Connects to these sources for one live session, and to its data files too large for the
+   * sandbox (`tables`: each a file DuckDB queries in place); the caller closes them with its sandbox.
+   */
+  async open(names: readonly string[], tables: readonly HostTable[] = []): Promise<Sources> {
+    const named = names.map((name) => {
       const entry = this.#entries.get(name)
       if (!entry) {
         throw new NotFoundError(`The session queries the source "${name}", which this server no longer has`, {
@@ -178,7 +187,10 @@ export class SourceDirectory {
       }
       return entry.spec
     })
-    return Sources.open(specs, this.#open)
+    const files = tables.map(
+      (table): SourceSpec => ({ name: table.name, kind: 'file', location: table.path }),
+    )
+    return Sources.open([...named, ...files], this.#open)
   }
 
   /**

@@ -6,6 +6,7 @@
 export { loadSourcesFile, type NamedSource, parseSourcesFile } from './config.js'
 export {
   type Caller,
+  type HostTable,
   type ListedSource,
   type SourceCaller,
   SourceDirectory,
@@ -24,7 +25,10 @@ export {
   isDatabaseUrl,
   isQueryableFile,
   parseSource,
+  queryableExtension,
   redact,
   type SourceKind,
   type SourceSpec,
+  sqlOnlyBytes,
+  tableNameOf,
 } from './spec.js'

@@ -65,6 +65,22 @@ function stem(path: string): string {
   return basename(path).replace(/(\.[A-Za-z0-9]+)+$/, '') || basename(path)
 }
 
+/** The SQL table a data file is: `sales` for `sales.csv`, as `--data` names it. */
+export function tableNameOf(path: string): string {
+  return identifierOf(stem(path))
+}
+
+/** The extension that tells DuckDB how to read a data file (`.csv.gz`), or undefined for other files. */
+export function queryableExtension(path: string): string | undefined {
+  return FILE_PATTERN.exec(path)?.[0]
+}
+
+/** Over this, a data file stays on the host and only sql() reads it. @default 1 GiB (ANALYST_SQL_ONLY_BYTES) */
+export function sqlOnlyBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const value = Number(env.ANALYST_SQL_ONLY_BYTES)
+  return Number.isFinite(value) && value > 0 ? value : 1024 ** 3
+}
+
 /**
  * Parses one `--data` source. `cwd` resolves relative paths. The password comes from the URL, else
  * from PGPASSWORD (PostgreSQL) or MYSQL_PWD (MySQL, MariaDB), as their own tools take it.
@@ -146,7 +162,7 @@ export function parseSource(
     })
   }
   const path = resolve(cwd, raw)
-  return { name: given ?? identifierOf(stem(path)), kind: 'file', location: path }
+  return { name: given ?? tableNameOf(path), kind: 'file', location: path }
 }
 
 /** The source as it may be shown: its URL without a password, or its path. */
