@@ -42,6 +42,17 @@ export interface UserView {
   quotas: { concurrentRuns?: number; sessions?: number; uploadBytes?: number; requestsPerMinute?: number }
 }
 
+/** A session no user owns (an ANALYST_TOKEN token's, or nobody's): GET /api/admin/sessions. */
+export interface UnownedSessionView {
+  id: string
+  title: string
+  /** The token's owner id (a hash, never the token); null: made with no token (loopback). */
+  owner: { token: string } | null
+  createdAt: string
+  updatedAt: string
+  questions: number
+}
+
 /** `none`: the server has no sign-in (tokens, or nothing on loopback); `out`: nobody is signed in. */
 export type SignInState = { kind: 'none' } | { kind: 'out' } | { kind: 'in'; me: Me }
 
@@ -88,5 +99,11 @@ export const account = {
     json<UserView>(
       `/api/admin/users/${encodeURIComponent(id)}/${disabled ? 'disable' : 'enable'}`,
       jsonInit('POST'),
+    ),
+  unownedSessions: () => json<UnownedSessionView[]>('/api/admin/sessions'),
+  assign: (sessionId: string, userId: string) =>
+    json<{ id: string; userId: string }>(
+      `/api/admin/sessions/${encodeURIComponent(sessionId)}/assign`,
+      jsonInit('POST', { userId }),
     ),
 }
