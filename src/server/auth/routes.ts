@@ -54,8 +54,8 @@ export function userView(user: StoredUser) {
   }
 }
 
-/** A user's quotas as the admin page shows them (the server's Quotas, by owner). */
-export type QuotasOf = (owner: string) => Record<string, number | undefined>
+/** A user's quotas as the admin page shows them (the server's Quotas, by owner or email). */
+export type QuotasOf = (owner: string, email?: string) => Record<string, number | undefined>
 
 export function signInRoutes(signin: SignIn, history: HistoryStore, quotasOf?: QuotasOf): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>()
@@ -136,7 +136,7 @@ export function signInRoutes(signin: SignIn, history: HistoryStore, quotasOf?: Q
       users.map(async (user) => {
         const owner = userOwner(user.id)
         const [usage, activity] = await Promise.all([history.ownerUsage(owner), history.ownerActivity(owner)])
-        return { ...userView(user), usage, activity, quotas: quotasOf?.(owner) ?? {} }
+        return { ...userView(user), usage, activity, quotas: quotasOf?.(owner, user.email) ?? {} }
       }),
     )
     return c.json(withUsage)
