@@ -167,6 +167,22 @@ describe('sign-in through the identity provider', () => {
     expect((await request(first.jar, `${base}/api/me`)).status).toBe(200)
   })
 
+  it('keeps users signed in when the provider rotates its keys, and signs the next one in with the new key', async () => {
+    // Alice's sign-in has just had the provider's keys fetched (and cached by openid-client).
+    const alice = await signIn('alice')
+    const kid = idp.rotateKeys()
+    expect((await get(alice, '/api/me')).status).toBe(200)
+    const bob = await signIn('bob')
+    const found = await server.stores.auth.getBrowserSession(
+      hashSecret(bob.jar.get(base, 'analyst_session') as string),
+    )
+    const header = JSON.parse(
+      Buffer.from((found?.session.idToken ?? '').split('.')[0] as string, 'base64url').toString(),
+    ) as { kid: string }
+    expect(header.kid).toBe(kid)
+    expect((await get(alice, '/api/me')).status).toBe(200)
+  })
+
   it('goes back only to paths of this server (no open redirect)', async () => {
     for (const next of ['//evil.example/x', 'https://evil.example/', '/\\evil.example']) {
       const jar = new CookieJar()
