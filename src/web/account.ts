@@ -3,7 +3,7 @@
  * does not have), signing out, API keys, shares, and the admin API.
  * @module
  */
-import type { SharedSessionView } from '../server/types.js'
+import type { SessionSummary, SharedSessionView } from '../server/types.js'
 import { apiUrl, json, jsonInit, send } from './api.js'
 
 export interface Me {
@@ -100,6 +100,8 @@ export const account = {
       `/api/admin/users/${encodeURIComponent(id)}/${disabled ? 'disable' : 'enable'}`,
       jsonInit('POST'),
     ),
+  sessionsOf: (userId: string) =>
+    json<SessionSummary[]>(`/api/admin/users/${encodeURIComponent(userId)}/sessions`),
   unownedSessions: () => json<UnownedSessionView[]>('/api/admin/sessions'),
   assign: (sessionId: string, userId: string) =>
     json<{ id: string; userId: string }>(

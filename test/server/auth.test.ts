@@ -646,6 +646,16 @@ describe('admins', () => {
     expect(listed?.activity.runs).toBe(runsBefore + 1)
     expect(listed?.activity.tokens.find((row) => row.model === null)?.totalTokens).toBeGreaterThanOrEqual(2)
     expect(listed?.quotas).toEqual({})
+
+    // Which sessions Bob has, by title (their content stays his: /api/sessions/:id is a 404).
+    const sessions = await json<Array<{ id: string; title: string; questions: number }>>(
+      await get(alice, `/api/admin/users/${bob.me.user.id}/sessions`),
+    )
+    const revenue = sessions.find((session) => session.title === 'Revenue')
+    expect(revenue?.questions).toBe(1)
+    expect((await get(alice, `/api/sessions/${revenue?.id}`)).status).toBe(404)
+    expect((await get(bob, `/api/admin/users/${bob.me.user.id}/sessions`)).status).toBe(403)
+    expect((await get(alice, '/api/admin/users/no-such-user/sessions')).status).toBe(404)
   })
 
   it('list users and the audit log; disabling a user stops their cookie and keys at once', async () => {

@@ -2,7 +2,7 @@
  * The admin page in a real browser (Debian's Chromium through playwright-core), against the real
  * server and a real OpenID Connect provider: an admin signs in, sees a session that an
  * ANALYST_TOKEN token made before sign-in, and gives it to a user; from then on it is that user's
- * (listed for them, gone from the token's sessions), and the users table counts it.
+ * (listed for them, gone from the token's sessions), and the users table counts it and lists it.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -127,6 +127,10 @@ describe.skipIf(!hasChromium)('the admin page in Chromium', () => {
             .textContent(),
       )
       .toBe('1')
+    // The admin sees which sessions Bob has (titles, not their content).
+    await users.getByRole('button', { name: 'Sessions of Bob Builder' }).click()
+    await users.getByRole('list', { name: "Bob Builder's sessions" }).getByText('Quarterly revenue').waitFor()
+    expect((await request(bob.jar, `${base}/api/me`)).status).toBe(200)
     const mine = (await (await request(bob.jar, `${base}/api/sessions`)).json()) as Array<{ id: string }>
     expect(mine.map((session) => session.id)).toEqual([id])
     expect((await request(bob.jar, `${base}/api/sessions/${id}`)).status).toBe(200)
