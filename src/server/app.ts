@@ -215,16 +215,21 @@ export function createApp(options: AppOptions): Hono<Env> {
   }
   app.use('/api/*', auth)
 
-  // Quotas, per token: requests per minute on every /api request; the rest where they apply.
-  const limitsOf = (c: Context<Env>) => quotas?.limits(c.get('token'), c.get('owner')) ?? {}
-  app.use('/api/*', async (c, next) => {
+  // Quotas, per owner (a token, or a user with all their keys and sign-ins): requests per minute
+  // on every /api and /mcp request; the rest where they apply.
+  const limitsOf = (c: Context<Env>) =>
+    quotas?.limits(c.get('token'), c.get('owner'), callingUser(c.get('identity'))?.email) ?? {}
+  const countRequest = async (c: Context<Env>, next: () => Promise<void>) => {
     if (quotas?.enabled) await quotas.request(limitsOf(c), c.get('owner'))
     return next()
-  })
+  }
+  app.use('/api/*', countRequest)
 
   // Sign-in's routes (/auth/*, /api/me, /api/keys, /api/admin/*) and shares, behind the same auth.
   if (options.signin) {
-    const quotasOf = quotas?.enabled ? (owner: string) => quotas.limits(undefined, owner) : undefined
+    const quotasOf = quotas?.enabled
+      ? (owner: string, email?: string) => quotas.limits(undefined, owner, email)
+      : undefined
     app.route('/', signInRoutes(options.signin, service.history, quotasOf) as unknown as Hono<Env>)
     app.route('/', shareRoutes(options.signin, service) as unknown as Hono<Env>)
   }
@@ -232,7 +237,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   // MCP over Streamable HTTP (src/mcp), behind the same tokens: an MCP session belongs to its token.
   const { mcp } = options
   if (mcp) {
-    app.use('/mcp', auth)
+    app.use('/mcp', auth, countRequest)
     app.all('/mcp', (c) => mcp.handle(c.req.raw, c.get('owner'), callingUser(c.get('identity'))))
   }
 

@@ -261,6 +261,13 @@ export const openApiDocument = {
         responses: { 200: { description: 'The user' }, 403: error, 404: error },
       },
     },
+    '/api/admin/users/{id}/sessions': {
+      parameters: [sessionId],
+      get: {
+        summary: "A user's sessions by title, questions and dates, not their content (admins)",
+        responses: { 200: { description: 'Sessions' }, 403: error, 404: error },
+      },
+    },
     '/api/admin/sessions': {
       get: {
         summary: "Sessions no user owns yet (an ANALYST_TOKEN token's, or nobody's), to assign (admins)",

@@ -13,6 +13,7 @@ import { openTestService, type TestService } from '../../test/support/service.js
 import { readSse } from '../../test/support/sse.js'
 import { waitFor } from '../../test/support/wait.js'
 import { ScriptedModel, type ScriptStep } from '../models/scripted.js'
+import type { HistoryStore } from '../store/index.js'
 import { MockSandboxProvider } from '../test/mock-sandbox.js'
 import { createApp } from './app.js'
 import { createLogger } from './logging.js'
@@ -263,5 +264,22 @@ describe('operations', () => {
     expect(() => quotasFromEnv({ ANALYST_QUOTA_SESSIONS: 'many' })).toThrow(/whole number/)
     writeFileSync(file, JSON.stringify({ default: { sessions: -1 } }))
     expect(() => quotasFromEnv({ ANALYST_QUOTAS: file })).toThrow(/default\.sessions/)
+    writeFileSync(file, JSON.stringify({ users: { 'Ann@Example.com': { sessions: 0 } } }))
+    expect(() => quotasFromEnv({ ANALYST_QUOTAS: file })).toThrow(/users\.Ann@Example\.com\.sessions/)
+  })
+
+  it("finds a user's limits by their owner id or email (any case), a token's first; else the defaults", () => {
+    const quotas = new Quotas(
+      {
+        default: { sessions: 5 },
+        tokens: { t: { sessions: 1 } },
+        users: { 'Ann@Example.com': { sessions: 2 }, 'user:u-bo': { sessions: 3 } },
+      },
+      {} as HistoryStore, // limits() reads no store
+    )
+    expect(quotas.limits('t', 'user:u-ann', 'ann@example.com')).toEqual({ sessions: 1 })
+    expect(quotas.limits(undefined, 'user:u-ann', 'ANN@example.com')).toEqual({ sessions: 2 })
+    expect(quotas.limits(undefined, 'user:u-bo', 'ann@example.com')).toEqual({ sessions: 3 })
+    expect(quotas.limits(undefined, 'user:u-cy', 'cy@example.com')).toEqual({ sessions: 5 })
   })
 })

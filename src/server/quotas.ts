@@ -1,9 +1,13 @@
 /**
- * Per-token quotas: concurrent runs, sessions, bytes of data, requests per minute. Set for every
- * token by env (ANALYST_QUOTA_CONCURRENT_RUNS, ANALYST_QUOTA_SESSIONS, ANALYST_QUOTA_UPLOAD_BYTES,
- * ANALYST_QUOTA_REQUESTS_PER_MINUTE) and per token in a JSON file (ANALYST_QUOTAS):
+ * Quotas per owner: concurrent runs, sessions, bytes of data, requests per minute. An owner is an
+ * ANALYST_TOKEN token, or a signed-in user: all of a user's API keys and browser sessions share
+ * one quota. Set for every owner by env (ANALYST_QUOTA_CONCURRENT_RUNS, ANALYST_QUOTA_SESSIONS,
+ * ANALYST_QUOTA_UPLOAD_BYTES, ANALYST_QUOTA_REQUESTS_PER_MINUTE) and per owner in a JSON file
+ * (ANALYST_QUOTAS):
  *
- *     { "default": { "sessions": 100 }, "tokens": { "<token, or its owner id>": { "concurrentRuns": 1 } } }
+ *     { "default": { "sessions": 100 },
+ *       "tokens": { "<token, or its owner id>": { "concurrentRuns": 1 } },
+ *       "users": { "<email, or user:<id>>": { "sessions": 500 } } }
  *
  * Counted in the store, so that every replica sees the same usage. Over a quota: RateLimitError
  * (429) with Retry-After and a message that names the limit.
@@ -26,7 +30,12 @@ const Limits = z
 export type QuotaLimits = z.infer<typeof Limits>
 
 const File = z
-  .object({ default: Limits.optional(), tokens: z.record(z.string(), Limits).optional() })
+  .object({
+    default: Limits.optional(),
+    tokens: z.record(z.string(), Limits).optional(),
+    /** By a signed-in user's email (any case) or their owner id (`user:<id>`). */
+    users: z.record(z.string(), Limits).optional(),
+  })
   .strict()
 export type QuotaConfig = z.infer<typeof File>
 
@@ -56,7 +65,7 @@ export function quotasFromEnv(env: NodeJS.ProcessEnv = process.env): QuotaConfig
     throw new InvalidArgumentError(
       `Cannot read the quotas file ${env.ANALYST_QUOTAS}: ${(error as Error).message}`,
       {
-        hint: 'ANALYST_QUOTAS names a JSON file: { "default": {…}, "tokens": { "<token>": {…} } }.',
+        hint: 'ANALYST_QUOTAS names a JSON file: { "default": {…}, "tokens": { "<token>": {…} }, "users": { "<email>": {…} } }.',
       },
     )
   }
@@ -70,26 +79,57 @@ export function quotasFromEnv(env: NodeJS.ProcessEnv = process.env): QuotaConfig
       },
     )
   }
-  return { default: { ...defaults, ...file.data.default }, tokens: file.data.tokens }
+  return {
+    default: { ...defaults, ...file.data.default },
+    ...(file.data.tokens ? { tokens: file.data.tokens } : {}),
+    ...(file.data.users ? { users: file.data.users } : {}),
+  }
+}
+
+/** Whose quota a message names: a user's covers all their keys and sign-ins. */
+function whose(owner: string | null): string {
+  return owner?.startsWith('user:') ? 'your account' : 'this token'
 }
 
 export class Quotas {
   /** Asks in progress on this replica, per owner (not yet all recorded as running runs). */
   private readonly asking = new Map<string, number>()
 
+  /** `users` by owner id as given, by email in lower case (emails match in any case). */
+  private readonly users: Map<string, QuotaLimits>
+
   constructor(
     private readonly config: QuotaConfig,
     private readonly history: HistoryStore,
-  ) {}
+  ) {
+    this.users = new Map(
+      Object.entries(config.users ?? {}).map(([who, limits]) => [
+        who.startsWith('user:') ? who : who.toLowerCase(),
+        limits,
+      ]),
+    )
+  }
 
   get enabled(): boolean {
     const any = (limits?: QuotaLimits) => Boolean(limits && Object.keys(limits).length > 0)
-    return any(this.config.default) || Object.values(this.config.tokens ?? {}).some(any)
+    return (
+      any(this.config.default) ||
+      Object.values(this.config.tokens ?? {}).some(any) ||
+      Object.values(this.config.users ?? {}).some(any)
+    )
   }
 
-  /** The limits of a token (looked up by the token or by its owner id). */
-  limits(token: string | undefined, owner: string | null): QuotaLimits {
-    const own = (token && this.config.tokens?.[token]) || (owner && this.config.tokens?.[owner]) || {}
+  /**
+   * The limits of an owner: a token's (looked up by the token or by its owner id), or a signed-in
+   * user's (by their owner id `user:<id>`, or by their email), over the defaults.
+   */
+  limits(token: string | undefined, owner: string | null, email?: string): QuotaLimits {
+    const { tokens } = this.config
+    const own =
+      (token && tokens?.[token]) ||
+      (owner && (tokens?.[owner] || this.users.get(owner))) ||
+      (email && this.users.get(email.toLowerCase())) ||
+      {}
     return { ...this.config.default, ...own }
   }
 
@@ -101,7 +141,7 @@ export class Quotas {
     const count = await this.history.countRequest(owner ?? '', minute)
     if (count > limits.requestsPerMinute) {
       throw new RateLimitError(
-        `Over the quota of ${limits.requestsPerMinute} requests per minute for this token`,
+        `Over the quota of ${limits.requestsPerMinute} requests per minute for ${whose(owner)}`,
         {
           retryAfterSeconds: Math.max(1, Math.ceil(((minute + 1) * 60_000 - now) / 1000)),
           hint: 'Wait a moment.',
@@ -114,20 +154,20 @@ export class Quotas {
     if (!limits.sessions) return
     const usage = await this.history.ownerUsage(owner)
     if (usage.sessions >= limits.sessions) {
-      throw new RateLimitError(`Over the quota of ${limits.sessions} sessions for this token`, {
+      throw new RateLimitError(`Over the quota of ${limits.sessions} sessions for ${whose(owner)}`, {
         retryAfterSeconds: 60,
         hint: 'Delete a session you no longer need.',
       })
     }
   }
 
-  /** `bytes` more data: refused when the token's data would pass its quota. */
+  /** `bytes` more data: refused when the owner's data would pass its quota. */
   async upload(limits: QuotaLimits, owner: string | null, bytes: number): Promise<void> {
     if (!limits.uploadBytes) return
     const usage = await this.history.ownerUsage(owner)
     if (usage.dataBytes + bytes > limits.uploadBytes) {
       throw new RateLimitError(
-        `Over the quota of ${limits.uploadBytes} bytes of data for this token (${usage.dataBytes} used)`,
+        `Over the quota of ${limits.uploadBytes} bytes of data for ${whose(owner)} (${usage.dataBytes} used)`,
         { retryAfterSeconds: 60, hint: 'Delete a session whose data you no longer need.' },
       )
     }
@@ -154,7 +194,7 @@ export class Quotas {
     if (Math.max(usage.runningRuns + 1, this.asking.get(key) ?? 0) > limits.concurrentRuns) {
       release()
       throw new RateLimitError(
-        `Over the quota of ${limits.concurrentRuns} questions at once for this token`,
+        `Over the quota of ${limits.concurrentRuns} questions at once for ${whose(owner)}`,
         {
           retryAfterSeconds: 5,
           hint: 'Wait for a question to be answered.',

@@ -3,7 +3,7 @@
  * does not have), signing out, API keys, shares, and the admin API.
  * @module
  */
-import type { SharedSessionView } from '../server/types.js'
+import type { SessionSummary, SharedSessionView } from '../server/types.js'
 import { apiUrl, json, jsonInit, send } from './api.js'
 
 export interface Me {
@@ -40,6 +40,17 @@ export interface UserView {
   }
   /** The quotas that apply to them (none set: empty). */
   quotas: { concurrentRuns?: number; sessions?: number; uploadBytes?: number; requestsPerMinute?: number }
+}
+
+/** A session no user owns (an ANALYST_TOKEN token's, or nobody's): GET /api/admin/sessions. */
+export interface UnownedSessionView {
+  id: string
+  title: string
+  /** The token's owner id (a hash, never the token); null: made with no token (loopback). */
+  owner: { token: string } | null
+  createdAt: string
+  updatedAt: string
+  questions: number
 }
 
 /** `none`: the server has no sign-in (tokens, or nothing on loopback); `out`: nobody is signed in. */
@@ -88,5 +99,13 @@ export const account = {
     json<UserView>(
       `/api/admin/users/${encodeURIComponent(id)}/${disabled ? 'disable' : 'enable'}`,
       jsonInit('POST'),
+    ),
+  sessionsOf: (userId: string) =>
+    json<SessionSummary[]>(`/api/admin/users/${encodeURIComponent(userId)}/sessions`),
+  unownedSessions: () => json<UnownedSessionView[]>('/api/admin/sessions'),
+  assign: (sessionId: string, userId: string) =>
+    json<{ id: string; userId: string }>(
+      `/api/admin/sessions/${encodeURIComponent(sessionId)}/assign`,
+      jsonInit('POST', { userId }),
     ),
 }

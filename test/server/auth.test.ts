@@ -3,9 +3,10 @@
  * (oidc-provider on 127.0.0.1) with users in groups, walked through by an HTTP client with a
  * cookie jar as a browser would. What a user gets (their name, groups, a CSRF token, API keys,
  * shares, the admin API) and every refusal: outside the allowed groups, a forged or replayed
- * state, an answer from another issuer, an expired or idle session, a cross-site post, another
+ * state, an answer from another issuer or for another client (audience), an expired or idle session, a cross-site post, another
  * user's session, artifacts and exports, a revoked key, a disabled user.
  */
+import { sign as cryptoSign, generateKeyPairSync } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -152,6 +153,34 @@ describe('sign-in through the identity provider', () => {
     expect(second.me.user.id).toBe(first.me.user.id)
     expect(second.jar.get(base, 'analyst_session')).not.toBe(first.jar.get(base, 'analyst_session'))
     expect(second.me.csrfToken).not.toBe(first.me.csrfToken)
+
+    // Signing in again in a browser that has a cookie ends that cookie's session (no fixation):
+    // a cookie planted before sign-in is worth nothing after it.
+    const planted = first.jar.get(base, 'analyst_session') as string
+    const { url } = await followSignIn(first.jar, `${base}/auth/login`, 'bob')
+    expect(url).toBe(`${base}/`)
+    const fresh = first.jar.get(base, 'analyst_session')
+    expect(fresh).not.toBe(planted)
+    const stale = new CookieJar()
+    stale.set(base, 'analyst_session', planted)
+    expect((await request(stale, `${base}/api/me`)).status).toBe(401)
+    expect((await request(first.jar, `${base}/api/me`)).status).toBe(200)
+  })
+
+  it('keeps users signed in when the provider rotates its keys, and signs the next one in with the new key', async () => {
+    // Alice's sign-in has just had the provider's keys fetched (and cached by openid-client).
+    const alice = await signIn('alice')
+    const kid = idp.rotateKeys()
+    expect((await get(alice, '/api/me')).status).toBe(200)
+    const bob = await signIn('bob')
+    const found = await server.stores.auth.getBrowserSession(
+      hashSecret(bob.jar.get(base, 'analyst_session') as string),
+    )
+    const header = JSON.parse(
+      Buffer.from((found?.session.idToken ?? '').split('.')[0] as string, 'base64url').toString(),
+    ) as { kid: string }
+    expect(header.kid).toBe(kid)
+    expect((await get(alice, '/api/me')).status).toBe(200)
   })
 
   it('goes back only to paths of this server (no open redirect)', async () => {
@@ -258,6 +287,92 @@ describe('refusals at sign-in', () => {
       const answered = await request(jar, `${other.url}/auth/callback${callback.search}`)
       expect(answered.status).toBe(401)
       expect((await json<{ error: { message: string } }>(answered)).error.message).toMatch(/iss/)
+    } finally {
+      await other.close()
+      http.close()
+      rmSync(otherHome, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses an ID token made for another client (audience), and takes the same token made for this one', async () => {
+    // A provider of our own making, since a real one names only the client that asked: its
+    // discovery, keys and token endpoint, the ID token signed with its key for `audience`.
+    const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
+    const jwk = { ...(publicKey.export({ format: 'jwk' }) as object), kid: 'k1', use: 'sig', alg: 'RS256' }
+    const port = await freePort()
+    const issuer = `http://127.0.0.1:${port}`
+    let audience = ''
+    let nonce = ''
+    const b64 = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url')
+    const idToken = () => {
+      const now = Math.floor(Date.now() / 1000)
+      const body = `${b64({ alg: 'RS256', kid: 'k1', typ: 'JWT' })}.${b64({
+        iss: issuer,
+        aud: audience,
+        sub: 'mallory',
+        name: 'Mallory',
+        email: 'mallory@example.com',
+        email_verified: true,
+        groups: ['analysts'],
+        nonce,
+        iat: now,
+        exp: now + 300,
+      })}`
+      return `${body}.${cryptoSign('sha256', Buffer.from(body), privateKey).toString('base64url')}`
+    }
+    const http: Server = createServer((req, res) => {
+      res.setHeader('content-type', 'application/json')
+      const path = new URL(req.url ?? '/', issuer).pathname
+      if (path === '/.well-known/openid-configuration')
+        res.end(
+          JSON.stringify({
+            issuer,
+            authorization_endpoint: `${issuer}/auth`,
+            token_endpoint: `${issuer}/token`,
+            jwks_uri: `${issuer}/jwks`,
+            response_types_supported: ['code'],
+            subject_types_supported: ['public'],
+            id_token_signing_alg_values_supported: ['RS256'],
+          }),
+        )
+      else if (path === '/jwks') res.end(JSON.stringify({ keys: [jwk] }))
+      else if (path === '/token')
+        res.end(
+          JSON.stringify({ access_token: 'at', token_type: 'Bearer', expires_in: 300, id_token: idToken() }),
+        )
+      else res.writeHead(404).end('{}')
+    })
+    await new Promise<void>((done) => http.listen(port, '127.0.0.1', done))
+    const otherHome = mkdtempSync(join(tmpdir(), 'analyst-auth-'))
+    const appPort = await freePort()
+    const otherBase = `http://127.0.0.1:${appPort}`
+    const other = await startServer({
+      port: appPort,
+      home: otherHome,
+      provider,
+      signin: { ...settings(issuer), publicUrl: otherBase },
+    })
+    /** One sign-in through the made-up provider: its answer at the callback. */
+    const attempt = async () => {
+      const jar = new CookieJar()
+      const login = await request(jar, `${otherBase}/auth/login`)
+      const asked = new URL(login.headers.get('location') as string)
+      expect(asked.origin).toBe(issuer)
+      nonce = asked.searchParams.get('nonce') as string
+      const state = asked.searchParams.get('state') as string
+      return request(jar, `${otherBase}/auth/callback?code=c0de&state=${encodeURIComponent(state)}`)
+    }
+    try {
+      audience = 'another-client'
+      const refused = await attempt()
+      expect(refused.status).toBe(401)
+      expect((await json<{ error: { message: string } }>(refused)).error.message).toMatch(/aud/)
+      expect(refused.headers.getSetCookie().some((line) => line.startsWith('analyst_session='))).toBe(false)
+      // The same token, signed the same way, made for this server's client: it signs Mallory in.
+      audience = idp.clientId
+      const taken = await attempt()
+      expect(taken.status).toBe(302)
+      expect(taken.headers.getSetCookie().some((line) => line.startsWith('analyst_session='))).toBe(true)
     } finally {
       await other.close()
       http.close()
@@ -531,6 +646,16 @@ describe('admins', () => {
     expect(listed?.activity.runs).toBe(runsBefore + 1)
     expect(listed?.activity.tokens.find((row) => row.model === null)?.totalTokens).toBeGreaterThanOrEqual(2)
     expect(listed?.quotas).toEqual({})
+
+    // Which sessions Bob has, by title (their content stays his: /api/sessions/:id is a 404).
+    const sessions = await json<Array<{ id: string; title: string; questions: number }>>(
+      await get(alice, `/api/admin/users/${bob.me.user.id}/sessions`),
+    )
+    const revenue = sessions.find((session) => session.title === 'Revenue')
+    expect(revenue?.questions).toBe(1)
+    expect((await get(alice, `/api/sessions/${revenue?.id}`)).status).toBe(404)
+    expect((await get(bob, `/api/admin/users/${bob.me.user.id}/sessions`)).status).toBe(403)
+    expect((await get(alice, '/api/admin/users/no-such-user/sessions')).status).toBe(404)
   })
 
   it('list users and the audit log; disabling a user stops their cookie and keys at once', async () => {

@@ -29,14 +29,17 @@ export interface RunningIdentityProvider {
   issuer: string
   clientId: string
   clientSecret: string
+  /** Signs with a new key from now on (the old ones still published); returns the new key's id. */
+  rotateKeys(): string
   stop(): Promise<void>
 }
 
+let keysMade = 0
 function signingKey() {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 })
   return {
     ...(privateKey.export({ format: 'jwk' }) as Record<string, unknown>),
-    kid: `k-${Date.now()}`,
+    kid: `k-${Date.now()}-${++keysMade}`,
     use: 'sig',
     alg: 'RS256',
   }
@@ -49,51 +52,56 @@ export async function startIdentityProvider(
   const issuer = `http://127.0.0.1:${port}`
   const clientId = options.clientId ?? 'analyst'
   const clientSecret = options.clientSecret ?? 'analyst-test-secret-that-is-long-enough'
-  const provider = new Provider(issuer, {
-    clients: [
-      {
-        client_id: clientId,
-        client_secret: clientSecret,
-        redirect_uris: options.redirectUris,
-        post_logout_redirect_uris: options.postLogoutRedirectUris ?? [],
-        grant_types: ['authorization_code'],
-        response_types: ['code'],
-      },
-    ],
-    jwks: { keys: [signingKey()] },
-    pkce: { required: () => true },
-    claims: {
-      openid: ['sub'],
-      email: ['email', 'email_verified'],
-      profile: ['name'],
-      groups: ['groups'],
-    },
-    features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true } },
-    async findAccount(_ctx: unknown, id: string) {
-      const user = options.users[id]
-      if (!user) return undefined
-      return {
-        accountId: id,
-        async claims() {
-          return { sub: id, name: user.name, email: user.email, email_verified: true, groups: user.groups }
+  // A provider made again with new keys answers from then on (rotateKeys): the same issuer, port
+  // and users, its signing key new and the old one still published, as providers rotate.
+  let keys = [signingKey()]
+  const make = () =>
+    new Provider(issuer, {
+      clients: [
+        {
+          client_id: clientId,
+          client_secret: clientSecret,
+          redirect_uris: options.redirectUris,
+          post_logout_redirect_uris: options.postLogoutRedirectUris ?? [],
+          grant_types: ['authorization_code'],
+          response_types: ['code'],
         },
-      }
-    },
-    // No consent step: the test users grant whatever the client asks.
-    async loadExistingGrant(ctx: {
-      oidc: { client: { clientId: string }; session: { accountId: string }; provider: Provider }
-    }) {
-      const grant = new ctx.oidc.provider.Grant({
-        clientId: ctx.oidc.client.clientId,
-        accountId: ctx.oidc.session.accountId,
-      })
-      grant.addOIDCScope('openid email profile groups')
-      grant.addOIDCClaims(['email', 'email_verified', 'name', 'groups'])
-      await grant.save()
-      return grant
-    },
-  })
-  const server: Server = createServer(provider.callback())
+      ],
+      jwks: { keys },
+      pkce: { required: () => true },
+      claims: {
+        openid: ['sub'],
+        email: ['email', 'email_verified'],
+        profile: ['name'],
+        groups: ['groups'],
+      },
+      features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true } },
+      async findAccount(_ctx: unknown, id: string) {
+        const user = options.users[id]
+        if (!user) return undefined
+        return {
+          accountId: id,
+          async claims() {
+            return { sub: id, name: user.name, email: user.email, email_verified: true, groups: user.groups }
+          },
+        }
+      },
+      // No consent step: the test users grant whatever the client asks.
+      async loadExistingGrant(ctx: {
+        oidc: { client: { clientId: string }; session: { accountId: string }; provider: Provider }
+      }) {
+        const grant = new ctx.oidc.provider.Grant({
+          clientId: ctx.oidc.client.clientId,
+          accountId: ctx.oidc.session.accountId,
+        })
+        grant.addOIDCScope('openid email profile groups')
+        grant.addOIDCClaims(['email', 'email_verified', 'name', 'groups'])
+        await grant.save()
+        return grant
+      },
+    })
+  let handle = make().callback()
+  const server: Server = createServer((req, res) => handle(req, res))
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(port, '127.0.0.1', () => resolve())
@@ -102,6 +110,12 @@ export async function startIdentityProvider(
     issuer,
     clientId,
     clientSecret,
+    rotateKeys: () => {
+      const next = signingKey()
+      keys = [next, ...keys]
+      handle = make().callback()
+      return next.kid
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve())

@@ -2,9 +2,10 @@
  * Sign-in in a real browser: Debian's Chromium (playwright-core) against the real server and a
  * real OpenID Connect provider (oidc-provider on 127.0.0.1). The page sends the browser to the
  * provider, the user logs in there, the callback brings them back, the UI shows their name; they
- * make an API key (shown once) and share a session; then sign out, at the provider too. A
- * signed-out browser opening a share link is sent to sign in by the server and brought back; a
- * refused sign-in is a page that says why.
+ * make an API key (shown once); then sign out, at the provider too. A signed-out browser opening
+ * a share link is sent to sign in by the server and brought back; a refused sign-in is a page that
+ * says why. A user shares a session with the Share button; a colleague opens the link, reads it,
+ * and continues from there in a session of their own.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -13,6 +14,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { LocalProvider } from '../../src/sandbox/local/index.js'
+import { userOwner } from '../../src/server/auth/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import { freePort } from '../../src/test/support/ports.js'
 import { hasChromium, launchChromium } from '../support/chromium.js'
@@ -41,6 +43,7 @@ describe.skipIf(!hasChromium)('sign-in in Chromium', () => {
     idp = await startIdentityProvider({
       users: {
         alice: { name: 'Alice Analyst', email: 'alice@example.com', groups: ['analysts'] },
+        bob: { name: 'Bob Builder', email: 'bob@example.com', groups: ['analysts'] },
         eve: { name: 'Eve Outsider', email: 'eve@example.com', groups: ['contractors'] },
       },
       redirectUris: [`${base}/auth/callback`],
@@ -155,5 +158,60 @@ describe.skipIf(!hasChromium)('sign-in in Chromium', () => {
       .poll(() => page.locator('body').textContent())
       .toContain('eve@example.com may not use this Analyst: not in an allowed group')
     expect(await page.getByRole('link', { name: 'Sign in again' }).getAttribute('href')).toBe('/auth/login')
+  })
+
+  it('shares a session with the Share button; a colleague reads it by its link and continues from there', async ({
+    onTestFailed,
+  }) => {
+    onTestFailed(async () => {
+      const shot = join(tmpdir(), 'analyst-web-share-failed.png')
+      await page.screenshot({ path: shot }).catch(() => undefined)
+      process.stderr.write(`[signin test] failed at ${page.url()}; screenshot: ${shot}\n`)
+    })
+    const signInAs = async (login: string) => {
+      await page.waitForURL((url) => url.origin === idp.issuer)
+      await page.locator('input[name=login]').fill(login)
+      await page.locator('input[name=password]').fill('any password')
+      await page.locator('button[type=submit]').click()
+    }
+    await context?.clearCookies()
+    await page.goto(`${base}/`)
+    await signInAs('alice')
+    await expect.poll(() => page.locator('.account-name').textContent()).toBe('Alice Analyst')
+    // Alice's session with one answered question (recorded as a run would record it).
+    const me = (await (await page.request.get(`${base}/api/me`)).json()) as { user: { id: string } }
+    const history = server?.stores.history
+    if (!history) throw new Error('no server')
+    const session = await history.createSession({ title: 'Revenue by region', owner: userOwner(me.user.id) })
+    const run = await history.startRun(session.id, 'Which region sells most?')
+    await history.finishRun(run.id, {
+      answer: 'The west sells most.',
+      incomplete: false,
+      unsupportedNumbers: [],
+      usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 },
+    })
+
+    await page.goto(`${base}/#/s/${session.id}`)
+    await page.getByText('The west sells most.').waitFor()
+    await page.getByRole('button', { name: 'Share' }).click()
+    const link = page.getByRole('dialog', { name: 'Share' }).getByRole('textbox', { name: 'Link' })
+    await expect.poll(() => link.inputValue()).toMatch(new RegExp(`^${base}/s/`))
+    const url = await link.inputValue()
+
+    // Bob, signed in by the link, reads it and continues from there: a session of his own.
+    await context?.clearCookies()
+    await page.goto(url)
+    await signInAs('bob')
+    await page.waitForURL(url)
+    await page.getByText('The west sells most.').waitFor()
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Revenue by region')
+    await page.getByRole('button', { name: 'Continue from here' }).click()
+    await page.waitForURL((to) => to.origin === base && to.hash.startsWith('#/s/') && to.pathname === '/')
+    const forked = decodeURIComponent(new URL(page.url()).hash.slice('#/s/'.length))
+    expect(forked).not.toBe(session.id)
+    await page.getByText('The west sells most.').waitFor()
+    const bob = (await (await page.request.get(`${base}/api/me`)).json()) as { user: { id: string } }
+    expect((await history.getSession(forked))?.owner).toBe(userOwner(bob.user.id))
+    expect((await history.getSession(session.id))?.owner).toBe(userOwner(me.user.id))
   })
 })

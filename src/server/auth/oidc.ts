@@ -1,8 +1,11 @@
 /**
  * The identity provider, through openid-client: discovery (once, retried after a failure), the
- * authorization code flow with PKCE, `state` and `nonce`, the ID token's signature, issuer,
- * audience and expiry (the provider's keys fetched again when it rotates them), userinfo for the
- * groups a provider leaves out of the ID token, and RP-initiated logout. No JWT is checked here.
+ * authorization code flow with PKCE, `state` and `nonce`, the ID token's issuer, audience, expiry
+ * and nonce, userinfo for the groups a provider leaves out of the ID token, and RP-initiated
+ * logout. No JWT is checked here. openid-client does not check the ID token's signature: it comes
+ * straight from the provider's token endpoint over TLS (https is required off loopback), which
+ * OpenID Connect Core 3.1.3.7 takes as proof of its issuer; so the provider rotating its signing
+ * keys never stops a sign-in.
  * @module
  */
 import * as client from 'openid-client'

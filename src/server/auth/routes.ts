@@ -9,6 +9,7 @@ import { z } from 'zod'
 import { ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError } from '../../errors.js'
 import type { HistoryStore, StoredUser } from '../../store/index.js'
 import { jsonBody, parse } from '../request-body.js'
+import { sessionSummary } from '../views.js'
 import { type AuthVariables, type SignIn, safeNext, userOwner } from './signin.js'
 
 export type AuthEnv = { Variables: AuthVariables }
@@ -54,8 +55,8 @@ export function userView(user: StoredUser) {
   }
 }
 
-/** A user's quotas as the admin page shows them (the server's Quotas, by owner). */
-export type QuotasOf = (owner: string) => Record<string, number | undefined>
+/** A user's quotas as the admin page shows them (the server's Quotas, by owner or email). */
+export type QuotasOf = (owner: string, email?: string) => Record<string, number | undefined>
 
 export function signInRoutes(signin: SignIn, history: HistoryStore, quotasOf?: QuotasOf): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>()
@@ -136,7 +137,7 @@ export function signInRoutes(signin: SignIn, history: HistoryStore, quotasOf?: Q
       users.map(async (user) => {
         const owner = userOwner(user.id)
         const [usage, activity] = await Promise.all([history.ownerUsage(owner), history.ownerActivity(owner)])
-        return { ...userView(user), usage, activity, quotas: quotasOf?.(owner) ?? {} }
+        return { ...userView(user), usage, activity, quotas: quotasOf?.(owner, user.email) ?? {} }
       }),
     )
     return c.json(withUsage)
@@ -154,6 +155,15 @@ export function signInRoutes(signin: SignIn, history: HistoryStore, quotasOf?: Q
       return c.json(userView((await signin.store.getUser(id)) as StoredUser))
     })
   }
+
+  // A user's sessions as the admin page lists them (titles, questions, dates): who uses what. Their
+  // content stays the user's own (/api/sessions/:id is a 404 to an admin too).
+  app.get('/api/admin/users/:id/sessions', async (c) => {
+    adminOf(c)
+    const id = c.req.param('id') as string
+    if (!(await signin.store.getUser(id))) throw new NotFoundError(`No user ${id}`)
+    return c.json((await history.listSessions({ owner: userOwner(id) })).map(sessionSummary))
+  })
 
   // Sessions made before sign-in, with ANALYST_TOKEN tokens (or with none, on loopback): an admin
   // gives each to the user it belongs to. A user's own session is never moved to another.

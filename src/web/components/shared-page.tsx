@@ -28,7 +28,8 @@ export function SharedPage({ shareId }: { shareId: string }) {
           <a class="link" href={apiUrl('/')}>
             Your analyses
           </a>
-          {view?.share.allowFiles && (
+          {/* Continued with its data files, so only when the owner allowed them (or it has none). */}
+          {view && (view.share.allowFiles || view.session.datasets.length === 0) && (
             <button
               type="button"
               class="button small"
