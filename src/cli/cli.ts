@@ -396,6 +396,10 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       '--resume <run>',
       'continue a stopped run (its id or a unique prefix); finished questions are kept',
     )
+    .option(
+      '--owner <user>',
+      'whose run this is: a user of analyst serve over the same store (their email, or user:ID); its sessions are theirs',
+    )
     .option('--out <dir>', 'write results.json and a self-contained report.html there')
     .option('--json', 'one JSON object with the scores and every result on stdout')
     .option(

@@ -53,6 +53,8 @@ export interface HarnessOptions {
   questions: EvalQuestion[]
   /** Questions asked at once. @default 1 */
   concurrency?: number
+  /** Whose sessions the questions are asked in (a signed-in user's `user:<id>`). @default nobody's */
+  owner?: string
   /** Stops asking: questions being answered stay unfinished, to be asked again on resume. */
   signal?: AbortSignal
   onEvent?: (event: EvalEvent) => void
@@ -125,7 +127,7 @@ async function askOne(
   emit: (event: EvalEvent) => void,
   closing: Array<Promise<void>>,
 ): Promise<QuestionResult | undefined> {
-  const { service, evals, run, set } = options
+  const { service, evals, run, set, owner } = options
   // A signal of its own, so that what listens to it goes with the question, not with the eval.
   const own = new AbortController()
   const stop = () => own.abort(options.signal?.reason)
@@ -140,6 +142,7 @@ async function askOne(
   try {
     const session = await service.createSession({
       title: `${set.name} #${question.id}: ${question.question}`.slice(0, 120),
+      ...(owner ? { owner } : {}),
     })
     sessionId = session.id
     await evals.putEvalResult(run.id, {
@@ -149,8 +152,8 @@ async function askOne(
       correct: false,
       detail: null,
     })
-    await service.addData(sessionId, [{ path: join(set.tablesDir, question.fileName) }], { signal })
-    const asking = service.ask(sessionId, benchmarkPrompt(question), { signal })
+    await service.addData(sessionId, [{ path: join(set.tablesDir, question.fileName) }], { owner, signal })
+    const asking = service.ask(sessionId, benchmarkPrompt(question), { owner, signal })
     for (let next = await asking.next(); ; next = await asking.next()) {
       if (next.done) {
         const answer = next.value

@@ -25,6 +25,11 @@ export { PREVIEW_CHARS, SqlHistoryStore } from './sql/store.js'
 export { SqliteHistoryStore } from './sqlite/store.js'
 export type * from './types.js'
 
+/** A user's sessions belong to `user:<id>` (a token's to its hash, which has no colon). */
+export function userOwner(userId: string): string {
+  return `user:${userId}`
+}
+
 /** Where Analyst keeps what it keeps between runs: ANALYST_HOME, else ~/.analyst. */
 export function analystHome(env: NodeJS.ProcessEnv = process.env): string {
   return env.ANALYST_HOME || join(homedir(), '.analyst')

@@ -350,4 +350,46 @@ describe('analyst eval', { timeout: 180_000 }, () => {
     expect(noModel.stderr).toContain('No model is configured')
     expect(noModel.stderr).not.toContain('Eval run')
   })
+
+  it("makes a run a signed-in user's with --owner: its record and its sessions are theirs", async () => {
+    const home = join(dir, 'home-owner')
+    const stores = await openStores(home, {})
+    const alice = await stores.auth.upsertUser({
+      issuer: 'https://idp.example.com',
+      subject: 'alice',
+      name: 'Alice',
+      email: 'alice@example.com',
+      groups: [],
+      admin: false,
+    })
+    await stores.close()
+    const { env } = await modelServer(planOf('right', 'right'))
+    const { code, stdout, stderr } = await analyst(
+      ['eval', set.dir, '--ids', '0,1', '--json', '--owner', 'Alice@Example.com'],
+      { ...env, ANALYST_HOME: home },
+    )
+    expect(code, stderr).toBe(0)
+    const report = JSON.parse(stdout) as { runId: string; results: { sessionId: string }[] }
+    const reopened = await openStores(home, {})
+    try {
+      const run = await reopened.evals.getEvalRun(report.runId)
+      expect(run?.settings.owner).toBe(`user:${alice.id}`)
+      expect(report.results).toHaveLength(2)
+      for (const result of report.results) {
+        expect((await reopened.history.getSession(result.sessionId))?.owner).toBe(`user:${alice.id}`)
+      }
+      // The user's own list has them, as the web UI and the admin page show it.
+      expect((await reopened.history.listSessions({ owner: `user:${alice.id}` })).length).toBe(2)
+    } finally {
+      await reopened.close()
+    }
+    const nobody = await analyst(['eval', set.dir, '--ids', '0', '--owner', 'bob@example.com'], {
+      ...env,
+      ANALYST_HOME: home,
+    })
+    expect(nobody.code).toBe(2)
+    expect(nobody.stderr).toContain('No user bob@example.com in this store')
+    expect(nobody.stderr).toContain('signed in to analyst serve')
+    expect(nobody.stderr).not.toContain('Eval run')
+  })
 })

@@ -32,6 +32,7 @@ import type { SandboxProvider } from '../../sandbox/index.js'
 import { SessionService } from '../../session/index.js'
 import type { Sources } from '../../sources/index.js'
 import {
+  type AuthStore,
   analystHome,
   type EvalStore,
   loadSessionHistory,
@@ -39,6 +40,7 @@ import {
   type SessionHistory,
   type StoredEvalRun,
   type Stores,
+  userOwner,
 } from '../../store/index.js'
 import { openDataSources, sourceArgs } from '../data-args.js'
 import { UsageError } from '../errors.js'
@@ -74,6 +76,8 @@ export interface EvalOptions {
   modalTool?: string[]
   /** Recorded replies instead of a model (tests, benchmarks of the harness). */
   replay?: string
+  /** --owner: the signed-in user (email or user:ID) whose run and sessions these are. */
+  owner?: string
   /** --data: databases and data files every question's sql() may query (given again on --resume). */
   data?: string[]
   cwd: string
@@ -92,6 +96,8 @@ interface RunSettings {
   timeoutMs: number
   /** --modal-tool values. */
   modalTools?: string[]
+  /** --owner: the user whose run and sessions these are (`user:<id>`). */
+  owner?: string
 }
 
 const EXAMPLE = 'Example: analyst eval ../datasets/dabench --model openai:gpt-4.1-mini --concurrency 4'
@@ -124,7 +130,7 @@ async function chooseModel(
 }
 
 /** A new run from the options. */
-async function newRun(evals: EvalStore, options: EvalOptions): Promise<Plan> {
+async function newRun(evals: EvalStore, options: EvalOptions, owner: string | undefined): Promise<Plan> {
   if (!options.dir) throw new UsageError('Give the folder of a benchmark set', EXAMPLE)
   const set = await loadEvalSet(resolve(options.cwd, options.dir))
   const questions = selectQuestions(set, { ids: options.ids, level: options.level, limit: options.limit })
@@ -135,6 +141,7 @@ async function newRun(evals: EvalStore, options: EvalOptions): Promise<Plan> {
     maxSteps: options.maxSteps ?? 8,
     timeoutMs: (options.timeout ?? 60) * 1000,
     ...(options.modalTool?.length ? { modalTools: options.modalTool } : {}),
+    ...(owner ? { owner } : {}),
   }
   const run = await evals.createEvalRun({
     dataset: set.dir,
@@ -142,6 +149,25 @@ async function newRun(evals: EvalStore, options: EvalOptions): Promise<Plan> {
     settings: settings as unknown as Record<string, unknown>,
   })
   return { run, set, questions, settings, model }
+}
+
+/**
+ * The owner `--owner` names: a user of `analyst serve` over the same store, by email (any case) or
+ * as `user:<id>`, who has signed in there at least once.
+ */
+async function ownerNamed(auth: AuthStore, given: string): Promise<string> {
+  const users = await auth.listUsers()
+  const wanted = given.trim().toLowerCase()
+  const user = users.find((u) => userOwner(u.id) === given.trim() || u.email?.toLowerCase() === wanted)
+  if (!user) {
+    throw new UsageError(
+      `No user ${given} in this store`,
+      'Give the email of someone who has signed in to analyst serve over this store (ANALYST_DATABASE_URL or ANALYST_HOME), or user:ID from its admin page.',
+    )
+  }
+  if (user.disabled)
+    throw new UsageError(`${given} is disabled`, 'An admin can enable them on the admin page.')
+  return userOwner(user.id)
 }
 
 /** A stored run to continue: its set, questions, settings and model, as it began. */
@@ -163,6 +189,7 @@ async function resumedRun(evals: EvalStore, options: EvalOptions, prefix: string
       ['--mode', options.mode],
       ['--timeout', options.timeout],
       ['--modal-tool', options.modalTool],
+      ['--owner', options.owner],
     ] as const
   ).filter(([, value]) => value !== undefined)
   if (changed.length > 0) {
@@ -241,7 +268,11 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
     const fresh = options.resume ? undefined : await modalToolSettings(options.modalTool, options)
     const plan = options.resume
       ? await resumedRun(stores.evals, options, options.resume)
-      : await newRun(stores.evals, options)
+      : await newRun(
+          stores.evals,
+          options,
+          options.owner ? await ownerNamed(stores.auth, options.owner) : undefined,
+        )
     const { run, set, questions, settings } = plan
     const modal =
       fresh ?? (await modalToolSettings(settings.modalTools, { env: options.env, mode: settings.mode }))
@@ -289,6 +320,7 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
       run,
       questions,
       concurrency,
+      ...(settings.owner ? { owner: settings.owner } : {}),
       signal: stop.signal,
       onEvent: (event) => shown.handle(event),
     })

@@ -10,7 +10,13 @@ import type { Context } from 'hono'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import type { Logger } from 'pino'
 import { ForbiddenError, InvalidArgumentError, UnauthorizedError } from '../../errors.js'
-import type { AuthStore, StoredApiKey, StoredBrowserSession, StoredUser } from '../../store/index.js'
+import {
+  type AuthStore,
+  type StoredApiKey,
+  type StoredBrowserSession,
+  type StoredUser,
+  userOwner,
+} from '../../store/index.js'
 import { admit } from './admission.js'
 import { AuditLog } from './audit.js'
 import type { SignInSettings } from './config.js'
@@ -30,10 +36,7 @@ export interface AuthVariables {
   identity: Identity | undefined
 }
 
-/** A user's sessions belong to `user:<id>` (a token's to its hash, which has no colon). */
-export function userOwner(userId: string): string {
-  return `user:${userId}`
-}
+export { userOwner }
 
 /** last_used_at is written at most this often per key or browser session: a read per request, not a write. */
 const TOUCH_MS = 60_000
