@@ -119,7 +119,7 @@ describe('analyst ask over PostgreSQL', () => {
     } finally {
       await model.close()
     }
-  })
+  }, 120_000)
 })
 
 describe('a source that cannot be opened, before any model call', () => {
@@ -161,7 +161,7 @@ describe('a source that cannot be opened, before any model call', () => {
       } finally {
         await model.close()
       }
-    })
+    }, 240_000)
   }
 })
 
@@ -193,7 +193,7 @@ describe('chat and serve with --data URL', () => {
     } finally {
       await model.close()
     }
-  })
+  }, 120_000)
 
   it('analyst serve: a session made with no sources gets the --data one, and queries it', async () => {
     const model = await startFakeOpenAI([
