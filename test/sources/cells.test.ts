@@ -86,6 +86,20 @@ async function myRunning(pattern: string): Promise<number> {
   return rows.length
 }
 
+/** The queries that the sources' role (cell_boss) runs now on a server. */
+async function busyRole(source: 'pg' | 'my'): Promise<number> {
+  if (source === 'pg') {
+    const { rows } = await admin.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = 'cell_boss' AND state <> 'idle'",
+    )
+    return rows[0].n as number
+  }
+  const rows = (await mariadb.query(
+    "SELECT id FROM information_schema.processlist WHERE user = 'cell_boss' AND command = 'Query'",
+  )) as unknown[]
+  return rows.length
+}
+
 /** The cell's error, named and explained, or a failure that shows the whole execution. */
 function errorOf(execution: Execution) {
   expect(execution.error, JSON.stringify(execution.logs)).toBeDefined()
@@ -112,6 +126,8 @@ describe('sql() from a cell past its time limit', () => {
       await waitFor(async () => (await running()) === 0, {
         what: `no ${sleep} left on the server`,
       })
+      // Nor any other query of the source's role.
+      expect(await busyRole(source)).toBe(0)
       expect(timedOut.queries).toMatchObject([{ source, query: sleep }])
       expect(timedOut.queries[0]?.error).toBeDefined()
       // The source still answers.
