@@ -156,6 +156,7 @@ describe('a database that goes away mid-query', () => {
   })
 
   it('my: a killed connection is a clear QueryError, the session lives and the next sql() works', async () => {
+    await sandbox.runCode('kept = 41')
     const cell = sandbox.runCode("sql('SELECT SLEEP(64)', source='my')", { timeoutMs: 120_000 })
     await waitFor(async () => (await myRunning('SLEEP(64)')) === 1, { what: 'SLEEP(64) to run' })
     const [row] = (await mariadb.query(
