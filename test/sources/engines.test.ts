@@ -6,7 +6,10 @@
  * has no channel back to the host: the capability is declared missing, and a sandbox with sources
  * is refused with what to use instead, before E2B is called.
  */
-import { execFile } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -16,6 +19,7 @@ import { Sandbox } from '../../src/sandbox/index.js'
 import { MODAL_CAPABILITIES, ModalProvider } from '../../src/sandbox/modal/index.js'
 import { type FakeModal, startFakeModal } from '../../src/test/support/modal-control-plane.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
+import { startFakeOpenAI } from '../support/fake-openai.js'
 import { waitFor } from '../support/wait.js'
 import { openSources } from './support.js'
 
@@ -115,4 +119,46 @@ describe('sources on the E2B engine', () => {
     expect(failure?.message).toBe("The e2b engine cannot give code the host's data sources (sql())")
     expect(failure?.hint).toMatch(/no channel back to the host.*local, Modal or Jupyter engine/)
   })
+
+  it('analyst ask --sandbox e2b with a database says so, exit 2, no stack trace, no model call', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'analyst-sources-e2b-'))
+    const model = await startFakeOpenAI([{ content: 'The model must not be called.' }])
+    try {
+      execFileSync('/usr/bin/python3', [
+        '-c',
+        "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE t (n)'); c.commit()",
+        join(dir, 'shop.db'),
+      ])
+      const { code, stderr } = await new Promise<{ code: number; stderr: string }>((done) =>
+        execFile(
+          process.execPath,
+          [resolve('dist/cli/bin.js'), 'ask', 'How many?', '--sandbox', 'e2b', '--data', 'sqlite:shop.db'],
+          {
+            cwd: dir,
+            timeout: 120_000,
+            env: {
+              PATH: process.env.PATH ?? '',
+              HOME: dir,
+              NO_COLOR: '1',
+              ANALYST_MODEL: 'openai-compatible:fake',
+              ANALYST_BASE_URL: model.url,
+              E2B_API_KEY: 'e2b_never_used',
+              E2B_API_URL: 'http://127.0.0.1:9',
+              E2B_SANDBOX_URL: 'http://127.0.0.1:9',
+            },
+          },
+          (error, _stdout, stderr) =>
+            done({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stderr }),
+        ),
+      )
+      expect(code).toBe(2)
+      expect(stderr).toContain("analyst: The e2b engine cannot give code the host's data sources (sql())")
+      expect(stderr).toMatch(/Use the local, Modal or Jupyter engine/)
+      expect(stderr).not.toMatch(/\n\s+at /)
+      expect(model.requests).toHaveLength(0)
+    } finally {
+      await model.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 150_000)
 })
