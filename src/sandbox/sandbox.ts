@@ -194,7 +194,7 @@ export class Sandbox {
       throw new InvalidArgumentError(
         `The ${engine.name} engine cannot give code the host's data sources (sql())`,
         {
-          hint: 'Its sandboxes have no channel back to the host. Use the local or Modal engine for data sources.',
+          hint: 'Its sandboxes have no channel back to the host. Use the local, Modal or Jupyter engine for data sources.',
         },
       )
     }

@@ -490,9 +490,13 @@ function queryError(error: unknown, timeoutMs: number): AnalystError {
     })
   }
   if (isBroken(error)) {
-    return new SandboxUnavailableError(`The MySQL server went away during the query: ${message}`, {
-      hint: 'Check that the server runs, then run the query again.',
-    })
+    // mysql2's message ends with its own full stop; the hint follows after one.
+    return new SandboxUnavailableError(
+      `The MySQL server went away during the query: ${message.replace(/\.+$/, '')}`,
+      {
+        hint: 'Check that the server runs, then run the query again.',
+      },
+    )
   }
   return new InvalidArgumentError(`MySQL: ${message}`, {
     hint: 'Check the query against the schema (describe_table).',

@@ -828,6 +828,8 @@ def main():
     builtins.display = display
     builtins.sql = sql
     builtins.describe_table = describe_table
+    # As on the Jupyter engine (prelude.py): code can catch what sql() raises by its name.
+    builtins.QueryError = analyst_sql.QueryError
     builtins.get_ipython = get_ipython
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
     signal.signal(signal.SIGINT, on_interrupt)
