@@ -146,7 +146,9 @@ describe('a source that cannot be opened, before any model call', () => {
         ['postgres://analyst_ro:${UNSET_SHOP_PW}@127.0.0.1/shop', {}, /UNSET_SHOP_PW.*not set/],
       ]
       try {
-        for (const [data, extra, message] of cases) {
+        // chat opens its sources through the same code as ask: two cases show it.
+        const tried = command === 'ask' ? cases : [cases[0], cases[5]].filter((c) => c !== undefined)
+        const runs = tried.map(async ([data, extra, message]) => {
           const args = command === 'ask' ? ['ask', 'Revenue?', '--data', data] : ['chat', '--data', data]
           const { code, stdout, stderr } = await analyst(args, { ...env, ...extra }, 'Revenue?\n')
           expect(code, `${data}: ${stderr}`).toBe(2)
@@ -156,7 +158,8 @@ describe('a source that cannot be opened, before any model call', () => {
           expect(stderr, data).not.toMatch(/\n\s+at /)
           expect(`${stdout}${stderr}`, data).not.toContain(wrong)
           expect(`${stdout}${stderr}`, data).not.toContain(PASSWORD)
-        }
+        })
+        await Promise.all(runs)
         expect(model.requests).toHaveLength(0)
       } finally {
         await model.close()
