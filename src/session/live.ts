@@ -128,7 +128,7 @@ async function openSessionSources(
 
 /** The prompt's text on the session's data: its files' profiles, and the host's sources if it has some. */
 function describeData(profiles: StoredDataset['profile'][], sourcesText: string | undefined): string {
-  const files = profiles.length > 0 || !sourcesText ? formatProfiles(profiles) : ''
+  const files = profiles.length > 0 ? formatProfiles(profiles) : sourcesText ? '(no files were given)' : ''
   return [files, sourcesText].filter(Boolean).join('\n\n')
 }
 
