@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // E2B-compatible API benchmark: the official SDK (@e2b/code-interpreter) against `analyst serve` on
 // loopback, `1 + 1` round trips and Sandbox.create from the warm pool, beside the same through
-// Analyst's library in the same run (the baseline: what the HTTP layer adds is the difference).
+// Analyst's library in the same run (the baseline: what the HTTP layer adds is the difference), and
+// the files calls that carry envd's details (list, getInfo) beside a plain read of the same file.
 // The server runs in a child process (this file with --serve), as it would for a real client.
 // Usage: node bench/e2b.mjs [--quick]   (run `npm run build` first; `npm run bench` does)
 import { fork } from 'node:child_process'
@@ -15,7 +16,7 @@ import { startServer } from '../dist/server/index.js'
 import { machine, percentile, table } from './util.mjs'
 
 const quick = process.argv.includes('--quick')
-const N = { roundTrip: quick ? 200 : 1000, create: quick ? 10 : 30, warmup: 50 }
+const N = { roundTrip: quick ? 200 : 1000, create: quick ? 10 : 30, files: quick ? 50 : 200, warmup: 50 }
 
 async function time(fn) {
   const start = performance.now()
@@ -76,6 +77,15 @@ if (process.argv.includes('--serve')) {
     const sdkTrips = await repeat(N.roundTrip, async () => {
       if ((await remote.runCode('1 + 1')).text !== '2') throw new Error('wrong answer from the SDK')
     })
+    // Files: a read is the baseline; list and getInfo also read each entry's metadata (xattrs).
+    for (let i = 0; i < 20; i++) await remote.files.write(`bench/f${i}.txt`, 'x'.repeat(100))
+    for (let i = 0; i < N.warmup; i++) await remote.files.list('bench')
+    const fileCalls = { read: [], list: [], getInfo: [] }
+    for (let i = 0; i < N.files; i++) {
+      fileCalls.read.push(await time(() => remote.files.read('bench/f0.txt')))
+      fileCalls.list.push(await time(() => remote.files.list('bench')))
+      fileCalls.getInfo.push(await time(() => remote.files.getInfo('bench/f0.txt')))
+    }
     await remote.kill()
 
     await provider.warm()
@@ -121,8 +131,13 @@ ${table(
     row('library `runCode("1 + 1")`', libraryTrips),
     row('SDK `Sandbox.create()` (warm pool)', sdkCreates),
     row('library `Sandbox.create()` (warm pool)', libraryCreates),
+    row('SDK `files.read` (one 100-byte file)', fileCalls.read),
+    row('SDK `files.list` (20 files, with metadata)', fileCalls.list),
+    row('SDK `files.getInfo` (with metadata)', fileCalls.getInfo),
   ],
 )}
+
+A detailed \`files.list\` takes ${(p50(fileCalls.list) / p50(fileCalls.read)).toFixed(2)}× a read at p50, \`getInfo\` ${(p50(fileCalls.getInfo) / p50(fileCalls.read)).toFixed(2)}×.
 
 HTTP and the SDK add ${ms(p50(sdkTrips) - p50(libraryTrips))} to a round trip and ${ms(p50(sdkCreates) - p50(libraryCreates))} to a create at p50 (goals: round trip ≤ 3 ms, create ≤ 20 ms at p50; E2B's cloud gives ~150 ms for a create, their figure, not measured here).`)
   } finally {

@@ -14,4 +14,4 @@ export E2B_API_URL=http://127.0.0.1:$PORT E2B_SANDBOX_URL=http://127.0.0.1:$PORT
 mkdir -p out
 FILES=${FILES:-$( (ls ci/js/tests/*.test.ts ci/js/tests/*/*.test.ts; find e2b/packages/js-sdk/tests/sandbox -name '*.test.ts'; ls e2b/packages/js-sdk/tests/api/{info,kill,list}.test.ts) | grep -v runtimes | sort)}
 for f in $FILES; do n=$(echo $f | tr / _); timeout 600 npx vitest run --config vitest.config.mjs --reporter=json --outputFile=out/$n.json $f >out/$n.log 2>&1; done
-node tally.mjs
+node "$REPO/bench/e2b-suites/tally.mjs"
