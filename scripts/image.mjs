@@ -147,7 +147,7 @@ function rootfs(target, name, packageFiles) {
   const tar = join(target.cache, `rootfs-${name}-${key}.tar`)
   if (existsSync(tar)) {
     say(`root file system of ${name}: cached (${tar})`)
-    return { tar, key }
+    return { tar, key, epoch }
   }
   const debs = join(target.cache, 'debs')
   mkdirSync(debs, { recursive: true })
@@ -180,18 +180,30 @@ function rootfs(target, name, packageFiles) {
       rmSync(join(target.cache, file), { recursive: true, force: true })
   }
   say(`root file system of ${name}: ${Math.round((Date.now() - started) / 1000)} s`)
-  return { tar, key }
+  return { tar, key, epoch }
 }
 
 function imageExists(name) {
   return spawnSync('podman', ['image', 'exists', name]).status === 0
 }
 
-/** The root file system as an image of one layer, imported once per recipe. */
+/**
+ * The root file system as an image of one layer, made once per recipe. buildah rather than
+ * podman import, which dates the image by the clock: with --timestamp its configuration, and so
+ * the ID of every image made on it, is the same on every build.
+ */
 function baseImage(target, name, packageFiles) {
-  const { tar, key } = rootfs(target, name, packageFiles)
+  const { tar, key, epoch } = rootfs(target, name, packageFiles)
   const base = `${target.prefix}${name}-base:${key}`
-  if (!imageExists(base)) run('podman', ['import', '--quiet', tar, base], { capture: true })
+  if (imageExists(base)) return base
+  const container = buildah(['from', '--quiet', 'scratch'])
+  try {
+    buildah(['add', '--quiet', container, tar, '/'])
+    buildah(['commit', '--quiet', '--format', 'docker', '--timestamp', epoch, '--rm', container, base])
+  } catch (error) {
+    spawnSync('buildah', ['rm', container], { stdio: 'ignore' })
+    throw error
+  }
   return base
 }
 
@@ -450,6 +462,9 @@ function buildJupyter(target, epoch) {
       'LANG=C.UTF-8',
       '--env',
       'PATH=/usr/bin:/bin',
+      // ipykernel's debugger otherwise warns on every kernel's start that Python's modules are frozen.
+      '--env',
+      'PYDEVD_DISABLE_FILE_VALIDATION=1',
       '--workingdir',
       '/data',
       '--volume',
