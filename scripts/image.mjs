@@ -222,10 +222,19 @@ function nodeDir(target) {
   return dir
 }
 
-/** What a running server never reads: sources, headers, objects, maps, browser bundles. */
+/**
+ * What a running server never reads: sources, headers, objects, maps, browser bundles, and
+ * node-gyp's makefiles and configuration, which name the folder they were built in (two builds in
+ * two caches would differ there and nowhere else).
+ */
 const UNUSED = [
   'better-sqlite3/deps',
   'better-sqlite3/src',
+  'better-sqlite3/build/Makefile',
+  'better-sqlite3/build/binding.Makefile',
+  'better-sqlite3/build/config.gypi',
+  'better-sqlite3/build/better_sqlite3.target.mk',
+  'better-sqlite3/build/test_extension.target.mk',
   'better-sqlite3/build/deps',
   'better-sqlite3/build/Release/obj',
   'better-sqlite3/build/Release/obj.target',
@@ -296,13 +305,14 @@ function appDir(target, node, build) {
       cwd: work,
       env: { ...process.env, npm_config_nodedir: node, PATH: `${node}/bin:${process.env.PATH}` },
     })
-    prune(join(work, 'node_modules'))
     renameSync(work, modules)
   }
   cpSync(join(modules, 'node_modules'), join(staging, 'node_modules'), {
     recursive: true,
     verbatimSymlinks: true,
   })
+  // On the copy: a change to the list applies without compiling the modules again.
+  prune(join(staging, 'node_modules'))
   mkdirSync(join(staging, 'bin'))
   writeFileSync(
     join(staging, 'bin/analyst'),
@@ -522,12 +532,19 @@ function debianSlim(target) {
 function buildContainerfile(target) {
   const image = target.names.containerfile
   debianSlim(target)
+  // The CAs npm trusts here (a proxy's own among them, where one signs TLS), for the build's npm.
+  const ca = [
+    process.env.NODE_EXTRA_CA_CERTS,
+    process.env.SSL_CERT_FILE,
+    '/etc/ssl/certs/ca-certificates.crt',
+  ].find((file) => file && existsSync(file))
   run('podman', [
     '--runtime',
     'runc',
     'build',
     '--pull=never',
     '--layers=false',
+    ...(ca ? ['--secret', `id=ca,src=${ca}`] : []),
     '--ignorefile',
     join(DEPLOY, 'Containerfile.dockerignore'),
     '-f',
