@@ -14,6 +14,8 @@
 //   npm run image -- --with containerfile  also analyst-containerfile:<version>, deploy/Containerfile
 //                                       built by podman (FROM a debian:bookworm-slim made here if
 //                                       none is)
+//   node scripts/image.mjs --prune-modules DIR   what the server never reads, out of DIR (the
+//                                       Containerfile's build stage)
 //   npm run image -- --check-reproducible   build again from nothing and compare, layer by layer
 //   npm run image -- --print-packages   the resolved package list of the last build
 //   npm run image -- --no-build         dist/ as it is (npm run build runs first otherwise)
@@ -688,8 +690,11 @@ function main() {
       'print-packages': { type: 'boolean', default: false },
       'no-build': { type: 'boolean', default: false },
       'check-reproducible': { type: 'boolean', default: false },
+      'prune-modules': { type: 'string' },
     },
   })
+  // deploy/Containerfile's build stage: the same trim of node_modules as here.
+  if (values['prune-modules']) return prune(resolve(values['prune-modules']))
   if (values['print-packages']) {
     process.stdout.write(
       run(
