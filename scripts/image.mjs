@@ -607,7 +607,7 @@ function checkReproducible(names, options) {
       const differing = ours.map((layer, at) => (layer === theirs[at] ? -1 : at)).filter((at) => at >= 0)
       if (differing.length === 0 && ours.length === theirs.length) {
         say(
-          `${a.name}: reproducible, the same ${ours.length} layers (${ours.join(', ')}); built in ${a.seconds} s, then ${b.seconds} s`,
+          `${a.name}: reproducible, the same ${ours.length} layers (${ours.join(', ')}); built in ${a.seconds} s, then ${b.seconds} s. (The images' IDs differ: Docker's format, which HEALTHCHECK needs, records the build container's ID and hostname in the configuration.)`,
         )
         continue
       }
@@ -644,7 +644,7 @@ with tarfile.open(sys.argv[1]) as tar:
 const FIELDS = ['type', 'mode', 'owner', 'mtime', 'link', 'content', 'extended headers']
 
 /** The members of one layer of each image that differ, by name, and in what; and whether their order does. */
-function describeDifference(imageA, imageB, layerA, layerB) {
+export function describeDifference(imageA, imageB, layerA, layerB) {
   const dir = join(CHECK_CACHE, 'saved')
   const members = (image, layer, side) => {
     const out = join(dir, side)
