@@ -191,8 +191,8 @@ function imageExists(name) {
 
 /**
  * The root file system as an image of one layer, made once per recipe. buildah rather than
- * podman import, which dates the image by the clock: with --timestamp its configuration, and so
- * the ID of every image made on it, is the same on every build.
+ * podman import, which dates the image by the clock: with --timestamp the layer's mtimes and the
+ * image's history carry SOURCE_DATE_EPOCH, whatever the cached tar's members say.
  */
 function baseImage(target, name, packageFiles) {
   const { tar, key, epoch } = rootfs(target, name, packageFiles)

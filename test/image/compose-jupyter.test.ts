@@ -30,9 +30,9 @@ describe.skipIf(FROM_CONTAINERFILE)('deploy/compose.jupyter.yaml', () => {
     stack.script.push(
       {
         code: [
-          'import os, socket, pandas as pd',
+          'import os, pandas as pd',
           "df = pd.DataFrame({'city': ['Oslo', 'Lima', 'Oslo'], 'sales': [3, 4, 5]})",
-          "print(df.groupby('city').sales.sum().to_dict(), socket.gethostname(), os.getcwd())",
+          "print(df.groupby('city').sales.sum().to_dict(), os.uname().nodename, os.getcwd())",
         ].join('\n'),
       },
       (request) => ({ content: `Seen: ${lastObservation(request)}` }),

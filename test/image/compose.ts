@@ -39,6 +39,8 @@ export async function startStack(options: { files?: string[]; env?: string[] } =
   const down = async () => {
     await model?.close()
     await compose(['down', '-v'])
+    // podman-compose 1.0 leaves the network; the next stack makes it again with its own gateway.
+    await podman(['network', 'rm', '-f', `${PROJECT}_default`])
     rmSync(dir, { recursive: true, force: true })
   }
   try {
