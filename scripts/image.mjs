@@ -544,6 +544,9 @@ function buildContainerfile(target) {
     '--runtime',
     'runc',
     'build',
+    // Docker's format: OCI's has no HEALTHCHECK, which podman build would drop.
+    '--format',
+    'docker',
     '--pull=never',
     '--layers=false',
     ...(ca ? ['--secret', `id=ca,src=${ca}`] : []),
