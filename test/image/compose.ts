@@ -113,7 +113,7 @@ export async function startStack(options: { files?: string[]; env?: string[] } =
 
 async function inReplica(service: string, method: string, path: string, body?: unknown): Promise<string> {
   const code = `fetch('http://127.0.0.1:8787' + process.argv[1], { method: process.argv[2], headers: { authorization: 'Bearer ${TOKEN}', 'content-type': 'application/json' }, body: process.argv[3] || undefined }).then(async (r) => { process.stdout.write(await r.text()); process.exit(r.ok ? 0 : 1) })`
-  return must([
+  const result = await podman([
     'exec',
     container(service),
     'node',
@@ -123,4 +123,10 @@ async function inReplica(service: string, method: string, path: string, body?: u
     method,
     body === undefined ? '' : JSON.stringify(body),
   ])
+  if (result.code === 0) return result.stdout
+  // The server's own words: an internal error says no more to the client.
+  const log = await podman(['logs', '--tail', '40', container(service)])
+  throw new Error(
+    `${method} ${path} on ${service} failed: ${result.stderr}${result.stdout}\n${service} logged:\n${log.stdout}${log.stderr}`,
+  )
 }
