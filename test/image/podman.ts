@@ -10,9 +10,17 @@ import { resolve } from 'node:path'
 import { waitFor } from '../support/wait.js'
 
 const VERSION = JSON.parse(readFileSync(resolve('package.json'), 'utf8')).version as string
-export const IMAGE = `localhost/analyst:${VERSION}`
+/**
+ * ANALYST_TEST_IMAGE_FROM=containerfile: the tests of container.test.ts run on the image that
+ * deploy/Containerfile builds (npm run image -- --only containerfile) instead of npm run image's.
+ */
+export const FROM_CONTAINERFILE = process.env.ANALYST_TEST_IMAGE_FROM === 'containerfile'
+export const IMAGE = FROM_CONTAINERFILE
+  ? `localhost/analyst-containerfile:${VERSION}`
+  : `localhost/analyst:${VERSION}`
 export const POSTGRES_IMAGE = 'localhost/analyst-postgres:15'
 export const PROXY_IMAGE = 'localhost/analyst-proxy:2.6'
+export const JUPYTER_IMAGE = 'localhost/analyst-jupyter:1.23'
 export const LABEL = 'analyst-test-image=1'
 /** The compose project of the tests. */
 export const PROJECT = 'analysttest'
@@ -126,7 +134,7 @@ export function cleanUp() {
   }
   // The images made for the tests; the base images stay, as npm run image's cache (its .cache/image).
   if (process.env.ANALYST_IMAGE_KEEP !== '1') {
-    spawnSync('podman', ['rmi', '-f', IMAGE, POSTGRES_IMAGE, PROXY_IMAGE], { stdio: 'ignore' })
+    spawnSync('podman', ['rmi', '-f', IMAGE, POSTGRES_IMAGE, PROXY_IMAGE, JUPYTER_IMAGE], { stdio: 'ignore' })
     spawnSync('podman', ['image', 'prune', '-f'], { stdio: 'ignore' })
   }
 }
