@@ -19,7 +19,7 @@ import type { McpHttp } from '../mcp/index.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
 import type { SourcesCaller } from '../session/live.js'
 import { EXPORT_FORMATS, EXPORT_TYPES, isExportFormat } from '../store/export/index.js'
-import { artifactResponse } from './artifact-response.js'
+import { artifactResponse, dataFileResponse } from './artifact-response.js'
 import {
   type AuthVariables,
   bearerOf,
@@ -297,6 +297,16 @@ export function createApp(options: AppOptions): Hono<Env> {
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
+  })
+
+  // A data file as it was uploaded (or added), for its owner.
+  app.get('/api/sessions/:id/files/:name', async (c) => {
+    const { dataset, content } = await service.openDataset(
+      await sessionOf(c),
+      c.req.param('name'),
+      c.get('owner'),
+    )
+    return dataFileResponse(dataset, content)
   })
 
   app.post('/api/sessions/:id/ask', async (c) => {

@@ -127,6 +127,13 @@ export const openApiDocument = {
         responses: { 201: { description: 'DatasetInfo' }, 400: error, 404: error, 413: error, 415: error },
       },
     },
+    '/api/sessions/{id}/files/{name}': {
+      parameters: [sessionId, { name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+      get: {
+        summary: 'A data file of the session, as it was uploaded',
+        responses: { 200: { description: 'The file' }, 404: error },
+      },
+    },
     '/api/sessions/{id}/ask': {
       parameters: [sessionId],
       post: {
@@ -239,6 +246,16 @@ export const openApiDocument = {
       get: {
         summary: 'A shared session, read-only',
         responses: { 200: { description: 'SharedSessionView' }, 404: error },
+      },
+    },
+    '/api/shared/{shareId}/files/{name}': {
+      parameters: [
+        { name: 'shareId', in: 'path', required: true, schema: { type: 'string' } },
+        { name: 'name', in: 'path', required: true, schema: { type: 'string' } },
+      ],
+      get: {
+        summary: 'A data file of a shared session, as uploaded (only when its owner allowed the data files)',
+        responses: { 200: { description: 'The file' }, 403: error, 404: error },
       },
     },
     '/api/shared/{shareId}/fork': {

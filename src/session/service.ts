@@ -634,6 +634,19 @@ export class SessionService {
     return { artifact, content }
   }
 
+  /** A data file of the session as it was added (its stored blob). */
+  async openDataset(
+    sessionId: string,
+    name: string,
+    owner?: string | null,
+  ): Promise<{ dataset: StoredDataset; content: Readable }> {
+    await this.getSession(sessionId, owner)
+    const dataset = (await this.options.history.datasets(sessionId)).find((d) => d.name === name)
+    const content = dataset?.sha256 ? await this.options.blobs.get(dataset.sha256) : undefined
+    if (!dataset || !content) throw new NotFoundError(`No data file ${name} in this session`)
+    return { dataset, content }
+  }
+
   async export(sessionId: string, format: ExportFormat, owner?: string | null): Promise<string> {
     return exportSession(await this.sessionHistory(sessionId, owner), format, this.options.blobs)
   }

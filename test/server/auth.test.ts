@@ -793,6 +793,13 @@ describe('shares', () => {
     expect((await get(bob, `/api/sessions/${id}`)).status).toBe(404)
     expect((await call(bob, `/api/sessions/${id}/share`, 'DELETE')).status).toBe(404)
     expect((await call(bob, `/api/shared/${share.id}/fork`, 'POST')).status).toBe(403)
+    // The data file itself: its owner downloads it as uploaded; through the share, not yet.
+    const own = await get(alice, `/api/sessions/${id}/files/sales.csv`)
+    expect(own.status).toBe(200)
+    expect(own.headers.get('content-disposition')).toContain('attachment')
+    expect(Buffer.from(await own.arrayBuffer()).equals(readFileSync(SALES))).toBe(true)
+    expect((await get(bob, `/api/sessions/${id}/files/sales.csv`)).status).toBe(404)
+    expect((await get(bob, `/api/shared/${share.id}/files/sales.csv`)).status).toBe(403)
 
     // The owner allows the data files: the profile shows, and a fork is Bob's own, with the data.
     expect((await call(alice, `/api/sessions/${id}/share`, 'POST', { allowFiles: true })).status).toBe(201)
@@ -800,6 +807,10 @@ describe('shares', () => {
       await get(bob, `/api/shared/${share.id}`),
     )
     expect(withFiles.session.datasets[0]?.profile?.rows).toBe(400)
+    const viewed = await get(bob, `/api/shared/${share.id}/files/sales.csv`)
+    expect(viewed.status).toBe(200)
+    expect(Buffer.from(await viewed.arrayBuffer()).equals(readFileSync(SALES))).toBe(true)
+    expect((await get(bob, `/api/shared/${share.id}/files/nope.csv`)).status).toBe(404)
     const forked = await call(bob, `/api/shared/${share.id}/fork`, 'POST')
     expect(forked.status).toBe(201)
     const { id: copy } = await json<{ id: string }>(forked)

@@ -9,7 +9,7 @@ import { Hono } from 'hono'
 import { z } from 'zod'
 import { ForbiddenError, NotFoundError } from '../../errors.js'
 import type { SessionService } from '../../session/index.js'
-import { artifactResponse } from '../artifact-response.js'
+import { artifactResponse, dataFileResponse } from '../artifact-response.js'
 import { jsonBody, parse } from '../request-body.js'
 import type { SharedSessionView } from '../types.js'
 import { sessionDetail } from '../views.js'
@@ -89,6 +89,17 @@ export function shareRoutes(signin: SignIn, service: SessionService): Hono<AuthE
     const name = decodeURIComponent(path.slice(path.indexOf('/artifacts/') + '/artifacts/'.length))
     const { artifact, content } = await service.openArtifact(share.sessionId, name)
     return artifactResponse(artifact, content)
+  })
+
+  // The data files, only when the owner shared them.
+  app.get('/api/shared/:shareId/files/:name', async (c) => {
+    const share = await shareOf(c.req.param('shareId'))
+    if (!share.allowFiles)
+      throw new ForbiddenError('This session is shared without its data files', {
+        hint: 'Ask its owner to share it with its data files allowed.',
+      })
+    const { dataset, content } = await service.openDataset(share.sessionId, c.req.param('name'))
+    return dataFileResponse(dataset, content)
   })
 
   app.post('/api/shared/:shareId/fork', async (c) => {
