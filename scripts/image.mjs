@@ -48,6 +48,12 @@ export const NODE_VERSION = '20.20.2'
 const SUITE = 'bookworm'
 const MIRROR = process.env.ANALYST_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian'
 const SECURITY_MIRROR = process.env.ANALYST_DEBIAN_SECURITY_MIRROR ?? 'http://deb.debian.org/debian-security'
+/** Where mmdebstrap takes bookworm's packages from: the release, its updates and its security fixes. */
+const APT_SOURCES = [
+  `deb ${MIRROR} ${SUITE} main`,
+  `deb ${MIRROR} ${SUITE}-updates main`,
+  `deb ${SECURITY_MIRROR} ${SUITE}-security main`,
+]
 const VERSION = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version
 /** The images' names under a prefix: `localhost/` for the images users run, another for a check. */
 export function imageNames(prefix = 'localhost/') {
@@ -170,9 +176,7 @@ function rootfs(target, name, packageFiles) {
       `--customize-hook=${hook} "$1" ${purge}`,
       SUITE,
       partial,
-      `deb ${MIRROR} ${SUITE} main`,
-      `deb ${MIRROR} ${SUITE}-updates main`,
-      `deb ${SECURITY_MIRROR} ${SUITE}-security main`,
+      ...APT_SOURCES,
     ],
     { env: { ...process.env, SOURCE_DATE_EPOCH: epoch } },
   )
@@ -519,9 +523,7 @@ function debianSlim(target) {
         ...DOC_EXCLUDES.map((option) => `--dpkgopt=${option}`),
         SUITE,
         partial,
-        `deb ${MIRROR} ${SUITE} main`,
-        `deb ${MIRROR} ${SUITE}-updates main`,
-        `deb ${SECURITY_MIRROR} ${SUITE}-security main`,
+        ...APT_SOURCES,
       ],
       { env: { ...process.env, SOURCE_DATE_EPOCH: epoch } },
     )

@@ -46,6 +46,15 @@ async function start(script: ScriptStep[]) {
   return { url: server.url, model }
 }
 
+async function newSession(base: string): Promise<string> {
+  const response = await fetch(`${base}/api/sessions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{}',
+  })
+  return ((await response.json()) as { id: string }).id
+}
+
 async function upload(base: string, id: string, name: string, content: string | Buffer) {
   const form = new FormData()
   form.append('file', new Blob([typeof content === 'string' ? content : new Uint8Array(content)]), name)
@@ -91,13 +100,7 @@ describe('uploads too large for the sandbox', () => {
       { text: 'Three.' },
     ])
     let base = served.url
-    const { id } = (await (
-      await fetch(`${base}/api/sessions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{}',
-      })
-    ).json()) as { id: string }
+    const id = await newSession(base)
 
     const large = await upload(base, id, 'orders.csv', orders)
     expect(large.status).toBe(201)
@@ -124,13 +127,7 @@ describe('uploads too large for the sandbox', () => {
 
   it('refuses a large file DuckDB cannot read, and a table name the session has', async () => {
     const base = (await start([])).url
-    const { id } = (await (
-      await fetch(`${base}/api/sessions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: '{}',
-      })
-    ).json()) as { id: string }
+    const id = await newSession(base)
     expect((await upload(base, id, 'orders.csv', orders)).status).toBe(201)
 
     const taken = await upload(base, id, 'orders.parquet.csv', orders)
