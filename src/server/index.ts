@@ -15,7 +15,7 @@ import { createProvider, type EngineOptions } from '../providers.js'
 import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
 import { type AnalystSettings, type LargeFiles, SessionService } from '../session/index.js'
 import type { NamedSource, SourceDirectory, SourceSpec } from '../sources/index.js'
-import { queryableExtension, sqlOnlyBytes, tableNameOf } from '../sources/spec.js'
+import { isQueryableFile, sqlOnlyBytes, tableNameOf } from '../sources/spec.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
 import { createApp, ownerOf } from './app.js'
 import { SignIn, type SignInSettings, signInSettingsFromEnv } from './auth/index.js'
@@ -120,7 +120,7 @@ function largeFiles(overBytes: number, directory: SourceDirectory | undefined, h
   let own: Promise<SourceDirectory> | undefined
   return {
     overBytes,
-    tableFor: (name) => (queryableExtension(name) ? tableNameOf(name) : undefined),
+    tableFor: (name) => (isQueryableFile(name) ? tableNameOf(name) : undefined),
     open: async (names, tables) => {
       own ??= import('../sources/index.js').then(
         ({ SourceDirectory }) =>

@@ -25,7 +25,6 @@ export {
   isDatabaseUrl,
   isQueryableFile,
   parseSource,
-  queryableExtension,
   redact,
   type SourceKind,
   type SourceSpec,

@@ -70,11 +70,6 @@ export function tableNameOf(path: string): string {
   return identifierOf(stem(path))
 }
 
-/** The extension that tells DuckDB how to read a data file (`.csv.gz`), or undefined for other files. */
-export function queryableExtension(path: string): string | undefined {
-  return FILE_PATTERN.exec(path)?.[0]
-}
-
 /** Over this, a data file stays on the host and only sql() reads it. @default 1 GiB (ANALYST_SQL_ONLY_BYTES) */
 export function sqlOnlyBytes(env: NodeJS.ProcessEnv = process.env): number {
   const value = Number(env.ANALYST_SQL_ONLY_BYTES)
