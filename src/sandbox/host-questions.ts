@@ -8,8 +8,8 @@ import { advice } from '../fixes.js'
 import type { DoExecuteOptions } from './backend.js'
 import { AnalystError } from './errors.js'
 import type { HostQuestion } from './kernel/channel.js'
-import type { HostRequest } from './kernel/protocol.js'
-import type { QueryHost, QueryRecord } from './query.js'
+import type { HostRequest, WireColumn } from './kernel/protocol.js'
+import type { QueryColumnData, QueryHost, QueryRecord } from './query.js'
 
 /** The cell that runs now, as the host's answers to its sql() calls need it. */
 export interface RunningCell {
@@ -73,12 +73,18 @@ async function runQuery(
   try {
     const stream = await sources.run(
       { query: question.query, source: question.source ?? undefined, params: question.params ?? undefined },
-      { signal: controller.signal, timeoutMs: Math.max(1, cell.deadline - Date.now()) },
+      { signal: controller.signal, timeoutMs: Math.max(1, cell.deadline - Date.now()), rawColumns: true },
     )
     const source = question.source ?? sources.sources[0]?.name ?? ''
     record.source = source
     answer({ type: 'query-columns', id, columns: stream.columns, source })
-    for await (const batch of stream.batches) await answer({ type: 'query-rows', id, values: batch.values })
+    for await (const batch of stream.batches) {
+      await answer(
+        'columns' in batch
+          ? { type: 'query-rows', id, rows: batch.rows, columns: batch.columns.map(wireColumn) }
+          : { type: 'query-rows', id, values: batch.values },
+      )
+    }
     const summary = stream.summary()
     record.rows = summary.rows
     if (summary.truncated) record.truncated = summary.truncated
@@ -91,6 +97,20 @@ async function runQuery(
     cell.controller.signal.removeEventListener('abort', cancel)
     record.durationMs = Date.now() - started
     cell.onEvent({ type: 'query', record })
+  }
+}
+
+const base64 = (bytes: ArrayBufferView) =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')
+
+/** A column of raw values as the kernel reads it (analyst_sql.py): its bytes in base64. */
+function wireColumn(column: QueryColumnData): WireColumn {
+  return {
+    layout: column.layout,
+    data: base64(column.data),
+    ...(column.nulls ? { nulls: base64(column.nulls) } : {}),
+    // Text is cut at its NULs; bytes at their ends, little-endian.
+    ...(column.layout === 'bytes' && column.ends ? { ends: base64(column.ends) } : {}),
   }
 }
 

@@ -48,8 +48,11 @@ export {
   Result,
 } from './messaging.js'
 export type {
+  ColumnLayout,
   QueryBatch,
   QueryColumn,
+  QueryColumnData,
+  QueryColumnsBatch,
   QueryColumnType,
   QueryHost,
   QueryOptions,
@@ -58,6 +61,7 @@ export type {
   QuerySourceInfo,
   QueryStream,
   QuerySummary,
+  QueryValuesBatch,
 } from './query.js'
 export { describeSources } from './query.js'
 export { type CreateOpts, DEFAULT_TIMEOUT_MS, Files, type RunCodeOpts, Sandbox } from './sandbox.js'

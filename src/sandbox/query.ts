@@ -31,9 +31,56 @@ export interface QueryColumn {
 }
 
 /** One batch of rows, column by column: `values[c][r]` is column c of row r, null for NULL. */
-export interface QueryBatch {
+export interface QueryValuesBatch {
   rows: number
   values: unknown[][]
+}
+
+/**
+ * How a column's values travel in a QueryColumnsBatch: big-endian words (`i2` … `f8`, `bool` a
+ * byte, `date` days and `usec` microseconds since 2000-01-01, `uuid` 16 bytes), `text` as UTF-8
+ * with a NUL after each value, `bytes` as they are, cut at `ends`.
+ */
+export type ColumnLayout =
+  | 'bool'
+  | 'i2'
+  | 'i4'
+  | 'u4'
+  | 'i8'
+  | 'f4'
+  | 'f8'
+  | 'date'
+  | 'usec'
+  | 'uuid'
+  | 'text'
+  | 'bytes'
+
+export interface QueryColumnData {
+  layout: ColumnLayout
+  data: Uint8Array
+  /** 1 where the value is NULL; absent when none is. */
+  nulls?: Uint8Array
+  /** For text and bytes: the offset just past each row's value. */
+  ends?: Uint32Array
+}
+
+/**
+ * One batch of rows, column by column, in the form the source's server wrote them (PostgreSQL's
+ * binary COPY): numpy reads the words whole, with no value parsed on the host. `rowEnds[r]` counts
+ * the bytes up to the end of row r, for the byte cap.
+ */
+export interface QueryColumnsBatch {
+  rows: number
+  rowEnds: Uint32Array
+  columns: QueryColumnData[]
+}
+
+export type QueryBatch = QueryValuesBatch | QueryColumnsBatch
+
+/** A batch's values, column by column: only a caller that asked for columns gets QueryColumnsBatch. */
+export function batchValues(batch: QueryBatch): unknown[][] {
+  if ('columns' in batch) throw new Error('a batch of raw columns reached a reader that did not ask for them')
+  return batch.values
 }
 
 /** How a query ended, once its rows have all been read. */
@@ -66,6 +113,8 @@ export interface QueryOptions {
   signal: AbortSignal
   /** How long the statement may run on its server. */
   timeoutMs: number
+  /** The caller takes QueryColumnsBatch where the source can send them (the kernels: numpy reads them whole). */
+  rawColumns?: boolean
 }
 
 /** A source as the sandbox sees it: its name and kind, never its URL or password. */

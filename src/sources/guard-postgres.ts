@@ -71,11 +71,21 @@ function functionName(call: Record<string, unknown>): string {
   return (parts.at(-1)?.String?.sval ?? '').toLowerCase()
 }
 
-/** Throws the refusal when the statement may not run. */
-export async function checkPostgres(query: string): Promise<void> {
+/** A statement that may run. */
+export interface CheckedStatement {
+  /** The statement alone: without a `;` or a comment after it. */
+  text: string
+  /** A SELECT, VALUES or TABLE (not EXPLAIN, not SHOW): it can be the query of a COPY. */
+  selects: boolean
+}
+
+/** The statement, checked; throws the refusal when it may not run. */
+export async function checkPostgres(query: string): Promise<CheckedStatement> {
   loaded ??= loadModule()
   await loaded
-  let tree: { stmts?: { stmt: Record<string, unknown> }[] }
+  let tree: {
+    stmts?: { stmt: Record<string, unknown>; stmt_location?: number | null; stmt_len?: number | null }[]
+  }
   try {
     tree = parseSync(query) as typeof tree
   } catch (error) {
@@ -84,6 +94,9 @@ export async function checkPostgres(query: string): Promise<void> {
   const statements = tree.stmts ?? []
   if (statements.length !== 1) throw notOneStatement(statements.length)
   const statement = statements[0]?.stmt ?? {}
+  // Offsets in UTF-8 bytes; no length means to the end.
+  const from = statements[0]?.stmt_location ?? 0
+  const length = statements[0]?.stmt_len ?? 0
   const [type, body] = Object.entries(statement)[0] ?? []
   const top = body as Record<string, unknown> | undefined
   const explained = type === 'ExplainStmt' ? (top?.query as Record<string, unknown> | undefined) : undefined
@@ -118,4 +131,9 @@ export async function checkPostgres(query: string): Promise<void> {
         )
     }
   })
+  const bytes = Buffer.from(query)
+  return {
+    text: bytes.subarray(from, length ? from + length : bytes.length).toString(),
+    selects: type === 'SelectStmt',
+  }
 }

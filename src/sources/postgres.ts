@@ -1,8 +1,9 @@
 /**
  * PostgreSQL sources: each query in a `BEGIN READ ONLY` transaction with a `statement_timeout`,
- * after PostgreSQL's own parser has checked it (guard-postgres.ts), read through a cursor in
- * batches (rows as arrays, never objects) with the driver's type parsers set to the forms of
- * QueryColumnType. A timeout or an aborted cell cancels the query on the server
+ * after PostgreSQL's own parser has checked it (guard-postgres.ts). For a kernel, a SELECT without
+ * parameters comes by binary COPY as raw columns (pg-copy.ts); otherwise it is read through a
+ * cursor in batches (rows as arrays, never objects) with the driver's type parsers set to the
+ * forms of QueryColumnType. A timeout or an aborted cell cancels the query on the server
  * (`pg_cancel_backend` from a second connection), not just abandons it.
  * @module
  */
@@ -19,6 +20,7 @@ import {
 } from '../errors.js'
 import type { QueryBatch, QueryColumn, QueryColumnType, QueryStream } from '../sandbox/query.js'
 import { checkPostgres } from './guard-postgres.js'
+import { CopyOut, copyStatement, describeStatement, readsOf } from './pg-copy.js'
 import { ONLY_QUERIES, refuse } from './refuse.js'
 import { distinctValues, SAMPLES_PER_COLUMN } from './samples.js'
 import type { Catalog, CatalogColumn, CatalogTable, RunOptions, Source, WriteAccess } from './source.js'
@@ -178,7 +180,9 @@ export class PostgresSource implements Source {
     try {
       // Timestamps with time zones in UTC, intervals in ISO 8601, whatever the role's defaults:
       // once a connection, which keeps them (a round trip saved on every query after).
-      await client.query("SET TIME ZONE 'UTC'; SET intervalstyle = 'iso_8601'; SET datestyle = 'ISO, YMD'")
+      await client.query(
+        "SET TIME ZONE 'UTC'; SET intervalstyle = 'iso_8601'; SET datestyle = 'ISO, YMD'; SET bytea_output = 'hex'",
+      )
       this.#prepared.add(client)
     } catch (error) {
       client.release(true)
@@ -204,7 +208,7 @@ export class PostgresSource implements Source {
   async run(
     query: string,
     params: unknown[] | Record<string, unknown> | undefined,
-    { signal, timeoutMs, limits }: RunOptions,
+    { signal, timeoutMs, limits, rawColumns }: RunOptions,
   ): Promise<QueryStream> {
     const startedAt = Date.now()
     if (params !== undefined && !Array.isArray(params)) {
@@ -212,7 +216,7 @@ export class PostgresSource implements Source {
         hint: 'Write $1, $2 … in the query and pass params as a list.',
       })
     }
-    await checkPostgres(query)
+    const statement = await checkPostgres(query)
     if (signal.aborted) throw queryCancelled(signal.reason)
     const client = await this.#connect()
     const pid = (client as unknown as { processID: number }).processID
@@ -237,11 +241,47 @@ export class PostgresSource implements Source {
       client.release(broken)
     }
     const failure = (error: unknown) => stopped ?? queryError(error, timeoutMs)
-    let cursor: Cursor
-    let first: unknown[][]
+    const columnsOf = (fields: pg.FieldDef[]): QueryColumn[] =>
+      fields.map((field) => ({
+        name: field.name,
+        type: TYPES[field.dataTypeID]?.type ?? 'other',
+        sourceType: String(field.dataTypeID),
+      }))
+    let fields: pg.FieldDef[] | undefined
     try {
       await client.query('BEGIN READ ONLY')
       await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(timeoutMs))}`)
+      // Without parameters (COPY takes none), a SELECT can come as raw columns to a caller that takes them.
+      if (rawColumns && !params?.length && statement.selects)
+        fields = await describeStatement(client, statement.text)
+    } catch (error) {
+      await finish(isBroken(error))
+      throw failure(error)
+    }
+    const reads = fields && readsOf(fields)
+    if (fields && reads) {
+      const copy = new CopyOut(copyStatement(statement.text), reads)
+      client.query(copy as unknown as pg.Submittable)
+      async function* copied(): AsyncGenerator<QueryBatch> {
+        let broken = false
+        try {
+          yield* copy.batches()
+        } catch (error) {
+          broken = isBroken(error)
+          throw failure(error)
+        } finally {
+          // Left before its end (a cap): the server goes on writing until it is cancelled.
+          copy.discard()
+          if (!copy.ended) stop(queryCancelled())
+          await copy.settled
+          await finish(broken)
+        }
+      }
+      return cappedStream({ columns: columnsOf(fields), batches: copied(), limits, startedAt, signal })
+    }
+    let cursor: Cursor
+    let first: unknown[][]
+    try {
       cursor = client.query(
         new Cursor(query, params as unknown[] | undefined, { rowMode: 'array', types: typeParsers }),
       )
@@ -250,13 +290,7 @@ export class PostgresSource implements Source {
       await finish(isBroken(error))
       throw failure(error)
     }
-    const fields = (cursor as unknown as { _result: { fields: { name: string; dataTypeID: number }[] } })
-      ._result.fields
-    const columns: QueryColumn[] = fields.map((field) => ({
-      name: field.name,
-      type: TYPES[field.dataTypeID]?.type ?? 'other',
-      sourceType: String(field.dataTypeID),
-    }))
+    const columns = columnsOf((cursor as unknown as { _result: { fields: pg.FieldDef[] } })._result.fields)
     const width = columns.length
     const toBatch = (rows: unknown[][]): QueryBatch => {
       const values: unknown[][] = Array.from({ length: width }, () => new Array(rows.length))

@@ -6,7 +6,7 @@
  * server, so a wide text column costs little.
  * @module
  */
-import type { QueryStream } from '../sandbox/query.js'
+import { batchValues, type QueryStream } from '../sandbox/query.js'
 import type { CatalogTable, Source } from './source.js'
 import type { SourceKind } from './spec.js'
 
@@ -96,7 +96,8 @@ export function distinctValues(rows: (string | null)[][], width: number, perColu
 async function readAll(stream: QueryStream): Promise<unknown[][]> {
   const rows: unknown[][] = []
   for await (const batch of stream.batches) {
-    for (let r = 0; r < batch.rows; r++) rows.push(batch.values.map((column) => column[r]))
+    const values = batchValues(batch)
+    for (let r = 0; r < batch.rows; r++) rows.push(values.map((column) => column[r]))
   }
   return rows
 }

@@ -54,6 +54,23 @@ export interface CappedStreamOptions {
   signal: AbortSignal
 }
 
+/** A batch's first `take` rows. */
+function cut(batch: QueryBatch, take: number): QueryBatch {
+  if ('columns' in batch) {
+    const columns = batch.columns.map((column) => {
+      const end = column.ends ? (column.ends[take - 1] ?? 0) : (column.data.length / batch.rows) * take
+      return {
+        layout: column.layout,
+        data: column.data.subarray(0, end),
+        ...(column.nulls ? { nulls: column.nulls.subarray(0, take) } : {}),
+        ...(column.ends ? { ends: column.ends.subarray(0, take) } : {}),
+      }
+    })
+    return { rows: take, rowEnds: batch.rowEnds.subarray(0, take), columns }
+  }
+  return { rows: take, values: batch.values.map((column) => column.slice(0, take)) }
+}
+
 /** A QueryStream over a source's batches, cut at the caps. */
 export function cappedStream({
   columns,
@@ -76,23 +93,29 @@ export function cappedStream({
           truncated = truncation('rows', limits.maxRows)
         }
         let size = 0
-        for (let r = 0; r < take; r++) {
-          let row = 0
-          for (const column of batch.values) row += valueBytes(column[r])
-          if (bytes + size + row > limits.maxBytes) {
-            take = r
+        if ('columns' in batch) {
+          // The bytes as the server wrote them; a cut falls between rows.
+          const ends = batch.rowEnds
+          if (take > 0 && bytes + (ends[take - 1] as number) > limits.maxBytes) {
+            take = ends.findIndex((end) => bytes + end > limits.maxBytes)
             truncated = truncation('bytes', limits.maxBytes)
-            break
           }
-          size += row
+          size = take > 0 ? (ends[take - 1] as number) : 0
+        } else {
+          for (let r = 0; r < take; r++) {
+            let row = 0
+            for (const column of batch.values) row += valueBytes(column[r])
+            if (bytes + size + row > limits.maxBytes) {
+              take = r
+              truncated = truncation('bytes', limits.maxBytes)
+              break
+            }
+            size += row
+          }
         }
         rows += take
         bytes += size
-        if (take > 0) {
-          yield take === batch.rows
-            ? batch
-            : { rows: take, values: batch.values.map((column) => column.slice(0, take)) }
-        }
+        if (take > 0) yield take === batch.rows ? batch : cut(batch, take)
         if (truncated) break // leaving the loop closes the source's cursor
       }
     } finally {

@@ -1,5 +1,5 @@
 /** Reading a QueryStream whole, for the sources' tests. */
-import type { QueryStream } from '../../src/sandbox/query.js'
+import { batchValues, type QueryStream } from '../../src/sandbox/query.js'
 import { Sources } from '../../src/sources/sources.js'
 import { parseSource } from '../../src/sources/spec.js'
 
@@ -10,7 +10,7 @@ export async function drain(
   for (const column of stream.columns) columns[column.name] = []
   for await (const batch of stream.batches) {
     stream.columns.forEach((column, c) => {
-      columns[column.name]?.push(...(batch.values[c] ?? []))
+      columns[column.name]?.push(...(batchValues(batch)[c] ?? []))
     })
   }
   return { columns, types: Object.fromEntries(stream.columns.map((column) => [column.name, column.type])) }

@@ -55,8 +55,12 @@ class Chunks {
     if (this.#released || this.#refused) return undefined
     const text = JSON.stringify(answer)
     if (answer.type === 'query-rows' && text.length > CHUNK_BYTES / 2) {
-      for (const values of splitRows(answer.values, text.length)) {
-        const part = JSON.stringify({ ...answer, values })
+      // Raw columns come in batches under half a chunk (pg-copy.ts), unless one row alone is larger.
+      const parts =
+        'values' in answer
+          ? splitRows(answer.values, text.length).map((values) => JSON.stringify({ ...answer, values }))
+          : [text]
+      for (const part of parts) {
         if (part.length > MAX_REPLY_BYTES) this.#refuse(answer.id)
         this.#push(part)
       }

@@ -6,7 +6,7 @@
 import type { Readable } from 'node:stream'
 import { z } from 'zod'
 import { COMMAND_MESSAGES } from '../command-messages.js'
-import type { QueryColumn } from '../query.js'
+import type { ColumnLayout, QueryColumn } from '../query.js'
 
 const cellId = z.string()
 
@@ -72,9 +72,18 @@ export type HostRequest =
   // The answer to a query, in order: its columns, batches of rows, then its end or an error.
   | { type: 'query-columns'; id: string; columns: QueryColumn[]; source: string }
   | { type: 'query-rows'; id: string; values: unknown[][] }
+  | { type: 'query-rows'; id: string; rows: number; columns: WireColumn[] }
   | { type: 'query-end'; id: string; rows: number; truncated?: string }
   | { type: 'query-error'; id: string; name: string; message: string }
   | { type: 'table-description'; id: string; text?: string; error?: string }
+
+/** A QueryColumnsBatch's column on the wire: its bytes in base64 (uint32 little-endian for ends). */
+export interface WireColumn {
+  layout: ColumnLayout
+  data: string
+  nulls?: string
+  ends?: string
+}
 
 /**
  * Splits a byte stream into lines. One decoder with `stream: true`, so a character split across

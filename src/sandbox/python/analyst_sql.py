@@ -102,6 +102,86 @@ def _joined(parts, np, pd):
     return pd.array(np.fromiter((None if v is pd.NA else v for v in values), dtype=object, count=len(values)), dtype=object)
 
 
+# Raw columns (QueryColumnsBatch in src/sandbox/query.ts): numpy reads each word column whole.
+WORDS = {'bool': '>u1', 'i2': '>i2', 'i4': '>i4', 'u4': '>u4', 'i8': '>i8', 'f4': '>f4', 'f8': '>f8',
+         'date': '>i4', 'usec': '>i8'}
+EPOCH_2000_DAYS = 10957  # 2000-01-01, PostgreSQL's epoch, in days since 1970-01-01
+EPOCH_2000_US = EPOCH_2000_DAYS * 86400 * 10 ** 6
+NS_RANGE_US = (-9223372036854775 + 1, 9223372036854775 - 1)  # datetime64[ns]'s range, in microseconds
+
+
+def _infinite(name):
+    return ValueError('%s is infinity, which pandas has no value for: select it as text (%s::text) '
+                      'or leave it out with WHERE isfinite(…)' % (name, name))
+
+
+def _times(values, mask, kind, name, np, pd):
+    """Days (date) or microseconds (timestamps) since 2000-01-01 as datetime64[ns], or as Python
+    dates and datetimes beyond its range (years 1 to 9999), as the values path makes them."""
+    if kind == 'date':
+        infinite = np.iinfo('int32')
+        us = (values.astype('int64') + EPOCH_2000_DAYS) * 86400 * 10 ** 6
+    else:
+        infinite = np.iinfo('int64')
+        us = values.astype('int64') + EPOCH_2000_US
+    present = values[~mask]
+    if present.size and (present.max() == infinite.max or present.min() == infinite.min):
+        raise _infinite(name)
+    us = np.where(mask, 0, us)
+    if not present.size or (us.min() > NS_RANGE_US[0] and us.max() < NS_RANGE_US[1]):
+        stamps = np.where(mask, np.iinfo('int64').min, us * 1000).view('datetime64[ns]')
+        index = pd.DatetimeIndex(stamps)
+        return (index.tz_localize('UTC') if kind == 'timestamptz' else index).array
+    import datetime
+    objects = us.astype('datetime64[us]').astype(object)
+    if kind == 'date':
+        objects = np.fromiter((value.date() for value in objects), dtype=object, count=len(objects))
+    elif kind == 'timestamptz':
+        utc = datetime.timezone.utc
+        objects = np.fromiter((value.replace(tzinfo=utc) for value in objects), dtype=object, count=len(objects))
+    objects[mask] = None
+    return pd.array(objects, dtype=object)
+
+
+def _raw_column(wire, rows, spec, np, pd):
+    """One column of a QueryColumnsBatch as the values path makes it (column())."""
+    import uuid as uuids
+
+    kind, layout = spec.get('type', 'other'), wire['layout']
+    data = base64.b64decode(wire['data'])
+    mask = (np.frombuffer(base64.b64decode(wire['nulls']), dtype=np.uint8) != 0) if wire.get('nulls') \
+        else np.zeros(rows, dtype=bool)
+    if layout in WORDS:
+        values = np.frombuffer(data, dtype=WORDS[layout])
+        if layout in ('date', 'usec'):
+            return _times(values, mask, kind, spec.get('name', 'a column'), np, pd)
+        if layout == 'bool':
+            return pd.arrays.BooleanArray(values != 0, mask)
+        if layout == 'f4':  # as its shortest text reads, as psycopg2 and the values path give it (1.1, not 1.100000023841858)
+            return pd.arrays.FloatingArray(values.astype('float32').astype(str).astype('float64'), mask)
+        if layout == 'f8':
+            return pd.arrays.FloatingArray(values.astype('float64'), mask)
+        return pd.arrays.IntegerArray(values.astype('int64'), mask)
+    if layout == 'uuid':
+        objects = np.fromiter((uuids.UUID(bytes=data[at:at + 16]) for at in range(0, rows * 16, 16)),
+                              dtype=object, count=rows)
+    elif layout == 'bytes':
+        ends = np.frombuffer(base64.b64decode(wire.get('ends') or ''), dtype='<u4')
+        starts = np.concatenate(([0], ends[:-1])) if rows else ends
+        objects = np.fromiter((data[start:end] for start, end in zip(starts.tolist(), ends.tolist())),
+                              dtype=object, count=rows)
+    else:  # text: a NUL after each value
+        objects = np.empty(rows, dtype=object)
+        objects[:] = data.decode('utf-8').split('\x00')[:rows]
+        convert = decimal.Decimal if kind == 'decimal' else __import__('json').loads if kind == 'json' else None
+        if convert is not None:  # a NULL's text is empty: converted are only the others
+            present = ~mask
+            objects[present] = np.frompyfunc(convert, 1, 1)(objects[present])
+    if mask.any():
+        objects[mask] = None
+    return pd.array(objects, dtype=object)
+
+
 class FrameBuilder:
     """Makes each batch's arrays as it arrives, while the host reads the next one, so that the
     DataFrame is ready soon after the last row (rather than after converting them all then)."""
@@ -113,6 +193,13 @@ class FrameBuilder:
     def add(self, values):
         for index, spec in enumerate(self.columns):
             self.parts[index].append(column(values[index], spec.get('type', 'other')))
+
+    def add_raw(self, rows, wires):
+        import numpy as np
+        import pandas as pd
+
+        for index, (wire, spec) in enumerate(zip(wires, self.columns)):
+            self.parts[index].append(_raw_column(wire, rows, spec, np, pd))
 
     def frame(self):
         import numpy as np
@@ -177,6 +264,8 @@ def answered(answers):
         kind = answer['type']
         if kind == 'query-columns':
             builder = FrameBuilder(answer['columns'])
+        elif kind == 'query-rows' and 'columns' in answer:
+            builder.add_raw(answer['rows'], answer['columns'])
         elif kind == 'query-rows':
             builder.add(answer['values'])
         elif kind == 'query-end':

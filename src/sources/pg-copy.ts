@@ -1,0 +1,364 @@
+/**
+ * A PostgreSQL query's rows by `COPY (query) TO STDOUT (FORMAT binary)`, passed to the kernel
+ * column by column as the server wrote them: numbers, dates and timestamps as big-endian words
+ * that numpy reads whole, text as UTF-8 joined by NUL (which PostgreSQL's text never holds), NULL
+ * as a mask. The host parses no value but numerics, which it writes as decimal text. Parsing every
+ * value on the host (node-postgres' rows) cost more than psycopg2 + read_sql did on their own
+ * (bench/sources.mjs). The column types come first, from a Describe of the statement, which runs
+ * nothing; a query with a type outside LAYOUTS goes the cursor's way. Both speak node-postgres'
+ * Submittable: the client hands them the protocol's messages.
+ * @module
+ */
+import type pg from 'pg'
+import type { ColumnLayout, QueryColumnData, QueryColumnsBatch } from '../sandbox/query.js'
+
+/** How each type travels, by OID; numeric and jsonb as their text. */
+const LAYOUTS: Record<number, ColumnLayout | 'numeric' | 'jsonb'> = {
+  16: 'bool',
+  17: 'bytes',
+  18: 'text',
+  19: 'text',
+  20: 'i8',
+  21: 'i2',
+  23: 'i4',
+  25: 'text',
+  26: 'u4',
+  114: 'text',
+  700: 'f4',
+  701: 'f8',
+  1042: 'text',
+  1043: 'text',
+  1082: 'date',
+  1114: 'usec',
+  1184: 'usec',
+  1700: 'numeric', // base-10000 digits, written as decimal text
+  2950: 'uuid',
+  3802: 'jsonb', // a version byte, then the text
+}
+type Read = ColumnLayout | 'numeric' | 'jsonb'
+const WIDTHS: Partial<Record<ColumnLayout, number>> = {
+  bool: 1,
+  i2: 2,
+  i4: 4,
+  u4: 4,
+  i8: 8,
+  f4: 4,
+  f8: 8,
+  date: 4,
+  usec: 8,
+  uuid: 16,
+}
+
+/** How these columns are read, or nothing when one has a type this does not read. */
+export function readsOf(fields: pg.FieldDef[]): Read[] | undefined {
+  const reads = fields.map((field) => LAYOUTS[field.dataTypeID])
+  return reads.length > 0 && reads.every((read) => read !== undefined) ? (reads as Read[]) : undefined
+}
+
+/** How a column read so travels to the kernel. */
+export function layoutOf(read: Read): ColumnLayout {
+  return read === 'numeric' || read === 'jsonb' ? 'text' : read
+}
+
+/** A batch's size: well under a Jupyter reply's chunk once in base64 (jupyter/questions.ts). */
+const BATCH_BYTES = 512 * 1024
+const BATCH_ROWS = 20_000
+/** Batches held before the server is made to wait (the socket paused). */
+const MAX_QUEUED = 4
+const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
+
+interface Connection {
+  stream: { pause(): void; resume(): void }
+  query(text: string): void
+  parse(query: { text: string }): void
+  describe(message: { type: 'S' }): void
+  sync(): void
+}
+
+/** The methods node-postgres calls on its active query, whatever the messages were. */
+abstract class Submittable {
+  abstract submit(connection: Connection): void
+  abstract handleError(error: Error): void
+  abstract handleReadyForQuery(): void
+  handleRowDescription(_message: { fields: pg.FieldDef[] }): void {}
+  handleDataRow(): void {}
+  handleCommandComplete(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyInResponse(): void {}
+  handleCopyData(_message: { chunk: Buffer }): void {}
+}
+
+/** A statement's columns (names and type OIDs), from Parse + Describe: planned, not run. */
+export function describeStatement(client: pg.ClientBase, text: string): Promise<pg.FieldDef[]> {
+  return new Promise((resolve, reject) => {
+    let fields: pg.FieldDef[] = []
+    class Describe extends Submittable {
+      submit(connection: Connection) {
+        connection.parse({ text })
+        connection.describe({ type: 'S' })
+        connection.sync()
+      }
+      override handleRowDescription(message: { fields: pg.FieldDef[] }) {
+        fields = message.fields
+      }
+      handleError(error: Error) {
+        reject(error)
+      }
+      handleReadyForQuery() {
+        resolve(fields)
+      }
+    }
+    client.query(new Describe() as unknown as pg.Submittable)
+  })
+}
+
+/** The COPY of a checked SELECT, on lines of its own: a comment that ends it ends with its line. */
+export function copyStatement(select: string): string {
+  return `COPY (\n${select}\n) TO STDOUT (FORMAT binary)`
+}
+
+/** A column's bytes as they arrive, grown as needed. */
+class ColumnBuilder {
+  data: Buffer
+  used = 0
+  nulls: Uint8Array
+  ends: number[] = []
+  hasNulls = false
+
+  readonly layout: ColumnLayout
+  readonly width: number | undefined
+
+  constructor(
+    readonly read: Read,
+    rows: number,
+  ) {
+    this.layout = layoutOf(read)
+    this.width = WIDTHS[this.layout]
+    this.data = Buffer.alloc(this.width ? this.width * rows : 64 * 1024)
+    this.nulls = new Uint8Array(rows)
+  }
+
+  reserve(bytes: number) {
+    if (this.used + bytes <= this.data.length) return
+    const grown = Buffer.alloc(Math.max(this.data.length * 2, this.used + bytes))
+    this.data.copy(grown, 0, 0, this.used)
+    this.data = grown
+  }
+
+  batch(rows: number): QueryColumnData {
+    return {
+      layout: this.layout,
+      data: this.data.subarray(0, this.width ? this.width * rows : this.used),
+      ...(this.hasNulls ? { nulls: this.nulls.subarray(0, rows) } : {}),
+      ...(this.width ? {} : { ends: Uint32Array.from(this.ends) }),
+    }
+  }
+}
+
+/** PostgreSQL's binary numeric (base-10000 digits) as decimal text. */
+export function numericText(chunk: Buffer, at: number): string {
+  const count = chunk.readInt16BE(at)
+  const weight = chunk.readInt16BE(at + 2)
+  const sign = chunk.readUInt16BE(at + 4)
+  const scale = chunk.readInt16BE(at + 6)
+  if (sign === 0xc000) return 'NaN'
+  if (sign === 0xd000) return 'Infinity'
+  if (sign === 0xf000) return '-Infinity'
+  const digit = (index: number) => (index >= 0 && index < count ? chunk.readInt16BE(at + 8 + index * 2) : 0)
+  let whole = ''
+  for (let index = 0; index <= weight; index++) {
+    const value = digit(index)
+    whole += whole === '' ? String(value) : String(value).padStart(4, '0')
+  }
+  if (whole === '' || whole === '0') whole = '0'
+  let fraction = ''
+  for (let index = weight + 1; fraction.length < scale; index++)
+    fraction += String(digit(index)).padStart(4, '0')
+  const text = scale > 0 ? `${whole}.${fraction.slice(0, scale)}` : whole
+  return sign === 0x4000 ? `-${text}` : text
+}
+
+/**
+ * A running COPY's rows in columnar batches. The server writes as fast as it can: once
+ * MAX_QUEUED batches wait, the socket pauses (the server then waits on TCP), and resumes when
+ * they are taken.
+ */
+export class CopyOut extends Submittable {
+  #connection: Connection | undefined
+  #columns: ColumnBuilder[] = []
+  #rows = 0
+  #bytes = 0
+  #rowEnds: number[] = []
+  #headerRead = false
+  #queued: QueryColumnsBatch[] = []
+  #paused = false
+  #discarding = false
+  #ended = false
+  #error: Error | undefined
+  #wake: (() => void) | undefined
+  /** Settles once the server has ended the COPY (done, failed or cancelled). */
+  readonly settled: Promise<void>
+  #settle!: () => void
+
+  constructor(
+    private readonly text: string,
+    private readonly reads: Read[],
+  ) {
+    super()
+    this.settled = new Promise((resolve) => {
+      this.#settle = resolve
+    })
+    this.#start()
+  }
+
+  /** The server has ended the COPY. */
+  get ended(): boolean {
+    return this.#ended
+  }
+
+  submit(connection: Connection) {
+    this.#connection = connection
+    connection.query(this.text)
+  }
+
+  override handleCopyData({ chunk }: { chunk: Buffer }) {
+    if (this.#discarding) return
+    let at = 0
+    if (!this.#headerRead) {
+      // The signature, flags, then a header extension of a given length.
+      if (chunk.length < 19 || !chunk.subarray(0, 11).equals(SIGNATURE)) {
+        this.handleError(new Error('COPY sent no binary header'))
+        return
+      }
+      at = 19 + chunk.readUInt32BE(15)
+      this.#headerRead = true
+    }
+    // One row a message, after the header; the trailer is a field count of -1.
+    while (at + 2 <= chunk.length) {
+      const fields = chunk.readInt16BE(at)
+      at += 2
+      if (fields < 0) return
+      at = this.#row(chunk, at)
+    }
+  }
+
+  #row(chunk: Buffer, start: number): number {
+    let at = start
+    const row = this.#rows
+    for (const column of this.#columns) {
+      const length = chunk.readInt32BE(at)
+      at += 4
+      if (length < 0) {
+        column.nulls[row] = 1
+        column.hasNulls = true
+        if (column.layout === 'text') {
+          column.reserve(1)
+          column.data[column.used++] = 0 // an empty text, masked
+        }
+        if (!column.width) column.ends.push(column.used)
+        continue
+      }
+      const { width, read } = column
+      if (width) {
+        const data = column.data
+        const to = row * width
+        for (let i = 0; i < length; i++) data[to + i] = chunk[at + i] as number
+      } else if (read === 'bytes') {
+        column.reserve(length)
+        chunk.copy(column.data, column.used, at, at + length)
+        column.used += length
+        column.ends.push(column.used)
+      } else {
+        // Text with a NUL after each value (text never holds one): jsonb's after its version byte.
+        const text = read === 'numeric' ? Buffer.from(numericText(chunk, at), 'latin1') : undefined
+        const source = text ?? chunk
+        const from = text ? 0 : read === 'jsonb' ? at + 1 : at
+        const to = text ? text.length : at + length
+        column.reserve(to - from + 1)
+        source.copy(column.data, column.used, from, to)
+        column.used += to - from
+        column.data[column.used++] = 0
+        column.ends.push(column.used)
+      }
+      at += length
+    }
+    this.#rows++
+    this.#bytes += at - start
+    this.#rowEnds.push(this.#bytes)
+    if (this.#rows >= BATCH_ROWS || this.#bytes >= BATCH_BYTES) this.#flush()
+    return at
+  }
+
+  handleError(error: Error) {
+    this.#error ??= error
+    this.#finish()
+  }
+
+  handleReadyForQuery() {
+    this.#flush()
+    this.#finish()
+  }
+
+  /** Stops taking rows (the reader has left): what still comes is dropped until the COPY ends. */
+  discard() {
+    this.#discarding = true
+    this.#queued = []
+    this.#resume()
+  }
+
+  async *batches(): AsyncGenerator<QueryColumnsBatch> {
+    for (;;) {
+      const batch = this.#queued.shift()
+      if (batch) {
+        if (this.#queued.length < MAX_QUEUED / 2) this.#resume()
+        yield batch
+      } else if (this.#error) throw this.#error
+      else if (this.#ended) return
+      else await new Promise<void>((wake) => (this.#wake = wake))
+    }
+  }
+
+  #start() {
+    this.#columns = this.reads.map((read) => new ColumnBuilder(read, BATCH_ROWS))
+    this.#rows = 0
+    this.#bytes = 0
+    this.#rowEnds = []
+  }
+
+  /** Queues the rows so far. */
+  #flush() {
+    if (this.#rows > 0 && !this.#discarding) {
+      this.#queued.push({
+        rows: this.#rows,
+        rowEnds: Uint32Array.from(this.#rowEnds),
+        columns: this.#columns.map((column) => column.batch(this.#rows)),
+      })
+      this.#wakeReader()
+      if (this.#queued.length >= MAX_QUEUED && !this.#paused) {
+        this.#paused = true
+        this.#connection?.stream.pause()
+      }
+    }
+    this.#start()
+  }
+
+  #finish() {
+    this.#ended = true
+    this.#resume()
+    this.#wakeReader()
+    this.#settle()
+  }
+
+  #resume() {
+    if (!this.#paused) return
+    this.#paused = false
+    this.#connection?.stream.resume()
+  }
+
+  #wakeReader() {
+    const wake = this.#wake
+    this.#wake = undefined
+    wake?.()
+  }
+}

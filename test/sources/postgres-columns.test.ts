@@ -1,0 +1,237 @@
+/**
+ * sql() over PostgreSQL's binary COPY (src/sources/pg-copy.ts) against a real server: the same
+ * rows read the cursor's way (a query with parameters, which COPY cannot take) must give the same
+ * DataFrame, value for value and dtype for dtype, over the edges of every type it reads. Then the
+ * caps, a cancelled or failing COPY, and the connection left fit for the next query.
+ */
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Sandbox } from '../../src/index.js'
+import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
+import { waitFor } from '../support/wait.js'
+import { openSources, options } from './support.js'
+
+let cluster: PostgresCluster
+let admin: pg.Client
+let url: string
+let sandbox: Sandbox
+
+/** Each column's edges; one row a value, NULL in every column's last row. */
+const EDGES: Record<string, { type: string; values: string[] }> = {
+  i2: { type: 'int2', values: ['-32768', '32767', '0'] },
+  i4: { type: 'int4', values: ['-2147483648', '2147483647', '7'] },
+  i8: { type: 'int8', values: ['-9223372036854775808', '9223372036854775807', '9007199254740993'] },
+  oid: { type: 'oid', values: ['4294967295', '0', '26'] },
+  f4: { type: 'float4', values: ["'NaN'", "'-Infinity'", '1.1'] },
+  f8: { type: 'float8', values: ["'NaN'", "'Infinity'", '5e-324', '0.1', '1.7976931348623157e308'] },
+  num: {
+    type: 'numeric',
+    values: [
+      '0',
+      '-0.000001',
+      '10000',
+      '100000000.5',
+      '123456789012345678901234567890.123456789',
+      "'NaN'",
+      "'Infinity'",
+      "'-Infinity'",
+      '0.00010000',
+      '-9999.9999',
+    ],
+  },
+  txt: {
+    type: 'text',
+    values: ["''", "' '", "E'a\\tb'", "E'line\\nbreak'", `'"quoted", comma'`, "E'\\\\N'", "'é 😀'"],
+  },
+  chr: { type: 'char(4)', values: ["'ab'", "''"] },
+  vc: { type: 'varchar(5)', values: ["'abc'"] },
+  nm: { type: 'name', values: ["'pg_class'"] },
+  ch1: { type: '"char"', values: ["'x'"] },
+  day: {
+    type: 'date',
+    values: ["'2000-01-01'", "'1970-01-01'", "'1999-12-31'", "'2262-04-11'", "'1677-09-22'"],
+  },
+  old: { type: 'date', values: ["'0001-01-01'", "'9999-12-31'"] },
+  ts: { type: 'timestamp', values: ["'2024-01-02 03:04:05.123456'", "'1969-12-31 23:59:59.999999'"] },
+  tz: { type: 'timestamptz', values: ["'2024-01-02 03:04:05+02'", "'2000-01-01 00:00:00.000001+00'"] },
+  tzold: { type: 'timestamptz', values: ["'0001-01-01 00:00:00+00'"] },
+  ok: { type: 'bool', values: ['true', 'false'] },
+  js: { type: 'json', values: [`'{"a": [1, 2.5, null]}'`, "'null'", `'"s"'`] },
+  jb: { type: 'jsonb', values: [`'{"a": {"b": true}}'`, "'[]'", "'3'"] },
+  id: {
+    type: 'uuid',
+    values: ["'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'", "'00000000-0000-0000-0000-000000000000'"],
+  },
+  raw: { type: 'bytea', values: ["''", "'\\x00ff00'", "'\\x41'"] },
+}
+const ROWS = Math.max(...Object.values(EDGES).map((column) => column.values.length)) + 1
+
+beforeAll(async () => {
+  cluster = await startPostgres()
+  url = await cluster.createDatabase()
+  admin = new pg.Client({ connectionString: url })
+  await admin.connect()
+  const names = Object.keys(EDGES)
+  const rows = Array.from({ length: ROWS }, (_, row) =>
+    names.map((name) => {
+      const { type, values } = EDGES[name] as { type: string; values: string[] }
+      return row < values.length ? `(${values[row]})::${type}` : `NULL::${type}`
+    }),
+  )
+  await admin.query(
+    `CREATE TABLE edges AS SELECT * FROM (VALUES ${rows
+      .map((row, index) => `(${index}, ${row.join(', ')})`)
+      .join(', ')}) AS t(n, ${names.join(', ')})`,
+  )
+  // Numerics of every scale and sign, and many rows: batches past the first.
+  await admin.query(`CREATE TABLE many AS
+    SELECT i, (random() * 10 ^ (i % 25) * (CASE WHEN i % 2 = 0 THEN -1 ELSE 1 END))::numeric(60, 20)
+                 ::numeric(60, 20) AS v,
+           round((random() * 1000)::numeric, i % 7) AS w, md5(i::text) AS t,
+           CASE WHEN i % 5 = 0 THEN NULL ELSE i END AS maybe
+      FROM generate_series(1, 60000) AS s(i)`)
+  await admin.query(`CREATE TABLE forever AS SELECT DATE 'infinity' AS d`)
+  sandbox = await Sandbox.create({ sources: { shop: url } })
+}, 120_000)
+
+afterAll(async () => {
+  await sandbox?.kill()
+  await admin?.end()
+  await cluster?.stop()
+})
+
+/** Runs a cell; its stdout, or the error it raised. */
+async function run(code: string, timeoutMs = 60_000): Promise<string> {
+  const execution = await sandbox.runCode(code, { timeoutMs })
+  if (execution.error)
+    return `${execution.error.name}: ${execution.error.value}\n${execution.error.traceback}`
+  return execution.logs.stdout.join('')
+}
+
+/** The differences between a query read by COPY and by the cursor (`WHERE $1`), as JSON. */
+const DIFFERENCES = `
+import json
+def differences(query, order):
+    raw = sql('SELECT * FROM (%s) q ORDER BY %s' % (query, order))
+    values = sql('SELECT * FROM (%s) q WHERE $1 ORDER BY %s' % (query, order), params=[True])
+    found = []
+    if list(raw.columns) != list(values.columns):
+        found.append(['columns', list(raw.columns), list(values.columns)])
+    for name in values.columns:
+        if str(raw[name].dtype) != str(values[name].dtype):
+            found.append([name, str(raw[name].dtype), str(values[name].dtype)])
+        for a, b in zip(raw[name], values[name]):
+            if repr(a) != repr(b) or type(a) is not type(b):
+                found.append([name, repr(a), repr(b)])
+    return {'rows': len(raw), 'differences': found[:20]}
+`
+
+describe('sql() over binary COPY', () => {
+  it('gives the DataFrame the cursor gives, at the edges of every type', async () => {
+    const names = Object.keys(EDGES).filter((name) => name !== 'old' && name !== 'tzold')
+    const out = await run(
+      `${DIFFERENCES}\nprint(json.dumps(differences('SELECT n, ${names.join(', ')} FROM edges', 'n')))`,
+    )
+    expect(out.startsWith('{') ? JSON.parse(out) : out).toEqual({ rows: ROWS, differences: [] })
+  })
+
+  it('gives dates beyond datetime64 as Python dates, as the cursor does', async () => {
+    const out = await run(
+      `${DIFFERENCES}\nprint(json.dumps(differences('SELECT n, old, tzold FROM edges', 'n')))\ndf = sql('SELECT old FROM edges ORDER BY n')\nprint(repr(df.old[0]))`,
+    )
+    const [differences, first] = out.trim().split('\n')
+    expect(JSON.parse(differences as string)).toEqual({ rows: ROWS, differences: [] })
+    expect(first).toBe('datetime.date(1, 1, 1)')
+  })
+
+  it('reads numerics of every scale and sign exactly, in batches', async () => {
+    const out = await run(
+      `${DIFFERENCES}\nprint(json.dumps(differences('SELECT * FROM many', 'i')))\ndf = sql('SELECT * FROM many')\nimport decimal\ndecimal.getcontext().prec = 200\nprint(sum(df.v), df.maybe.isna().sum(), df.maybe.dtype)`,
+    )
+    const [differences, totals] = out.trim().split('\n')
+    expect(JSON.parse(differences as string)).toEqual({ rows: 60_000, differences: [] })
+    const { rows } = await admin.query('SELECT sum(v)::text AS v, count(*) - count(maybe) AS nulls FROM many')
+    expect(totals).toBe(`${rows[0].v} ${rows[0].nulls} Int64`)
+  })
+
+  it('comes as raw columns, and a query that ends with a semicolon or a comment still reads', async () => {
+    const sources = await openSources([`shop=${url}`])
+    try {
+      const stream = await sources.run(
+        { query: 'SELECT i, t FROM many WHERE i <= 3; -- three' },
+        { ...options(), rawColumns: true },
+      )
+      const batches = []
+      for await (const batch of stream.batches) batches.push(batch)
+      expect(
+        batches.map((batch) => ('columns' in batch ? batch.columns.map((c) => c.layout) : 'values')),
+      ).toEqual([['i4', 'text']])
+      expect(stream.summary().rows).toBe(3)
+    } finally {
+      await sources.close()
+    }
+    expect(await run(`print(sql('SELECT 1 AS a, 2 AS a -- the end').values.tolist())`)).toBe('[[1, 2]]\n')
+  })
+
+  it('stops at the row and byte caps, cancels the COPY on the server, and the next query runs', async () => {
+    for (const limits of [{ maxRows: 25_000 }, { maxBytes: 300_000 }]) {
+      const sources = await openSources([`shop=${url}`], limits)
+      try {
+        const stream = await sources.run(
+          { query: 'SELECT * FROM many ORDER BY i' },
+          { ...options(), rawColumns: true },
+        )
+        let rows = 0
+        let last = 0
+        for await (const batch of stream.batches) {
+          rows += batch.rows
+          if ('columns' in batch) last = batch.rowEnds.at(-1) ?? last
+        }
+        const { truncated } = stream.summary()
+        expect(truncated?.by).toBe(limits.maxRows ? 'rows' : 'bytes')
+        if (limits.maxRows) expect(rows).toBe(25_000)
+        else expect(rows).toBeGreaterThan(0)
+        await waitFor(
+          async () => {
+            const { rows: active } = await admin.query(
+              "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%many%'",
+            )
+            return active.length === 0
+          },
+          { what: 'the capped COPY to end on the server' },
+        )
+        const next = await sources.run(
+          { query: 'SELECT count(*) AS n FROM many' },
+          { ...options(), rawColumns: true },
+        )
+        for await (const _ of next.batches);
+        expect(next.summary().rows).toBe(1)
+      } finally {
+        await sources.close()
+      }
+    }
+  })
+
+  it('cancels a COPY at the cell timeout; a failing one raises QueryError; the next cell runs at once', async () => {
+    const timedOut = await run("sql('SELECT 1 AS x FROM pg_sleep(60)')", 2_000)
+    expect(timedOut).toMatch(/TimeoutError|KeyboardInterrupt|QueryError/)
+    await waitFor(
+      async () => {
+        const { rows } = await admin.query(
+          "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()",
+        )
+        return rows.length === 0
+      },
+      { what: 'the timed-out COPY to be cancelled on the server' },
+    )
+    expect(
+      await run(
+        "try:\n    sql('SELECT 1 / (i - 50000) AS x FROM many ORDER BY i')\nexcept QueryError as e:\n    print('QueryError', e)",
+      ),
+    ).toMatch(/^QueryError .*division by zero/)
+    expect(
+      await run("try:\n    sql('SELECT d FROM forever')\nexcept ValueError as e:\n    print(e)"),
+    ).toMatch(/infinity.*d::text/)
+    expect(await run("print(len(sql('SELECT * FROM many')))")).toBe('60000\n')
+  })
+})
