@@ -178,10 +178,12 @@ export class PostgresSource implements Source {
     }
     if (this.#prepared.has(client)) return client
     try {
-      // Timestamps with time zones in UTC, intervals in ISO 8601, whatever the role's defaults:
-      // once a connection, which keeps them (a round trip saved on every query after).
+      // Timestamps with time zones in UTC, intervals in ISO 8601, bytea in hex, whatever the role's
+      // defaults: once a connection, which keeps them (a round trip saved on every query after).
+      // Strings as the guard's parser reads them: with backslashes as escapes, a server would see
+      // other statements than the ones checked.
       await client.query(
-        "SET TIME ZONE 'UTC'; SET intervalstyle = 'iso_8601'; SET datestyle = 'ISO, YMD'; SET bytea_output = 'hex'",
+        "SET TIME ZONE 'UTC'; SET intervalstyle = 'iso_8601'; SET datestyle = 'ISO, YMD'; SET bytea_output = 'hex'; SET standard_conforming_strings = on",
       )
       this.#prepared.add(client)
     } catch (error) {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Sandbox } from '../../src/index.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
 import { waitFor } from '../support/wait.js'
-import { openSources, options } from './support.js'
+import { drain, openSources, options } from './support.js'
 
 let cluster: PostgresCluster
 let admin: pg.Client
@@ -171,6 +171,25 @@ describe('sql() over binary COPY', () => {
       await sources.close()
     }
     expect(await run(`print(sql('SELECT 1 AS a, 2 AS a -- the end').values.tolist())`)).toBe('[[1, 2]]\n')
+  })
+
+  it("reads strings as the guard's parser does, whatever the role sets", async () => {
+    // With standard_conforming_strings off, 'a\' would open a string the guard saw closed.
+    await admin.query(`CREATE ROLE lax LOGIN; ALTER ROLE lax SET standard_conforming_strings = off;
+      GRANT SELECT ON ALL TABLES IN SCHEMA public TO lax`)
+    const lax = new URL(url)
+    lax.username = 'lax'
+    const sources = await openSources([`shop=${lax}`])
+    const laxSandbox = await Sandbox.create({ sources: { shop: lax.toString() } })
+    try {
+      const stream = await sources.run({ query: "SELECT 'a\\' AS s" }, options())
+      expect((await drain(stream)).columns.s).toEqual(['a\\'])
+      const execution = await laxSandbox.runCode('print(sql("SELECT \'a\\\\\' AS s").s[0])')
+      expect(execution.logs.stdout.join('')).toBe('a\\\n')
+    } finally {
+      await laxSandbox.kill()
+      await sources.close()
+    }
   })
 
   it('stops at the row and byte caps, cancels the COPY on the server, and the next query runs', async () => {
