@@ -5,8 +5,8 @@
  * as a mask. The host parses no value but numerics, which it writes as decimal text. Parsing every
  * value on the host (node-postgres' rows) cost more than psycopg2 + read_sql did on their own
  * (bench/sources.mjs). The column types come first, from a Describe of the statement, which runs
- * nothing; a query with a type outside LAYOUTS goes the cursor's way. Both speak node-postgres'
- * Submittable: the client hands them the protocol's messages.
+ * nothing; a type outside LAYOUTS is cast to its text. Both speak node-postgres' Submittable: the
+ * client hands them the protocol's messages.
  * @module
  */
 import type pg from 'pg'
@@ -35,7 +35,8 @@ const LAYOUTS: Record<number, ColumnLayout | 'numeric' | 'jsonb'> = {
   2950: 'uuid',
   3802: 'jsonb', // a version byte, then the text
 }
-type Read = ColumnLayout | 'numeric' | 'jsonb'
+/** A layout, or how the host reads a column that travels as text. */
+type Read = ColumnLayout | 'numeric' | 'jsonb' | 'cast'
 const WIDTHS: Partial<Record<ColumnLayout, number>> = {
   bool: 1,
   i2: 2,
@@ -49,15 +50,17 @@ const WIDTHS: Partial<Record<ColumnLayout, number>> = {
   uuid: 16,
 }
 
-/** How these columns are read, or nothing when one has a type this does not read. */
+/**
+ * How these columns are read: a type without a layout (time, interval, arrays, enums, …) as its
+ * text, which the COPY casts to (copyStatement); nothing for a statement of no columns.
+ */
 export function readsOf(fields: pg.FieldDef[]): Read[] | undefined {
-  const reads = fields.map((field) => LAYOUTS[field.dataTypeID])
-  return reads.length > 0 && reads.every((read) => read !== undefined) ? (reads as Read[]) : undefined
+  return fields.length > 0 ? fields.map((field) => LAYOUTS[field.dataTypeID] ?? 'cast') : undefined
 }
 
 /** How a column read so travels to the kernel. */
 export function layoutOf(read: Read): ColumnLayout {
-  return read === 'numeric' || read === 'jsonb' ? 'text' : read
+  return read === 'numeric' || read === 'jsonb' || read === 'cast' ? 'text' : read
 }
 
 /** A batch's size: well under a Jupyter reply's chunk once in base64 (jupyter/questions.ts). */
@@ -113,9 +116,17 @@ export function describeStatement(client: pg.ClientBase, text: string): Promise<
   })
 }
 
-/** The COPY of a checked SELECT, on lines of its own: a comment that ends it ends with its line. */
-export function copyStatement(select: string): string {
-  return `COPY (\n${select}\n) TO STDOUT (FORMAT binary)`
+/**
+ * The COPY of a checked SELECT, on lines of its own: a comment that ends it ends with its line.
+ * Columns read as text are cast to it, the others named by position (a query may name two alike).
+ */
+export function copyStatement(select: string, reads: Read[]): string {
+  if (!reads.includes('cast')) return `COPY (\n${select}\n) TO STDOUT (FORMAT binary)`
+  const names = reads.map((_, index) => `c${index + 1}`)
+  const columns = reads.map((read, index) =>
+    read === 'cast' ? `q.${names[index]}::text` : `q.${names[index]}`,
+  )
+  return `COPY (SELECT ${columns.join(', ')} FROM (\n${select}\n) AS q(${names.join(', ')})) TO STDOUT (FORMAT binary)`
 }
 
 /** A column's bytes as they arrive, grown as needed. */

@@ -262,7 +262,7 @@ export class PostgresSource implements Source {
     }
     const reads = fields && readsOf(fields)
     if (fields && reads) {
-      const copy = new CopyOut(copyStatement(statement.text), reads)
+      const copy = new CopyOut(copyStatement(statement.text, reads), reads)
       client.query(copy as unknown as pg.Submittable)
       async function* copied(): AsyncGenerator<QueryBatch> {
         let broken = false

@@ -63,6 +63,12 @@ const EDGES: Record<string, { type: string; values: string[] }> = {
     values: ["'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'", "'00000000-0000-0000-0000-000000000000'"],
   },
   raw: { type: 'bytea', values: ["''", "'\\x00ff00'", "'\\x41'"] },
+  // Types without a layout: cast to their text by the COPY, read as the cursor reads them.
+  tm: { type: 'time', values: ["'01:02:03.5'", "'00:00:00'"] },
+  iv: { type: 'interval', values: ["'1 day 2 hours'", "'00:00:00.5'"] },
+  arr: { type: 'int4[]', values: ["'{1,2,NULL}'", "'{}'"] },
+  en: { type: 'mood', values: ["'happy'", "'sad'"] },
+  ip: { type: 'inet', values: ["'10.0.0.1/8'"] },
 }
 const ROWS = Math.max(...Object.values(EDGES).map((column) => column.values.length)) + 1
 
@@ -71,6 +77,7 @@ beforeAll(async () => {
   url = await cluster.createDatabase()
   admin = new pg.Client({ connectionString: url })
   await admin.connect()
+  await admin.query("CREATE TYPE mood AS ENUM ('happy', 'sad')")
   const names = Object.keys(EDGES)
   const rows = Array.from({ length: ROWS }, (_, row) =>
     names.map((name) => {
@@ -154,7 +161,7 @@ describe('sql() over binary COPY', () => {
     expect(totals).toBe(`${rows[0].v} ${rows[0].nulls} Int64`)
   })
 
-  it('comes as raw columns, and a query that ends with a semicolon or a comment still reads', async () => {
+  it('comes as raw columns, types without a layout as text, and a query that ends with a semicolon or a comment still reads', async () => {
     const sources = await openSources([`shop=${url}`])
     try {
       const stream = await sources.run(
@@ -167,6 +174,15 @@ describe('sql() over binary COPY', () => {
         batches.map((batch) => ('columns' in batch ? batch.columns.map((c) => c.layout) : 'values')),
       ).toEqual([['i4', 'text']])
       expect(stream.summary().rows).toBe(3)
+      // An interval and an enum, cast to their text by the COPY: raw still.
+      const cast = await sources.run(
+        { query: 'SELECT n, iv, en FROM edges' },
+        { ...options(), rawColumns: true },
+      )
+      const layouts = []
+      for await (const batch of cast.batches)
+        layouts.push('columns' in batch ? batch.columns.map((c) => c.layout) : 'values')
+      expect(layouts).toEqual([['i4', 'text', 'text']])
     } finally {
       await sources.close()
     }

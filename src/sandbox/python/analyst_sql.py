@@ -177,6 +177,9 @@ def _raw_column(wire, rows, spec, np, pd):
         if convert is not None:  # a NULL's text is empty: converted are only the others
             present = ~mask
             objects[present] = np.frompyfunc(convert, 1, 1)(objects[present])
+        elif kind != 'text':  # a type cast to its text (time, interval, arrays, …): as the values path reads it
+            objects[mask] = None
+            return column(objects, kind)
     if mask.any():
         objects[mask] = None
     return pd.array(objects, dtype=object)
