@@ -141,6 +141,13 @@ export function artifactUrl(sessionId: string, name: string): string {
   return `${sessionPath(sessionId)}/artifacts/${name.split('/').map(encodeURIComponent).join('/')}`
 }
 
+/** Where a session's data file downloads as uploaded; a shared session's, when its owner allows. */
+export function dataFileUrl(where: { sessionId: string } | { shareId: string }, name: string): string {
+  const base =
+    'sessionId' in where ? sessionPath(where.sessionId) : `/api/shared/${encodeURIComponent(where.shareId)}`
+  return `${base}/files/${encodeURIComponent(name)}`
+}
+
 export function exportUrl(sessionId: string, format: 'ipynb' | 'py' | 'html'): string {
   return `${sessionPath(sessionId)}/export?format=${format}`
 }

@@ -6,7 +6,7 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import type { SessionDetail, SessionSummary, SourceInfo } from '../server/types.js'
 import { account, type SignInState, signInState, signInUrl } from './account.js'
-import { ApiError, api, exportUrl, onTokenNeeded, setSignIn, token, withToken } from './api.js'
+import { ApiError, api, dataFileUrl, exportUrl, onTokenNeeded, setSignIn, token, withToken } from './api.js'
 import { AccountBar } from './components/account-bar.js'
 import { AdminPage } from './components/admin-page.js'
 import { Composer } from './components/composer.js'
@@ -415,6 +415,7 @@ function Workspace({ signin }: { signin: SignInState }) {
                   uploading={uploading}
                   expand={runs.length === 0}
                   onChoose={(files) => void upload(files)}
+                  fileUrl={currentId ? (name) => dataFileUrl({ sessionId: currentId }, name) : undefined}
                 />
                 <div class="conversation">
                   {runs.map(({ run, live: isLive }, index) => (

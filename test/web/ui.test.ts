@@ -3,7 +3,7 @@
  * Chromium driven by playwright-core. Upload a file, see its profile, ask, watch the code and a
  * chart arrive, read the answer, ask a follow-up, reload, find the session and open it again.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
@@ -107,6 +107,17 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     }
     expect(await profile.textContent()).toContain('float64')
     await page.screenshot({ path: join(tmpdir(), 'analyst-web-ui-profile.png') })
+    // The file downloads as it was uploaded, with the token the page holds.
+    const download = page.getByRole('link', { name: 'sales.csv' })
+    await download.waitFor()
+    const downloaded = await page.evaluate(
+      async (href) => {
+        const response = await fetch(href as string)
+        return { status: response.status, body: await response.text() }
+      },
+      await download.getAttribute('href'),
+    )
+    expect(downloaded).toEqual({ status: 200, body: readFileSync(SALES, 'utf8') })
 
     const box = page.getByRole('textbox', { name: 'Question', exact: true })
     // Ask; the step streams in with its code, then the chart, then the answer.

@@ -1,6 +1,7 @@
 /** The session's data files and their profiles: what the model is told about them before any code runs. */
 import type { ColumnProfile, DatasetProfile } from '../../data/types.js'
 import type { DatasetInfo } from '../../server/types.js'
+import { withToken } from '../api.js'
 import { bytes, count, num } from '../format.js'
 
 function summary(column: ColumnProfile): string {
@@ -76,7 +77,19 @@ function Profile({ profile }: { profile: DatasetProfile }) {
   )
 }
 
-function Dataset({ dataset, open }: { dataset: DatasetInfo; open: boolean }) {
+/** A data file's download, as it was uploaded. */
+export function DownloadLink({ url, name }: { url: string; name: string }) {
+  return (
+    <a class="file-chip" href={withToken(url)} download={name} title={`Download ${name} as it was uploaded`}>
+      <span class="file-icon" aria-hidden="true">
+        ↓
+      </span>
+      {name}
+    </a>
+  )
+}
+
+function Dataset({ dataset, open, url }: { dataset: DatasetInfo; open: boolean; url?: string }) {
   const { profile } = dataset
   const rows = profile.rows ? `${profile.rowsEstimated ? '≈' : ''}${count(profile.rows)} rows` : ''
   return (
@@ -93,6 +106,7 @@ function Dataset({ dataset, open }: { dataset: DatasetInfo; open: boolean }) {
             .filter(Boolean)
             .join(' · ')}
         </span>
+        {url && <DownloadLink url={url} name={dataset.name} />}
       </summary>
       <Profile profile={profile} />
     </details>
@@ -104,17 +118,20 @@ export function Datasets({
   uploading,
   expand,
   onChoose,
+  fileUrl,
 }: {
   datasets: DatasetInfo[]
   uploading: string[]
   /** Open the profiles (before the first question). */
   expand: boolean
   onChoose: (files: File[]) => void
+  /** Where each file downloads from, once the session has it. */
+  fileUrl?: (name: string) => string
 }) {
   return (
     <section class="datasets" aria-label="Data files">
       {datasets.map((dataset) => (
-        <Dataset key={dataset.name} dataset={dataset} open={expand} />
+        <Dataset key={dataset.name} dataset={dataset} open={expand} url={fileUrl?.(dataset.name)} />
       ))}
       {uploading.map((name) => (
         <div key={name} class="dataset uploading">

@@ -2,8 +2,9 @@
 import { useEffect, useState } from 'preact/hooks'
 import type { SharedSessionView } from '../../server/types.js'
 import { account } from '../account.js'
-import { ApiError, apiUrl } from '../api.js'
+import { ApiError, apiUrl, dataFileUrl } from '../api.js'
 import { fromStored } from '../run-state.js'
+import { DownloadLink } from './datasets.js'
 import { Run } from './run.js'
 
 export function SharedPage({ shareId }: { shareId: string }) {
@@ -58,6 +59,17 @@ export function SharedPage({ shareId }: { shareId: string }) {
                 <p class="muted">
                   Read-only. Data: {view.session.datasets.map((d) => d.name).join(', ') || 'none'}
                 </p>
+                {view.share.allowFiles && view.session.datasets.length > 0 && (
+                  <div class="files">
+                    {view.session.datasets.map((dataset) => (
+                      <DownloadLink
+                        key={dataset.name}
+                        url={dataFileUrl({ shareId }, dataset.name)}
+                        name={dataset.name}
+                      />
+                    ))}
+                  </div>
+                )}
                 <div class="conversation">
                   {view.session.runs.map((run) => (
                     <Run key={run.id} run={fromStored(run)} live={false} />
