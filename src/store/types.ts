@@ -227,7 +227,8 @@ export interface HistoryStore {
   /**
    * `read`, given a store that sees one moment of the history over one connection: what another
    * replica commits meanwhile shows all or not at all (a run that has ended, with every step it
-   * committed before), and a read of several tables needs no more connections than one.
+   * committed before), and a read of several tables needs no more connections than one. `read`
+   * uses only the store it is given (SQLite's one connection is held until it ends).
    */
   snapshot<T>(read: (store: HistoryStore) => Promise<T>): Promise<T>
   /** Newest first. */

@@ -2,9 +2,10 @@
  * A session's history read from PostgreSQL in one snapshot, on one connection. The compose stack's
  * Jupyter test got a 500 on GET /api/sessions/:id: "timeout exceeded when trying to connect", from
  * the replica that had not run the question. The read asked the pool for a connection per table at
- * once, so it opened new ones; inside podman's network, one of them took over 10 s while the pool's
- * open connection answered in 2 ms. Here a proxy stalls every new connection to the database, as
- * that network did, and connections already open keep working.
+ * once, so it opened new ones; inside podman's network the lookup of the database's name stalls
+ * now and then (for 5 s when aardvark-dns drops a query as a container starts, once for 40 s), and
+ * the pool's open connection answered in 2 ms meanwhile. Here a proxy stalls every new connection
+ * to the database as that network did, and connections already open keep working.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
