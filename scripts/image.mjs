@@ -142,16 +142,21 @@ const DOC_EXCLUDES = [
   'path-include=/usr/share/locale/locale.alias',
 ]
 
+/** What a root file system is made from: its key (the cache's and the base image's tag) and date. */
+function rootfsRecipe(packageFiles) {
+  const recipe = [...packageFiles, join(DEPLOY, 'rootfs-hook.sh'), join(DEPLOY, 'purge.txt')]
+  const epoch = sourceDateEpoch(recipe)
+  return { key: hash(SUITE, MIRROR, epoch, ...recipe.map((file) => readFileSync(file))), epoch }
+}
+
 /**
  * The root file system of one image as a tar, made once per recipe. Downloaded .debs are kept in
  * the cache, so a recipe changed in one package downloads that package only.
  */
 function rootfs(target, name, packageFiles) {
+  const { key, epoch } = rootfsRecipe(packageFiles)
   const hook = join(DEPLOY, 'rootfs-hook.sh')
   const purge = join(DEPLOY, 'purge.txt')
-  const recipe = [...packageFiles, hook, purge]
-  const epoch = sourceDateEpoch(recipe)
-  const key = hash(SUITE, MIRROR, epoch, ...recipe.map((file) => readFileSync(file)))
   const tar = join(target.cache, `rootfs-${name}-${key}.tar`)
   if (existsSync(tar)) {
     say(`root file system of ${name}: cached (${tar})`)
@@ -199,9 +204,10 @@ function imageExists(name) {
  * image's history carry SOURCE_DATE_EPOCH, whatever the cached tar's members say.
  */
 function baseImage(target, name, packageFiles) {
-  const { tar, key, epoch } = rootfs(target, name, packageFiles)
-  const base = `${target.prefix}${name}-base:${key}`
+  // The image may outlive the cached tar (a new worktree, a cleared cache): no mmdebstrap then.
+  const base = `${target.prefix}${name}-base:${rootfsRecipe(packageFiles).key}`
   if (imageExists(base)) return base
+  const { tar, epoch } = rootfs(target, name, packageFiles)
   const container = buildah(['from', '--quiet', 'scratch'])
   try {
     buildah(['add', '--quiet', container, tar, '/'])
@@ -585,6 +591,14 @@ function buildAll(target, names, options) {
   })
 }
 
+/** Removes every image named under prefix. */
+function removeImages(prefix) {
+  const images = run('podman', ['images', '--format', '{{.Repository}}:{{.Tag}}'], { capture: true })
+    .split('\n')
+    .filter((image) => image.startsWith(prefix))
+  if (images.length) spawnSync('podman', ['rmi', '-f', ...images], { stdio: 'ignore' })
+}
+
 /**
  * --check-reproducible: the images built as usual (cached steps and all), then again from nothing
  * under other names (an empty cache: the .debs downloaded again, the root file systems, Node's
@@ -595,6 +609,7 @@ function checkReproducible(names, options) {
   const first = buildAll({ cache: CACHE, prefix: 'localhost/', names: imageNames() }, names, options)
   rmSync(CHECK_CACHE, { recursive: true, force: true })
   const prefix = 'localhost/analyst-check/'
+  removeImages(prefix) // an interrupted check's base images would stand in for the build from nothing
   const target = { cache: CHECK_CACHE, prefix, names: imageNames(prefix) }
   say(`the same images again from nothing, in ${CHECK_CACHE}`)
   const second = buildAll(target, names, options)
@@ -623,10 +638,7 @@ function checkReproducible(names, options) {
       for (const at of differing) describeDifference(a.image, b.image, ours[at], theirs[at])
     }
   } finally {
-    const images = run('podman', ['images', '--format', '{{.Repository}}:{{.Tag}}'], { capture: true })
-      .split('\n')
-      .filter((image) => image.startsWith(prefix))
-    if (images.length) spawnSync('podman', ['rmi', '-f', ...images], { stdio: 'ignore' })
+    removeImages(prefix)
     rmSync(CHECK_CACHE, { recursive: true, force: true })
   }
   if (!same) process.exit(1)

@@ -12,15 +12,19 @@ export async function forkSession(
   sourceId: string,
   options: { owner: string | null; title?: string },
 ): Promise<StoredSession> {
-  const source = await history.getSession(sourceId)
-  if (!source) throw new Error(`No session ${sourceId} to fork`)
-  const [datasets, runs, steps, artifacts, messages] = await Promise.all([
-    history.datasets(sourceId),
-    history.runs(sourceId),
-    history.steps(sourceId),
-    history.artifacts(sourceId),
-    history.messages(sourceId),
-  ])
+  // One moment of the source, which another replica may be answering: its conversation and its steps agree.
+  const { source, datasets, runs, steps, artifacts, messages } = await history.snapshot(async (at) => {
+    const source = await at.getSession(sourceId)
+    if (!source) throw new Error(`No session ${sourceId} to fork`)
+    const [datasets, runs, steps, artifacts, messages] = await Promise.all([
+      at.datasets(sourceId),
+      at.runs(sourceId),
+      at.steps(sourceId),
+      at.artifacts(sourceId),
+      at.messages(sourceId),
+    ])
+    return { source, datasets, runs, steps, artifacts, messages }
+  })
   const copy = await history.createSession({
     title: options.title ?? source.title,
     owner: options.owner,

@@ -175,12 +175,15 @@ export class LiveSession {
     const guard = settings.guard !== false
     // The parser loads while the sandbox starts, not during the first step.
     const guardReady = guard ? warmUp().catch(() => {}) : undefined
-    const [session, datasets, messages, steps] = await Promise.all([
-      history.getSession(sessionId),
-      history.datasets(sessionId),
-      history.messages(sessionId),
-      history.steps(sessionId),
-    ])
+    // One snapshot: the conversation and the cells replayed for it agree, over one connection.
+    const [session, datasets, messages, steps] = await history.snapshot((at) =>
+      Promise.all([
+        at.getSession(sessionId),
+        at.datasets(sessionId),
+        at.messages(sessionId),
+        at.steps(sessionId),
+      ]),
+    )
     const files = await sandboxFiles(datasets, {
       blobs: context.blobs,
       cacheDir: context.cacheDir,

@@ -13,8 +13,20 @@ import type {
   TokenUsage,
 } from './types.js'
 
-/** Everything recorded for the session, or undefined when there is none (for this owner). */
-export async function loadSessionHistory(
+/**
+ * Everything recorded for the session, or undefined when there is none (for this owner). Read in
+ * one snapshot, on one connection: a run that another replica just ended comes with all its steps,
+ * and a read does not wait for connections of its own to a database that is slow to accept them.
+ */
+export function loadSessionHistory(
+  store: HistoryStore,
+  id: string,
+  owner?: string | null,
+): Promise<SessionHistory | undefined> {
+  return store.snapshot((snapshot) => readSessionHistory(snapshot, id, owner))
+}
+
+async function readSessionHistory(
   store: HistoryStore,
   id: string,
   owner?: string | null,
@@ -93,6 +105,6 @@ export function sessionStats(
 
 /** The stats of a session straight from the store. */
 export async function loadSessionStats(store: HistoryStore, id: string): Promise<SessionStats> {
-  const [runs, steps] = await Promise.all([store.runs(id), store.steps(id)])
+  const [runs, steps] = await store.snapshot((at) => Promise.all([at.runs(id), at.steps(id)]))
   return sessionStats(runs, steps)
 }

@@ -224,6 +224,13 @@ export interface HistoryStore {
   }): Promise<StoredSession>
   /** The session, if it exists and (when `owner` is given) belongs to that owner. */
   getSession(id: string, owner?: string | null): Promise<StoredSession | undefined>
+  /**
+   * `read`, given a store that sees one moment of the history over one connection: what another
+   * replica commits meanwhile shows all or not at all (a run that has ended, with every step it
+   * committed before), and a read of several tables needs no more connections than one. `read`
+   * uses only the store it is given (SQLite's one connection is held until it ends).
+   */
+  snapshot<T>(read: (store: HistoryStore) => Promise<T>): Promise<T>
   /** Newest first. */
   listSessions(options?: { owner?: string | null; limit?: number }): Promise<StoredSession[]>
   /** The one session whose id starts with `prefix` (and that `owner` may see); undefined when none or several. */

@@ -56,6 +56,7 @@ export class PostgresHistoryStore extends SqlHistoryStore {
       shared: true,
       nowMs: sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`,
       rowLocks: true,
+      snapshotIsolation: 'repeatable read',
       version: postgresVersion,
     })
   }

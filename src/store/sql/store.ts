@@ -87,6 +87,11 @@ export interface SqlRuntime {
   nowMs: RawBuilder<number>
   /** Whether `select … for update` locks rows (PostgreSQL); SQLite serializes its writers anyway. */
   rowLocks: boolean
+  /**
+   * The isolation of `snapshot`'s transaction where each statement would otherwise see a moment
+   * of its own (PostgreSQL's read committed). SQLite's transaction reads one moment already.
+   */
+  snapshotIsolation?: 'repeatable read'
   version: SchemaVersion
 }
 
@@ -161,6 +166,13 @@ export class SqlHistoryStore implements HistoryStore {
     }
     await this.db.insertInto('sessions').values(row).execute()
     return toSession({ ...row, questions: 0 })
+  }
+
+  async snapshot<T>(read: (store: HistoryStore) => Promise<T>): Promise<T> {
+    let transaction = this.db.transaction()
+    const isolation = this.runtime.snapshotIsolation
+    if (isolation) transaction = transaction.setIsolationLevel(isolation).setAccessMode('read only')
+    return transaction.execute((trx) => read(new SqlHistoryStore(trx, this.runtime)))
   }
 
   async getSession(id: string, owner?: string | null): Promise<StoredSession | undefined> {
