@@ -343,26 +343,33 @@ export class SqlHistoryStore implements HistoryStore {
   // ------------------------------------------------------------------ quotas
 
   async ownerUsage(owner: string | null): Promise<OwnerUsage> {
+    // One statement: one connection, one moment (three at once took three of the pool's).
     const mine = this.db.selectFrom('sessions').select('id').where(ownedBy(owner))
-    const [sessions, runs, data] = await Promise.all([
-      this.db
-        .selectFrom('sessions')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where(ownedBy(owner))
-        .executeTakeFirstOrThrow(),
-      this.db
-        .selectFrom('runs')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('status', '=', 'running')
-        .where('session_id', 'in', mine)
-        .executeTakeFirstOrThrow(),
-      this.db
-        .selectFrom('datasets')
-        .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('bytes'), sql<number>`0`).as('n'))
-        .where('session_id', 'in', mine)
-        .executeTakeFirstOrThrow(),
-    ])
-    return { sessions: Number(sessions.n), runningRuns: Number(runs.n), dataBytes: Number(data.n) }
+    const usage = await this.db
+      .selectNoFrom((eb) => [
+        eb
+          .selectFrom('sessions')
+          .select((count) => count.fn.countAll<number>().as('n'))
+          .where(ownedBy(owner))
+          .as('sessions'),
+        eb
+          .selectFrom('runs')
+          .select((count) => count.fn.countAll<number>().as('n'))
+          .where('status', '=', 'running')
+          .where('session_id', 'in', mine)
+          .as('runs'),
+        eb
+          .selectFrom('datasets')
+          .select((sum) => sum.fn.coalesce(sum.fn.sum<number>('bytes'), sql<number>`0`).as('n'))
+          .where('session_id', 'in', mine)
+          .as('data'),
+      ])
+      .executeTakeFirstOrThrow()
+    return {
+      sessions: Number(usage.sessions),
+      runningRuns: Number(usage.runs),
+      dataBytes: Number(usage.data),
+    }
   }
 
   async ownerActivity(owner: string | null): Promise<OwnerActivity> {
