@@ -7,7 +7,7 @@
  * says why. A user shares a session with the Share button; a colleague opens the link, reads it,
  * and continues from there in a session of their own.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
@@ -25,6 +25,7 @@ import {
 } from '../support/identity-provider.js'
 
 const WEB = resolve('dist/web/index.html')
+const SALES = resolve('examples/sales.csv')
 
 describe.skipIf(!hasChromium)('sign-in in Chromium', () => {
   let home: string
@@ -193,10 +194,22 @@ describe.skipIf(!hasChromium)('sign-in in Chromium', () => {
 
     await page.goto(`${base}/#/s/${session.id}`)
     await page.getByText('The west sells most.').waitFor()
+    await page.setInputFiles('input[type=file]', SALES)
+    await page.locator('.dataset-name', { hasText: 'sales.csv' }).waitFor()
     await page.getByRole('button', { name: 'Share' }).click()
-    const link = page.getByRole('dialog', { name: 'Share' }).getByRole('textbox', { name: 'Link' })
+    const dialog = page.getByRole('dialog', { name: 'Share' })
+    const link = dialog.getByRole('textbox', { name: 'Link' })
     await expect.poll(() => link.inputValue()).toMatch(new RegExp(`^${base}/s/`))
     const url = await link.inputValue()
+    // The viewers may have the data file too.
+    await dialog.getByRole('checkbox').check()
+    const shareId = url.slice(`${base}/s/`.length)
+    await expect
+      .poll(
+        async () =>
+          (await (await page.request.get(`${base}/api/shared/${shareId}`)).json()).share?.allowFiles,
+      )
+      .toBe(true)
 
     // Bob, signed in by the link, reads it and continues from there: a session of his own.
     await context?.clearCookies()
@@ -205,6 +218,14 @@ describe.skipIf(!hasChromium)('sign-in in Chromium', () => {
     await page.waitForURL(url)
     await page.getByText('The west sells most.').waitFor()
     expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Revenue by region')
+    // The data file downloads from the shared page, as uploaded.
+    const download = page.getByRole('link', { name: 'sales.csv' })
+    await download.waitFor()
+    const downloaded = await page.evaluate(
+      async (href) => (await fetch(href as string)).text(),
+      await download.getAttribute('href'),
+    )
+    expect(downloaded).toBe(readFileSync(SALES, 'utf8'))
     await page.getByRole('button', { name: 'Continue from here' }).click()
     await page.waitForURL((to) => to.origin === base && to.hash.startsWith('#/s/') && to.pathname === '/')
     const forked = decodeURIComponent(new URL(page.url()).hash.slice('#/s/'.length))
