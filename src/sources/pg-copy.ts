@@ -16,7 +16,6 @@ import type { ColumnLayout, QueryColumnData, QueryColumnsBatch } from '../sandbo
 const LAYOUTS: Record<number, ColumnLayout | 'numeric' | 'jsonb'> = {
   16: 'bool',
   17: 'bytes',
-  18: 'text',
   19: 'text',
   20: 'i8',
   21: 'i2',
@@ -129,7 +128,7 @@ export function copyStatement(select: string, reads: Read[]): string {
   return `COPY (SELECT ${columns.join(', ')} FROM (\n${select}\n) AS q(${names.join(', ')})) TO STDOUT (FORMAT binary)`
 }
 
-/** A column's bytes as they arrive, grown as needed. */
+/** A column's bytes as they arrive: words in place (NULL's zeroed, never the heap's old bytes), text grown as needed. */
 class ColumnBuilder {
   data: Buffer
   used = 0
@@ -146,7 +145,7 @@ class ColumnBuilder {
   ) {
     this.layout = layoutOf(read)
     this.width = WIDTHS[this.layout]
-    this.data = Buffer.alloc(this.width ? this.width * rows : 64 * 1024)
+    this.data = Buffer.alloc(this.width ? this.width * rows : 1024)
     this.nulls = new Uint8Array(rows)
   }
 
@@ -198,10 +197,18 @@ export function numericText(chunk: Buffer, at: number): string {
 export class CopyOut extends Submittable {
   #connection: Connection | undefined
   #columns: ColumnBuilder[] = []
+  /** Rows a batch holds at most: as many as BATCH_BYTES can be of, for the narrowest rows. */
+  readonly #capacity: number
+  /** What every row sends whatever its values: its words, and a NUL a text. */
+  readonly #rowWords: number
   #rows = 0
+  /** The batch's bytes on the wire (the byte cap's count) and as they go to the kernel. */
   #bytes = 0
+  #sent = 0
   #rowEnds: number[] = []
   #headerRead = false
+  /** The start of a row whose end is in the next message (the protocol lets a message end anywhere). */
+  #carry: Buffer | undefined
   #queued: QueryColumnsBatch[] = []
   #paused = false
   #discarding = false
@@ -220,6 +227,15 @@ export class CopyOut extends Submittable {
     this.settled = new Promise((resolve) => {
       this.#settle = resolve
     })
+    // A row takes 2 bytes and 4 a field on the wire at least (a NULL), and its words' widths and
+    // a NUL a text when sent.
+    const widths = reads.map((read) => WIDTHS[layoutOf(read)] ?? (layoutOf(read) === 'text' ? 1 : 0))
+    this.#rowWords = widths.reduce((sum, width) => sum + width, 0)
+    this.#capacity = Math.min(
+      BATCH_ROWS,
+      Math.floor(BATCH_BYTES / (2 + 4 * reads.length)) + 1,
+      Math.floor(BATCH_BYTES / Math.max(1, this.#rowWords)) + 1,
+    )
     this.#start()
   }
 
@@ -235,26 +251,66 @@ export class CopyOut extends Submittable {
 
   override handleCopyData({ chunk }: { chunk: Buffer }) {
     if (this.#discarding) return
-    let at = 0
-    if (!this.#headerRead) {
-      // The signature, flags, then a header extension of a given length.
-      if (chunk.length < 19 || !chunk.subarray(0, 11).equals(SIGNATURE)) {
-        this.handleError(new Error('COPY sent no binary header'))
-        return
-      }
-      at = 19 + chunk.readUInt32BE(15)
-      this.#headerRead = true
-    }
-    // One row a message, after the header; the trailer is a field count of -1.
-    while (at + 2 <= chunk.length) {
-      const fields = chunk.readInt16BE(at)
-      at += 2
-      if (fields < 0) return
-      at = this.#row(chunk, at)
+    try {
+      this.#parse(this.#carry ? Buffer.concat([this.#carry, chunk]) : chunk)
+    } catch (error) {
+      // Not the format this reads: the rows stop here, and the reader's leaving cancels the COPY.
+      this.#error ??= error instanceof Error ? error : new Error(String(error))
+      this.discard()
+      this.#wakeReader()
     }
   }
 
-  #row(chunk: Buffer, start: number): number {
+  /** Reads the whole rows of these bytes (the header first); a row cut short waits for the rest. */
+  #parse(bytes: Buffer) {
+    let at = 0
+    if (!this.#headerRead) {
+      // The signature, flags, then a header extension of a given length.
+      if (bytes.length >= 11 && !bytes.subarray(0, 11).equals(SIGNATURE))
+        throw new Error('COPY sent no binary header')
+      const end = bytes.length >= 19 ? 19 + bytes.readUInt32BE(15) : Number.POSITIVE_INFINITY
+      if (bytes.length < end) {
+        this.#carry = Buffer.from(bytes)
+        return
+      }
+      at = end
+      this.#headerRead = true
+    }
+    // The trailer is a field count of -1.
+    while (at + 2 <= bytes.length) {
+      const fields = bytes.readInt16BE(at)
+      if (fields === -1) {
+        at = bytes.length
+        break
+      }
+      if (fields !== this.#columns.length)
+        throw new Error(`COPY sent a row of ${fields} fields for ${this.#columns.length} columns`)
+      const end = this.#rowEnd(bytes, at + 2)
+      if (end < 0) break
+      this.#row(bytes, at + 2)
+      at = end
+    }
+    // Copied: the driver reuses the buffer the message came in.
+    this.#carry = at < bytes.length ? Buffer.from(bytes.subarray(at)) : undefined
+  }
+
+  /** Where the row from `start` (its fields) ends, or -1 when these bytes do not hold all of it. */
+  #rowEnd(bytes: Buffer, start: number): number {
+    let at = start
+    for (const column of this.#columns) {
+      if (at + 4 > bytes.length) return -1
+      const length = bytes.readInt32BE(at)
+      at += 4
+      if (length < 0) continue
+      if (column.width !== undefined && length !== column.width)
+        throw new Error(`COPY sent ${length} bytes for a ${column.layout} value`)
+      at += length
+      if (at > bytes.length) return -1
+    }
+    return at
+  }
+
+  #row(chunk: Buffer, start: number): void {
     let at = start
     const row = this.#rows
     for (const column of this.#columns) {
@@ -280,6 +336,7 @@ export class CopyOut extends Submittable {
         chunk.copy(column.data, column.used, at, at + length)
         column.used += length
         column.ends.push(column.used)
+        this.#sent += length
       } else {
         // Text with a NUL after each value (text never holds one): jsonb's after its version byte.
         const text = read === 'numeric' ? Buffer.from(numericText(chunk, at), 'latin1') : undefined
@@ -291,14 +348,15 @@ export class CopyOut extends Submittable {
         column.used += to - from
         column.data[column.used++] = 0
         column.ends.push(column.used)
+        this.#sent += to - from
       }
       at += length
     }
     this.#rows++
     this.#bytes += at - start
+    this.#sent += this.#rowWords
     this.#rowEnds.push(this.#bytes)
-    if (this.#rows >= BATCH_ROWS || this.#bytes >= BATCH_BYTES) this.#flush()
-    return at
+    if (this.#rows >= this.#capacity || this.#bytes >= BATCH_BYTES || this.#sent >= BATCH_BYTES) this.#flush()
   }
 
   handleError(error: Error) {
@@ -331,9 +389,10 @@ export class CopyOut extends Submittable {
   }
 
   #start() {
-    this.#columns = this.reads.map((read) => new ColumnBuilder(read, BATCH_ROWS))
+    this.#columns = this.reads.map((read) => new ColumnBuilder(read, this.#capacity))
     this.#rows = 0
     this.#bytes = 0
+    this.#sent = 0
     this.#rowEnds = []
   }
 

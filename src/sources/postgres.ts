@@ -7,6 +7,7 @@
  * (`pg_cancel_backend` from a second connection), not just abandons it.
  * @module
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { parse as parseConnectionString } from 'pg-connection-string'
 import Cursor from 'pg-cursor'
@@ -30,6 +31,8 @@ import { cappedStream, queryCancelled, queryTimeout } from './stream.js'
 import { bytesValue, floatFromText, intValue, isoTimestamp, isoTimestamptz } from './values.js'
 
 const BATCH_ROWS = 10_000
+/** How long a cancelled COPY may take to end before its connection is closed instead. */
+const COPY_SETTLE_MS = 5_000
 /** How long a catalog read may take on the server. */
 const CATALOG_TIMEOUT_MS = 10_000
 
@@ -224,10 +227,13 @@ export class PostgresSource implements Source {
     const pid = (client as unknown as { processID: number }).processID
     let stopped: AnalystError | undefined
     let cancelling: Promise<void> | undefined
+    let copy: CopyOut | undefined
     const stop = (error: AnalystError) => {
       if (stopped) return
       stopped = error
       cancelling = this.#cancel(pid)
+      // A server blocked writing to a paused socket does not act on the cancel: read on, dropping.
+      copy?.discard()
     }
     const timer = setTimeout(() => stop(queryTimeout(timeoutMs)), timeoutMs)
     const onAbort = () => stop(queryCancelled(signal.reason))
@@ -262,21 +268,26 @@ export class PostgresSource implements Source {
     }
     const reads = fields && readsOf(fields)
     if (fields && reads) {
-      const copy = new CopyOut(copyStatement(statement.text, reads), reads)
-      client.query(copy as unknown as pg.Submittable)
+      const running = new CopyOut(copyStatement(statement.text, reads), reads)
+      copy = running
+      client.query(running as unknown as pg.Submittable)
       async function* copied(): AsyncGenerator<QueryBatch> {
         let broken = false
         try {
-          yield* copy.batches()
+          yield* running.batches()
         } catch (error) {
           broken = isBroken(error)
           throw failure(error)
         } finally {
-          // Left before its end (a cap): the server goes on writing until it is cancelled.
-          copy.discard()
-          if (!copy.ended) stop(queryCancelled())
-          await copy.settled
-          await finish(broken)
+          // Left before its end (a cap): the server goes on writing until it is cancelled. A cancel
+          // that did not reach it (no connection to send it on) must not hold the connection: closed.
+          running.discard()
+          if (!running.ended) stop(queryCancelled())
+          const ended = await Promise.race([
+            running.settled.then(() => true),
+            sleep(COPY_SETTLE_MS, false, { ref: false }),
+          ])
+          await finish(broken || !ended)
         }
       }
       return cappedStream({ columns: columnsOf(fields), batches: copied(), limits, startedAt, signal })

@@ -286,12 +286,24 @@ export class Sources implements QueryHost {
   }
 
   async run(request: QueryRequest, options: QueryOptions): Promise<QueryStream> {
+    const secrets = this.#secrets
+    let stream: QueryStream
     try {
       const source = this.source(request.source)
-      return await source.run(request.query, request.params, { ...options, limits: this.limits })
+      stream = await source.run(request.query, request.params, { ...options, limits: this.limits })
     } catch (error) {
-      throw scrub(error, this.#secrets)
+      throw scrub(error, secrets)
     }
+    // A query can also fail while its rows come (a COPY's error, a server gone): scrubbed alike.
+    const { batches } = stream
+    async function* scrubbed() {
+      try {
+        yield* batches
+      } catch (error) {
+        throw scrub(error, secrets)
+      }
+    }
+    return { ...stream, batches: scrubbed(), summary: () => stream.summary() }
   }
 
   /** Whether each source's role can write, for `analyst doctor`. */

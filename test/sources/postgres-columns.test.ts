@@ -2,11 +2,16 @@
  * sql() over PostgreSQL's binary COPY (src/sources/pg-copy.ts) against a real server: the same
  * rows read the cursor's way (a query with parameters, which COPY cannot take) must give the same
  * DataFrame, value for value and dtype for dtype, over the edges of every type it reads. Then the
- * caps, a cancelled or failing COPY, and the connection left fit for the next query.
+ * caps, a cancelled or failing COPY, wide rows, rows split across messages, and the connection
+ * left fit for the next query. Left out of the comparison, where COPY is the more faithful side:
+ * -0.0 (the cursor's JSON makes it 0.0), JSON numbers such as 1.0 or beyond 2^53 (parsed on the
+ * host by the cursor path).
  */
+import { type AddressInfo, connect, createServer } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Sandbox } from '../../src/index.js'
+import type { Sources } from '../../src/sources/sources.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
 import { waitFor } from '../support/wait.js'
 import { drain, openSources, options } from './support.js'
@@ -46,7 +51,7 @@ const EDGES: Record<string, { type: string; values: string[] }> = {
   chr: { type: 'char(4)', values: ["'ab'", "''"] },
   vc: { type: 'varchar(5)', values: ["'abc'"] },
   nm: { type: 'name', values: ["'pg_class'"] },
-  ch1: { type: '"char"', values: ["'x'"] },
+  ch1: { type: '"char"', values: ["'x'", "''", "'é'"] }, // its binary form is one raw byte: cast to text
   day: {
     type: 'date',
     values: ["'2000-01-01'", "'1970-01-01'", "'1999-12-31'", "'2262-04-11'", "'1677-09-22'"],
@@ -106,6 +111,15 @@ afterAll(async () => {
   await admin?.end()
   await cluster?.stop()
 })
+
+/** The queries of other sessions still running that hold `pattern`. */
+async function running(pattern: string): Promise<string[]> {
+  const { rows } = await admin.query(
+    "SELECT query FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE $1",
+    [`%${pattern}%`],
+  )
+  return rows.map((row) => row.query as string)
+}
 
 /** Runs a cell; its stdout, or the error it raised. */
 async function run(code: string, timeoutMs = 60_000): Promise<string> {
@@ -268,5 +282,160 @@ describe('sql() over binary COPY', () => {
       await run("try:\n    sql('SELECT d FROM forever')\nexcept ValueError as e:\n    print(e)"),
     ).toMatch(/infinity.*d::text/)
     expect(await run("print(len(sql('SELECT * FROM many')))")).toBe('60000\n')
+  })
+
+  it('reads a wide result (220 columns) in batches sized to what they send', async () => {
+    const columns = [
+      ...Array.from({ length: 200 }, (_, c) => `i * ${c + 1} AS n${c}`),
+      ...Array.from({ length: 20 }, (_, c) => `repeat('x', i % ${c + 7}) AS t${c}`),
+    ]
+    const query = `SELECT i, ${columns.join(', ')} FROM generate_series(1, 3000) AS s(i)`
+    const out = await run(`${DIFFERENCES}\nprint(json.dumps(differences(${JSON.stringify(query)}, 'i')))`)
+    expect(out.startsWith('{') ? JSON.parse(out) : out).toEqual({ rows: 3000, differences: [] })
+    // What a batch sends stays near 512 KiB (half a Jupyter chunk), whatever the wire carried:
+    // numerics that widen to long text, NULL uuids that take 16 bytes each.
+    const sources = await openSources([`shop=${url}`])
+    try {
+      for (const wide of [
+        'SELECT 0::numeric(1000, 900) AS z FROM generate_series(1, 4000)',
+        `SELECT ${Array.from({ length: 50 }, (_, c) => `NULL::uuid AS u${c}`).join(', ')} FROM generate_series(1, 4000)`,
+      ]) {
+        const stream = await sources.run({ query: wide }, { ...options(), rawColumns: true })
+        let largest = 0
+        for await (const batch of stream.batches) {
+          if (!('columns' in batch)) throw new Error('expected raw columns')
+          largest = Math.max(
+            largest,
+            batch.columns.reduce((sum, c) => sum + c.data.length + (c.nulls?.length ?? 0), 0),
+          )
+        }
+        expect(stream.summary().rows).toBe(4000)
+        expect(largest).toBeLessThan(600 * 1024)
+      }
+    } finally {
+      await sources.close()
+    }
+  })
+
+  it('reads rows that a proxy splits across messages', async () => {
+    // Between host and server, every CopyData message cut in two: the protocol allows it.
+    const target = new URL(url)
+    const proxy = createServer((client) => {
+      const server = connect(Number(target.port), target.hostname)
+      client.pipe(server)
+      let pending = Buffer.alloc(0)
+      server.on('data', (chunk: Buffer) => {
+        pending = Buffer.concat([pending, chunk])
+        const out: Buffer[] = []
+        while (pending.length >= 5 && pending.length >= 1 + pending.readUInt32BE(1)) {
+          const size = 1 + pending.readUInt32BE(1)
+          const message = pending.subarray(0, size)
+          pending = pending.subarray(size)
+          const payload = message.subarray(5)
+          if (message[0] === 0x64 && payload.length > 1) {
+            const half = Math.floor(payload.length / 2)
+            for (const part of [payload.subarray(0, half), payload.subarray(half)]) {
+              const head = Buffer.alloc(5)
+              head[0] = 0x64
+              head.writeUInt32BE(part.length + 4, 1)
+              out.push(head, part)
+            }
+          } else out.push(message)
+        }
+        client.write(Buffer.concat(out))
+      })
+      server.on('error', () => client.destroy())
+      client.on('error', () => server.destroy())
+      server.on('close', () => client.end())
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    const proxied = new URL(url)
+    proxied.port = String((proxy.address() as AddressInfo).port)
+    const direct = await openSources([`shop=${url}`])
+    const split = await openSources([`shop=${proxied}`])
+    try {
+      const read = async (sources: Sources) => {
+        const stream = await sources.run(
+          { query: 'SELECT * FROM many ORDER BY i LIMIT 5000' },
+          { ...options(), rawColumns: true },
+        )
+        const parts: string[] = []
+        for await (const batch of stream.batches) {
+          if (!('columns' in batch)) throw new Error('expected raw columns')
+          for (const column of batch.columns)
+            parts.push(Buffer.from(column.data).toString('hex'), String(column.nulls ?? ''))
+        }
+        return { rows: stream.summary().rows, digest: parts.join('|') }
+      }
+      const expected = await read(direct)
+      expect(expected.rows).toBe(5000)
+      expect(await read(split)).toEqual(expected)
+    } finally {
+      await split.close()
+      await direct.close()
+      proxy.close()
+    }
+  })
+
+  it('ends the COPY on the server when the cell stops while no batch is being read', async () => {
+    const sources = await openSources([`shop=${url}`])
+    try {
+      const controller = new AbortController()
+      const stream = await sources.run(
+        { query: 'SELECT a.i, b.t FROM many a CROSS JOIN many b' },
+        { ...options(60_000, controller.signal), rawColumns: true },
+      )
+      const batches = stream.batches[Symbol.asyncIterator]()
+      await batches.next()
+      controller.abort()
+      await waitFor(async () => (await running('CROSS JOIN')).length === 0, {
+        what: 'the COPY to end on the server while its batches wait',
+      })
+      await batches.return?.(undefined)
+    } finally {
+      await sources.close()
+    }
+  })
+
+  it('closes the connection when the cancel cannot reach the server (no connection left for it)', async () => {
+    await admin.query('CREATE ROLE single LOGIN CONNECTION LIMIT 1; GRANT SELECT ON many TO single')
+    const single = new URL(url)
+    single.username = 'single'
+    const sources = await openSources([`shop=${single}`], { maxRows: 10 })
+    try {
+      const stream = await sources.run(
+        { query: 'SELECT a.i, b.t FROM many a CROSS JOIN many b' },
+        { ...options(), rawColumns: true },
+      )
+      for await (const _ of stream.batches);
+      expect(stream.summary().truncated?.by).toBe('rows')
+      await waitFor(async () => (await running('CROSS JOIN')).length === 0, {
+        what: 'the capped COPY to end with its connection',
+      })
+      const next = await sources.run(
+        { query: 'SELECT count(*) AS n FROM many' },
+        { ...options(), rawColumns: true },
+      )
+      for await (const _ of next.batches);
+      expect(next.summary().rows).toBe(1)
+    } finally {
+      await sources.close()
+    }
+  })
+
+  it('says what to do with dates Python has no value for, and with a NUL in the query', async () => {
+    expect(
+      await run(
+        'try:\n    sql("SELECT \'10000-01-01\'::timestamp AS t")\nexcept ValueError as e:\n    print(e)',
+      ),
+    ).toMatch(/t holds a date outside years 1 to 9999.*t::text/)
+    expect(
+      await run(
+        'try:\n    sql("SELECT \'0044-03-15 BC\'::date AS d")\nexcept ValueError as e:\n    print(e)',
+      ),
+    ).toMatch(/d holds a date outside years 1 to 9999/)
+    expect(await run("try:\n    sql('SELECT 1\\x00')\nexcept QueryError as e:\n    print(e)")).toMatch(
+      /NUL character/,
+    )
   })
 })

@@ -105,9 +105,11 @@ def _joined(parts, np, pd):
 # Raw columns (QueryColumnsBatch in src/sandbox/query.ts): numpy reads each word column whole.
 WORDS = {'bool': '>u1', 'i2': '>i2', 'i4': '>i4', 'u4': '>u4', 'i8': '>i8', 'f4': '>f4', 'f8': '>f8',
          'date': '>i4', 'usec': '>i8'}
-EPOCH_2000_DAYS = 10957  # 2000-01-01, PostgreSQL's epoch, in days since 1970-01-01
-EPOCH_2000_US = EPOCH_2000_DAYS * 86400 * 10 ** 6
+EPOCH_2000_US = 10957 * 86400 * 10 ** 6  # 2000-01-01, PostgreSQL's epoch, in microseconds since 1970
 NS_RANGE_US = (-9223372036854775 + 1, 9223372036854775 - 1)  # datetime64[ns]'s range, in microseconds
+
+
+PY_RANGE_US = (-62135596800 * 10 ** 6, 253402300800 * 10 ** 6 - 1)  # Python's datetime: years 1 to 9999
 
 
 def _infinite(name):
@@ -115,19 +117,27 @@ def _infinite(name):
                       'or leave it out with WHERE isfinite(…)' % (name, name))
 
 
+def _beyond(name):
+    return ValueError('%s holds a date outside years 1 to 9999 (BC, or past 9999), which Python has no '
+                      'value for: select it as text (%s::text)' % (name, name))
+
+
 def _times(values, mask, kind, name, np, pd):
     """Days (date) or microseconds (timestamps) since 2000-01-01 as datetime64[ns], or as Python
     dates and datetimes beyond its range (years 1 to 9999), as the values path makes them."""
-    if kind == 'date':
-        infinite = np.iinfo('int32')
-        us = (values.astype('int64') + EPOCH_2000_DAYS) * 86400 * 10 ** 6
-    else:
-        infinite = np.iinfo('int64')
-        us = values.astype('int64') + EPOCH_2000_US
-    present = values[~mask]
-    if present.size and (present.max() == infinite.max or present.min() == infinite.min):
-        raise _infinite(name)
-    us = np.where(mask, 0, us)
+    present = values[~mask].astype('int64')
+    if present.size:
+        infinite = np.iinfo(values.dtype)
+        low, high = int(present.min()), int(present.max())
+        if high == infinite.max or low == infinite.min:
+            raise _infinite(name)
+        # Checked before any arithmetic, which could overflow beyond: PostgreSQL goes to 294276 AD.
+        if kind == 'date':
+            low, high = low * 86400 * 10 ** 6, high * 86400 * 10 ** 6
+        if low + EPOCH_2000_US < PY_RANGE_US[0] or high + EPOCH_2000_US > PY_RANGE_US[1]:
+            raise _beyond(name)
+    scale = 86400 * 10 ** 6 if kind == 'date' else 1
+    us = np.where(mask, 0, values.astype('int64') * scale + EPOCH_2000_US)
     if not present.size or (us.min() > NS_RANGE_US[0] and us.max() < NS_RANGE_US[1]):
         stamps = np.where(mask, np.iinfo('int64').min, us * 1000).view('datetime64[ns]')
         index = pd.DatetimeIndex(stamps)
