@@ -82,7 +82,8 @@ export interface CheckedStatement {
 /** The statement, checked; throws the refusal when it may not run. */
 export async function checkPostgres(query: string): Promise<CheckedStatement> {
   // PostgreSQL ends a statement's text at a NUL: what the server read would not be what was checked.
-  if (query.includes('\0')) throw unparsable('it holds a NUL character (\\0), which PostgreSQL cannot take; remove it')
+  if (query.includes('\0'))
+    throw unparsable('it holds a NUL character (\\0), which PostgreSQL cannot take; remove it')
   loaded ??= loadModule()
   await loaded
   let tree: {
