@@ -166,6 +166,12 @@ class ColumnBuilder {
   }
 }
 
+/** Copies bytes: by hand when few (Buffer.copy's call costs more than a short value's bytes). */
+function copyBytes(from: Buffer, at: number, length: number, to: Buffer, offset: number) {
+  if (length > 64) from.copy(to, offset, at, at + length)
+  else for (let i = 0; i < length; i++) to[offset + i] = from[at + i] as number
+}
+
 /** PostgreSQL's binary numeric (base-10000 digits) as decimal text. */
 export function numericText(chunk: Buffer, at: number): string {
   const count = chunk.readInt16BE(at)
@@ -285,35 +291,25 @@ export class CopyOut extends Submittable {
       }
       if (fields !== this.#columns.length)
         throw new Error(`COPY sent a row of ${fields} fields for ${this.#columns.length} columns`)
-      const end = this.#rowEnd(bytes, at + 2)
+      const end = this.#row(bytes, at + 2)
       if (end < 0) break
-      this.#row(bytes, at + 2)
       at = end
     }
     // Copied: the driver reuses the buffer the message came in.
     this.#carry = at < bytes.length ? Buffer.from(bytes.subarray(at)) : undefined
   }
 
-  /** Where the row from `start` (its fields) ends, or -1 when these bytes do not hold all of it. */
-  #rowEnd(bytes: Buffer, start: number): number {
-    let at = start
-    for (const column of this.#columns) {
-      if (at + 4 > bytes.length) return -1
-      const length = bytes.readInt32BE(at)
-      at += 4
-      if (length < 0) continue
-      if (column.width !== undefined && length !== column.width)
-        throw new Error(`COPY sent ${length} bytes for a ${column.layout} value`)
-      at += length
-      if (at > bytes.length) return -1
-    }
-    return at
-  }
-
-  #row(chunk: Buffer, start: number): void {
+  /**
+   * Adds the row whose fields start at `start`; where it ends, or -1 when these bytes do not hold
+   * all of it (what it had added is taken back: the row comes again with the rest).
+   */
+  #row(chunk: Buffer, start: number): number {
     let at = start
     const row = this.#rows
+    const end = chunk.length
+    let sent = this.#rowWords
     for (const column of this.#columns) {
+      if (at + 4 > end) return this.#takeBack(row)
       const length = chunk.readInt32BE(at)
       at += 4
       if (length < 0) {
@@ -326,37 +322,56 @@ export class CopyOut extends Submittable {
         if (!column.width) column.ends.push(column.used)
         continue
       }
+      if (at + length > end) return this.#takeBack(row)
       const { width, read } = column
       if (width) {
-        const data = column.data
-        const to = row * width
-        for (let i = 0; i < length; i++) data[to + i] = chunk[at + i] as number
+        if (length !== width) throw new Error(`COPY sent ${length} bytes for a ${column.layout} value`)
+        copyBytes(chunk, at, length, column.data, row * width)
       } else if (read === 'bytes') {
         column.reserve(length)
-        chunk.copy(column.data, column.used, at, at + length)
+        copyBytes(chunk, at, length, column.data, column.used)
         column.used += length
         column.ends.push(column.used)
-        this.#sent += length
+        sent += length
+      } else if (read === 'numeric') {
+        const text = numericText(chunk, at)
+        column.reserve(text.length + 1)
+        const data = column.data
+        for (let i = 0; i < text.length; i++) data[column.used + i] = text.charCodeAt(i)
+        column.used += text.length
+        data[column.used++] = 0
+        column.ends.push(column.used)
+        sent += text.length
       } else {
         // Text with a NUL after each value (text never holds one): jsonb's after its version byte.
-        const text = read === 'numeric' ? Buffer.from(numericText(chunk, at), 'latin1') : undefined
-        const source = text ?? chunk
-        const from = text ? 0 : read === 'jsonb' ? at + 1 : at
-        const to = text ? text.length : at + length
-        column.reserve(to - from + 1)
-        source.copy(column.data, column.used, from, to)
-        column.used += to - from
+        const from = read === 'jsonb' ? at + 1 : at
+        const size = at + length - from
+        column.reserve(size + 1)
+        copyBytes(chunk, from, size, column.data, column.used)
+        column.used += size
         column.data[column.used++] = 0
         column.ends.push(column.used)
-        this.#sent += to - from
+        sent += size
       }
       at += length
     }
     this.#rows++
     this.#bytes += at - start
-    this.#sent += this.#rowWords
+    this.#sent += sent
     this.#rowEnds.push(this.#bytes)
     if (this.#rows >= this.#capacity || this.#bytes >= BATCH_BYTES || this.#sent >= BATCH_BYTES) this.#flush()
+    return at
+  }
+
+  /** Takes back what a row cut short had added: its texts' and bytes' ends, its NULLs. */
+  #takeBack(row: number): number {
+    for (const column of this.#columns) {
+      column.nulls[row] = 0
+      if (column.width) continue
+      column.ends.length = row
+      column.used = row > 0 ? (column.ends[row - 1] as number) : 0
+    }
+    return -1
   }
 
   handleError(error: Error) {
