@@ -14,7 +14,7 @@ import { Sandbox } from '../../src/index.js'
 import type { Sources } from '../../src/sources/sources.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
 import { waitFor } from '../support/wait.js'
-import { drain, openSources, options } from './support.js'
+import { drain, openSources, options, runningQueries } from './support.js'
 
 let cluster: PostgresCluster
 let admin: pg.Client
@@ -112,13 +112,16 @@ afterAll(async () => {
   await cluster?.stop()
 })
 
-/** The queries of other sessions still running that hold `pattern`. */
-async function running(pattern: string): Promise<string[]> {
-  const { rows } = await admin.query(
-    "SELECT query FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE $1",
-    [`%${pattern}%`],
+const running = (pattern: string) => runningQueries(admin, pattern)
+
+/** The connection a COPY left is fit for the next query. */
+async function expectNextQueryRuns(sources: Sources) {
+  const next = await sources.run(
+    { query: 'SELECT count(*) AS n FROM many' },
+    { ...options(), rawColumns: true },
   )
-  return rows.map((row) => row.query as string)
+  for await (const _ of next.batches);
+  expect(next.summary().rows).toBe(1)
 }
 
 /** Runs a cell; its stdout, or the error it raised. */
@@ -240,21 +243,10 @@ describe('sql() over binary COPY', () => {
         expect(truncated?.by).toBe(limits.maxRows ? 'rows' : 'bytes')
         if (limits.maxRows) expect(rows).toBe(25_000)
         else expect(rows).toBeGreaterThan(0)
-        await waitFor(
-          async () => {
-            const { rows: active } = await admin.query(
-              "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'COPY%many%'",
-            )
-            return active.length === 0
-          },
-          { what: 'the capped COPY to end on the server' },
-        )
-        const next = await sources.run(
-          { query: 'SELECT count(*) AS n FROM many' },
-          { ...options(), rawColumns: true },
-        )
-        for await (const _ of next.batches);
-        expect(next.summary().rows).toBe(1)
+        await waitFor(async () => (await running('ORDER BY i')).length === 0, {
+          what: 'the capped COPY to end on the server',
+        })
+        await expectNextQueryRuns(sources)
       } finally {
         await sources.close()
       }
@@ -264,15 +256,9 @@ describe('sql() over binary COPY', () => {
   it('cancels a COPY at the cell timeout; a failing one raises QueryError; the next cell runs at once', async () => {
     const timedOut = await run("sql('SELECT 1 AS x FROM pg_sleep(60)')", 2_000)
     expect(timedOut).toMatch(/TimeoutError|KeyboardInterrupt|QueryError/)
-    await waitFor(
-      async () => {
-        const { rows } = await admin.query(
-          "SELECT 1 FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()",
-        )
-        return rows.length === 0
-      },
-      { what: 'the timed-out COPY to be cancelled on the server' },
-    )
+    await waitFor(async () => (await running('pg_sleep(60)')).length === 0, {
+      what: 'the timed-out COPY to be cancelled on the server',
+    })
     expect(
       await run(
         "try:\n    sql('SELECT 1 / (i - 50000) AS x FROM many ORDER BY i')\nexcept QueryError as e:\n    print('QueryError', e)",
@@ -412,12 +398,7 @@ describe('sql() over binary COPY', () => {
       await waitFor(async () => (await running('CROSS JOIN')).length === 0, {
         what: 'the capped COPY to end with its connection',
       })
-      const next = await sources.run(
-        { query: 'SELECT count(*) AS n FROM many' },
-        { ...options(), rawColumns: true },
-      )
-      for await (const _ of next.batches);
-      expect(next.summary().rows).toBe(1)
+      await expectNextQueryRuns(sources)
     } finally {
       await sources.close()
     }

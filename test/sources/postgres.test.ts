@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Sources } from '../../src/sources/sources.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
 import { waitFor } from '../support/wait.js'
-import { drain, openSources, options } from './support.js'
+import { drain, openSources, options, runningQueries } from './support.js'
 
 const RO_PASSWORD = 'ro-Pw-7f3a9c'
 const SU_PASSWORD = 'su-Pw-2b8e4d'
@@ -89,14 +89,7 @@ afterAll(async () => {
   await cluster?.stop()
 })
 
-/** The queries of other sessions still running (not this test's own admin connection). */
-async function running(pattern: string): Promise<string[]> {
-  const { rows } = await admin.query(
-    "SELECT query FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE $1",
-    [`%${pattern}%`],
-  )
-  return rows.map((row) => row.query as string)
-}
+const running = (pattern: string) => runningQueries(admin, pattern)
 
 describe('PostgreSQL', () => {
   it('keeps the types, and NULL apart from NaN', async () => {

@@ -31,3 +31,15 @@ export function openSources(
     { limits },
   )
 }
+
+/** The queries of other sessions still running on a PostgreSQL server that hold `pattern` (not `admin`'s own). */
+export async function runningQueries(
+  admin: { query(text: string, values: unknown[]): Promise<{ rows: Record<string, unknown>[] }> },
+  pattern: string,
+): Promise<string[]> {
+  const { rows } = await admin.query(
+    "SELECT query FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE $1",
+    [`%${pattern}%`],
+  )
+  return rows.map((row) => row.query as string)
+}
