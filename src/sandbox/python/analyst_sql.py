@@ -9,6 +9,7 @@ parsed JSON.
 import base64
 import datetime
 import decimal
+import json
 import uuid
 
 FLOAT_WORDS = {'NaN': float('nan'), 'Infinity': float('inf'), '-Infinity': float('-inf')}
@@ -107,8 +108,6 @@ WORDS = {'bool': '>u1', 'i2': '>i2', 'i4': '>i4', 'u4': '>u4', 'i8': '>i8', 'f4'
          'date': '>i4', 'usec': '>i8'}
 EPOCH_2000_US = 10957 * 86400 * 10 ** 6  # 2000-01-01, PostgreSQL's epoch, in microseconds since 1970
 NS_RANGE_US = (-9223372036854775 + 1, 9223372036854775 - 1)  # datetime64[ns]'s range, in microseconds
-
-
 PY_RANGE_US = (-62135596800 * 10 ** 6, 253402300800 * 10 ** 6 - 1)  # Python's datetime: years 1 to 9999
 
 
@@ -142,7 +141,6 @@ def _times(values, mask, kind, name, np, pd):
         stamps = np.where(mask, np.iinfo('int64').min, us * 1000).view('datetime64[ns]')
         index = pd.DatetimeIndex(stamps)
         return (index.tz_localize('UTC') if kind == 'timestamptz' else index).array
-    import datetime
     objects = us.astype('datetime64[us]').astype(object)
     if kind == 'date':
         objects = np.fromiter((value.date() for value in objects), dtype=object, count=len(objects))
@@ -155,8 +153,6 @@ def _times(values, mask, kind, name, np, pd):
 
 def _raw_column(wire, rows, spec, np, pd):
     """One column of a QueryColumnsBatch as the values path makes it (column())."""
-    import uuid as uuids
-
     kind, layout = spec.get('type', 'other'), wire['layout']
     data = base64.b64decode(wire['data'])
     mask = (np.frombuffer(base64.b64decode(wire['nulls']), dtype=np.uint8) != 0) if wire.get('nulls') \
@@ -173,7 +169,7 @@ def _raw_column(wire, rows, spec, np, pd):
             return pd.arrays.FloatingArray(values.astype('float64'), mask)
         return pd.arrays.IntegerArray(values.astype('int64'), mask)
     if layout == 'uuid':
-        objects = np.fromiter((uuids.UUID(bytes=data[at:at + 16]) for at in range(0, rows * 16, 16)),
+        objects = np.fromiter((uuid.UUID(bytes=data[at:at + 16]) for at in range(0, rows * 16, 16)),
                               dtype=object, count=rows)
     elif layout == 'bytes':
         ends = np.frombuffer(base64.b64decode(wire.get('ends') or ''), dtype='<u4')
@@ -183,7 +179,7 @@ def _raw_column(wire, rows, spec, np, pd):
     else:  # text: a NUL after each value
         objects = np.empty(rows, dtype=object)
         objects[:] = data.decode('utf-8').split('\x00')[:rows]
-        convert = decimal.Decimal if kind == 'decimal' else __import__('json').loads if kind == 'json' else None
+        convert = decimal.Decimal if kind == 'decimal' else json.loads if kind == 'json' else None
         if convert is not None:  # a NULL's text is empty: converted are only the others
             present = ~mask
             objects[present] = np.frompyfunc(convert, 1, 1)(objects[present])
