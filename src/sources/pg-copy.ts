@@ -70,7 +70,7 @@ const MAX_QUEUED = 4
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1')
 
 interface Connection {
-  stream: { pause(): void; resume(): void }
+  stream: { pause(): void; resume(): void; destroy(): void }
   query(text: string): void
   parse(query: { text: string }): void
   describe(message: { type: 'S' }): void
@@ -382,6 +382,11 @@ export class CopyOut extends Submittable {
   handleReadyForQuery() {
     this.#flush()
     this.#finish()
+  }
+
+  /** Closes the connection under the COPY (its cancel did not reach the server): the server ends it at its next write. */
+  abandon() {
+    this.#connection?.stream.destroy()
   }
 
   /** Stops taking rows (the reader has left): what still comes is dropped until the COPY ends. */

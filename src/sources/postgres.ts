@@ -287,6 +287,7 @@ export class PostgresSource implements Source {
             running.settled.then(() => true),
             sleep(COPY_SETTLE_MS, false, { ref: false }),
           ])
+          if (!ended) running.abandon()
           await finish(broken || !ended)
         }
       }

@@ -117,7 +117,7 @@ describe('sql() from a cell past its time limit', () => {
         timeoutMs: 2000,
       })
       const error = errorOf(timedOut)
-      expect(error.name).toBe('TimeoutError')
+      expect(error.name, `${error.name}: ${error.value}`).toBe('TimeoutError')
       expect(error.value).toMatch(/longer than its 2 s timeout/)
       // The next cell does not wait for the 60 s query: only a broken cancel reaches this bound.
       const next = await sandbox.runCode('1 + 1')
