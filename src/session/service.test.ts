@@ -98,6 +98,44 @@ describe('SessionService', () => {
     ])
   })
 
+  it("records the door's template with a session, and replays it there after a restart whatever the door's is now", async () => {
+    const mock = provider()
+    const model = new ScriptedModel([{ code: 'a = 1' }, { text: 'a is 1.' }])
+    const first = await openTestService({ provider: mock, model, sandbox: { template: 'modern' } })
+    opened.push(first)
+    const { id } = await first.service.createSession()
+    expect((await first.service.getSession(id)).template).toBe('modern')
+    const named = await first.service.createSession({ template: 'other' })
+    expect(named.template).toBe('other')
+    await askAll(first.service, id, 'Set a.')
+    await first.service.shutdown()
+    expect(mock.sandboxes.map((sandbox) => sandbox.template)).toEqual(['modern'])
+
+    // Another process, whose door names no template: the session's own is used for the replay.
+    const again = provider()
+    const second = new SessionService({
+      history: first.stores.history,
+      blobs: first.stores.blobs,
+      provider: again,
+      model: async () => ({
+        model: new ScriptedModel([{ text: 'Still 1.' }]),
+        spec: 'scripted:again',
+        provider: 'custom',
+        modelId: 'again',
+        mode: 'tools',
+      }),
+      cacheDir: join(first.home, 'cache'),
+      idleMs: 0,
+    })
+    try {
+      await askAll(second, id, 'And a?')
+      expect(again.calls.map((call) => call.code)).toEqual(['a = 1'])
+      expect(again.sandboxes.map((sandbox) => sandbox.template)).toEqual(['modern'])
+    } finally {
+      await second.shutdown()
+    }
+  })
+
   it('resumes a session from the store alone: its successful cells replayed, its conversation carried on', async () => {
     const first = await open([
       { code: 'a = 1' },
