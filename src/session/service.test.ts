@@ -41,6 +41,22 @@ async function open(script: ScriptStep[], options: { idleMs?: number; mock?: Moc
 }
 
 /** The text of the system prompt and messages of a model call. */
+/** Another process over the same store: a new service with its own provider and model. */
+const restarted = (first: TestService, mock: MockSandboxProvider, model: ScriptedModel) =>
+  new SessionService({
+    history: first.stores.history,
+    blobs: first.stores.blobs,
+    provider: mock,
+    model: async () => ({
+      model,
+      spec: 'scripted:again',
+      provider: 'custom',
+      modelId: 'again',
+      mode: 'tools',
+    }),
+    cacheDir: join(first.home, 'cache'),
+    idleMs: 0,
+  })
 const promptText = (model: ScriptedModel, call: number) => JSON.stringify(model.calls[call]?.prompt)
 
 describe('SessionService', () => {
@@ -113,20 +129,7 @@ describe('SessionService', () => {
 
     // Another process, whose door names no template: the session's own is used for the replay.
     const again = provider()
-    const second = new SessionService({
-      history: first.stores.history,
-      blobs: first.stores.blobs,
-      provider: again,
-      model: async () => ({
-        model: new ScriptedModel([{ text: 'Still 1.' }]),
-        spec: 'scripted:again',
-        provider: 'custom',
-        modelId: 'again',
-        mode: 'tools',
-      }),
-      cacheDir: join(first.home, 'cache'),
-      idleMs: 0,
-    })
+    const second = restarted(first, again, new ScriptedModel([{ text: 'Still 1.' }]))
     try {
       await askAll(second, id, 'And a?')
       expect(again.calls.map((call) => call.code)).toEqual(['a = 1'])
@@ -151,20 +154,7 @@ describe('SessionService', () => {
     // Another process: a new service over the same files, a new provider and model.
     const mock = provider()
     const model = new ScriptedModel([{ text: 'Still 2.' }])
-    const second = new SessionService({
-      history: first.stores.history,
-      blobs: first.stores.blobs,
-      provider: mock,
-      model: async () => ({
-        model,
-        spec: 'scripted:again',
-        provider: 'custom',
-        modelId: 'again',
-        mode: 'tools',
-      }),
-      cacheDir: join(first.home, 'cache'),
-      idleMs: 0,
-    })
+    const second = restarted(first, mock, model)
     try {
       const { events, result } = await askAll(second, id, 'And b?')
       expect(mock.calls.map((call) => call.code)).toEqual(['a = 1', 'b = a + 1'])
