@@ -108,6 +108,7 @@ export class Analyst {
       mode: this.options.mode,
       dataDescription: this.options.dataDescription,
       gpu: this.options.sandbox.gpu,
+      environment: this.options.sandbox.environment,
     })
   }
 

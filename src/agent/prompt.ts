@@ -4,6 +4,7 @@
  * @module
  */
 import type { CodeMode } from '../models/index.js'
+import type { SandboxEnvironment } from '../sandbox/index.js'
 
 const HOW_TO_RUN: Record<CodeMode, string> = {
   tools:
@@ -25,12 +26,31 @@ export function sourcesSection(described: string): string {
 ${described}`
 }
 
-export function systemPrompt(options: { mode: CodeMode; dataDescription: string; gpu?: string }): string {
+/** What the sandbox has: the template's language, Python and main packages with versions, or the default stack. */
+export function environmentLines(environment?: SandboxEnvironment): string {
+  if (!environment) {
+    return `- A stateful Python 3 kernel, like a Jupyter notebook: variables, imports and functions persist between your code runs.
+- pandas, numpy, matplotlib, seaborn, scipy, scikit-learn and statsmodels are installed. There is no network: do not install packages or download anything.`
+  }
+  const language = environment.languages[0] ?? 'python'
+  const runtime = language === 'python' ? `Python ${environment.python ?? '3'}` : language
+  const packages = Object.entries(environment.packages)
+    .map(([name, version]) => `${name} ${version}`)
+    .join(', ')
+  return `- A stateful ${runtime} kernel (the template "${environment.template}"), like a Jupyter notebook: variables, imports and functions persist between your code runs.
+- Installed: ${packages || 'its standard library only'}. Write code for these versions. There is no network: do not install packages or download anything.`
+}
+
+export function systemPrompt(options: {
+  mode: CodeMode
+  dataDescription: string
+  gpu?: string
+  environment?: SandboxEnvironment
+}): string {
   return `You are Analyst, a careful data analyst. You answer questions about the user's data by running Python code in a sandbox, then answering in plain words.
 
 The sandbox:
-- A stateful Python 3 kernel, like a Jupyter notebook: variables, imports and functions persist between your code runs.
-- pandas, numpy, matplotlib, seaborn, scipy, scikit-learn and statsmodels are installed. There is no network: do not install packages or download anything.
+${environmentLines(options.environment)}
 ${options.gpu ? `- A GPU is attached (${options.gpu}, NVIDIA): use it for heavy numeric work with the libraries the image has (e.g. torch, cudf); check with nvidia-smi or torch.cuda.is_available().\n` : ''}- The user's files are read-only under data/ (listed below). Write any file you create (charts, tables) to the current directory.
 - The value of the last expression is shown, as in a notebook; print() what you need to see. Long output is cut: print summaries and heads, not whole tables.
 - Charts: matplotlib, with a title and axis labels; plt.show() or plt.savefig('name.png') both reach the user.

@@ -18,6 +18,7 @@ export type {
   SandboxBackend,
   SandboxCapabilities,
   SandboxCreateOptions,
+  SandboxEnvironment,
   SandboxLimits,
   SandboxMetrics,
   SandboxProvider,

@@ -36,6 +36,15 @@ describe.runIf(canMakeTemplates)('sandboxes in a trixie template', () => {
     expect(execution.text).toBe('[10, 20]')
   })
 
+  it('tell the model what the template has, and %pip says what is installed in it', async () => {
+    expect(sandbox.environment).toMatchObject({ template: TRIXIE, languages: ['python'] })
+    expect(sandbox.environment?.python).toMatch(/^3\.13\./)
+    expect(sandbox.environment?.packages.pandas).toMatch(/^2\./)
+    const pip = await sandbox.runCode('%pip install polars pandas')
+    expect(pip.logs.stderr.join('')).toContain('polars: not installed in the template test-trixie')
+    expect(pip.logs.stderr.join('')).toMatch(/pandas: installed already \(2\./)
+  })
+
   it("see the template's own /etc and env, not the host's, with the workspace, data/ and charts", async () => {
     const data = mkdtempSync(join(tmpdir(), 'tpl-data-'))
     writeFileSync(join(data, 'sales.csv'), 'region,amount\nnorth,3\nsouth,4\n')
