@@ -94,7 +94,8 @@ export async function buildTemplate(
   if (name) checkName(name)
   checkSteps(recipe)
   const base = await resolveBase(recipe, options.home)
-  const pip = pipConfig(recipe.pip, options.env ?? process.env)
+  // pip's settings matter (and count in the id: a wheel folder by its contents) only where pip runs.
+  const pip = usesPip(recipe) ? pipConfig(recipe.pip, options.env ?? process.env) : {}
   const id = templateId({ recipe, baseIdentity: base.identity, pip })
   const total = recipe.steps.length + 2
   options.onProgress?.({ type: 'build-start', id, steps: total })
@@ -251,6 +252,13 @@ async function resolveBase(recipe: TemplateRecipe, home: string): Promise<Resolv
     }
   }
 }
+
+/** A step runs pip. */
+function usesPip(recipe: TemplateRecipe): boolean {
+  return recipe.steps.some((step) => step.type === 'run' && PIP_WORD.test(step.command))
+}
+
+const PIP_WORD = /\bpip3?\b|-m pip\b/
 
 /** pip's index settings: the spec's, else those of whoever builds. */
 export function pipConfig(spec: PipConfig | undefined, env: NodeJS.ProcessEnv): PipConfig {
@@ -480,7 +488,7 @@ class Builder {
         return this.#copy(step)
       case 'run': {
         const kind = fetchKind(step.command)
-        if (/\bpip3?\b|-m pip\b/.test(step.command)) await this.#ensureVenv()
+        if (PIP_WORD.test(step.command)) await this.#ensureVenv()
         const user = step.user ?? this.#user
         const shell = ['/bin/sh', '-c', step.command]
         const command = user === 'root' || user === '0' || !this.#root ? shell : asUser(user, shell)
@@ -538,7 +546,13 @@ class Builder {
 
   async #jailed(
     command: string[],
-    options: { network: boolean; cwd: string; user?: string; binds?: BuildJailSpec['binds'] },
+    options: {
+      network: boolean
+      cwd: string
+      user?: string
+      binds?: BuildJailSpec['binds']
+      quiet?: boolean
+    },
   ): Promise<CommandResult> {
     const binds = [...(options.binds ?? [])]
     const pipEnv = this.#pipEnv(binds)
@@ -567,7 +581,9 @@ class Builder {
     return runCommand(['bwrap', ...buildJailArgs(spec, command)], {
       limits: { timeoutMs: this.#remaining(), memoryBytes: this.#limits.memoryBytes },
       signal: this.#options.signal,
-      onLine: (line, stream) => this.#options.onLog?.({ step: this.#step, stream, line }),
+      onLine: options.quiet
+        ? undefined
+        : (line, stream) => this.#options.onLog?.({ step: this.#step, stream, line }),
     })
   }
 
@@ -630,7 +646,7 @@ class Builder {
           '-c',
           'apt-get clean >/dev/null 2>&1 || true; rm -rf /var/lib/apt/lists/* /opt/analyst-build /root/.cache',
         ],
-        { network: false, cwd: '/' },
+        { network: false, cwd: '/', quiet: true },
       )
       this.#check(result, undefined, 'cleaning up')
     }
@@ -641,7 +657,7 @@ class Builder {
         : (this.#base.hostPython as PythonInfo).executable
     const inspected = await inspectTemplate({
       python,
-      run: (command) => this.#jailed(command, { network: false, cwd: '/' }),
+      run: (command) => this.#jailed(command, { network: false, cwd: '/', quiet: true }),
       root: this.#root,
     })
     const env = { ...this.#env }
