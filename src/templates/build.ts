@@ -419,16 +419,16 @@ class Builder {
         cached,
       })
     } catch (error) {
+      if (this.#options.signal?.aborted)
+        throw new TemplateBuildError(`The build was cancelled at step ${number}/${this.#total} (${title})`, {
+          step: { number, title },
+          cause: error,
+        })
       if (TemplateBuildError.isInstance(error) && !error.step)
         throw new TemplateBuildError(`Step ${number}/${this.#total} (${title}) failed: ${error.message}`, {
           step: { number, title },
           log: error.log,
           hint: error.hint,
-          cause: error,
-        })
-      if (this.#options.signal?.aborted)
-        throw new TemplateBuildError(`The build was cancelled at step ${number}/${this.#total} (${title})`, {
-          step: { number, title },
           cause: error,
         })
       if (AnalystError.isInstance(error) && !TemplateBuildError.isInstance(error)) {
@@ -479,7 +479,21 @@ class Builder {
         return
       case 'workdir':
         this.#apply(step)
-        if (this.#root) await this.#jailed(['mkdir', '-p', this.#workdir], { network: false, cwd: '/' })
+        // Owned by the current USER when it makes it, as BuildKit does: the steps after can write there.
+        if (this.#root) {
+          const owner =
+            this.#user === 'root' || this.#user === '0'
+              ? ''
+              : this.#user.includes(':')
+                ? this.#user
+                : `${this.#user}:`
+          const script = 'if [ ! -d "$1" ]; then mkdir -p "$1"; if [ -n "$2" ]; then chown "$2" "$1"; fi; fi'
+          const result = await this.#jailed(['/bin/sh', '-c', script, 'workdir', this.#workdir, owner], {
+            network: false,
+            cwd: '/',
+          })
+          this.#check(result, undefined)
+        }
         return
       case 'user':
         this.#apply(step)
