@@ -1,6 +1,6 @@
 // Shared by the benchmarks: percentiles, a markdown table, and the machine's description.
 import { readdirSync, readFileSync } from 'node:fs'
-import { cpus, totalmem } from 'node:os'
+import { cpus, loadavg, totalmem } from 'node:os'
 
 export function percentile(values, p) {
   const sorted = [...values].sort((a, b) => a - b)
@@ -62,4 +62,11 @@ export function pssKiB(pids) {
     }
   }
   return total
+}
+
+/** The load averages (1, 5, 15 minutes), for a section's "load before → after". */
+export function loadAverage() {
+  return loadavg()
+    .map((value) => value.toFixed(1))
+    .join(', ')
 }
