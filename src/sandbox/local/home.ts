@@ -294,6 +294,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
           {
             python,
             rootfs: config.root.rootfs,
+            binds: config.root.binds,
             workspace: work,
             data,
             kernelDir: source,
