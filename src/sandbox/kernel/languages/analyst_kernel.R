@@ -97,15 +97,14 @@ local({
   # The calls from the cell's code down to where the condition was raised, as R's traceback() has them.
   user_calls <- function(calls, base) {
     heads <- vapply(calls, function(call) if (is.call(call)) deparse(call[[1]], nlines = 1)[1] else "", "")
-    start <- which(heads == "withVisible" & seq_along(heads) > base)[1] + 2L # after withVisible(eval(…))
-    calls <- if (!is.na(start) && start <= length(calls)) calls[start:length(calls)] else list()
-    # The condition's own machinery (stop's handler, this function's caller) is not the code's.
-    keep <- vapply(calls, function(call) {
-      head <- if (is.call(call)) deparse(call[[1]])[1] else ""
-      !head %in% c(".handleSimpleError", "h", "withCallingHandlers", "eval", "doTryCatch", "tryCatch",
-                   "tryCatchList", "tryCatchOne", ".signalSimpleWarning", "signalCondition")
-    }, TRUE)
-    calls[keep]
+    start <- which(heads == "withVisible" & seq_along(heads) > base)[1] + 1L
+    if (is.na(start)) return(list())
+    while (start <= length(calls) && heads[start] == "eval") start <- start + 1L # withVisible(eval(…))'s own
+    if (start > length(calls)) return(list())
+    # Up to where the condition's machinery begins: R's handler for errors of C code, then ours.
+    ends <- which(seq_along(heads) >= start & (heads == ".handleSimpleError" | startsWith(heads, "(function")))
+    last <- if (length(ends)) ends[1] - 1L else length(calls)
+    if (last < start) list() else calls[start:last]
   }
 
   error_message <- function(condition, calls) {
