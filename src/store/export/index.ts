@@ -27,6 +27,8 @@ export async function exportSession(
   history: SessionHistory,
   format: ExportFormat,
   blobs: BlobStore,
+  /** The language of the session's code (the notebook's kernelspec). @default 'python' */
+  language: 'python' | 'r' = 'python',
 ): Promise<string> {
   if (format === 'py') return toScript(history)
   const images = new Map<string, Buffer>()
@@ -40,6 +42,6 @@ export async function exportSession(
       }
   const image = (artifact: StoredArtifact) => images.get(artifact.sha256)
   return format === 'ipynb'
-    ? `${JSON.stringify(toNotebook(history, image), null, 1)}\n`
+    ? `${JSON.stringify(toNotebook(history, image, language), null, 1)}\n`
     : toHtml(history, image)
 }
