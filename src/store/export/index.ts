@@ -4,6 +4,7 @@
  * @module
  */
 import { buffer } from 'node:stream/consumers'
+import { InvalidArgumentError } from '../../errors.js'
 import type { BlobStore, SessionHistory, StoredArtifact } from '../types.js'
 import { toHtml } from './html.js'
 import { toNotebook } from './ipynb.js'
@@ -30,7 +31,18 @@ export async function exportSession(
   /** The language of the session's code (the notebook's kernelspec). @default 'python' */
   language: 'python' | 'r' = 'python',
 ): Promise<string> {
-  if (format === 'py') return toScript(history)
+  if (format === 'py') {
+    // The script re-runs the analysis in Python: an R session's cells would not run there.
+    if (language !== 'python') {
+      throw new InvalidArgumentError(
+        `An ${language.toUpperCase()} session does not export as a Python script`,
+        {
+          hint: 'Export it as ipynb (with R’s kernelspec) or html.',
+        },
+      )
+    }
+    return toScript(history)
+  }
   const images = new Map<string, Buffer>()
   for (const run of history.runs)
     for (const step of run.steps)
