@@ -290,8 +290,15 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       new Option('--format <format>', 'what to write').choices(['ipynb', 'py', 'html']).makeOptionMandatory(),
     )
     .option('--out <file>', 'write here instead of stdout')
+    .addOption(languageOption("the session's language (the notebook's kernel)"))
     .action((session: string, options: Record<string, unknown>) => {
-      result = onCommand('export', { session, format: options.format, out: options.out, cwd: process.cwd() })
+      result = onCommand('export', {
+        session,
+        format: options.format,
+        out: options.out,
+        language: options.language as 'python' | 'r' | undefined,
+        cwd: process.cwd(),
+      })
     })
 
   cli
