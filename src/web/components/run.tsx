@@ -8,6 +8,7 @@ import { proseOf, type UiImage, type UiRun, type UiStep } from '../run-state.js'
 import { Markdown } from './answer.js'
 import { ChartView } from './chart-view.js'
 import { Code } from './code.js'
+import { ScrollBox } from './scroll-box.js'
 import { DataTable } from './table.js'
 
 function imageSrc(image: UiImage): string {
@@ -88,7 +89,9 @@ function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
           {step.queries?.map((query, index) => (
             <details key={index} class={`query${query.error ? ' failed' : ''}`}>
               <summary>{queryLine(query)}</summary>
-              <pre class="output sql">{query.query}</pre>
+              <ScrollBox class="output sql" pre>
+                {query.query}
+              </ScrollBox>
             </details>
           ))}
           {step.violations && step.violations.length > 0 && (
@@ -100,20 +103,28 @@ function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
               ))}
             </ul>
           )}
-          {step.stdout && <pre class="output stdout">{step.stdout}</pre>}
-          {step.stderr && <pre class="output stderr">{step.stderr}</pre>}
+          {step.stdout && (
+            <ScrollBox class="output stdout" pre>
+              {step.stdout}
+            </ScrollBox>
+          )}
+          {step.stderr && (
+            <ScrollBox class="output stderr" pre>
+              {step.stderr}
+            </ScrollBox>
+          )}
           {step.results.map((result, index) =>
             result.image || result.data ? null : result.text !== undefined ? (
-              <pre key={index} class="output result">
+              <ScrollBox key={index} class="output result" pre>
                 {result.isMainResult && <span class="out-label">Out </span>}
                 {result.text}
-              </pre>
+              </ScrollBox>
             ) : null,
           )}
           {step.error && (
-            <pre class="output error">
+            <ScrollBox class="output error" pre>
               {step.error.traceback || `${step.error.name}: ${step.error.value}`}
-            </pre>
+            </ScrollBox>
           )}
         </div>
       )}
