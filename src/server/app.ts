@@ -31,6 +31,7 @@ import {
   signInRoutes,
 } from './auth/index.js'
 import { isBrowserPage, loginRedirect, refusalPage } from './browser-refusal.js'
+import { cellRoutes } from './cells.js'
 import type { ServerMetrics } from './metrics.js'
 import { openApiDocument } from './openapi.js'
 import type { Quotas } from './quotas.js'
@@ -308,6 +309,19 @@ export function createApp(options: AppOptions): Hono<Env> {
     )
     return dataFileResponse(dataset, content)
   })
+
+  app.route(
+    '/',
+    cellRoutes({
+      service,
+      sessionOf: (c) => sessionOf(c as Context<Env>),
+      callerOf: (c) => {
+        const context = c as Context<Env>
+        const user = callingUser(context.get('identity'))
+        return { owner: context.get('owner'), ...(user ? { user } : {}) }
+      },
+    }),
+  )
 
   app.post('/api/sessions/:id/ask', async (c) => {
     const id = await sessionOf(c)

@@ -169,6 +169,34 @@ export const openApiDocument = {
         },
       },
     },
+    '/api/sessions/{id}/cells': {
+      parameters: [sessionId],
+      post: {
+        summary:
+          "Run a person's cell in the session's kernel (the guard first), recorded as a run of its own and seen by the model at the next question; closing the request stops it",
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                properties: { code: { type: 'string', minLength: 1 } },
+                required: ['code'],
+              },
+            },
+          },
+        },
+        responses: {
+          200: {
+            description:
+              'The run it was recorded as: { runId, violations (the guard refused it, nothing ran), error? { name, value } }; its output is in GET /api/sessions/{id}',
+          },
+          400: error,
+          404: error,
+          503: error,
+        },
+      },
+    },
     '/api/sessions/{id}/runs/{runId}/events': {
       parameters: [sessionId, { name: 'runId', in: 'path', required: true, schema: { type: 'string' } }],
       get: {

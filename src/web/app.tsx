@@ -12,13 +12,13 @@ import { AdminPage } from './components/admin-page.js'
 import { Composer } from './components/composer.js'
 import { Datasets } from './components/datasets.js'
 import { KeysPage } from './components/keys-page.js'
-import { Run } from './components/run.js'
+import { type CellOutcome, Run, type StepActions } from './components/run.js'
 import { ShareButton } from './components/share-button.js'
 import { SharedPage } from './components/shared-page.js'
 import { Sidebar } from './components/sidebar.js'
 import { Sources } from './components/sources.js'
 import { TokenDialog } from './components/token-dialog.js'
-import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun } from './run-state.js'
+import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun, type UiStep } from './run-state.js'
 
 interface Problem {
   message: string
@@ -251,6 +251,31 @@ function Workspace({ signin }: { signin: SignInState }) {
   /** Runs that streamed but are not in the stored session, by session. */
   const orphans = useRef(new Map<string, UiRun[]>())
 
+  /** A person's cells running now (Run, Run below, Code mode): Stop aborts them. */
+  const [cells, setCells] = useState<AbortController | null>(null)
+  /** Runs cells one after another as a person's, until one is refused or fails. */
+  const runCells = async (codes: string[]): Promise<CellOutcome> => {
+    const id = await sessionOrProblem()
+    if (!id) return { violations: [], problem: 'There is no session to run it in.', ran: 0 }
+    const controller = new AbortController()
+    setCells(controller)
+    let outcome: CellOutcome = { violations: [], ran: 0 }
+    try {
+      for (const code of codes) {
+        const cell = await api.runCell(id, code, controller.signal)
+        outcome = { violations: cell.violations, error: cell.error, ran: outcome.ran + 1 }
+        await refreshDetail(id)
+        if (cell.violations.length > 0 || cell.error) break
+      }
+    } catch (error) {
+      outcome = { ...outcome, problem: problemOf(error).message }
+    } finally {
+      setCells((current) => (current === controller ? null : current))
+    }
+    await Promise.all([refreshDetail(id), refreshList()])
+    return outcome
+  }
+
   const remove = async (session: SessionSummary) => {
     if (!confirm(`Delete “${session.title || 'Untitled analysis'}” and its files?`)) return
     try {
@@ -320,7 +345,31 @@ function Workspace({ signin }: { signin: SignInState }) {
   if (liveHere) runs.push({ run: liveHere.run, live: true })
 
   const datasets = detail && detail.id === currentId ? detail.datasets : []
-  const running = Boolean(liveHere && liveHere.run.status === 'running')
+  const asking = Boolean(liveHere && liveHere.run.status === 'running')
+  const running = asking || cells !== null
+  const stop = () => {
+    if (asking) liveHere?.controller.abort()
+    cells?.abort()
+  }
+  const stopRef = useRef(stop)
+  stopRef.current = stop
+  // Esc stops whatever runs (a question or a cell), from anywhere on the page.
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === 'Escape' && !event.defaultPrevented) stopRef.current()
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  }, [])
+  // Every step's code, in the order it ran: Run below runs those after the edited one.
+  const allSteps = runs.filter(({ live: isLive }) => !isLive).flatMap(({ run }) => run.steps)
+  const actionsFor = (step: UiStep): StepActions => ({
+    run: (code) => runCells([code]),
+    runBelow: (code) => {
+      const later = allSteps.slice(allSteps.indexOf(step) + 1).filter((s) => !s.violations?.length)
+      return runCells([code, ...later.map((s) => s.code)])
+    },
+  })
   const title = detail && detail.id === currentId ? detail.title || 'Untitled analysis' : 'New analysis'
 
   return (
@@ -419,7 +468,12 @@ function Workspace({ signin }: { signin: SignInState }) {
                 />
                 <div class="conversation">
                   {runs.map(({ run, live: isLive }, index) => (
-                    <Run key={run.id ?? `live-${index}`} run={run} live={isLive} />
+                    <Run
+                      key={run.id ?? `live-${index}`}
+                      run={run}
+                      live={isLive}
+                      actions={isLive ? undefined : actionsFor}
+                    />
                   ))}
                 </div>
               </>
@@ -433,7 +487,8 @@ function Workspace({ signin }: { signin: SignInState }) {
             hasData={datasets.length > 0}
             followUp={runs.length > 0}
             onAsk={(question) => void ask(question)}
-            onStop={() => liveHere?.controller.abort()}
+            onRunCode={(code) => runCells([code])}
+            onStop={stop}
           />
         </div>
       </main>

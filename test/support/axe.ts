@@ -56,7 +56,8 @@ export async function unseenFocus(page: Page, stops: number): Promise<string[]> 
         const style = getComputedStyle(node)
         return (style.outlineStyle !== 'none' && style.outlineWidth !== '0px') || style.boxShadow !== 'none'
       }
-      const ring = rings(element) || rings(element.parentElement)
+      const ring =
+        rings(element) || rings(element.parentElement) || rings(element.parentElement?.parentElement ?? null)
       return ring
         ? ''
         : `${element.tagName.toLowerCase()}.${element.className} "${element.textContent?.slice(0, 30)}"`
