@@ -71,6 +71,8 @@ export interface ResultView {
   image?: ArtifactView
   /** The data behind a chart (E2B's `Result.chart`, see src/sandbox/charts.ts): the web UI draws it. */
   chart?: unknown
+  /** The whole DataFrame, kept by the kernel: page it at /api/sessions/:id/results/:frameId/rows. */
+  frame?: { id: string; rows: number; columns: number }
 }
 
 export interface StepView {

@@ -364,6 +364,7 @@ function Workspace({ signin }: { signin: SignInState }) {
   // Every step's code, in the order it ran: Run below runs those after the edited one.
   const allSteps = runs.filter(({ live: isLive }) => !isLive).flatMap(({ run }) => run.steps)
   const actionsFor = (step: UiStep): StepActions => ({
+    sessionId: currentId ?? '',
     run: (code) => runCells([code]),
     runBelow: (code) => {
       const later = allSteps.slice(allSteps.indexOf(step) + 1).filter((s) => !s.violations?.length)

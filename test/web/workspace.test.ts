@@ -5,32 +5,20 @@
  * cell in Code mode, sees the guard's refusal and a cell's error beside the code, and stops a cell
  * with Esc without losing the kernel's state.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type { BrowserContext, Page } from 'playwright-core'
+import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
-import type { ModelChoice } from '../../src/models/index.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
-import { LocalProvider } from '../../src/sandbox/local/index.js'
-import { type RunningServer, startServer } from '../../src/server/index.js'
 import { PERSON_CELL, type SessionDetail } from '../../src/server/types.js'
-import { hasChromium, launchChromium } from '../support/chromium.js'
-
-const WEB = 'dist/web/index.html'
-const TOKEN = 'workspace-token'
+import { hasChromium } from '../support/chromium.js'
+import { startWebWorkspace, type WebWorkspace } from '../support/web-workspace.js'
 
 describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
-  let home: string
-  let profileDir: string
-  let server: RunningServer | undefined
-  let context: BrowserContext | undefined
+  let web: WebWorkspace | undefined
   let page: Page
   let sessionId: string
   /** What the model saw when asked the question after the person's cells. */
   let laterPrompt = ''
-  const provider = new LocalProvider({ poolSize: 0 })
 
   const model = new ScriptedModel([
     { text: 'Setting x.', code: 'x = 41\nprint("x is", x)' },
@@ -43,16 +31,9 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
       return { text: 'I saw your cells.' }
     },
   ])
-  const choice: ModelChoice = {
-    model,
-    spec: 'scripted:script',
-    provider: 'custom',
-    modelId: 'script',
-    mode: 'tools',
-  }
 
   const api = async <T>(path: string): Promise<T> => {
-    const response = await fetch(`${server?.url}${path}`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    const response = await (web as WebWorkspace).get(path)
     if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`)
     return (response.headers.get('content-type')?.includes('json') ? response.json() : response.text()) as T
   }
@@ -81,33 +62,13 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
   const personRuns = () => page.getByRole('article', { name: 'A cell you ran' })
 
   beforeAll(async () => {
-    if (!existsSync(WEB)) throw new Error('dist/web is missing: run `npm run build` first')
-    home = mkdtempSync(join(tmpdir(), 'analyst-workspace-home-'))
-    profileDir = mkdtempSync(join(tmpdir(), 'analyst-workspace-chromium-'))
-    server = await startServer({
-      host: '127.0.0.1',
-      port: 0,
-      home,
-      model: async () => choice,
-      tokens: [TOKEN],
-      provider,
-    })
-    context = await launchChromium(profileDir)
-    await context.addInitScript((token) => localStorage.setItem('analyst.token', token), TOKEN)
-    page = context.pages()[0] ?? (await context.newPage())
-    page.setDefaultTimeout(20_000)
-    await page.goto(server.url)
+    web = await startWebWorkspace('workspace', model)
+    page = web.page
     await ask('Set x', 'x is 41.')
     sessionId = decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')
   }, 120_000)
 
-  afterAll(async () => {
-    await context?.close()
-    await server?.close()
-    await provider.close()
-    rmSync(home, { recursive: true, force: true })
-    rmSync(profileDir, { recursive: true, force: true })
-  })
+  afterAll(() => web?.close())
 
   it("edits a step and runs it as the person's cell: output, history, export, the model's next prompt", async () => {
     const step = page.getByRole('region', { name: 'Step 1' }).first()

@@ -10,6 +10,7 @@ import { Markdown } from './answer.js'
 import { ChartView } from './chart-view.js'
 import { Code } from './code.js'
 import { CodeEditor, type CodeEditorHandle } from './code-editor.js'
+import { FrameGrid } from './frame-grid.js'
 import { ScrollBox } from './scroll-box.js'
 import { DataTable } from './table.js'
 
@@ -71,6 +72,8 @@ export interface CellOutcome {
 
 /** What a person may do with a step's code: run it edited, or run it and every later step. */
 export interface StepActions {
+  /** The owner's session: its kernel's tables can be paged. */
+  sessionId: string
   run(code: string): Promise<CellOutcome>
   runBelow(code: string): Promise<CellOutcome>
 }
@@ -200,7 +203,13 @@ function Step({
 }) {
   const [open, setOpen] = useState(initiallyOpen)
   // Tables and charts are what a step is for: they show with the step closed too.
-  const tables = step.results.flatMap((result) => (result.data && !result.image ? [result.data] : []))
+  const tables = step.results.filter((result) => result.data && !result.image)
+  // The expression a main result came from, for the grid's Copy as code.
+  const lastLine =
+    step.code
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .pop() ?? ''
   const images = step.results.filter((result) => result.image)
   // Charts saved to files show inline when the code displayed none itself.
   const imageFiles = images.length === 0 ? step.artifacts.filter(isImage) : []
@@ -262,9 +271,19 @@ function Step({
       )}
       {tables.length > 0 && (
         <div class="outputs">
-          {tables.map((data, index) => (
-            <DataTable key={index} data={data} />
-          ))}
+          {tables.map((result, index) =>
+            actions && result.frame ? (
+              <FrameGrid
+                key={result.frame.id}
+                sessionId={actions.sessionId}
+                frame={result.frame}
+                source={result.isMainResult ? lastLine : '_'}
+                onRunAgain={() => void actions.run(step.code)}
+              />
+            ) : (
+              <DataTable key={index} data={result.data as Record<string, unknown[]>} />
+            ),
+          )}
         </div>
       )}
       {images.map((result, index) => (
