@@ -197,6 +197,57 @@ export const openApiDocument = {
         },
       },
     },
+    '/api/sessions/{id}/results/{resultId}/rows': {
+      parameters: [sessionId, { name: 'resultId', in: 'path', required: true, schema: { type: 'string' } }],
+      get: {
+        summary:
+          "A page of a DataFrame result as the session's kernel keeps it (its result's frame.id), sorted, filtered and searched there; format=csv or xlsx downloads the whole selection",
+        parameters: [
+          { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 50 } },
+          {
+            name: 'sort',
+            in: 'query',
+            schema: { type: 'string' },
+            description: '`col` ascending, `-col` descending',
+          },
+          {
+            name: 'filter',
+            in: 'query',
+            schema: { type: 'string' },
+            description: "A pandas DataFrame.query expression, run in the session's sandbox",
+          },
+          {
+            name: 'search',
+            in: 'query',
+            schema: { type: 'string' },
+            description: 'Rows with this text in any column',
+          },
+          { name: 'format', in: 'query', schema: { type: 'string', enum: ['csv', 'xlsx'] } },
+        ],
+        responses: {
+          200: {
+            description: '{ rows (after filter and search), offset, data: { column: values } }, or the file',
+          },
+          400: error,
+          404: error,
+          410: error,
+        },
+      },
+    },
+    '/api/sessions/{id}/results/{resultId}/columns': {
+      parameters: [sessionId, { name: 'resultId', in: 'path', required: true, schema: { type: 'string' } }],
+      get: {
+        summary:
+          "Each column's type, nulls, and a 10-bin histogram (numbers) or its top values, over the rows that sort, filter and search select",
+        responses: {
+          200: { description: '{ rows, columns: { name: stats } }' },
+          400: error,
+          404: error,
+          410: error,
+        },
+      },
+    },
     '/api/sessions/{id}/runs/{runId}/events': {
       parameters: [sessionId, { name: 'runId', in: 'path', required: true, schema: { type: 'string' } }],
       get: {
