@@ -11,6 +11,7 @@ import { AccountBar } from './components/account-bar.js'
 import { AdminPage } from './components/admin-page.js'
 import { Composer } from './components/composer.js'
 import { Datasets } from './components/datasets.js'
+import { isTyping, KeysDialog } from './components/keys-dialog.js'
 import { KeysPage } from './components/keys-page.js'
 import { type CellOutcome, Run, type StepActions } from './components/run.js'
 import { ShareButton } from './components/share-button.js'
@@ -322,6 +323,8 @@ function Workspace({ signin }: { signin: SignInState }) {
     setChosen(sources.filter((source) => source.default).map((source) => source.name))
     go(null)
   }
+  const startNewRef = useRef(startNew)
+  startNewRef.current = startNew
 
   // The sources once the token is known (a server without any lists none).
   useEffect(() => {
@@ -353,10 +356,40 @@ function Workspace({ signin }: { signin: SignInState }) {
   }
   const stopRef = useRef(stop)
   stopRef.current = stop
-  // Esc stops whatever runs (a question or a cell), from anywhere on the page.
+  const [keysOpen, setKeysOpen] = useState(false)
+  const [mode, setMode] = useState<'ask' | 'code'>('ask')
+  // The page's keys (keys-dialog.tsx lists them): Esc stops whatever runs, from anywhere; the
+  // letters act when no field has the focus.
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
-      if (event.key === 'Escape' && !event.defaultPrevented) stopRef.current()
+      if (event.defaultPrevented) return
+      if (event.key === 'Escape') {
+        stopRef.current()
+        return
+      }
+      if (isTyping(event) || event.ctrlKey || event.metaKey || event.altKey) return
+      const focusComposer = () =>
+        setTimeout(() =>
+          document.querySelector<HTMLElement>('.composer textarea, .composer .cm-content')?.focus(),
+        )
+      const actions: Record<string, () => void> = {
+        '?': () => setKeysOpen(true),
+        '/': focusComposer,
+        a: () => {
+          setMode('ask')
+          focusComposer()
+        },
+        c: () => {
+          setMode('code')
+          focusComposer()
+        },
+        u: () => document.querySelector<HTMLInputElement>('input[type=file]')?.click(),
+        n: () => startNewRef.current(),
+      }
+      const action = actions[event.key]
+      if (!action) return
+      event.preventDefault()
+      action()
     }
     window.addEventListener('keydown', onKey)
     return () => window.removeEventListener('keydown', onKey)
@@ -489,6 +522,8 @@ function Workspace({ signin }: { signin: SignInState }) {
             followUp={runs.length > 0}
             onAsk={(question) => void ask(question)}
             onRunCode={(code) => runCells([code])}
+            mode={mode}
+            onMode={setMode}
             onStop={stop}
           />
         </div>
@@ -498,6 +533,7 @@ function Workspace({ signin }: { signin: SignInState }) {
           Drop files to add them to this analysis
         </div>
       )}
+      {keysOpen && <KeysDialog onClose={() => setKeysOpen(false)} />}
       {tokenAsk && (
         <TokenDialog
           rejected={tokenAsk.rejected}

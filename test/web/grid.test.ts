@@ -5,8 +5,8 @@
  * reads back; a bad column or filter is a 400 with the reason; a closed kernel's table is a 410.
  */
 import { execFileSync } from 'node:child_process'
-import { writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
@@ -39,6 +39,13 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
   const model = new ScriptedModel([
     { text: 'A big table.', code: `${MAKE}\nbig` },
     { text: 'There are 100,000 rows.' },
+    // The keyboard's path: a question stopped while its cell runs, then one answered with a table.
+    { text: 'This takes a while.', code: 'import time\nfor _ in range(600): time.sleep(0.1)' },
+    {
+      text: 'The orders.',
+      code: "import pandas as pd\norders = pd.read_csv('data/sales.csv')\norders[['order_id', 'region', 'order_value']]",
+    },
+    { text: 'Those are the orders.' },
   ])
   const get = (path: string) => (web as WebWorkspace).get(path)
 
@@ -120,6 +127,71 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     expect(code).toContain(`table.query(${JSON.stringify(filter)})`)
     expect(code).toContain('sort_values("value", ascending=False)')
   }, 90_000)
+
+  it('goes the whole path by keyboard: upload, ask, stop, open a step, edit, run, sort the grid, download', async () => {
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+    await page.keyboard.press('?')
+    const keys = page.getByRole('dialog', { name: 'Keys' })
+    expect(await keys.textContent()).toContain('Stop the question or cell that is running')
+    await page.keyboard.press('Escape')
+    await keys.waitFor({ state: 'detached' })
+    await page.keyboard.press('n')
+    await page.getByRole('heading', { name: 'Ask your data a question' }).waitFor()
+    const chooser = page.waitForEvent('filechooser')
+    await page.keyboard.press('u')
+    await (await chooser).setFiles(resolve('examples/sales.csv'))
+    await page.locator('.dataset-name', { hasText: 'sales.csv' }).waitFor()
+
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+    await page.keyboard.press('/')
+    await page.keyboard.type('Take a while')
+    await page.keyboard.press('Enter')
+    await page.getByRole('status').filter({ hasText: 'running the code' }).waitFor()
+    await page.keyboard.press('Escape')
+    await page.getByRole('alert').filter({ hasText: 'The analysis was interrupted' }).waitFor()
+
+    // The focus is still in the question box.
+    await page.keyboard.type('The orders')
+    await page.keyboard.press('Enter')
+    await page.locator('.answer', { hasText: 'Those are the orders.' }).waitFor()
+    const run = page.getByRole('article', { name: 'Question: The orders' })
+    const head = run.locator('.step-head')
+    if ((await head.getAttribute('aria-expanded')) === 'false') {
+      await head.focus()
+      await page.keyboard.press('Enter')
+    }
+    await run.getByRole('button', { name: 'Edit' }).focus()
+    await page.keyboard.press('Enter')
+    await run.getByRole('textbox', { name: 'Code of step 1' }).waitFor()
+    await page.keyboard.press('ControlOrMeta+End')
+    await page.keyboard.type(".query('order_value > 100')")
+    await page.keyboard.press('ControlOrMeta+Enter')
+    const mine = page.getByRole('article', { name: 'A cell you ran' }).last()
+    const grid = mine.getByRole('region', { name: 'Table' })
+    await grid.getByRole('status').filter({ hasText: 'Rows 1–25 of' }).waitFor()
+    const sessionPath = `/api/sessions/${decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')}`
+    const stored = (await (await get(sessionPath)).json()) as SessionDetail
+    const rows = stored.runs.at(-1)?.steps[0]?.results.find((result) => result.frame)?.frame?.rows as number
+    expect(rows).toBe(
+      pandas("len(__import__('pandas').read_csv('examples/sales.csv').query('order_value > 100'))"),
+    )
+    await expect.poll(() => grid.getByRole('status').textContent()).toBe(`Rows 1–25 of ${rows}`)
+    await grid.getByRole('button', { name: 'order_value' }).focus()
+    await page.keyboard.press('Enter')
+    await expect.poll(() => grid.locator('th[aria-sort=ascending]').textContent()).toContain('order_value')
+    await grid.getByRole('link', { name: 'CSV' }).focus()
+    const download = page.waitForEvent('download')
+    await page.keyboard.press('Enter')
+    const csv = readFileSync((await (await download).path()) as string, 'utf8')
+      .trim()
+      .split('\n')
+    // A filtered frame's index carries labels (the rows it kept): the table shows it as a column.
+    expect(csv[0]).toBe('index,order_id,region,order_value')
+    expect(csv.length - 1).toBe(rows)
+    const values = csv.slice(1).map((line) => Number(line.split(',').at(-1)))
+    expect(values).toEqual([...values].sort((a, b) => a - b))
+    expect(Math.min(...values)).toBeGreaterThan(100)
+  }, 120_000)
 
   it('answers a bad column or filter with a 400 that says why, and a table the kernel lost with a 410', async () => {
     const rows = `/api/sessions/${sessionId}/results/${frameId}/rows`

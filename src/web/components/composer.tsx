@@ -16,6 +16,8 @@ export function Composer({
   onAsk,
   onRunCode,
   onStop,
+  mode,
+  onMode,
 }: {
   running: boolean
   hasData: boolean
@@ -23,8 +25,10 @@ export function Composer({
   onAsk: (question: string) => void
   onRunCode: (code: string) => Promise<CellOutcome>
   onStop: () => void
+  mode: Mode
+  onMode: (mode: Mode) => void
 }) {
-  const [mode, setMode] = useState<Mode>('ask')
+  const setMode = onMode
   const [text, setText] = useState('')
   const [code, setCode] = useState('')
   const [outcome, setOutcome] = useState<CellOutcome | null>(null)
