@@ -7,7 +7,7 @@
  */
 import { type Context, Hono } from 'hono'
 import { InvalidArgumentError } from '../errors.js'
-import { type FrameSelection, frameFile, framePage, frameStats } from '../session/frames.js'
+import { type FrameSelection, frameFile, framePage, frameStats, kernelVariables } from '../session/frames.js'
 import type { SessionService } from '../session/index.js'
 
 const TYPES = {
@@ -59,6 +59,9 @@ export function frameRoutes(options: {
     const limit = integer(c, 'limit', 50, 1000)
     return c.json(await framePage(sandbox, id, { ...selection, offset, limit }))
   })
+
+  // What the kernel holds now (an empty list when the session's kernel is not running).
+  app.get('/api/sessions/:id/variables', async (c) => c.json(await kernelVariables(await sandboxOf(c))))
 
   app.get('/api/sessions/:id/results/:rid/columns', async (c) =>
     c.json(await frameStats(await sandboxOf(c), c.req.param('rid') as string, selectionOf(c))),

@@ -235,6 +235,14 @@ export const openApiDocument = {
         },
       },
     },
+    '/api/sessions/{id}/variables': {
+      parameters: [sessionId],
+      get: {
+        summary:
+          "The session's kernel's variables: name, type, and a frame's or array's shape and memory (bytes); [] when its kernel is not running",
+        responses: { 200: { description: '[{ name, type, shape?, bytes?, length? }]' }, 404: error },
+      },
+    },
     '/api/sessions/{id}/results/{resultId}/columns': {
       parameters: [sessionId, { name: 'resultId', in: 'path', required: true, schema: { type: 'string' } }],
       get: {

@@ -45,7 +45,14 @@ const RUN_AGAIN = 'Run its step again to get the table back.'
 
 async function ask(sandbox: Sandbox, request: Record<string, unknown>): Promise<Record<string, unknown>> {
   // The request reaches Python as a JSON string literal (a JSON string is a Python string too).
-  const code = `__import__('analyst_data').print_frame_request(${JSON.stringify(JSON.stringify(request))})`
+  return answerOf(
+    sandbox,
+    `__import__('analyst_data').print_frame_request(${JSON.stringify(JSON.stringify(request))})`,
+  )
+}
+
+/** Runs `code` (a call that prints one marked JSON line) in the kernel, unrecorded; its answer. */
+async function answerOf(sandbox: Sandbox, code: string): Promise<Record<string, unknown>> {
   const execution = await sandbox.runCode(code, { timeoutMs: TIMEOUT_MS })
   if (execution.error)
     throw new SandboxError(
@@ -60,6 +67,21 @@ async function ask(sandbox: Sandbox, request: Record<string, unknown>): Promise<
   if (answer.error === 'gone') throw new GoneError(String(answer.message), { hint: RUN_AGAIN })
   if (answer.error) throw new InvalidArgumentError(String(answer.message))
   return answer
+}
+
+export interface KernelVariable {
+  name: string
+  type: string
+  shape?: number[]
+  bytes?: number
+  length?: number
+}
+
+/** The kernel's variables (name, type, shape and memory for frames and arrays); none when it is closed. */
+export async function kernelVariables(sandbox: Sandbox | undefined): Promise<KernelVariable[]> {
+  if (!sandbox) return []
+  const answer = await answerOf(sandbox, "__import__('analyst_data').print_variables(globals())")
+  return answer.variables as KernelVariable[]
 }
 
 /** The kernel's sandbox for a table, or why there is none (closed, restarted: the table is gone). */

@@ -19,6 +19,7 @@ import { SharedPage } from './components/shared-page.js'
 import { Sidebar } from './components/sidebar.js'
 import { Sources } from './components/sources.js'
 import { TokenDialog } from './components/token-dialog.js'
+import { Variables } from './components/variables.js'
 import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun, type UiStep } from './run-state.js'
 
 interface Problem {
@@ -383,7 +384,8 @@ function Workspace({ signin }: { signin: SignInState }) {
           setMode('code')
           focusComposer()
         },
-        u: () => document.querySelector<HTMLInputElement>('input[type=file]')?.click(),
+        // To the Add files button: Enter or Space there opens the file chooser.
+        u: () => document.querySelector<HTMLInputElement>('.add-files input[type=file]')?.focus(),
         n: () => startNewRef.current(),
       }
       const action = actions[event.key]
@@ -500,6 +502,12 @@ function Workspace({ signin }: { signin: SignInState }) {
                   onChoose={(files) => void upload(files)}
                   fileUrl={currentId ? (name) => dataFileUrl({ sessionId: currentId }, name) : undefined}
                 />
+                {currentId && detail?.id === currentId && !running && (
+                  <Variables
+                    sessionId={currentId}
+                    version={`${detail.runs.length}:${detail.runs.reduce((n, run) => n + run.steps.length, 0)}`}
+                  />
+                )}
                 <div class="conversation">
                   {runs.map(({ run, live: isLive }, index) => (
                     <Run

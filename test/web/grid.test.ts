@@ -137,8 +137,9 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await keys.waitFor({ state: 'detached' })
     await page.keyboard.press('n')
     await page.getByRole('heading', { name: 'Ask your data a question' }).waitFor()
-    const chooser = page.waitForEvent('filechooser')
     await page.keyboard.press('u')
+    const chooser = page.waitForEvent('filechooser')
+    await page.keyboard.press('Enter')
     await (await chooser).setFiles(resolve('examples/sales.csv'))
     await page.locator('.dataset-name', { hasText: 'sales.csv' }).waitFor()
 

@@ -147,4 +147,25 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     expect(laterPrompt).toContain('y = x + 100')
     expect(laterPrompt).toContain('ten y: 1420')
   }, 90_000)
+
+  it("lists the kernel's variables after a cell: name, type, a frame's shape and memory", async () => {
+    await page.getByRole('radio', { name: 'Code' }).check()
+    await typeInto(
+      'Cell',
+      "import numpy as np\nimport pandas as pd\nframe = pd.DataFrame({'a': np.arange(1000)})",
+    )
+    await page.keyboard.press('ControlOrMeta+Enter')
+    const panel = page.locator('details.variables')
+    await panel.locator('summary').click()
+    const row = (name: string) => panel.getByRole('row', { name: new RegExp(`^${name} `) })
+    await row('frame').waitFor()
+    expect(await row('frame').locator('td').allTextContents()).toEqual([
+      'frame',
+      'DataFrame',
+      '1000 × 1',
+      '7.9 KB',
+    ])
+    expect(await row('y').locator('td').allTextContents()).toEqual(['y', 'int', '', ''])
+    expect(await panel.textContent()).not.toContain('np')
+  }, 60_000)
 })

@@ -188,3 +188,39 @@ def finite(value):
     if isinstance(value, (list, tuple)):
         return [finite(item) for item in value]
     return value
+
+
+def variables(namespace):
+    """The kernel's variables as a person would list them: name, type, and for frames and arrays
+    their shape and memory. Modules, functions, classes and names that start with _ are left out."""
+    import types
+
+    listed = []
+    for name, value in list(namespace.items()):
+        if name.startswith('_') or isinstance(value, (types.ModuleType, types.FunctionType, type)):
+            continue
+        if name in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'sql', 'describe_table'):
+            continue
+        entry = {'name': name, 'type': type(value).__name__}
+        shape = getattr(value, 'shape', None)
+        if isinstance(shape, tuple):
+            entry['shape'] = [int(n) for n in shape]
+        try:
+            if hasattr(value, 'memory_usage') and callable(value.memory_usage):
+                usage = value.memory_usage(index=True)
+                entry['bytes'] = int(usage.sum() if hasattr(usage, 'sum') else usage)
+            elif hasattr(value, 'nbytes'):
+                entry['bytes'] = int(value.nbytes)
+        except Exception:
+            pass
+        if 'shape' not in entry and isinstance(value, (list, dict, set, tuple, str)):
+            entry['length'] = len(value)
+        listed.append(entry)
+    return sorted(listed, key=lambda entry: entry['name'])
+
+
+def print_variables(namespace):
+    """variables() for a host that runs it as a cell, on stdout."""
+    import sys
+
+    sys.stdout.write(FRAME_MARK + json.dumps(finite({'variables': variables(namespace)}), default=str) + '\n')

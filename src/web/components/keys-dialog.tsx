@@ -11,7 +11,7 @@ export const KEYS: [string, string][] = [
   ['Enter', 'Ask the question (Shift+Enter: a new line)'],
   ['Ctrl+Enter', 'Run the code being edited (⌘+Enter on a Mac)'],
   ['Esc', 'Stop the question or cell that is running'],
-  ['u', 'Add data files'],
+  ['u', 'Go to Add files (then Enter chooses them)'],
   ['n', 'Start a new analysis'],
   ['?', 'This list'],
 ]
