@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import pc from 'picocolors'
 import type { AskResult } from '../../agent/index.js'
-import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
+import { type CodeMode, type ModelChoice, modelTimeoutMs, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
 import { SessionService } from '../../session/index.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
@@ -27,6 +27,8 @@ export interface AnalysisOptions {
   timeoutMs: number
   guard: boolean
   stream: boolean
+  /** --model-timeout in seconds. @default ANALYST_MODEL_TIMEOUT, else 120 */
+  modelTimeout?: number
   isolation: 'sandbox' | 'none'
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
@@ -117,6 +119,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
       vision: options.vision,
       cellTimeoutMs: options.timeoutMs,
       stream: options.stream,
+      requestTimeoutMs: modelTimeoutMs(options.modelTimeout, options.env),
       nameImage: imageName,
       ...modal,
     },

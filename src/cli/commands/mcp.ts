@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path'
 import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
-import { type ModelChoice, resolveModel } from '../../models/index.js'
+import { type ModelChoice, modelTimeoutMs, resolveModel } from '../../models/index.js'
 import { SessionService } from '../../session/index.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
 import { openHome } from '../home.js'
@@ -25,6 +25,8 @@ export interface McpOptions {
   model?: string
   baseUrl?: string
   maxSteps: number
+  /** --model-timeout in seconds, for ask_analyst. @default ANALYST_MODEL_TIMEOUT, else 120 */
+  modelTimeout?: number
   isolation: 'sandbox' | 'none'
   cwd: string
   env?: NodeJS.ProcessEnv
@@ -59,7 +61,12 @@ export async function mcp(options: McpOptions): Promise<number> {
           throw error
         },
       )),
-    analyst: { maxSteps: options.maxSteps, nameImage: imageName, ...modal },
+    analyst: {
+      maxSteps: options.maxSteps,
+      requestTimeoutMs: modelTimeoutMs(options.modelTimeout, options.env),
+      nameImage: imageName,
+      ...modal,
+    },
     cacheDir: join(home, 'cache'),
     idleMs: 0,
   })
