@@ -278,6 +278,11 @@ export interface SandboxCapabilities {
   hostQueries: boolean
   /** Commands can run in a pseudo-terminal (`pty`, E2B's `sandbox.pty`): `doStartTerminal`. */
   terminals: boolean
+  /**
+   * A kernel that died (killed, out of memory) is rebuilt by rerunning the cells that ran without
+   * error before, so their variables and imports come back; without it, they are lost.
+   */
+  rebuildsKernelState: boolean
 }
 
 export interface SandboxProvider {

@@ -19,6 +19,7 @@ describe('capabilities', () => {
       filesDuringCells: true,
       hostQueries: true,
       terminals: false,
+      rebuildsKernelState: true,
     })
     expect(missing).toEqual([
       'network access is not blocked by Analyst',

@@ -41,6 +41,7 @@ export const FULL_CAPABILITIES: SandboxCapabilities = {
   filesDuringCells: true,
   hostQueries: true,
   terminals: true,
+  rebuildsKernelState: true,
 }
 
 export function capabilitiesOf(provider: Pick<SandboxProvider, 'capabilities'>): SandboxCapabilities {
@@ -67,6 +68,10 @@ export function missingCapabilities(capabilities: SandboxCapabilities): string[]
     missing.push('the files API and commands wait while a cell runs (they go through the kernel)')
   if (!capabilities.hostQueries) missing.push("code cannot query the host's data sources (sql())")
   if (!capabilities.terminals) missing.push('commands cannot run in a pseudo-terminal (pty)')
+  if (!capabilities.rebuildsKernelState)
+    missing.push(
+      'a kernel that dies loses its variables and imports (they are not rebuilt by rerunning the cells)',
+    )
   return missing
 }
 

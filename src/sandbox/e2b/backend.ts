@@ -414,6 +414,7 @@ export const E2B_CAPABILITIES: SandboxCapabilities = {
   hostQueries: false,
   // E2B has PTYs; this engine does not drive them yet.
   terminals: false,
+  rebuildsKernelState: false,
 }
 
 export class E2BProvider implements SandboxProvider {

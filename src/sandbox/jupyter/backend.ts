@@ -80,6 +80,7 @@ export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
   filesDuringCells: true,
   hostQueries: true,
   terminals: false,
+  rebuildsKernelState: false,
 }
 
 /** On a server without a Contents API (Enterprise Gateway), files and commands go through the busy kernel. */
