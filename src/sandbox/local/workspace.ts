@@ -424,7 +424,8 @@ export class Workspace {
     } finally {
       closeSync(sourceDir)
     }
-    return this.stat(to) as EntryInfo
+    // A link has no plain entry: it answers with its details, as a listing gives them.
+    return (this.stat(to) ?? this.stat(to, { details: true })) as EntryInfo
   }
 
   /** Puts a host file at data/<name>: a hard link when it is cheap and safe, else a copy. */
