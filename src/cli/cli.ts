@@ -56,6 +56,13 @@ function engineOption(): Option {
   )
 }
 
+/** --language: what the model writes (and `run`'s files are in); cells run in that language's kernel. */
+function languageOption(what = 'the language the model writes its analysis in'): Option {
+  return new Option('--language <language>', `${what} (default ANALYST_LANGUAGE, else python)`)
+    .choices(['python', 'r'])
+    .env('ANALYST_LANGUAGE')
+}
+
 /** --jupyter-kernel: an engine setting, passed to the engine through EngineOptions. */
 function jupyterKernelOption(): Option {
   return new Option(
@@ -121,6 +128,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       ),
     )
     .option('--guard', 'check each file with the static guard first; a file with violations is not run')
+    .addOption(languageOption('the language the files are in'))
     .addOption(engineOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
@@ -138,6 +146,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         outputDir: options.outputDir as string | undefined,
         isolation: options.isolation === false ? 'none' : 'sandbox',
         guard: Boolean(options.guard),
+        language: options.language as 'python' | 'r' | undefined,
         sandbox: options.sandbox as string | undefined,
         ...engineFlags(options),
         cwd: process.cwd(),
@@ -203,6 +212,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       .option('--no-stream', 'wait for whole model replies instead of streaming them')
       .addOption(modelTimeoutOption())
       .addOption(new Option('--no-isolation', 'run without the jail (only for trusted models and data)'))
+      .addOption(languageOption())
       .addOption(engineOption())
       .addOption(jupyterKernelOption())
       .addOption(gpuOption())
@@ -222,6 +232,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     outputDir: options.outputDir as string | undefined,
     timeoutMs: (options.timeout as number) * 1000,
     guard: options.guard !== false,
+    language: options.language as 'python' | 'r' | undefined,
     stream: options.stream !== false,
     modelTimeout: options.modelTimeout as number | undefined,
     isolation: options.isolation === false ? 'none' : 'sandbox',
@@ -289,8 +300,15 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       new Option('--format <format>', 'what to write').choices(['ipynb', 'py', 'html']).makeOptionMandatory(),
     )
     .option('--out <file>', 'write here instead of stdout')
+    .addOption(languageOption("the session's language (the notebook's kernel)"))
     .action((session: string, options: Record<string, unknown>) => {
-      result = onCommand('export', { session, format: options.format, out: options.out, cwd: process.cwd() })
+      result = onCommand('export', {
+        session,
+        format: options.format,
+        out: options.out,
+        language: options.language as 'python' | 'r' | undefined,
+        cwd: process.cwd(),
+      })
     })
 
   cli
@@ -303,6 +321,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       "a folder from which MCP clients' models may add data files with add_data (repeatable)",
       collect,
     )
+    .addOption(languageOption("the language the sessions' model writes"))
     .addOption(engineOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
@@ -328,6 +347,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     )
     .action((options: Record<string, unknown>) => {
       result = onCommand('serve', {
+        language: options.language as 'python' | 'r' | undefined,
         host: options.host,
         port: options.port,
         sandbox: options.sandbox,
@@ -361,6 +381,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .option('--max-steps <n>', 'code steps at most per ask_analyst question', whole, 8)
     .addOption(modelTimeoutOption())
     .addOption(new Option('--no-isolation', 'run without the jail (only for trusted clients and data)'))
+    .addOption(languageOption("the language ask_analyst's model writes"))
     .addOption(engineOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
@@ -372,6 +393,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     )
     .action((options: Record<string, unknown>) => {
       result = onCommand('mcp', {
+        language: options.language as 'python' | 'r' | undefined,
         data: (options.data as string[] | undefined) ?? [],
         allowDir: (options.allowDir as string[] | undefined) ?? [],
         model: options.model as string | undefined,
@@ -422,6 +444,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       "a source every question's code may query with sql(): postgres://…, mysql://…, sqlite:FILE, duckdb:FILE or a data file, NAME=… to name it (repeatable; give it again with --resume)",
       collect,
     )
+    .addOption(languageOption())
     .addOption(engineOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
@@ -500,6 +523,74 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       })
     })
 
+  const template = cli
+    .command('template')
+    .description('environments that sandboxes start from: build, list, show, rm, export, import')
+  template
+    .command('build')
+    .description(
+      'build a template from a spec file (YAML or JSON), a Containerfile, or a recipe shipped with Analyst (modern, r)',
+    )
+    .argument('<spec>', 'a spec file, a Containerfile, or a recipe name: modern, r')
+    .option('--name <name>', "the name to use it by (--template NAME); default: the spec's own name")
+    .option('--force', 'build again even when the same spec and inputs are built already')
+    .option('--quiet', "do not print each step's log")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  analyst template build modern\n  analyst template build team.yaml --name team\n  analyst template build Containerfile --name tools\n\npip steps use PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_TRUSTED_HOST and PIP_FIND_LINKS unless the spec sets them.',
+    )
+    .action((spec: string, options: Record<string, unknown>) => {
+      result = onCommand('template-build', {
+        spec,
+        name: options.name as string | undefined,
+        force: Boolean(options.force),
+        quiet: Boolean(options.quiet),
+        cwd: process.cwd(),
+      })
+    })
+  template
+    .command('list')
+    .description('the templates built here, newest first')
+    .option('--json', 'as JSON')
+    .action((options: Record<string, unknown>) => {
+      result = onCommand('template-list', { json: Boolean(options.json), cwd: process.cwd() })
+    })
+  template
+    .command('show')
+    .description("a template: its base, Python, languages, size, environment and main packages' versions")
+    .argument('<name>', 'a name or an id (or a unique prefix of one, 12 characters or more)')
+    .option('--json', 'as JSON')
+    .action((name: string, options: Record<string, unknown>) => {
+      result = onCommand('template-show', { name, json: Boolean(options.json), cwd: process.cwd() })
+    })
+  template
+    .command('rm')
+    .description('remove names; a template goes with its last name (or when given by id)')
+    .argument('<names...>', 'names or ids')
+    .action((names: string[]) => {
+      result = onCommand('template-rm', { names, cwd: process.cwd() })
+    })
+  template
+    .command('export')
+    .description('write a template as an OCI image archive (podman load takes it too)')
+    .argument('<name>', 'a name or an id')
+    .argument('<out>', 'the archive to write, e.g. modern.tar')
+    .action((name: string, out: string) => {
+      result = onCommand('template-export', { name, out, cwd: process.cwd() })
+    })
+  template
+    .command('import')
+    .description('read a template that analyst template export wrote, with the same id')
+    .argument('<file>', 'the archive')
+    .option('--name <name>', 'the name to use it by (default: the name it was exported under)')
+    .action((file: string, options: Record<string, unknown>) => {
+      result = onCommand('template-import', {
+        file,
+        name: options.name as string | undefined,
+        cwd: process.cwd(),
+      })
+    })
+
   return { cli, result: () => result }
 }
 
@@ -548,6 +639,30 @@ async function dispatch(name: string, options: unknown): Promise<number> {
     case 'eval-compare':
       return (await import('./commands/eval.js')).compareCommand(
         options as import('./commands/eval.js').CompareOptions,
+      )
+    case 'template-build':
+      return (await import('./commands/template.js')).templateBuild(
+        options as import('./commands/template.js').TemplateBuildOptions,
+      )
+    case 'template-list':
+      return (await import('./commands/template.js')).templateList(
+        options as import('./commands/template.js').TemplateListOptions,
+      )
+    case 'template-show':
+      return (await import('./commands/template.js')).templateShow(
+        options as import('./commands/template.js').TemplateShowOptions,
+      )
+    case 'template-rm':
+      return (await import('./commands/template.js')).templateRemove(
+        options as import('./commands/template.js').TemplateRemoveOptions,
+      )
+    case 'template-export':
+      return (await import('./commands/template.js')).templateExport(
+        options as import('./commands/template.js').TemplateExportOptions,
+      )
+    case 'template-import':
+      return (await import('./commands/template.js')).templateImport(
+        options as import('./commands/template.js').TemplateImportOptions,
       )
     default:
       throw new UsageError(`Unknown command: ${name}`)

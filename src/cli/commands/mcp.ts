@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path'
+import type { AnalysisLanguage } from '../../agent/index.js'
 import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
 import { type ModelChoice, modelTimeoutMs, resolveModel } from '../../models/index.js'
 import { SessionService } from '../../session/index.js'
@@ -27,6 +28,8 @@ export interface McpOptions {
   maxSteps: number
   /** --model-timeout in seconds, for ask_analyst. @default ANALYST_MODEL_TIMEOUT, else 120 */
   modelTimeout?: number
+  /** --language: what ask_analyst's model writes. @default python */
+  language?: AnalysisLanguage
   isolation: 'sandbox' | 'none'
   cwd: string
   env?: NodeJS.ProcessEnv
@@ -65,6 +68,7 @@ export async function mcp(options: McpOptions): Promise<number> {
       maxSteps: options.maxSteps,
       requestTimeoutMs: modelTimeoutMs(options.modelTimeout, options.env),
       nameImage: imageName,
+      language: options.language,
       ...modal,
     },
     cacheDir: join(home, 'cache'),

@@ -1,4 +1,5 @@
 import pc from 'picocolors'
+import type { AnalysisLanguage } from '../../agent/index.js'
 import { modelTimeoutMs } from '../../models/index.js'
 import { createLogger, startServer, tokensFromEnv } from '../../server/index.js'
 import { sourceArgs } from '../data-args.js'
@@ -18,6 +19,8 @@ export interface ServeOptions {
   modalTool?: string[]
   /** --model-timeout in seconds. @default ANALYST_MODEL_TIMEOUT, else 120 */
   modelTimeout?: number
+  /** --language: what the sessions' model writes. @default python */
+  language?: AnalysisLanguage
   /** Folders from which MCP clients may add data files (add_data on /mcp). */
   allowDir?: string[]
   /** How long a stop waits for questions being answered. @default 20 s */
@@ -43,7 +46,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     tokens,
     engine: options.sandbox,
     engineOptions: { jupyterKernel: options.jupyterKernel, gpu: options.gpu, image: options.image },
-    analyst: { ...modal, requestTimeoutMs: modelTimeoutMs(options.modelTimeout) },
+    analyst: { ...modal, language: options.language, requestTimeoutMs: modelTimeoutMs(options.modelTimeout) },
     databaseUrl: options.databaseUrl,
     logger: createLogger(),
     allowDirs: options.allowDir,

@@ -36,12 +36,12 @@ export interface KernelSpawnSpec {
   seccompFile?: string
   /** Largest message line accepted from the kernel. */
   maxMessageBytes: number
-  /** Starts the kernel some other way than spawning `command` (forked from the template). */
+  /** Starts the kernel some other way than spawning `command` (forked from the zygote). */
   launch?: () => Promise<KernelProcess>
 }
 
 /**
- * A kernel's process as Kernel sees it: a ChildProcess, or a sandbox forked from the template
+ * A kernel's process as Kernel sees it: a ChildProcess, or a sandbox forked from the zygote
  * (zygote.ts). stdio: output on 1 (and 2), requests on 3, messages on 4, bubblewrap's info on 5.
  */
 export interface KernelProcess {
@@ -212,7 +212,7 @@ export class Kernel extends KernelChannel<KernelExit> {
     const kernel = new Kernel(child, spec.processGroup ?? false, spec.maxMessageBytes)
     // Warm-pool kernels start with keepAlive false: they must not hold the host process open.
     if (options.keepAlive !== false) kernel.ref()
-    const ready = new Promise<void>((resolve) => kernel.waiters.set('ready', resolve))
+    const ready = new Promise<void>((resolve) => kernel.waiters.set('ready', () => resolve()))
     const timeoutMs = options.readyTimeoutMs ?? 60_000
     let timer: NodeJS.Timeout | undefined
     const outcome = await Promise.race([
