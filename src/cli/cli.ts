@@ -94,9 +94,18 @@ function modalToolOption(): Option {
   ).argParser(collect)
 }
 
+/** --template: the environment sandboxes start from, on every command that takes --sandbox. */
+function templateOption(): Option {
+  return new Option(
+    '--template <name>',
+    "the template sandboxes start from (analyst template list; default ANALYST_TEMPLATE, else the engine's own environment)",
+  ).env('ANALYST_TEMPLATE')
+}
+
 /** The engine settings every command that takes --sandbox passes on. */
 function engineFlags(options: Record<string, unknown>) {
   return {
+    template: options.template as string | undefined,
     jupyterKernel: options.jupyterKernel as string | undefined,
     gpu: options.gpu as string | undefined,
     image: options.image as string | undefined,
@@ -130,6 +139,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .option('--guard', 'check each file with the static guard first; a file with violations is not run')
     .addOption(languageOption('the language the files are in'))
     .addOption(engineOption())
+    .addOption(templateOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
@@ -214,6 +224,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       .addOption(new Option('--no-isolation', 'run without the jail (only for trusted models and data)'))
       .addOption(languageOption())
       .addOption(engineOption())
+      .addOption(templateOption())
       .addOption(jupyterKernelOption())
       .addOption(gpuOption())
       .addOption(imageOption())
@@ -323,6 +334,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     )
     .addOption(languageOption("the language the sessions' model writes"))
     .addOption(engineOption())
+    .addOption(templateOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
@@ -383,6 +395,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .addOption(new Option('--no-isolation', 'run without the jail (only for trusted clients and data)'))
     .addOption(languageOption("the language ask_analyst's model writes"))
     .addOption(engineOption())
+    .addOption(templateOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
@@ -446,6 +459,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     )
     .addOption(languageOption())
     .addOption(engineOption())
+    .addOption(templateOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
@@ -481,6 +495,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       collect,
     )
     .addOption(engineOption())
+    .addOption(templateOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
