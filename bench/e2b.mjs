@@ -88,6 +88,49 @@ if (process.argv.includes('--serve')) {
     }
     await remote.kill()
 
+    // The cost of a cell beside the workspace's size: `1 + 1` in a sandbox whose workspace fills,
+    // in turns with a fresh sandbox's (the baseline, in the same moments of a busy machine).
+    const longLived = { timeoutMs: 3_600_000 }
+    const filled = await E2BSandbox.create(longLived)
+    await warmRemote()
+    const fresh = await E2BSandbox.create(longLived)
+    await warmRemote()
+    const onePlusOne = async (sandbox) => {
+      if ((await sandbox.runCode('1 + 1')).text !== '2') throw new Error('wrong answer from the SDK')
+    }
+    for (let i = 0; i < N.warmup; i++) {
+      await onePlusOne(filled)
+      await onePlusOne(fresh)
+    }
+    const byFiles = []
+    const measure = async (files) => {
+      const times = { filled: [], fresh: [] }
+      for (let i = 0; i < N.roundTrip / 2; i++) {
+        times.fresh.push(await time(() => onePlusOne(fresh)))
+        times.filled.push(await time(() => onePlusOne(filled)))
+      }
+      byFiles.push([files, times])
+    }
+    await measure('nothing')
+    for (let i = 0; i < 200; i++) await filled.files.write(`small/f${i}.txt`, 'x')
+    await measure('200 small files written through `files.write`')
+    let written = 0
+    for (const total of [2_000, 10_000, 100_000]) {
+      // Empty files in folders of 1,000, as an unzipped dataset has them.
+      const cell = `import os
+for i in range(${written}, ${total}):
+    folder = f'many/{i // 1000}'
+    if i % 1000 == 0: os.makedirs(folder, exist_ok=True)
+    open(f'{folder}/{i}.txt', 'w').close()`
+      const made = await filled.runCode(cell, { timeoutMs: 600_000 })
+      if (made.error) throw new Error(`writing the files: ${made.error.value}`)
+      written = total
+      for (let i = 0; i < N.warmup; i++) await onePlusOne(filled)
+      await measure(`${total.toLocaleString('en')} files written by a cell`)
+    }
+    await filled.kill()
+    await fresh.kill()
+
     await provider.warm()
     const local = await Sandbox.create({ provider })
     await provider.warm()
@@ -135,6 +178,21 @@ ${table(
     row('SDK `files.list` (20 files, with metadata)', fileCalls.list),
     row('SDK `files.getInfo` (with metadata)', fileCalls.getInfo),
   ],
+)}
+
+\`runCode("1 + 1")\` through the SDK in one sandbox as its workspace fills, in turns with a fresh
+sandbox's (goals: within 0.2 ms of the fresh sandbox's p50 with 100,000 files; ≤ 2 ms p50):
+
+${table(
+  ["the sandbox's workspace holds", 'n', 'p50', 'p99', 'a fresh sandbox in turns: p50', 'difference at p50'],
+  byFiles.map(([files, times]) => [
+    files,
+    String(times.filled.length),
+    ms(p50(times.filled)),
+    ms(percentile(times.filled, 99)),
+    ms(p50(times.fresh)),
+    ms(p50(times.filled) - p50(times.fresh)),
+  ]),
 )}
 
 A detailed \`files.list\` takes ${(p50(fileCalls.list) / p50(fileCalls.read)).toFixed(2)}× a read at p50, \`getInfo\` ${(p50(fileCalls.getInfo) / p50(fileCalls.read)).toFixed(2)}×.

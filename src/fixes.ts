@@ -51,7 +51,7 @@ const SETTINGS = {
   },
   requestTimeout: {
     say: 'Allow model requests more time',
-    names: { library: 'requestTimeoutMs' },
+    names: { cli: '--model-timeout SECONDS', library: 'requestTimeoutMs', server: 'ANALYST_MODEL_TIMEOUT' },
   },
   sandbox: {
     say: 'Choose an engine that runs here',

@@ -39,6 +39,7 @@ export interface ModelCallOptions {
   messages: ModelMessage[]
   tools?: ToolSet
   maxRetries: number
+  /** How long the call may wait for the model: for the whole reply, or (streamed) for each next part. */
   requestTimeoutMs: number
   stream: boolean
   signal?: AbortSignal
@@ -60,17 +61,44 @@ export function addUsage(a: Usage, b: Usage): Usage {
   }
 }
 
+/**
+ * A deadline that can be pushed back: it aborts its signal when `ms` pass without a `touch`. The
+ * AI SDK's own chunk timeout starts only at the first part, so a server that accepts the
+ * connection and never answers would be waited for until the total timeout; this one starts at
+ * the call.
+ */
+function stallTimer(ms: number) {
+  const controller = new AbortController()
+  let timer: NodeJS.Timeout | undefined
+  const touch = () => {
+    clearTimeout(timer)
+    timer = setTimeout(() => controller.abort(new ModelTimeout(ms)), ms)
+  }
+  touch()
+  return { signal: controller.signal, touch, stop: () => clearTimeout(timer) }
+}
+
+class ModelTimeout extends Error {
+  constructor(readonly ms: number) {
+    super(`no answer from the model in ${formatSeconds(ms)}`)
+  }
+}
+
+function formatSeconds(ms: number): string {
+  return `${Number((ms / 1000).toFixed(3))} s`
+}
+
 /** Calls the model once; an abort rejects with the signal's reason. */
 export async function callModel(options: ModelCallOptions): Promise<Reply> {
   const { signal } = options
+  const deadline = stallTimer(options.requestTimeoutMs)
   const common = {
     model: options.model,
     system: options.system,
     messages: options.messages,
     tools: options.tools,
     maxRetries: options.maxRetries,
-    abortSignal: signal,
-    timeout: options.requestTimeoutMs,
+    abortSignal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal,
   }
   try {
     if (!options.stream) {
@@ -104,6 +132,8 @@ export async function callModel(options: ModelCallOptions): Promise<Reply> {
         }),
     })
     for await (const part of result.fullStream) {
+      // Each part from the model gives the next one as long again.
+      if (part.type !== 'start') deadline.touch()
       if (part.type === 'text-delta' && part.text) options.onTextDelta?.(part.text)
       if (part.type === 'error') failure = part.error
       if (part.type === 'abort') failure = signal?.reason ?? new Error('the model request was aborted')
@@ -112,8 +142,25 @@ export async function callModel(options: ModelCallOptions): Promise<Reply> {
     return await whenFinished
   } catch (error) {
     if (signal?.aborted) throw signal.reason ?? error
+    if (deadline.signal.aborted) throw modelTimedOut(deadline.signal.reason as ModelTimeout, options.stream)
     throw describeModelError(error)
+  } finally {
+    deadline.stop()
   }
+}
+
+function modelTimedOut(timeout: ModelTimeout, stream: boolean): ModelCallError {
+  const wait = formatSeconds(timeout.ms)
+  return new ModelCallError(
+    stream
+      ? `The model request failed: the model sent nothing for ${wait} (the model timeout)`
+      : `The model request failed: the model did not answer within ${wait} (the model timeout)`,
+    {
+      cause: timeout,
+      hint: 'The model did not answer in time; check the server, or allow it more time.',
+      fix: { setting: 'requestTimeout' },
+    },
+  )
 }
 
 export function modelName(model: LanguageModel): string {

@@ -102,6 +102,19 @@ describe('analyst command line', () => {
     expect(calls[0]?.[1]).toMatchObject({ modalTool: ['sd/generate=makes an image', 'emb/embed'] })
   })
 
+  it.each([
+    ['ask', ['ask', 'Q?']],
+    ['chat', ['chat']],
+    ['serve', ['serve']],
+    ['mcp', ['mcp']],
+    ['eval', ['eval', 'set']],
+  ])('--model-timeout on %s, in seconds', async (name, argv) => {
+    const { calls } = await parse([...argv, '--model-timeout', '2.5'])
+    expect(calls[0]?.[0]).toBe(name)
+    expect(calls[0]?.[1]).toMatchObject({ modelTimeout: 2.5 })
+    await expect(parse([...argv, '--model-timeout', 'never'])).rejects.toThrow(/positive number of seconds/)
+  })
+
   it('serve --gpu --image --jupyter-kernel, as the other engine doors take them', async () => {
     const { calls } = await parse(['serve', '--sandbox', 'modal', '--gpu', 'A10G:2', '--image', 'pytorch:2'])
     expect(calls[0]?.[1]).toMatchObject({ sandbox: 'modal', gpu: 'A10G:2', image: 'pytorch:2' })

@@ -34,6 +34,14 @@ function seconds(value: string): number {
   return number
 }
 
+/** --model-timeout, on every command that calls a model. */
+function modelTimeoutOption(): Option {
+  return new Option(
+    '--model-timeout <seconds>',
+    'how long a model call waits for an answer, or a streamed one for its next part (default ANALYST_MODEL_TIMEOUT, else 120)',
+  ).argParser(seconds)
+}
+
 function questionIds(value: string): number[] {
   const ids = value.split(',').map((id) => id.trim())
   if (ids.some((id) => !/^\d+$/.test(id)))
@@ -212,6 +220,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       .option('--timeout <seconds>', 'time limit per code step', seconds, 60)
       .option('--no-guard', 'do not check model code with the static guard before running it')
       .option('--no-stream', 'wait for whole model replies instead of streaming them')
+      .addOption(modelTimeoutOption())
       .addOption(new Option('--no-isolation', 'run without the jail (only for trusted models and data)'))
       .addOption(languageOption())
       .addOption(engineOption())
@@ -236,6 +245,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     guard: options.guard !== false,
     language: options.language as 'python' | 'r' | undefined,
     stream: options.stream !== false,
+    modelTimeout: options.modelTimeout as number | undefined,
     isolation: options.isolation === false ? 'none' : 'sandbox',
     sandbox: options.sandbox as string | undefined,
     ...engineFlags(options),
@@ -329,6 +339,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .addOption(gpuOption())
     .addOption(imageOption())
     .addOption(modalToolOption())
+    .addOption(modelTimeoutOption())
     .option(
       '--database-url <url>',
       'PostgreSQL for replicas: postgres://… (default ANALYST_DATABASE_URL; else SQLite)',
@@ -354,6 +365,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         sandbox: options.sandbox,
         ...engineFlags(options),
         modalTool: options.modalTool as string[] | undefined,
+        modelTimeout: options.modelTimeout as number | undefined,
         databaseUrl: options.databaseUrl,
         allowDir: (options.allowDir as string[] | undefined) ?? [],
         allowNetwork: options.allowNetwork === true,
@@ -379,6 +391,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       'chat completions server for openai-compatible models (default ANALYST_BASE_URL)',
     )
     .option('--max-steps <n>', 'code steps at most per ask_analyst question', whole, 8)
+    .addOption(modelTimeoutOption())
     .addOption(new Option('--no-isolation', 'run without the jail (only for trusted clients and data)'))
     .addOption(languageOption("the language ask_analyst's model writes"))
     .addOption(engineOption())
@@ -399,6 +412,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         model: options.model as string | undefined,
         baseUrl: options.baseUrl as string | undefined,
         maxSteps: options.maxSteps as number,
+        modelTimeout: options.modelTimeout as number | undefined,
         isolation: options.isolation === false ? 'none' : 'sandbox',
         sandbox: options.sandbox as string | undefined,
         ...engineFlags(options),
@@ -427,6 +441,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .option('--ids <ids>', 'only these question ids, e.g. 0,5,7', questionIds)
     .option('--max-steps <n>', 'code steps at most per question (default 8)', whole)
     .option('--timeout <seconds>', 'time limit per code step (default 60)', seconds)
+    .addOption(modelTimeoutOption())
     .option(
       '--resume <run>',
       'continue a stopped run (its id or a unique prefix); finished questions are kept',

@@ -38,6 +38,27 @@ export { ModelConfigError }
 
 const configError = (message: string, hint: string) => new ModelConfigError(message, { hint })
 
+/** How long a model call waits, when neither the flag nor ANALYST_MODEL_TIMEOUT says. */
+export const DEFAULT_MODEL_TIMEOUT_SECONDS = 120
+
+/**
+ * How long a model call may wait for the model (a streamed reply: for each next part), in ms:
+ * `seconds` (--model-timeout), else ANALYST_MODEL_TIMEOUT, else 120 s.
+ */
+export function modelTimeoutMs(seconds: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
+  if (seconds !== undefined) return seconds * 1000
+  const set = env.ANALYST_MODEL_TIMEOUT?.trim()
+  if (!set) return DEFAULT_MODEL_TIMEOUT_SECONDS * 1000
+  const value = Number(set)
+  if (!Number.isFinite(value) || value <= 0) {
+    throw configError(
+      `ANALYST_MODEL_TIMEOUT=${set} is not a number of seconds`,
+      `Set it to a positive number of seconds (default ${DEFAULT_MODEL_TIMEOUT_SECONDS}), or unset it.`,
+    )
+  }
+  return value * 1000
+}
+
 export const DEFAULT_MODELS = { openai: 'gpt-4.1-mini', anthropic: 'claude-sonnet-4-5' } as const
 const HOW_TO_CONFIGURE =
   'Pass --model provider:model (or set ANALYST_MODEL), e.g. --model openai:gpt-4.1-mini with OPENAI_API_KEY set, ' +

@@ -308,6 +308,11 @@ export interface SandboxCapabilities {
   /** Commands can run in a pseudo-terminal (`pty`, E2B's `sandbox.pty`): `doStartTerminal`. */
   terminals: boolean
   /**
+   * A kernel that died (killed, out of memory) is rebuilt by rerunning the cells that ran without
+   * error before, so their variables and imports come back; without it, they are lost.
+   */
+  rebuildsKernelState: boolean
+  /**
    * What `create({ template })` means: 'built', a template from Analyst's store (src/templates),
    * which the engine roots its sandboxes in; 'named', the engine's own template of that name
    * (E2B's); 'none', refused with what to do instead.

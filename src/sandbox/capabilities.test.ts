@@ -19,6 +19,7 @@ describe('capabilities', () => {
       filesDuringCells: true,
       hostQueries: true,
       terminals: false,
+      rebuildsKernelState: true,
       templates: 'none',
     })
     expect(missing).toEqual([

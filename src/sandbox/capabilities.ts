@@ -41,6 +41,7 @@ export const FULL_CAPABILITIES: SandboxCapabilities = {
   filesDuringCells: true,
   hostQueries: true,
   terminals: true,
+  rebuildsKernelState: true,
   templates: 'built',
 }
 
@@ -68,6 +69,10 @@ export function missingCapabilities(capabilities: SandboxCapabilities): string[]
     missing.push('the files API and commands wait while a cell runs (they go through the kernel)')
   if (!capabilities.hostQueries) missing.push("code cannot query the host's data sources (sql())")
   if (!capabilities.terminals) missing.push('commands cannot run in a pseudo-terminal (pty)')
+  if (!capabilities.rebuildsKernelState)
+    missing.push(
+      'a kernel that dies loses its variables and imports (they are not rebuilt by rerunning the cells)',
+    )
   if (capabilities.templates === 'none') missing.push("Analyst's templates cannot be used (--template)")
   if (capabilities.templates === 'named')
     missing.push("a template is the engine's own template of that name, not one of Analyst's store")

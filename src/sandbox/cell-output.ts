@@ -3,6 +3,7 @@
  * results (the kernel is not trusted to), and words a timeout or a lost kernel the same way.
  * @module
  */
+import { constants } from 'node:os'
 import type { CommandEvent, ExecutionEvent, SandboxLimits } from './backend.js'
 import type { MimeBundle } from './messaging.js'
 
@@ -15,6 +16,13 @@ export function formatBytes(bytes: number): string {
     unit++
   }
   return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`
+}
+
+/** A process's end as a shell reports it (128 + the signal's number): `killed by SIGKILL`. */
+export function signalExit(code: number): string {
+  const number = code - 128
+  const name = Object.entries(constants.signals).find(([, value]) => value === number)?.[0]
+  return `killed by ${name ?? `signal ${number}`}`
 }
 
 export const STATE_LOST =
@@ -32,17 +40,17 @@ export function timeoutError(seconds: number, traceback = ''): ExecutionEvent {
 }
 
 /** The error of a cell that would not stop when interrupted, so its kernel was killed or restarted. */
-export function killedError(stopped: 'timeout' | 'abort' | undefined, seconds: number) {
+export function killedError(stopped: 'timeout' | 'abort' | undefined, seconds: number, lost = STATE_LOST) {
   if (stopped === 'timeout') {
     return {
       name: 'TimeoutError',
-      value: `The cell ran longer than its ${seconds} s timeout and did not stop when interrupted, so its kernel was killed. ${STATE_LOST}`,
+      value: `The cell ran longer than its ${seconds} s timeout and did not stop when interrupted, so its kernel was killed. ${lost}`,
       traceback: '',
     }
   }
   return {
     name: 'KernelRestarted',
-    value: `The cell did not stop when interrupted, so its kernel was killed. ${STATE_LOST}`,
+    value: `The cell did not stop when interrupted, so its kernel was killed. ${lost}`,
     traceback: '',
   }
 }

@@ -465,7 +465,8 @@ export function describeConformance({
       await sandbox?.kill()
     })
 
-    test('restarts a kernel that ignores the interrupt, and says the state was lost', async () => {
+    const rebuilds = capabilities.rebuildsKernelState
+    test('restarts a kernel that ignores the interrupt, and says what became of the state', async () => {
       await sandbox.runCode('kept = 456')
       // SIGINT is ignored from the cell before, so that the interrupt cannot come before it is ignored,
       // and again in the cell: a Jupyter kernel (ipykernel) restores its own handler for each cell.
@@ -484,18 +485,36 @@ export function describeConformance({
         { timeoutMs: 300 },
       )
       expect(execution.error?.name).toBe('TimeoutError')
-      expect(execution.error?.value).toMatch(/variables and imports were lost/)
-      expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')
+      if (rebuilds) {
+        expect(execution.error?.value).toMatch(
+          /cells that ran without error before run again in a new kernel/,
+        )
+        expect((await sandbox.runCode('kept')).text).toBe('456')
+      } else {
+        expect(execution.error?.value).toMatch(/variables and imports were lost/)
+        expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')
+      }
       expect((await sandbox.runCode('1 + 1')).text).toBe('2')
     }, 30_000)
 
-    test('reports a kernel that exits mid-cell, and runs the next cell in a fresh kernel', async () => {
+    test('reports a kernel SIGKILLed mid-cell, and runs the next cell in a new kernel, rebuilt where the engine can', async () => {
       await sandbox.runCode('kept = 1')
-      const execution = await sandbox.runCode("print('before')\nimport os\nos._exit(3)")
+      await sandbox.runCode('import math\nkept += 1')
+      await sandbox.runCode('raise ValueError("not run again")')
+      // The killed cell is not run again: its first line would double `kept`.
+      const execution = await sandbox.runCode(
+        "kept *= 10\nprint('before', flush=True)\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+      )
       expect(execution.error?.name).toBe('KernelDied')
-      expect(execution.error?.value).toMatch(/variables and imports were lost/)
       expect(execution.logs.stdout).toEqual(['before\n'])
-      expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')
+      if (rebuilds) {
+        expect(execution.error?.value).toMatch(/killed by SIGKILL/)
+        expect(execution.error?.value).toMatch(/cells that ran without error before run again/)
+        expect((await sandbox.runCode('kept, math.pi > 3')).text).toBe('(2, True)')
+      } else {
+        expect(execution.error?.value).toMatch(/variables and imports were lost/)
+        expect((await sandbox.runCode('kept')).error?.name).toBe('NameError')
+      }
       expect((await sandbox.runCode('2 * 21')).text).toBe('42')
     }, 30_000)
   })

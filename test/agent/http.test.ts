@@ -213,6 +213,45 @@ describe('model failures', () => {
     expect((error as ModelCallError).hint).toMatch(/did not answer in time/)
   })
 
+  it.each([true, false])(
+    'ends a call to a server that takes the request and never answers (stream: %s)',
+    async (stream) => {
+      const error = await ask([{ hang: true }], 'q', { stream, maxRetries: 0, requestTimeoutMs: 400 }).catch(
+        (e: unknown) => e,
+      )
+      expect(ModelCallError.isInstance(error)).toBe(true)
+      expect((error as ModelCallError).message).toMatch(
+        stream ? /sent nothing for 0\.4 s \(the model timeout\)/ : /did not answer within 0\.4 s/,
+      )
+      expect((error as ModelCallError).fix).toEqual({ setting: 'requestTimeout' })
+    },
+  )
+
+  it('ends a streamed reply that stalls between parts, and not one that keeps coming', async () => {
+    const stalled = await ask(
+      [{ stallAfter: 3, reply: { content: 'The answer is forty-two, as the numbers show.' } }],
+      'q',
+      {
+        stream: true,
+        maxRetries: 0,
+        requestTimeoutMs: 400,
+      },
+    ).catch((e: unknown) => e)
+    expect((stalled as ModelCallError).message).toMatch(/sent nothing for 0\.4 s/)
+    await server?.close()
+    // Slower in all than the timeout, but never that long between parts.
+    const { result } = await ask(
+      [{ partDelayMs: 100, reply: { content: 'Forty-two, from the sum of the rows.' } }],
+      'q',
+      {
+        stream: true,
+        maxRetries: 0,
+        requestTimeoutMs: 400,
+      },
+    )
+    expect(result.answer).toContain('Forty-two, from the sum')
+  })
+
   it('reports a server that cannot be reached', async () => {
     const model = await resolveModel({
       spec: 'openai-compatible:x',

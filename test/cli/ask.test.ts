@@ -193,6 +193,30 @@ describe('analyst chat', () => {
   })
 })
 
+describe('a model that never answers', () => {
+  it('ends the question after ANALYST_MODEL_TIMEOUT with the reason, and the session goes on', async () => {
+    const env = await withModel([
+      { code: "import pandas as pd\nsales = pd.read_csv('data/sales.csv')\nprint(len(sales))" },
+      { hang: true },
+      { code: 'print(len(sales))' },
+      { content: 'There are 400 orders.' },
+    ])
+    const { code, stdout, stderr } = await analyst(['chat', '--data', SALES, '--json'], {
+      env: { ...env, ANALYST_MODEL_TIMEOUT: '1' },
+      input: 'How many orders?\nHow many orders, again?\n',
+    })
+    expect(stderr).toMatch(/sent nothing for 1 s \(the model timeout\)/)
+    expect(stderr).toContain('--model-timeout')
+    const answers = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    expect(answers.at(-1).answer).toBe('There are 400 orders.')
+    expect(answers.at(-1).steps[0].execution.error).toBeUndefined()
+    expect(code).toBe(2)
+  })
+})
+
 describe('history from the command line', () => {
   it('lists, shows, exports and continues a stored session', async () => {
     const env = { ANALYST_HOME: join(dir, 'history-home') }

@@ -75,6 +75,17 @@ describe('E2B SDK: listings and entries', () => {
     // A link to a folder is listed, not walked into.
     const deep = (await sandbox.files.list('links', { depth: 3 })).map((e) => e.name)
     expect(deep.sort()).toEqual(['dangling', 'outside', 'target.txt', 'to-dir', 'to-file'])
+    // Renamed, links answer for themselves as they do when listed (not with an internal error).
+    expect(await sandbox.files.rename('links/outside', 'links/moved-outside')).toMatchObject({
+      name: 'moved-outside',
+      type: 'symlink',
+      symlinkTarget: '/etc/passwd',
+    })
+    expect(await sandbox.files.rename('links/to-file', 'links/moved-to-file')).toMatchObject({
+      name: 'moved-to-file',
+      type: 'file',
+      symlinkTarget: '/home/user/links/target.txt',
+    })
   })
 
   it('removes what is not there without an error, as E2B does, and still refuses paths outside', async () => {

@@ -107,6 +107,20 @@ describe('E2B SDK: the code interpreter', () => {
     await expect(sandbox.createCodeContext({ language: 'fortran' })).rejects.toThrow(/400/)
   })
 
+  it('rebuilds a kernel SIGKILLed mid-cell: the next cell has the variables of each context, not the killed cell', async () => {
+    const context = await sandbox.createCodeContext()
+    await sandbox.runCode('survives = 41')
+    await sandbox.runCode('in_context = "yes"', { context })
+    const killed = await sandbox.runCode(
+      'survives += 1\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)',
+    )
+    expect(killed.error?.name).toBe('KernelDied')
+    expect(killed.error?.value).toMatch(/killed by SIGKILL.*run again in a new kernel/)
+    expect((await sandbox.runCode('survives')).text).toBe('41')
+    expect((await sandbox.runCode('in_context', { context })).text).toBe('yes')
+    await sandbox.removeCodeContext(context.id)
+  })
+
   it('has the sandbox env vars, and per-execution ones only for that execution', async () => {
     expect((await sandbox.runCode("import os; os.getenv('SANDBOX_WIDE')")).text).toBe('everywhere')
     const once = await sandbox.runCode("os.getenv('FOO')", { envs: { FOO: 'bar' } })

@@ -38,6 +38,13 @@ export type FakeReply =
   | { status: number; message?: string; headers?: Record<string, string> }
   /** Answer only after this long (for request timeouts); then the reply. */
   | { delayMs: number; reply: FakeReply }
+  /** Take the request and never answer, as a server that hangs (the connection stays open). */
+  | { hang: true }
+  /**
+   * Stream the reply slowly: each part after `partDelayMs`; with `stallAfter`, its first parts
+   * only, then nothing more with the connection open (a stalled stream).
+   */
+  | { stallAfter?: number; partDelayMs?: number; reply: FakeReply }
 
 export type ScriptEntry = FakeReply | ((request: ChatRequest) => FakeReply)
 
@@ -123,11 +130,19 @@ export async function startFakeOpenAI(
       // so the test fails with the assertion's message instead of waiting for its timeout.
       reply = { status: 400, message: `scripted reply failed: ${(error as Error).message}` }
     }
-    while ('delayMs' in reply) {
-      const { delayMs, reply: delayed } = reply
-      await new Promise((resolve) => setTimeout(resolve, delayMs))
-      if (res.destroyed || req.destroyed) return
-      reply = delayed
+    let stallAfter = Number.POSITIVE_INFINITY
+    let partDelayMs = 0
+    while ('reply' in reply || 'hang' in reply) {
+      if ('hang' in reply) return
+      if ('delayMs' in reply) {
+        const { delayMs } = reply
+        await new Promise((resolve) => setTimeout(resolve, delayMs))
+        if (res.destroyed || req.destroyed) return
+      } else {
+        stallAfter = reply.stallAfter ?? stallAfter
+        partDelayMs = reply.partDelayMs ?? 0
+      }
+      reply = reply.reply
     }
     if ('status' in reply) {
       res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(
@@ -196,8 +211,9 @@ export async function startFakeOpenAI(
       'cache-control': 'no-cache',
       connection: 'keep-alive',
     })
+    const parts: string[] = []
     const send = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-      res.write(
+      parts.push(
         `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`,
       )
     send([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }])
@@ -227,6 +243,12 @@ export async function startFakeOpenAI(
     })
     send([{ index: 0, delta: {}, finish_reason: finishReason }])
     if (request.stream_options?.include_usage) send([], { usage })
+    for (const [index, part] of parts.entries()) {
+      if (index >= stallAfter) return
+      if (partDelayMs) await new Promise((resolve) => setTimeout(resolve, partDelayMs))
+      if (res.destroyed) return
+      res.write(part)
+    }
     res.end('data: [DONE]\n\n')
   })
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve))

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import pc from 'picocolors'
 import type { AnalysisLanguage, AskResult } from '../../agent/index.js'
-import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
+import { type CodeMode, type ModelChoice, modelTimeoutMs, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
 import { SessionService } from '../../session/index.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
@@ -29,6 +29,8 @@ export interface AnalysisOptions {
   /** --language: what the model writes (python, r). @default python */
   language?: AnalysisLanguage
   stream: boolean
+  /** --model-timeout in seconds. @default ANALYST_MODEL_TIMEOUT, else 120 */
+  modelTimeout?: number
   isolation: 'sandbox' | 'none'
   /** --template (ANALYST_TEMPLATE): the template each new session's sandbox starts from. */
   template?: string
@@ -122,6 +124,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
       vision: options.vision,
       cellTimeoutMs: options.timeoutMs,
       stream: options.stream,
+      requestTimeoutMs: modelTimeoutMs(options.modelTimeout, options.env),
       nameImage: imageName,
       ...modal,
     },

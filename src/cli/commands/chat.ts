@@ -1,18 +1,23 @@
 import { createInterface } from 'node:readline/promises'
 import pc from 'picocolors'
+import { ModelCallError } from '../../errors.js'
+import { advice } from '../../fixes.js'
 import { type AnalysisOptions, startAnalysis } from './ask.js'
 
 /**
  * `analyst chat`: questions in one session, the variables of earlier steps still there. On a TTY
  * a prompt per question; otherwise each line of stdin is a question, answered in order.
- * Exit 0 when every question got an answer, 1 when one ended at the step cap.
+ * Exit 0 when every question got an answer, 1 when one ended at the step cap, 2 when a model
+ * call failed (that question ends with the reason; the session and its next questions go on).
  */
 export async function chat(options: AnalysisOptions): Promise<number> {
   const stdin = options.stdin ?? process.stdin
   const stdout = options.stdout ?? process.stdout
+  const stderr = options.stderr ?? process.stderr
   const tty = Boolean((stdin as NodeJS.ReadStream).isTTY)
   const analysis = await startAnalysis(options)
   let incomplete = false
+  let modelFailed = false
   const lines = createInterface({
     input: stdin,
     output: tty ? (stdout as NodeJS.WritableStream) : undefined,
@@ -35,14 +40,21 @@ export async function chat(options: AnalysisOptions): Promise<number> {
         continue
       }
       if (question === 'exit' || question === 'quit') break
-      const result = await analysis.ask(question)
-      incomplete ||= result.incomplete
+      try {
+        const result = await analysis.ask(question)
+        incomplete ||= result.incomplete
+      } catch (error) {
+        if (!ModelCallError.isInstance(error)) throw error
+        modelFailed = true
+        const what = advice(error, 'cli')
+        stderr.write(`analyst: ${error.message}\n${what ? `  ${what}\n` : ''}`)
+      }
     }
   } finally {
     lines.close()
     await analysis.close()
   }
-  return incomplete ? 1 : 0
+  return modelFailed ? 2 : incomplete ? 1 : 0
 }
 
 /** The next line of a non-TTY input; rejects at its end. */

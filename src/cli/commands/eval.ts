@@ -27,7 +27,7 @@ import {
   storedResult,
   throttle,
 } from '../../eval/index.js'
-import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
+import { type CodeMode, type ModelChoice, modelTimeoutMs, resolveModel } from '../../models/index.js'
 import { createProvider } from '../../providers.js'
 import type { SandboxProvider } from '../../sandbox/index.js'
 import { SessionService } from '../../session/index.js'
@@ -64,6 +64,8 @@ export interface EvalOptions {
   maxSteps?: number
   /** Seconds per cell. @default 60 */
   timeout?: number
+  /** --model-timeout in seconds. @default ANALYST_MODEL_TIMEOUT, else 120 */
+  modelTimeout?: number
   /** Continue this run (its id or a unique prefix). */
   resume?: string
   /** Write results.json and report.html here. */
@@ -318,6 +320,7 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
         maxSteps: settings.maxSteps,
         ...modal,
         cellTimeoutMs: settings.timeoutMs,
+        requestTimeoutMs: modelTimeoutMs(options.modelTimeout, options.env),
         stream: false,
       },
       cacheDir: join(home, 'cache'),

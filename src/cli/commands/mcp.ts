@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path'
 import type { AnalysisLanguage } from '../../agent/index.js'
 import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
-import { type ModelChoice, resolveModel } from '../../models/index.js'
+import { type ModelChoice, modelTimeoutMs, resolveModel } from '../../models/index.js'
 import { SessionService } from '../../session/index.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
 import { openHome } from '../home.js'
@@ -26,6 +26,8 @@ export interface McpOptions {
   model?: string
   baseUrl?: string
   maxSteps: number
+  /** --model-timeout in seconds, for ask_analyst. @default ANALYST_MODEL_TIMEOUT, else 120 */
+  modelTimeout?: number
   /** --language: what ask_analyst's model writes. @default python */
   language?: AnalysisLanguage
   isolation: 'sandbox' | 'none'
@@ -64,7 +66,13 @@ export async function mcp(options: McpOptions): Promise<number> {
           throw error
         },
       )),
-    analyst: { maxSteps: options.maxSteps, nameImage: imageName, language: options.language, ...modal },
+    analyst: {
+      maxSteps: options.maxSteps,
+      requestTimeoutMs: modelTimeoutMs(options.modelTimeout, options.env),
+      nameImage: imageName,
+      language: options.language,
+      ...modal,
+    },
     cacheDir: join(home, 'cache'),
     idleMs: 0,
   })

@@ -1,5 +1,6 @@
 import pc from 'picocolors'
 import type { AnalysisLanguage } from '../../agent/index.js'
+import { modelTimeoutMs } from '../../models/index.js'
 import { createLogger, startServer, tokensFromEnv } from '../../server/index.js'
 import { sourceArgs } from '../data-args.js'
 import { modalToolSettings } from '../modal-tools.js'
@@ -16,6 +17,8 @@ export interface ServeOptions {
   image?: string
   /** --modal-tool: functions deployed on Modal, offered to every session's model as tools. */
   modalTool?: string[]
+  /** --model-timeout in seconds. @default ANALYST_MODEL_TIMEOUT, else 120 */
+  modelTimeout?: number
   /** --language: what the sessions' model writes. @default python */
   language?: AnalysisLanguage
   /** Folders from which MCP clients may add data files (add_data on /mcp). */
@@ -45,7 +48,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     tokens,
     engine: options.sandbox,
     engineOptions: { jupyterKernel: options.jupyterKernel, gpu: options.gpu, image: options.image },
-    analyst: { ...modal, language: options.language },
+    analyst: { ...modal, language: options.language, requestTimeoutMs: modelTimeoutMs(options.modelTimeout) },
     ...(options.template ? { sandbox: { template: options.template } } : {}),
     databaseUrl: options.databaseUrl,
     logger: createLogger(),

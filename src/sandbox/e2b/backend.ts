@@ -414,6 +414,7 @@ export const E2B_CAPABILITIES: SandboxCapabilities = {
   hostQueries: false,
   // E2B has PTYs; this engine does not drive them yet.
   terminals: false,
+  rebuildsKernelState: false,
   // A template is E2B's own template of that name (its id or alias in E2B's cloud).
   templates: 'named',
 }

@@ -80,6 +80,7 @@ export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
   filesDuringCells: true,
   hostQueries: true,
   terminals: false,
+  rebuildsKernelState: false,
   // The server's kernels are its own (a kernel image for Enterprise Gateway is not mapped yet).
   templates: 'none',
 }

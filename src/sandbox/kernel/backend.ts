@@ -20,7 +20,7 @@ import type {
   TerminalProcess,
   TerminalSize,
 } from '../backend.js'
-import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
+import { CommandOutput, killedError } from '../cell-output.js'
 import { NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { answerQuestion, type RunningCell } from '../host-questions.js'
 import { LANGUAGES } from '../languages.js'
@@ -30,6 +30,7 @@ import type { QueryHost } from '../query.js'
 import { runKernelCell } from './cell.js'
 import type { KernelChannel } from './channel.js'
 import { CellSyntaxError, toKernelScript } from './javascript.js'
+import { KeptCells } from './kept-cells.js'
 import { KernelSupervisor } from './supervisor.js'
 
 /** A kernel that speaks Analyst's protocol, as the backend drives it; its end keeps what it printed last. */
@@ -45,6 +46,8 @@ export interface KernelBackendSettings {
 
 /** How long a stopped cell waits for its cancelled queries to say they ended. */
 const QUERY_SETTLE_MS = 5000
+/** How long one cell may take when it is run again to rebuild a kernel. */
+const RERUN_TIMEOUT_MS = 300_000
 
 /** A path of the files API (relative to the workspace, or absolute in it) → the absolute path in the sandbox. */
 export function sandboxPath(path: string): string {
@@ -63,6 +66,8 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
   private queue: Promise<unknown> = Promise.resolve()
   protected killed = false
   private running: RunningCell | undefined
+  /** What a new kernel reruns when the last one died. */
+  private readonly kept = new KeptCells()
 
   constructor(
     kernel: K,
@@ -74,13 +79,39 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       describe: (stopped) => this.describeStop(stopped),
       prepare: async (fresh) => {
         this.listen(fresh)
+        await this.prepareKernel(fresh)
         for (const context of this.contexts.values())
           await fresh.createContext(context.id, context.cwd, context.language)
+        await this.rerun(fresh)
       },
-      lost: STATE_LOST,
+      lost: () => this.kept.lost,
       closedError: sandboxKilled,
     })
     this.listen(kernel)
+  }
+
+  /**
+   * Runs the kept cells again in a new kernel, their output unseen. One that stops the kernel
+   * again ends the rebuild: nothing is kept from then on, and the next kernel starts fresh.
+   */
+  private async rerun(fresh: K) {
+    for (const cell of this.kept.list()) {
+      const outcome = await runKernelCell(
+        {
+          execute: (request, handler) => fresh.execute(request, handler),
+          interrupt: (id) => fresh.interrupt(id),
+          kill: () => this.stopKernel(fresh),
+        },
+        { ...cell, timeoutMs: RERUN_TIMEOUT_MS, onEvent: () => {} },
+        this.settings,
+      )
+      if (outcome.exit !== undefined || outcome.killedByUs) {
+        this.kept.forget()
+        throw new SandboxError('A cell run again to rebuild the kernel stopped it too', {
+          cause: outcome.exit,
+        })
+      }
+    }
   }
 
   /** The kernel's questions to the host (sql(), describe_table()) reach the sources. */
@@ -97,6 +128,8 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
   protected abstract describeStop(kernel: K): Promise<string>
   /** What the cell created or changed in the workspace, after it ran. */
   protected abstract artifacts(): Promise<Artifact[]>
+  /** A new kernel in place of one that stopped, before its contexts and the rerun of the kept cells. */
+  protected async prepareKernel(_fresh: K): Promise<void> {}
   /** Before each cell, with its kernel ready. */
   protected async beforeCell(): Promise<void> {}
   /** A command's working folder as the kernel sees it. */
@@ -187,6 +220,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       answering: new Set(),
     }
     this.running = cell
+    let failed = false
     const outcome = await runKernelCell(
       {
         execute: (request, handler) => kernel.execute(request, handler),
@@ -197,7 +231,13 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
         },
         kill: () => this.stopKernel(kernel),
       },
-      options,
+      {
+        ...options,
+        onEvent: (event) => {
+          if (event.type === 'error') failed = true
+          onEvent(event)
+        },
+      },
       this.settings,
     ).finally(() => {
       cell.controller.abort()
@@ -212,15 +252,18 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       ])
     }
     const { count, stopped, killedByUs, exit } = outcome
+    if (exit === undefined && !failed && !stopped) {
+      this.kept.add({ contextId: options.contextId, code: options.code, envs: options.envs })
+    }
     if (exit !== undefined) {
       // The kernel's end is the cell's error; anything else is not the code's doing.
       if (kernel.alive) throw exit
       if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
       const error = killedByUs
-        ? killedError(stopped, seconds)
+        ? killedError(stopped, seconds, this.kept.lost)
         : {
             name: 'KernelDied',
-            value: `The Python kernel died while running this cell (${await this.describeStop(kernel)}). ${STATE_LOST}`,
+            value: `The Python kernel died while running this cell (${await this.describeStop(kernel)}). ${this.kept.lost}`,
             traceback: lastLines((await kernel.whenExited()).output),
           }
       onEvent({ type: 'error', ...error })
@@ -253,12 +296,14 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       throw new NotFoundError(`No context ${contextId} in this sandbox`)
     // A fresh namespace under the same id (another language's: a new process): the kernel replaces it.
     await (await this.kernel()).createContext(contextId, context?.cwd, context?.language)
+    this.kept.dropContext(contextId)
   }
 
   async doRemoveContext(contextId: string): Promise<void> {
     this.assertAlive()
     if (!this.contexts.delete(contextId)) throw new NotFoundError(`No context ${contextId} in this sandbox`)
     if (this.supervisor.current.alive) this.supervisor.current.removeContext(contextId)
+    this.kept.dropContext(contextId)
   }
 
   /** A shell command started by the kernel, so it runs in the kernel's isolation, limits and workspace. */

@@ -31,7 +31,7 @@ export interface SupervisorOptions<K extends Supervised> {
   /** Kernels in a row that stop before they are sent a cell, after which no new one is started. @default 5 */
   restartLimit?: number
   /** What is lost when a kernel stops, said with each notice. */
-  lost: string
+  lost: string | (() => string)
   /** The error once the sandbox is closed. */
   closedError(): Error
 }
@@ -83,7 +83,8 @@ export class KernelSupervisor<K extends Supervised> {
       if (kernel) {
         const why = await this.options.describe(kernel)
         if (kernel !== this.kernel) continue // replaced meanwhile, by another request
-        this.notice = `[The kernel had stopped since the last cell (${why}). ${this.options.lost}]\n`
+        const { lost } = this.options
+        this.notice = `[The kernel had stopped since the last cell (${why}). ${typeof lost === 'string' ? lost : lost()}]\n`
       }
       await this.restart()
     }

@@ -23,7 +23,7 @@ import type {
   SandboxProvider,
   TerminalProcess,
 } from '../backend.js'
-import { formatBytes } from '../cell-output.js'
+import { formatBytes, signalExit } from '../cell-output.js'
 import { finishCreate } from '../create-data.js'
 import { InvalidArgumentError, SandboxUnavailableError } from '../errors.js'
 import { KernelBackend } from '../kernel/backend.js'
@@ -143,7 +143,8 @@ class LocalSandbox extends KernelBackend<Kernel> {
       return `out of memory: the sandbox may use ${formatBytes(this.config.limits.memoryBytes)}`
     }
     if (exit.signal) return `killed by ${exit.signal}`
-    if (exit.code !== null && exit.code > 128) return `killed by signal ${exit.code - 128}`
+    // bubblewrap passes a signal on as 128 + its number.
+    if (exit.code !== null && exit.code > 128) return signalExit(exit.code)
     return `exit code ${exit.code}`
   }
 
@@ -292,8 +293,16 @@ class LocalSandbox extends KernelBackend<Kernel> {
     return inside
   }
 
+  /** Given after the kernel started: a forked restart starts from the template's, without them. */
+  private appliedEnvs: Record<string, string> | undefined
+
+  protected override async prepareKernel(fresh: Kernel) {
+    if (this.appliedEnvs) await fresh.setEnv(randomBytes(4).toString('hex'), this.appliedEnvs)
+  }
+
   /** Environment variables given after the kernel started (a pooled kernel): for this kernel and its restarts. */
   async applyEnvs(envs: Record<string, string>) {
+    this.appliedEnvs = { ...this.appliedEnvs, ...envs }
     this.home.spec.env = kernelEnv(
       SANDBOX_HOME,
       { ...this.config.envs, ...envs },

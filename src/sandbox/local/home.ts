@@ -242,6 +242,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       symlinkSync(data, join(work, 'data'))
     }
     const workspace = new Workspace(work, data, owner)
+    cleanups.push(() => workspace.close())
     const kernelLimits: Record<string, number> = {
       memoryBytes: config.limits.memoryBytes,
       fileSizeBytes: config.limits.fileSizeBytes,
@@ -340,6 +341,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     }
     const releaseAsync = async () => {
       if (released) return
+      workspace.close()
       if (existsSync(join(dir, MOUNT_MARK))) {
         await unmountAsync(work)
         rmSync(join(dir, MOUNT_MARK), { force: true })

@@ -17,6 +17,7 @@ import {
   watch,
 } from 'node:fs'
 import type { DoWatchOptions, FolderWatch, WatchEvent } from '../backend.js'
+import { countInotifyEvent } from './changes.js'
 import type { Workspace } from './workspace.js'
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW
@@ -80,6 +81,7 @@ export function watchFolder(workspace: Workspace, path: string, options: DoWatch
     for (const [key, folder] of folders) {
       if (relative && key !== relative && !key.startsWith(`${relative}/`)) continue
       folder.watcher.close()
+      countInotifyEvent() // its IN_IGNORED takes a place in the queue
       closeSync(folder.fd)
       entries -= folder.children.size
       folders.delete(key)
@@ -92,6 +94,7 @@ export function watchFolder(workspace: Workspace, path: string, options: DoWatch
     let watcher: FSWatcher
     try {
       watcher = watch(`/proc/self/fd/${fd}`, { persistent: false }, (kind, name) => {
+        countInotifyEvent()
         if (typeof name === 'string' && name) queue(folder, name, kind)
       })
     } catch (error) {

@@ -1,4 +1,14 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -85,22 +95,24 @@ describe('Workspace', () => {
     expect(readFileSync(join(outside, 'secret.txt'), 'utf8')).toBe('host secret')
   })
 
-  it('reports created and changed files once, and ignores links and the data mount', () => {
+  it('reports created and changed files once, and ignores links and the data mount', async () => {
     mkdirSync(join(root, 'work/data'))
     writeFileSync(join(root, 'work/data/ignored.csv'), 'x')
     writeFileSync(join(root, 'work/a.csv'), '1')
     symlinkSync(outside, join(root, 'work/escape'))
-    expect(workspace.changes().map((a) => [a.name, a.size, a.mimeType])).toEqual([['a.csv', 1, 'text/csv']])
-    expect(workspace.changes()).toEqual([])
+    expect((await workspace.changes()).map((a) => [a.name, a.size, a.mimeType])).toEqual([
+      ['a.csv', 1, 'text/csv'],
+    ])
+    expect(await workspace.changes()).toEqual([])
     writeFileSync(join(root, 'work/a.csv'), '22')
     mkdirSync(join(root, 'work/plots'))
     writeFileSync(join(root, 'work/plots/p.png'), 'png')
-    expect(workspace.changes().map((a) => a.name)).toEqual(['a.csv', 'plots/p.png'])
+    expect((await workspace.changes()).map((a) => a.name)).toEqual(['a.csv', 'plots/p.png'])
   })
 
-  it('does not report a file the host itself wrote', () => {
+  it('does not report a file the host itself wrote', async () => {
     workspace.write('mine.txt', new Uint8Array([1]))
-    expect(workspace.changes()).toEqual([])
+    expect(await workspace.changes()).toEqual([])
   })
 
   it('adds data by link or copy, and refuses bad names', () => {
@@ -184,5 +196,62 @@ describe('Workspace: details and links', () => {
     const used = workspace.diskUsed()
     expect(used).toBeGreaterThanOrEqual(256 * 1024)
     expect(used).toBeLessThan(1024 * 1024)
+  })
+})
+
+describe('Workspace: changes without a walk', () => {
+  let root: string
+  let workspace: Workspace
+  const work = (path = '') => join(root, 'work', path)
+  beforeEach(() => {
+    root = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'analyst-ws-'))
+    mkdirSync(work())
+    mkdirSync(join(root, 'data'))
+    workspace = new Workspace(work(), join(root, 'data'))
+  })
+  afterEach(() => {
+    workspace.close()
+    rmSync(root, { recursive: true, force: true })
+  })
+  const names = async () => (await workspace.changes()).map((a) => a.name)
+
+  it('finds new, changed, moved and replaced files among many, and none that only changed mode', async () => {
+    for (let folder = 0; folder < 20; folder++) {
+      mkdirSync(work(`set/${folder}`), { recursive: true })
+      for (let file = 0; file < 100; file++) writeFileSync(work(`set/${folder}/${file}.txt`), `${file}`)
+    }
+    expect(await names()).toHaveLength(2000)
+    expect(await names()).toEqual([])
+    writeFileSync(work('set/3/7.txt'), 'changed')
+    writeFileSync(work('set/19/new.csv'), 'new')
+    chmodSync(work('set/4/1.txt'), 0o600)
+    expect(await names()).toEqual(['set/19/new.csv', 'set/3/7.txt'])
+    // A folder moved, one removed and made again, a file in a folder made since.
+    renameSync(work('set/5'), work('moved'))
+    rmSync(work('set/6'), { recursive: true })
+    mkdirSync(work('set/6'))
+    writeFileSync(work('set/6/again.txt'), 'x')
+    mkdirSync(work('fresh/deep'), { recursive: true })
+    writeFileSync(work('fresh/deep/f.txt'), 'x')
+    const found = await names()
+    expect(found.filter((name) => name.startsWith('moved/'))).toHaveLength(100)
+    expect(found.filter((name) => !name.startsWith('moved/'))).toEqual([
+      'fresh/deep/f.txt',
+      'set/6/again.txt',
+    ])
+    // Written after the move: through the folder's new name only.
+    writeFileSync(work('moved/0.txt'), 'after the move')
+    rmSync(work('set/7/0.txt'))
+    expect(await names()).toEqual(['moved/0.txt'])
+    writeFileSync(work('set/7/0.txt'), 'back')
+    expect(await names()).toEqual(['set/7/0.txt'])
+  })
+
+  it("does not report the host's own writes in a new folder, and ignores links", async () => {
+    expect(await names()).toEqual([])
+    workspace.write('out/mine.txt', new Uint8Array([1]))
+    symlinkSync(work('out/mine.txt'), work('out/link'))
+    writeFileSync(work('out/theirs.txt'), 'x')
+    expect(await names()).toEqual(['out/theirs.txt'])
   })
 })

@@ -34,38 +34,17 @@ import type { EntryInfo } from '../backend.js'
 import { InvalidArgumentError, NotFoundError } from '../errors.js'
 import type { Artifact } from '../messaging.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
+import { ChangeTracker, fileState } from './changes.js'
+import { at, DIR_FLAGS, entriesOf, inFolder } from './folder-fd.js'
 
 export { splitPath }
 
-const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_NONBLOCK } = constants
-const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-/** The most entries one artifact scan looks at, and how deep it goes; beyond, files are not reported. */
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK } = constants
+/** The most entries one disk count looks at, and how deep it goes. */
 const SCAN_LIMIT = 20_000
 const SCAN_DEPTH = 32
 /** Links followed from one link to find where it points, as the kernel's own limit. */
 const MAX_LINK_HOPS = 40
-
-/**
- * The entries of an open folder whose names are valid UTF-8 (others cannot be named through the
- * files API; code can still use them). Read as bytes so such a name cannot break the listing.
- */
-function entriesOf(
-  dirFd: number,
-): Array<{ name: string; isFile: boolean; isDirectory: boolean; isLink: boolean }> {
-  const entries: Array<{ name: string; isFile: boolean; isDirectory: boolean; isLink: boolean }> = []
-  for (const entry of readdirSync(`/proc/self/fd/${dirFd}`, { withFileTypes: true, encoding: 'buffer' })) {
-    const raw = entry.name as unknown as Buffer
-    const name = raw.toString('utf8')
-    if (!Buffer.from(name, 'utf8').equals(raw)) continue
-    entries.push({
-      name,
-      isFile: entry.isFile(),
-      isDirectory: entry.isDirectory(),
-      isLink: entry.isSymbolicLink(),
-    })
-  }
-  return entries
-}
 
 /** `ls -l`'s mode string, as Go's FileMode.String() gives it to E2B (`L` for a link). */
 export function permissionString(mode: number): string {
@@ -94,15 +73,6 @@ export function mimeType(name: string): string {
   return mime.lookup(name) || 'application/octet-stream'
 }
 
-/** The path of `name` inside an open folder; a Buffer name keeps bytes that are not UTF-8. */
-function at(dirFd: number, name: string): string
-function at(dirFd: number, name: string | Buffer): string | Buffer
-function at(dirFd: number, name: string | Buffer): string | Buffer {
-  return typeof name === 'string'
-    ? `/proc/self/fd/${dirFd}/${name}`
-    : Buffer.concat([Buffer.from(`/proc/self/fd/${dirFd}/`), name])
-}
-
 function readOnly(path: string): InvalidArgumentError {
   return new InvalidArgumentError(`${path} is in data/, which is read-only`, {
     hint: 'Write outside data/, e.g. out/.',
@@ -115,8 +85,8 @@ interface Owner {
 }
 
 export class Workspace {
-  /** Last seen state of every file: `size:mtime:inode`, to tell what a cell changed. */
-  private snapshot = new Map<string, string>()
+  /** What each cell changed, from inotify watches rather than a walk. */
+  private readonly tracker: ChangeTracker
 
   constructor(
     /** Host folder mounted read-write at SANDBOX_HOME. */
@@ -127,7 +97,14 @@ export class Workspace {
     readonly owner?: Owner,
     /** Where code sees `work`: the workspace's SANDBOX_HOME, or the jail's SANDBOX_TMP (which has no data/). */
     readonly root: string = SANDBOX_HOME,
-  ) {}
+  ) {
+    this.tracker = new ChangeTracker(work, (parts) => this.openDir(work, parts))
+  }
+
+  /** Ends the watches that find a cell's changes. */
+  close() {
+    this.tracker.close()
+  }
 
   /** Opens the folder `parts` under `base`, never following a link; creates missing ones when asked. */
   private openDir(base: string, parts: string[], create = false): number {
@@ -447,7 +424,8 @@ export class Workspace {
     } finally {
       closeSync(sourceDir)
     }
-    return this.stat(to) as EntryInfo
+    // A link has no plain entry: it answers with its details, as a listing gives them.
+    return (this.stat(to) ?? this.stat(to, { details: true })) as EntryInfo
   }
 
   /** Puts a host file at data/<name>: a hard link when it is cheap and safe, else a copy. */
@@ -494,22 +472,17 @@ export class Workspace {
   }
 
   private remember(relative: string) {
-    const state = this.fileState(relative)
-    if (state) this.snapshot.set(relative, state)
-  }
-
-  private fileState(relative: string): string | undefined {
     try {
       const parts = relative.split('/')
       const dir = this.openDir(this.work, parts.slice(0, -1))
       try {
         const stat = lstatSync(at(dir, parts.at(-1) as string), { bigint: true })
-        return stat.isFile() ? `${stat.size}:${stat.mtimeNs}:${stat.ino}` : undefined
+        if (stat.isFile()) this.tracker.remember(relative, fileState(stat))
       } finally {
         closeSync(dir)
       }
     } catch {
-      return undefined
+      // gone already
     }
   }
 
@@ -526,17 +499,7 @@ export class Workspace {
           continue // removed while we looked
         }
         if (!entry.isDirectory || depth >= SCAN_DEPTH || (depth === 0 && entry.name === 'data')) continue
-        let child: number
-        try {
-          child = openSync(at(fd, entry.name), DIR_FLAGS)
-        } catch {
-          continue
-        }
-        try {
-          walk(child, depth + 1)
-        } finally {
-          closeSync(child)
-        }
+        inFolder(fd, entry.name, (child) => walk(child, depth + 1), undefined)
       }
     }
     const root = openSync(this.work, DIR_FLAGS)
@@ -549,57 +512,11 @@ export class Workspace {
   }
 
   /** Files created or changed since the last call (or write): a cell's artifacts. Links are ignored. */
-  changes(): Artifact[] {
-    const seen = new Map<string, string>()
-    const sizes = new Map<string, number>()
-    let budget = SCAN_LIMIT
-    const walk = (fd: number, prefix: string, depth: number) => {
-      for (const entry of entriesOf(fd)) {
-        if (--budget < 0) return
-        const relative = prefix ? `${prefix}/${entry.name}` : entry.name
-        if (entry.isDirectory) {
-          if (!prefix && entry.name === 'data') continue // the read-only input mount
-          if (depth >= SCAN_DEPTH) continue
-          let child: number
-          try {
-            child = openSync(at(fd, entry.name), DIR_FLAGS)
-          } catch {
-            continue
-          }
-          try {
-            walk(child, relative, depth + 1)
-          } finally {
-            closeSync(child)
-          }
-        } else if (entry.isFile) {
-          try {
-            const stat = lstatSync(at(fd, entry.name), { bigint: true })
-            if (!stat.isFile()) continue
-            seen.set(relative, `${stat.size}:${stat.mtimeNs}:${stat.ino}`)
-            sizes.set(relative, Number(stat.size))
-          } catch {
-            // removed while we looked
-          }
-        }
-      }
-    }
-    const root = openSync(this.work, DIR_FLAGS)
-    try {
-      walk(root, '', 0)
-    } finally {
-      closeSync(root)
-    }
+  async changes(): Promise<Artifact[]> {
     const artifacts: Artifact[] = []
-    for (const [relative, state] of seen) {
-      if (this.snapshot.get(relative) === state) continue
-      artifacts.push({
-        name: relative,
-        path: `${this.root}/${relative}`,
-        size: sizes.get(relative) ?? 0,
-        mimeType: mimeType(relative),
-      })
+    for (const [relative, size] of await this.tracker.changes()) {
+      artifacts.push({ name: relative, path: `${this.root}/${relative}`, size, mimeType: mimeType(relative) })
     }
-    this.snapshot = seen
     return artifacts.sort((a, b) => a.name.localeCompare(b.name))
   }
 }

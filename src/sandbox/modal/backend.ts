@@ -21,6 +21,7 @@ import type {
   SandboxProvider,
 } from '../backend.js'
 import { assertSupported, FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
+import { signalExit } from '../cell-output.js'
 import { finishCreate } from '../create-data.js'
 import { InvalidArgumentError, NotFoundError, SandboxError } from '../errors.js'
 import { KernelBackend, sandboxPath } from '../kernel/backend.js'
@@ -132,7 +133,7 @@ class ModalSandbox extends KernelBackend<ModalKernel> {
   protected async describeStop(kernel: ModalKernel): Promise<string> {
     const stopped = await kernel.whenExited()
     if (stopped.lost) return 'the connection to it through Modal was lost'
-    if (stopped.code !== null && stopped.code > 128) return `killed by signal ${stopped.code - 128}`
+    if (stopped.code !== null && stopped.code > 128) return signalExit(stopped.code)
     return `exit code ${stopped.code}`
   }
 
