@@ -206,6 +206,8 @@ export interface SandboxLimits {
   cpuSeconds: number
   /** Open files per process. @default 1024 */
   openFiles: number
+  /** CPU time per second of wall-clock time, in thousandths of a core (1500: one and a half cores). @default 0, no quota */
+  milliCpus: number
   /** stdout + stderr kept per cell; more is dropped with a marker. @default 10 MiB */
   outputBytes: number
   /** Results (displays, tables, charts) kept per cell; more are dropped with a marker. @default 8 × outputBytes */

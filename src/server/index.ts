@@ -13,6 +13,7 @@ import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
 import { createProvider, type EngineOptions } from '../providers.js'
 import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
+import { sandboxResources } from '../sandbox/kernel/limits.js'
 import { type AnalystSettings, type LargeFiles, SessionService } from '../session/index.js'
 import type { NamedSource, SourceDirectory, SourceSpec } from '../sources/index.js'
 import { isQueryableFile, sqlOnlyBytes, tableNameOf } from '../sources/spec.js'
@@ -158,6 +159,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     )
   }
   const quotaConfig = options.quotas ?? quotasFromEnv()
+  // Each sandbox's own memory and CPU: given (--memory, --cpus), else ANALYST_SANDBOX_MEMORY and _CPUS.
+  const sandbox = {
+    ...options.sandbox,
+    limits: { ...options.sandbox?.limits, ...sandboxResources(options.sandbox?.limits) },
+  }
   const folders = await AllowedFolders.open(options.allowDirs ?? [])
   const home = options.home ?? analystHome()
   const env = options.databaseUrl
@@ -197,7 +203,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: options.sandbox,
+    sandbox,
     analyst: { nameImage: (step, index) => `step-${step}-chart-${index}.png`, ...options.analyst },
     model:
       options.model ??
@@ -253,6 +259,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     provider,
     tokens,
     allowNetwork: options.allowNetwork,
+    limits: sandbox.limits,
     ...(signin ? { authenticate: async (key: string) => (await signin.bearer(key))?.owner } : {}),
   })
   const app = createApp({

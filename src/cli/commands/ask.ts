@@ -4,6 +4,7 @@ import pc from 'picocolors'
 import type { AskResult } from '../../agent/index.js'
 import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
+import { sandboxResources } from '../../sandbox/kernel/limits.js'
 import { SessionService } from '../../session/index.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
 import { UsageError } from '../errors.js'
@@ -28,6 +29,9 @@ export interface AnalysisOptions {
   guard: boolean
   stream: boolean
   isolation: 'sandbox' | 'none'
+  /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
+  memoryBytes?: number
+  milliCpus?: number
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
   /** --jupyter-kernel */
@@ -107,7 +111,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: { isolation: options.isolation, sources },
+    sandbox: { isolation: options.isolation, sources, limits: sandboxResources(options, options.env) },
     // Chosen below, before anything is recorded: a missing model fails first.
     model: async () => model,
     analyst: {

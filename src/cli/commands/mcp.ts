@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path'
 import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
 import { type ModelChoice, resolveModel } from '../../models/index.js'
+import { sandboxResources } from '../../sandbox/kernel/limits.js'
 import { SessionService } from '../../session/index.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
 import { openHome } from '../home.js'
@@ -26,6 +27,9 @@ export interface McpOptions {
   baseUrl?: string
   maxSteps: number
   isolation: 'sandbox' | 'none'
+  /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
+  memoryBytes?: number
+  milliCpus?: number
   cwd: string
   env?: NodeJS.ProcessEnv
   stdin?: NodeJS.ReadableStream & { pause(): unknown }
@@ -50,7 +54,7 @@ export async function mcp(options: McpOptions): Promise<number> {
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: { isolation: options.isolation, sources },
+    sandbox: { isolation: options.isolation, sources, limits: sandboxResources(options, options.env) },
     // Resolved when first needed: run_python works without one; ask_analyst says what to set.
     model: () =>
       (model ??= resolveModel({ spec: options.model, baseUrl: options.baseUrl, env: options.env }).catch(

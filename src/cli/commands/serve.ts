@@ -1,5 +1,6 @@
 import pc from 'picocolors'
 import { createLogger, startServer, tokensFromEnv } from '../../server/index.js'
+import { avoidOomKiller } from '../../server/oom.js'
 import { sourceArgs } from '../data-args.js'
 import { modalToolSettings } from '../modal-tools.js'
 
@@ -13,6 +14,9 @@ export interface ServeOptions {
   /** --gpu and --image (the modal engine). @default ANALYST_GPU, ANALYST_MODAL_IMAGE */
   gpu?: string
   image?: string
+  /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
+  memoryBytes?: number
+  milliCpus?: number
   /** --modal-tool: functions deployed on Modal, offered to every session's model as tools. */
   modalTool?: string[]
   /** Folders from which MCP clients may add data files (add_data on /mcp). */
@@ -31,6 +35,8 @@ export interface ServeOptions {
 /** `analyst serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
 export async function serve(options: ServeOptions): Promise<number> {
   const tokens = tokensFromEnv()
+  // Kernels started from here raise their own score again (an unprivileged raise).
+  avoidOomKiller()
   // Each function looked up before the server starts; with them, every session's model works in tools mode.
   const modal = await modalToolSettings(options.modalTool, {})
   const defaults = sourceArgs(options.data ?? [], { cwd: options.cwd ?? process.cwd() })
@@ -40,6 +46,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     tokens,
     engine: options.sandbox,
     engineOptions: { jupyterKernel: options.jupyterKernel, gpu: options.gpu, image: options.image },
+    sandbox: { limits: { memoryBytes: options.memoryBytes, milliCpus: options.milliCpus } },
     analyst: modal,
     databaseUrl: options.databaseUrl,
     logger: createLogger(),

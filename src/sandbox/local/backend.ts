@@ -58,7 +58,9 @@ interface Started {
 async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
   const home = await prepareHome(config)
   try {
-    return { home, kernel: await Kernel.start(home.spec, { keepAlive }) }
+    const kernel = await Kernel.start(home.spec, { keepAlive })
+    home.cgroup?.settle()
+    return { home, kernel }
   } catch (error) {
     home.release()
     throw error
@@ -204,7 +206,10 @@ class LocalSandbox extends KernelBackend<Kernel> {
     const usage = cgroup.usage()
     return {
       cpuSeconds: usage.cpuSeconds,
-      cpuCount: availableParallelism(),
+      cpuCount:
+        this.config.limits.milliCpus > 0
+          ? Math.ceil(this.config.limits.milliCpus / 1000)
+          : availableParallelism(),
       memoryUsed: Math.max(0, usage.memoryBytes - usage.cacheBytes),
       memoryCache: usage.cacheBytes,
       memoryTotal: this.config.limits.memoryBytes,

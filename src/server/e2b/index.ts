@@ -10,7 +10,7 @@
  * @module
  */
 import { Hono } from 'hono'
-import type { SandboxProvider } from '../../sandbox/index.js'
+import type { SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
 import { ownerOf } from '../auth/secrets.js'
 import { controlRoutes, e2bError } from './control.js'
 import { envdRoutes } from './envd.js'
@@ -34,6 +34,8 @@ export interface E2BApiOptions {
   authenticate?: (key: string) => Promise<string | undefined>
   /** Let a client that asks for `allowInternetAccess: true` have network. @default false */
   allowNetwork?: boolean
+  /** Each sandbox's own memory and CPU, unless a request sets memoryMB or cpuCount. */
+  limits?: Partial<SandboxLimits>
   /** Largest upload through `files.write`. @default 256 MiB */
   maxUploadBytes?: number
 }
@@ -60,6 +62,7 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
     provider: options.provider,
     registry,
     allowNetwork: options.allowNetwork,
+    limits: options.limits,
     closing: () => closing,
   })
   const envd = envdRoutes({ registry, maxUploadBytes: options.maxUploadBytes })

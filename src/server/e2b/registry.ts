@@ -6,7 +6,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { InvalidArgumentError, NotFoundError } from '../../errors.js'
-import type { SandboxProvider } from '../../sandbox/index.js'
+import type { SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
 import { MetricsHistory } from './metrics.js'
 import { type RecordedCell, replay, Snapshot } from './pause.js'
 import { ServedSandbox } from './served.js'
@@ -41,6 +41,8 @@ export interface SandboxEntry {
   /** What the sandbox was made with, to make it again on resume. */
   envs: Record<string, string>
   network: boolean
+  /** Its own memory and CPU (memoryMB, cpuCount), kept across resumes. */
+  limits: Partial<SandboxLimits>
   /** Pause rather than kill at the deadline (E2B's lifecycle onTimeout: 'pause'). */
   autoPause: boolean
   /** Resume a paused sandbox when a call reaches it (E2B's autoResume). */
@@ -73,6 +75,7 @@ export interface NewEntry {
   sandbox: ServedSandbox
   envs: Record<string, string>
   network: boolean
+  limits: Partial<SandboxLimits>
   autoPause: boolean
   autoResume: boolean
   metadata: Record<string, string>
@@ -195,7 +198,11 @@ export class Registry {
     return this.step(entry, async () => {
       if (!this.entries.has(entry.id)) throw gone(entry)
       if (entry.state === 'running') return false
-      const sandbox = await ServedSandbox.start(this.provider, { envs: entry.envs, network: entry.network })
+      const sandbox = await ServedSandbox.start(this.provider, {
+        envs: entry.envs,
+        network: entry.network,
+        limits: entry.limits,
+      })
       try {
         const snapshot = entry.snapshot
         await snapshot?.restore(sandbox)
