@@ -292,4 +292,9 @@ export interface SandboxProvider {
   warm?(): Promise<void>
   /** Stops what it keeps ready (a warm pool). Sandboxes already made are their owners' to kill. */
   close?(): Promise<void>
+  /**
+   * The memory all of its sandboxes in this process use together, and their budget, where the
+   * engine measures it (the local engine's parent cgroup, as root); a door pauses idle sandboxes by it.
+   */
+  memoryUse?(): { budgetBytes: number; usedBytes: number } | undefined
 }

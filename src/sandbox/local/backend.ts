@@ -29,6 +29,7 @@ import { DEFAULT_LIMITS, resolveLimits } from '../kernel/limits.js'
 import type { Artifact } from '../messaging.js'
 import { isUnder, SANDBOX_TMP } from '../paths.js'
 import type { QueryHost } from '../query.js'
+import { type SandboxesMemory, sandboxesMemory } from './cgroup.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { SANDBOX_BIN_DIRS, SANDBOX_HOME } from './jail.js'
 import { Kernel, type KernelExit } from './kernel.js'
@@ -384,6 +385,11 @@ export class LocalProvider implements SandboxProvider {
     return finishCreate(sandbox, options, async () => {
       if (poolable && Object.keys(config.envs).length > 0) await sandbox.applyEnvs(config.envs)
     })
+  }
+
+  /** What this process's sandboxes use together, from their parent cgroup (as root). */
+  memoryUse(): SandboxesMemory | undefined {
+    return sandboxesMemory()
   }
 
   /** Kernels ready in the pool now, and how many creates took one (hits) or started their own (misses). */

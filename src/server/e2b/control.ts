@@ -215,6 +215,7 @@ export function controlRoutes({
     const limits: Partial<SandboxLimits> = { ...defaults }
     if (request.memoryMB) limits.memoryBytes = request.memoryMB * 1024 ** 2
     if (request.cpuCount) limits.milliCpus = request.cpuCount * 1000
+    await registry.admit(c.env.owner)
     const sandbox = await ServedSandbox.start(provider, { envs, network, limits, signal: c.req.raw.signal })
     const entry = registry.add(
       {

@@ -156,6 +156,11 @@ export function Run({ run, live }: { run: UiRun; live: boolean }) {
       <div class="question">
         <p>{run.question}</p>
       </div>
+      {run.notice && (
+        <p class="notice" role="status">
+          {run.notice}
+        </p>
+      )}
       {run.steps.length > 0 && (
         <div class="steps">
           {run.steps.map((step) => (
