@@ -37,7 +37,7 @@ import { findPython } from './python.js'
 import { watchFolder } from './watch.js'
 import { Workspace } from './workspace.js'
 import { metadataOf } from './xattrs.js'
-import { type ColdStart, releaseTemplates, useTemplates } from './zygote.js'
+import { type ColdStart, releaseZygotes, useZygotes } from './zygote.js'
 
 export interface LocalProviderOptions {
   /** Kernels kept started and ready for `create`. @default ANALYST_POOL_SIZE or 1 */
@@ -45,7 +45,7 @@ export interface LocalProviderOptions {
   /** How long an interrupted cell may take to stop before its kernel is killed. @default 2000 */
   interruptGraceMs?: number
   /**
-   * 'fork': sandboxes are forked from a template with pandas already imported (zygote.ts), where
+   * 'fork': sandboxes are forked from a zygote with pandas already imported (zygote.ts), where
    * that can run (as root); elsewhere, and with network on, they spawn. @default ANALYST_COLD_START or 'fork'
    */
   coldStart?: ColdStart
@@ -80,7 +80,7 @@ function hostWrites<T>(path: string, write: () => T): T {
     throw new InvalidArgumentError(
       `${path}: this sandbox's ${SANDBOX_TMP} takes new files from its own code only`,
       {
-        hint: `Write under ${SANDBOX_HOME}, or create the file with a command (sandboxes forked from the template, the default as root, take them).`,
+        hint: `Write under ${SANDBOX_HOME}, or create the file with a command (sandboxes forked from the zygote, the default as root, take them).`,
       },
     )
   }
@@ -343,7 +343,7 @@ export class LocalProvider implements SandboxProvider {
   }
 
   private async config(options: SandboxCreateOptions): Promise<HomeConfig> {
-    if (this.coldStart === 'fork') useTemplates(this)
+    if (this.coldStart === 'fork') useZygotes(this)
     return {
       python: await findPython(),
       limits: resolveLimits(options.limits),
@@ -427,7 +427,7 @@ export class LocalProvider implements SandboxProvider {
   }
 
   /**
-   * Stops the pool's kernels. Sandboxes already created are not affected; the sandbox template
+   * Stops the pool's kernels. Sandboxes already created are not affected; the zygote
    * stops once they are gone, unless another open provider forks from it.
    */
   async close(): Promise<void> {
@@ -439,6 +439,6 @@ export class LocalProvider implements SandboxProvider {
         entry.home.release()
       }),
     )
-    await releaseTemplates(this)
+    await releaseZygotes(this)
   }
 }

@@ -41,7 +41,7 @@ import {
 } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
 import { Workspace } from './workspace.js'
-import { type ColdStart, forkSpec, forkUnsupported, type Template, templateFor } from './zygote.js'
+import { type ColdStart, forkSpec, forkUnsupported, type Zygote, zygoteFor } from './zygote.js'
 
 export interface HomeConfig {
   python: PythonInfo
@@ -50,7 +50,7 @@ export interface HomeConfig {
   isolation: 'sandbox' | 'none'
   /** Environment variables given at creation. */
   envs: Record<string, string>
-  /** 'fork': from the template where it can run (zygote.ts). @default 'spawn' */
+  /** 'fork': from the zygote where it can run (zygote.ts). @default 'spawn' */
   coldStart?: ColdStart
 }
 
@@ -60,7 +60,7 @@ export interface Home {
   workspace: Workspace
   cgroup?: Cgroup
   spec: KernelSpawnSpec
-  /** How its kernel starts: forked from the template, or a bubblewrap of its own. */
+  /** How its kernel starts: forked from the zygote, or a bubblewrap of its own. */
   started: ColdStart
   /** Removes everything on the host: mount, cgroup, folders, uid. Synchronous (for the exit hook), idempotent. */
   release(): void
@@ -131,16 +131,16 @@ function installKernel(): string {
   return dir
 }
 
-/** Modules every kernel imports before it is ready: the template imports them once for all. */
+/** Modules every kernel imports before it is ready: the zygote imports them once for all. */
 function preloadFor(python: PythonInfo): string[] {
   return MODULES_TO_PRELOAD.filter((name) => python.modules[name]).concat(
     python.modules.matplotlib ? ['matplotlib.pyplot'] : [],
   )
 }
 
-/** This interpreter's sandbox template, started if it is not running (zygote.ts). */
-export function sandboxTemplate(python: PythonInfo): Promise<Template> {
-  return templateFor(python, installKernel(), preloadFor(python))
+/** This interpreter's zygote, started if it is not running (zygote.ts). */
+export function sandboxZygote(python: PythonInfo): Promise<Zygote> {
+  return zygoteFor(python, installKernel(), preloadFor(python))
 }
 
 /** Processes this user runs now: without a uid of its own, the sandbox's process limit comes on top. */
@@ -188,7 +188,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
   try {
     // Forked sandboxes have no network namespace with the host's network: those spawn.
     const forkable = sandboxed && config.coldStart === 'fork' && !config.network && !forkUnsupported()
-    const template = forkable ? await sandboxTemplate(config.python).catch(() => undefined) : undefined
+    const zygote = forkable ? await sandboxZygote(config.python).catch(() => undefined) : undefined
     let owner: { uid: number; gid: number } | undefined
     let cgroup: Cgroup | undefined
     if (sandboxed && isRoot) {
@@ -201,8 +201,8 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       // Marked before the mount: if this process dies in between (kill -9), the sweep still unmounts it.
       const mark = join(dir, MOUNT_MARK)
       writeFileSync(mark, '')
-      const mounted = template
-        ? await template.launcher.mount(work, size)
+      const mounted = zygote
+        ? await zygote.launcher.mount(work, size)
         : await run('mount', ['-t', 'tmpfs', '-o', `${size},nosuid,nodev`, 'tmpfs', work]).then(
             () => true,
             () => false,
@@ -260,12 +260,12 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     }
     const kernelConfig = JSON.stringify(kernelConfigObject)
     const source = installKernel()
-    const started: ColdStart = template && owner ? 'fork' : 'spawn'
+    const started: ColdStart = zygote && owner ? 'fork' : 'spawn'
     // One per sandbox, kept across its kernel's restarts: a resumed sandbox is a new one, a new boot.
     const bootId = randomUUID()
     let spec: KernelSpawnSpec
-    if (template && owner) {
-      spec = forkSpec(() => sandboxTemplate(config.python), {
+    if (zygote && owner) {
+      spec = forkSpec(() => sandboxZygote(config.python), {
         work,
         data,
         uid: owner.uid,

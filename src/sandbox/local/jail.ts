@@ -68,19 +68,19 @@ export interface JailSpec {
    */
   hostname: boolean
   /**
-   * The sandbox template's jail (analyst_zygote.py) instead of a sandbox's: the same read-only
+   * The zygote's jail (analyst_zygote.py) instead of a sandbox's: the same read-only
    * mounts, but as root with its capabilities (it builds each forked sandbox's namespaces), its
-   * socket folder at TEMPLATE_SOCKET_DIR, and empty mount points where each sandbox mounts its own
+   * socket folder at ZYGOTE_SOCKET_DIR, and empty mount points where each sandbox mounts its own
    * workspace and data.
    */
-  templateSocketDir?: string
+  zygoteSocketDir?: string
 }
 
 /** A sandbox boots on its own: E2B's resume is a new boot, and code tells one by this id. */
 export const BOOT_ID = '/proc/sys/kernel/random/boot_id'
 
-/** In the template's own /tmp: each forked sandbox mounts a /tmp of its own over it. */
-export const TEMPLATE_SOCKET_DIR = '/tmp/.zygote'
+/** In the zygote's own /tmp: each forked sandbox mounts a /tmp of its own over it. */
+export const ZYGOTE_SOCKET_DIR = '/tmp/.zygote'
 
 /** Top-level links such as /lib -> usr/lib (merged /usr), copied from the host as they are. */
 function topLevel(): string[] {
@@ -96,25 +96,25 @@ function topLevel(): string[] {
 }
 
 export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
-  const template = spec.templateSocketDir !== undefined
+  const zygote = spec.zygoteSocketDir !== undefined
   const args = [
-    ...(template ? [] : ['--unshare-user']),
+    ...(zygote ? [] : ['--unshare-user']),
     '--unshare-ipc',
     '--unshare-pid',
     '--unshare-uts',
     '--unshare-cgroup-try',
     ...(spec.network ? [] : ['--unshare-net']),
-    ...(template ? [] : ['--uid', '1000', '--gid', '1000']),
+    ...(zygote ? [] : ['--uid', '1000', '--gid', '1000']),
     ...(spec.hostname ? ['--hostname', 'sandbox'] : []),
     '--die-with-parent',
     '--new-session',
     // The host learns the PID of the jail's init from this fd, to end the jail from the inside out.
-    ...(template ? ['--cap-add', 'ALL'] : ['--info-fd', String(INFO_FD), '--cap-drop', 'ALL']),
+    ...(zygote ? ['--cap-add', 'ALL'] : ['--info-fd', String(INFO_FD), '--cap-drop', 'ALL']),
     ...(spec.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
     // No nested user namespaces: they would hand code capabilities (in a namespace of its own).
     ...(spec.disableUserns ? ['--disable-userns'] : []),
-    // As root (the template), bubblewrap makes the folders it needs for mounts 0700: sandbox uids could not enter.
-    ...(template ? ['--perms', '0755', '--dir', '/etc', '--perms', '0755', '--dir', '/opt'] : []),
+    // As root (the zygote), bubblewrap makes the folders it needs for mounts 0700: sandbox uids could not enter.
+    ...(zygote ? ['--perms', '0755', '--dir', '/etc', '--perms', '0755', '--dir', '/opt'] : []),
     '--ro-bind',
     '/usr',
     '/usr',
@@ -144,15 +144,15 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     const name = spec.fontCache.slice(spec.fontCache.lastIndexOf('/') + 1)
     args.push('--ro-bind', spec.fontCache, `${MPL_CONFIG_DIR}/${name}`)
   }
-  if (spec.templateSocketDir !== undefined) {
+  if (spec.zygoteSocketDir !== undefined) {
     args.push(
       '--dir',
       SANDBOX_HOME,
       '--dir',
-      TEMPLATE_SOCKET_DIR,
+      ZYGOTE_SOCKET_DIR,
       '--bind',
-      spec.templateSocketDir,
-      TEMPLATE_SOCKET_DIR,
+      spec.zygoteSocketDir,
+      ZYGOTE_SOCKET_DIR,
     )
   } else args.push('--bind', spec.workspace, SANDBOX_HOME, '--ro-bind', spec.data, SANDBOX_DATA)
   args.push(
