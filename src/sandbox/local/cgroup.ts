@@ -106,8 +106,6 @@ function removeDirs(paths: string[]) {
 
 // ------------------------------------------------------------------ the budget
 
-const GiB = 1024 ** 3
-
 /** The memory this process may use as its container sees it: the host's, or a cgroup limit above it. */
 function memoryAvailable(): number {
   let limit = totalmem()
