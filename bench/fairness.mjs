@@ -10,7 +10,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { LocalProvider, Sandbox } from '../dist/index.js'
 import { startServer } from '../dist/server/index.js'
-import { ScriptedModel } from '../dist/test/index.js'
+import { responder } from './responder.mjs'
 import { machine, percentile, table } from './util.mjs'
 
 const quick = process.argv.includes('--quick')
@@ -24,27 +24,12 @@ const STEPS = [
 ]
 const load = () => loadavg()[0].toFixed(1)
 
-/** One model for every session: its reply depends on how many tool results the prompt holds. */
-function responder() {
-  const next = (prompt) => {
-    const done = prompt.filter((message) => message.role === 'tool').length
-    return done < STEPS.length ? { code: STEPS[done] } : { text: 'Mean order value: 692.91.' }
-  }
-  const once = (options) => new ScriptedModel([next(options.prompt)])
-  return {
-    specificationVersion: 'v3',
-    provider: 'bench',
-    modelId: 'responder',
-    supportedUrls: {},
-    doGenerate: (options) => once(options).doGenerate(options),
-    doStream: (options) => once(options).doStream(options),
-  }
-}
+const responderModel = () => responder(STEPS, 'Mean order value: 692.91.')
 
 const home = mkdtempSync(join(tmpdir(), 'analyst-fairness-'))
 const provider = new LocalProvider({ poolSize: 0 })
 const spawning = new LocalProvider({ poolSize: 0, coldStart: 'spawn' })
-const model = responder()
+const model = responderModel()
 const server = await startServer({
   port: 0,
   home,
