@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Sandbox } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
@@ -36,8 +37,11 @@ describe.skipIf(!isRoot)('the memory budget of the sandboxes (real cgroups)', ()
     // A again, rebuilt: x came back with the replay.
     { code: 'print(x + 1)' },
     { text: 'A answers.' },
-    // B holds more, and stays busy while another asks.
+    // C holds more, and stays busy while B asks (refused before any model call).
     { code: `${HOLD('more', 200)}\nprint('busy', flush=True)\ntime.sleep(120)` },
+    // A once more, rebuilt again: the E2B sandbox, idle, is paused for it.
+    { code: 'print(x + 1)' },
+    { text: 'A answers again.' },
   ])
 
   beforeAll(async () => {
@@ -132,5 +136,22 @@ describe.skipIf(!isRoot)('the memory budget of the sandboxes (real cgroups)', ()
     expect(Date.now() - started).toBeLessThan(10_000)
     stop.abort()
     await asking
+  })
+
+  it('an idle E2B sandbox is paused the same way, and its next call resumes it by replay', async () => {
+    Object.assign(process.env, { E2B_API_URL: server.url, E2B_SANDBOX_URL: server.url, E2B_API_KEY: 'any' })
+    const sandbox = await Sandbox.create()
+    try {
+      expect((await sandbox.runCode(HOLD('e', 220))).logs.stdout.join('')).toContain('held')
+      // A session asks again: its replay needs room, and the sandbox, idle, is paused for it.
+      const [a] = ids as [string]
+      await askOverSse(server.url, a, 'And x + 1?')
+      await waitFor(async () => (await sandbox.getInfo()).state === 'paused', { what: 'the sandbox paused' })
+      const resumed = await sandbox.runCode('x + 1')
+      expect(resumed.text).toBe('42')
+      expect((await sandbox.getInfo()).state).toBe('running')
+    } finally {
+      await sandbox.kill()
+    }
   })
 })

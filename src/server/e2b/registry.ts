@@ -145,9 +145,8 @@ export class Registry {
       describe: () => `sandbox ${entry.id}`,
       busy: () => entry.working > 0,
       evict: async () => {
-        const paused = await this.pause(entry).catch(() => false)
-        if (paused) entry.evicted = true
-        else if (entry.state === 'running' && this.entries.has(entry.id)) this.budgeted(entry)
+        const paused = await this.pause(entry, { evicted: true }).catch(() => false)
+        if (!paused && entry.state === 'running' && this.entries.has(entry.id)) this.budgeted(entry)
       },
     })
   }
@@ -221,7 +220,7 @@ export class Registry {
   }
 
   /** Pauses a running sandbox; false when it was paused already. */
-  pause(entry: SandboxEntry): Promise<boolean> {
+  pause(entry: SandboxEntry, options: { evicted?: boolean } = {}): Promise<boolean> {
     return this.step(entry, async () => {
       if (!this.entries.has(entry.id)) throw gone(entry)
       if (entry.state === 'paused') return false
@@ -234,6 +233,8 @@ export class Registry {
       entry.resident?.remove()
       entry.resident = undefined
       entry.state = 'paused'
+      // Paused by the memory budget: the next call resumes it (set with the state: a call may come at once).
+      entry.evicted = options.evicted === true
       entry.snapshot = snapshot
       clearTimeout(entry.timer)
       entry.life.abort()
