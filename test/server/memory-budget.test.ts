@@ -100,6 +100,11 @@ describe.skipIf(!isRoot)('the memory budget of the sandboxes (real cgroups)', ()
     expect(again.at(-1)?.data).toMatchObject({ type: 'done', result: { answer: 'A answers.' } })
     // B was the least recently used then: it made room for A.
     await waitFor(() => server.service.liveSessions === 2, { what: 'one session paused for A' })
+    const metrics = await (await fetch(`${server.url}/metrics`)).text()
+    expect(metrics).toMatch(new RegExp(`^analyst_sandbox_memory_budget_bytes ${420 * 1024 ** 2}$`, 'm'))
+    const used = Number(metrics.match(/^analyst_sandbox_memory_bytes (\d+)$/m)?.[1])
+    expect(used).toBeGreaterThan(300 * 1024 ** 2) // two sessions of 150 MiB
+    expect(used).toBeLessThan(420 * 1024 ** 2)
   })
 
   it('with nothing idle to pause, a question is refused at once: 503, Retry-After, the owner’s sessions named', async () => {
