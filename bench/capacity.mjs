@@ -9,7 +9,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { LocalProvider } from '../dist/index.js'
 import { startServer } from '../dist/server/index.js'
-import { responder } from './responder.mjs'
+import { askOverHttp, newSession, responder } from './sessions.mjs'
 import { machine, percentile, table } from './util.mjs'
 
 if (process.geteuid?.() !== 0) {
@@ -34,23 +34,10 @@ const server = await startServer({
   model: async () => ({ model, spec: 'bench:responder', provider: 'custom', modelId: 'r', mode: 'tools' }),
 })
 
-async function ask(id) {
-  const started = performance.now()
-  const response = await fetch(`${server.url}/api/sessions/${id}/ask`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ question: 'How many rows?' }),
-  })
-  const text = await response.text()
-  return { status: response.status, ok: text.includes('event: done'), ms: performance.now() - started, text }
-}
+const ask = (id) => askOverHttp(server.url, id, 'How many rows?')
 
 async function open() {
-  const { id } = await (await fetch(`${server.url}/api/sessions`, { method: 'POST', body: '{}' })).json()
-  const form = new FormData()
-  form.append('file', new Blob([SALES]), 'sales.csv')
-  const uploaded = await fetch(`${server.url}/api/sessions/${id}/files`, { method: 'POST', body: form })
-  if (uploaded.status !== 201) throw new Error(`upload failed: ${uploaded.status}`)
+  const id = await newSession(server.url, SALES, 'sales.csv')
   return { id, ...(await ask(id)) }
 }
 

@@ -10,7 +10,7 @@ import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { LocalProvider, Sandbox } from '../dist/index.js'
 import { startServer } from '../dist/server/index.js'
-import { responder } from './responder.mjs'
+import { askOverHttp, newSession, responder } from './sessions.mjs'
 import { machine, percentile, table } from './util.mjs'
 
 const quick = process.argv.includes('--quick')
@@ -38,25 +38,10 @@ const server = await startServer({
   model: async () => ({ model, spec: 'bench:responder', provider: 'custom', modelId: 'r', mode: 'tools' }),
 })
 
-async function newSession() {
-  const { id } = await (await fetch(`${server.url}/api/sessions`, { method: 'POST', body: '{}' })).json()
-  const form = new FormData()
-  form.append('file', new Blob([SALES]), 'sales.csv')
-  const uploaded = await fetch(`${server.url}/api/sessions/${id}/files`, { method: 'POST', body: form })
-  if (uploaded.status !== 201) throw new Error(`upload failed: ${uploaded.status}`)
-  return id
-}
-
 async function ask(id) {
-  const started = performance.now()
-  const response = await fetch(`${server.url}/api/sessions/${id}/ask`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ question: 'What is the mean order value?' }),
-  })
-  const text = await response.text()
-  if (!text.includes('event: done')) throw new Error(`no answer: ${text.slice(-300)}`)
-  return performance.now() - started
+  const asked = await askOverHttp(server.url, id, 'What is the mean order value?')
+  if (!asked.ok) throw new Error(`no answer: ${asked.text.slice(-300)}`)
+  return asked.ms
 }
 
 async function rounds(sandbox, n) {
@@ -92,7 +77,7 @@ async function measure(sandbox, session) {
 
 // Warm: the zygote, the session's sandbox and its first question (its replay-free open).
 const fifth = await Sandbox.create({ provider })
-const session = await newSession()
+const session = await newSession(server.url, SALES, 'sales.csv')
 await ask(session)
 await creates(provider, 2)
 

@@ -13,7 +13,7 @@ import { startServer } from '../dist/server/index.js'
 import { PostgresHistoryStore } from '../dist/store/postgres/store.js'
 import { SqliteHistoryStore } from '../dist/store/sqlite/store.js'
 import { startPostgres } from '../dist/test/support/postgres.js'
-import { responder } from './responder.mjs'
+import { responder } from './sessions.mjs'
 import { machine, percentile, table } from './util.mjs'
 
 const quick = process.argv.includes('--quick')
