@@ -5,7 +5,7 @@
 // holds. Then, with 90% of that many live, the p99 of a question in them.
 // Usage: ANALYST_MEMORY_BUDGET=2G node bench/capacity.mjs [--max N]   (root; `npm run build` first)
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
+import { loadavg, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { LocalProvider } from '../dist/index.js'
 import { startServer } from '../dist/server/index.js'
@@ -92,8 +92,11 @@ console.log(
         `${percentile(times, 50).toFixed(0)} / ${percentile(times, 99).toFixed(0)} ms`,
       ],
       [
-        'on this machine at the default budget (80% of 24 GiB), projected',
-        String(Math.floor((held / gib) * 0.8 * 24)),
+        'on this machine at the default budget (80% of its memory), projected',
+        // Only a run the budget stopped says how many fit; one stopped by --max says nothing of it.
+        stopped === 'the --max given'
+          ? '(stopped by --max)'
+          : String(Math.floor((held / gib) * 0.8 * (totalmem() / 1024 ** 3))),
       ],
     ],
   ),
