@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path'
+import type { AnalysisLanguage } from '../../agent/index.js'
 import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
 import { type ModelChoice, resolveModel } from '../../models/index.js'
 import { sandboxResources } from '../../sandbox/kernel/limits.js'
@@ -26,6 +27,8 @@ export interface McpOptions {
   model?: string
   baseUrl?: string
   maxSteps: number
+  /** --language: what ask_analyst's model writes. @default python */
+  language?: AnalysisLanguage
   isolation: 'sandbox' | 'none'
   /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
   memoryBytes?: number
@@ -63,7 +66,7 @@ export async function mcp(options: McpOptions): Promise<number> {
           throw error
         },
       )),
-    analyst: { maxSteps: options.maxSteps, nameImage: imageName, ...modal },
+    analyst: { maxSteps: options.maxSteps, nameImage: imageName, language: options.language, ...modal },
     cacheDir: join(home, 'cache'),
     idleMs: 0,
   })

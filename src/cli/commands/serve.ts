@@ -1,4 +1,5 @@
 import pc from 'picocolors'
+import type { AnalysisLanguage } from '../../agent/index.js'
 import { createLogger, startServer, tokensFromEnv } from '../../server/index.js'
 import { avoidOomKiller } from '../../server/oom.js'
 import { sourceArgs } from '../data-args.js'
@@ -19,6 +20,8 @@ export interface ServeOptions {
   milliCpus?: number
   /** --modal-tool: functions deployed on Modal, offered to every session's model as tools. */
   modalTool?: string[]
+  /** --language: what the sessions' model writes. @default python */
+  language?: AnalysisLanguage
   /** Folders from which MCP clients may add data files (add_data on /mcp). */
   allowDir?: string[]
   /** How long a stop waits for questions being answered. @default 20 s */
@@ -47,7 +50,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     engine: options.sandbox,
     engineOptions: { jupyterKernel: options.jupyterKernel, gpu: options.gpu, image: options.image },
     sandbox: { limits: { memoryBytes: options.memoryBytes, milliCpus: options.milliCpus } },
-    analyst: modal,
+    analyst: { ...modal, language: options.language },
     databaseUrl: options.databaseUrl,
     logger: createLogger(),
     allowDirs: options.allowDir,
