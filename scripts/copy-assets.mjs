@@ -1,6 +1,6 @@
 // Copies the Python files next to the compiled code (dist/pylib, dist/sandbox/python,
 // dist/sandbox/kernel/python, dist/sandbox/local/python), the R and JavaScript kernels
-// (dist/sandbox/kernel/languages) and the Jupyter engine's prelude.
+// (dist/sandbox/kernel/languages), the Jupyter engine's prelude and the template recipes.
 import { cpSync } from 'node:fs'
 
 const python = { recursive: true, filter: (source) => !source.includes('__pycache__') }
@@ -14,3 +14,5 @@ for (const dir of [
   cpSync(`src/${dir}`, `dist/${dir}`, python)
 }
 cpSync('src/sandbox/jupyter/prelude.py', 'dist/sandbox/jupyter/prelude.py')
+// The template recipes shipped with Analyst (analyst template build modern).
+cpSync('src/templates/recipes', 'dist/templates/recipes', { recursive: true })

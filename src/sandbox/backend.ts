@@ -3,6 +3,8 @@
  * Jupyter or Modal later). A backend implements these `do*` methods; users call `Sandbox`.
  * @module
  */
+
+import type { BuiltTemplate } from '../templates/types.js'
 import type { Artifact, MimeBundle } from './messaging.js'
 import type { QueryHost, QueryRecord } from './query.js'
 
@@ -156,6 +158,8 @@ export interface SandboxBackend {
   readonly sandboxId: string
   /** The GPUs the sandbox has, as the engine names them (`A10G`, `H100:2`); absent when none. */
   readonly gpu?: string
+  /** The template it started from, as far as the engine knows it; absent: the engine's default. */
+  readonly environment?: SandboxEnvironment
   /** The languages its contexts run; a backend that leaves it out runs Python only. */
   readonly languages?: readonly Language[]
   /** Runs one cell; resolves after the `finish` event. Rejects only when the sandbox itself fails. */
@@ -221,6 +225,18 @@ export interface SandboxLimits {
   resultBytes: number
 }
 
+/** What a sandbox's template holds, for the model's prompt. */
+export interface SandboxEnvironment {
+  /** The template's name (or the start of its id). */
+  template: string
+  /** Its languages, the first the default. */
+  languages: string[]
+  /** The Python version, e.g. 3.13.5. */
+  python?: string
+  /** Its main packages and their versions (pandas → 2.2.3). */
+  packages: Record<string, string>
+}
+
 export interface SandboxCreateOptions {
   /** Host files readable by code at `data/<base name>`, read-only. */
   data?: Array<string | { path: string; name: string }>
@@ -241,6 +257,12 @@ export interface SandboxCreateOptions {
    * (`capabilities.hostQueries`) take them.
    */
   sources?: QueryHost
+  /**
+   * The environment the sandbox starts from: a template's name or id (`analyst template list`), or
+   * a built template (src/templates). Each engine maps it to its own notion of one, or refuses it
+   * with the reason (`capabilities.templates`). @default the engine's own default environment
+   */
+  template?: string | BuiltTemplate
   /** Abort creation. */
   signal?: AbortSignal
 }
@@ -287,6 +309,12 @@ export interface SandboxCapabilities {
   hostQueries: boolean
   /** Commands can run in a pseudo-terminal (`pty`, E2B's `sandbox.pty`): `doStartTerminal`. */
   terminals: boolean
+  /**
+   * What `create({ template })` means: 'built', a template from Analyst's store (src/templates),
+   * which the engine roots its sandboxes in; 'named', the engine's own template of that name
+   * (E2B's); 'none', refused with what to do instead.
+   */
+  templates: 'built' | 'named' | 'none'
 }
 
 export interface SandboxProvider {
@@ -295,8 +323,8 @@ export interface SandboxProvider {
   /** What this engine enforces; absent means everything (the local engine's jail). */
   readonly capabilities?: SandboxCapabilities
   doCreate(options: SandboxCreateOptions): Promise<SandboxBackend>
-  /** Starts what makes `doCreate` fast (a warm pool), if the engine has such a thing. */
-  warm?(): Promise<void>
+  /** Starts what makes `doCreate` fast (a warm pool, of that template's), if the engine has such a thing. */
+  warm?(options?: Pick<SandboxCreateOptions, 'template'>): Promise<void>
   /** Stops what it keeps ready (a warm pool). Sandboxes already made are their owners' to kill. */
   close?(): Promise<void>
   /**

@@ -34,6 +34,8 @@ export interface AnalysisOptions {
   /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
   memoryBytes?: number
   milliCpus?: number
+  /** --template (ANALYST_TEMPLATE): the template each new session's sandbox starts from. */
+  template?: string
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
   /** --jupyter-kernel */
@@ -113,7 +115,12 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: { isolation: options.isolation, sources, limits: sandboxResources(options, options.env) },
+    sandbox: {
+      isolation: options.isolation,
+      sources,
+      limits: sandboxResources(options, options.env),
+      template: options.template,
+    },
     // Chosen below, before anything is recorded: a missing model fails first.
     model: async () => model,
     analyst: {

@@ -33,6 +33,8 @@ export interface McpOptions {
   /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
   memoryBytes?: number
   milliCpus?: number
+  /** --template (ANALYST_TEMPLATE): the template each new session's sandbox starts from. */
+  template?: string
   cwd: string
   env?: NodeJS.ProcessEnv
   stdin?: NodeJS.ReadableStream & { pause(): unknown }
@@ -57,7 +59,12 @@ export async function mcp(options: McpOptions): Promise<number> {
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: { isolation: options.isolation, sources, limits: sandboxResources(options, options.env) },
+    sandbox: {
+      isolation: options.isolation,
+      sources,
+      limits: sandboxResources(options, options.env),
+      template: options.template,
+    },
     // Resolved when first needed: run_python works without one; ask_analyst says what to set.
     model: () =>
       (model ??= resolveModel({ spec: options.model, baseUrl: options.baseUrl, env: options.env }).catch(

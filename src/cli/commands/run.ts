@@ -22,6 +22,8 @@ export interface RunOptions {
   /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
   memoryBytes?: number
   milliCpus?: number
+  /** --template (ANALYST_TEMPLATE): the template the sandbox starts from. */
+  template?: string
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
   /** --jupyter-kernel */
@@ -124,6 +126,7 @@ export async function run(options: RunOptions): Promise<number> {
     isolation: options.isolation,
     sources,
     limits: sandboxResources(options, options.env),
+    template: options.template,
   }).catch(async (error: unknown) => {
     await sources?.close()
     throw error

@@ -3,7 +3,7 @@
  * lets in can be read (and tested) in one place.
  * @module
  */
-import { existsSync, lstatSync, readlinkSync } from 'node:fs'
+import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs'
 import { MPL_CONFIG_DIR } from '../kernel/env.js'
 import { SANDBOX_HOME } from '../paths.js'
 import type { PythonInfo } from './python.js'
@@ -19,7 +19,10 @@ export const INFO_FD = 5
 /** bubblewrap reads the seccomp filter from here. */
 export const SECCOMP_FD = 6
 
-/** What of the host's /etc the Python stack needs; everything else of /etc stays out. */
+/**
+ * What of /etc the Python stack needs; everything else of /etc stays out. From the host's /etc, or
+ * from the template's own in a sandbox rooted in one (never the host's there).
+ */
 const ETC_ALLOWED = [
   '/etc/alternatives', // Debian's BLAS/LAPACK are chosen through these links
   '/etc/ld.so.cache',
@@ -47,6 +50,13 @@ const ETC_NETWORK = [
 
 export interface JailSpec {
   python: PythonInfo
+  /**
+   * A template's root file system (a host folder): its /usr, top-level links, /opt entries and
+   * allowed /etc, read-only, instead of the host's. The host's Python paths are then not bound.
+   */
+  rootfs?: string
+  /** More host folders bound read-only (a template's venv over the host's Python, at /opt/venv). */
+  binds?: Array<{ from: string; to: string }>
   /** Host folders. */
   workspace: string
   data: string
@@ -83,17 +93,39 @@ export const BOOT_ID = '/proc/sys/kernel/random/boot_id'
 /** In the zygote's own /tmp: each forked sandbox mounts a /tmp of its own over it. */
 export const ZYGOTE_SOCKET_DIR = '/tmp/.zygote'
 
-/** Top-level links such as /lib -> usr/lib (merged /usr), copied from the host as they are. */
-function topLevel(): string[] {
-  const args: string[] = []
+/**
+ * The system files a jail sees, read-only: /usr, the top-level links such as /lib -> usr/lib
+ * (merged /usr) as they are, and the allowed /etc; from the host, or from a template's root file
+ * system (`rootfs`), with its /opt entries (a venv at /opt/venv) too.
+ */
+export function systemArgs(rootfs: string | undefined, network: boolean): string[] {
+  const root = rootfs ?? ''
+  const args = ['--ro-bind', `${root}/usr`, '/usr']
   for (const name of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
-    const path = `/${name}`
+    const path = `${root}/${name}`
     if (!existsSync(path)) continue
     const stat = lstatSync(path)
-    if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path)
-    else if (stat.isDirectory()) args.push('--ro-bind', path, path)
+    if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(path), `/${name}`)
+    else if (stat.isDirectory()) args.push('--ro-bind', path, `/${name}`)
+  }
+  for (const path of [...ETC_ALLOWED, ...(network ? ETC_NETWORK : [])]) {
+    if (existsSync(`${root}${path}`)) args.push('--ro-bind', `${root}${path}`, path)
+  }
+  if (rootfs) {
+    for (const entry of safeList(`${rootfs}/opt`)) {
+      if (`/opt/${entry}` !== SANDBOX_KERNEL_DIR)
+        args.push('--ro-bind', `${rootfs}/opt/${entry}`, `/opt/${entry}`)
+    }
   }
   return args
+}
+
+function safeList(dir: string): string[] {
+  try {
+    return readdirSync(dir)
+  } catch {
+    return []
+  }
 }
 
 export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
@@ -116,10 +148,7 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     ...(spec.disableUserns ? ['--disable-userns'] : []),
     // As root (the zygote), bubblewrap makes the folders it needs for mounts 0700: sandbox uids could not enter.
     ...(zygote ? ['--perms', '0755', '--dir', '/etc', '--perms', '0755', '--dir', '/opt'] : []),
-    '--ro-bind',
-    '/usr',
-    '/usr',
-    ...topLevel(),
+    ...systemArgs(spec.rootfs, spec.network),
     '--proc',
     '/proc',
     ...(spec.bootIdFile ? ['--ro-bind', spec.bootIdFile, BOOT_ID] : []),
@@ -132,15 +161,13 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     '--dir',
     MPL_CONFIG_DIR,
   ]
-  for (const path of [...ETC_ALLOWED, ...(spec.network ? ETC_NETWORK : [])]) {
-    if (existsSync(path)) args.push('--ro-bind', path, path)
-  }
   for (const name of ['passwd', 'group', 'hosts'])
     args.push('--ro-bind', `${spec.etc}/${name}`, `/etc/${name}`)
-  // An interpreter outside /usr (a venv, pyenv) is bound where it is, read-only.
-  for (const path of spec.python.paths) {
+  // The host's interpreter outside /usr (a venv, pyenv) is bound where it is, read-only.
+  for (const path of spec.rootfs ? [] : spec.python.paths) {
     if (!path.startsWith('/usr/') && path !== '/usr' && existsSync(path)) args.push('--ro-bind', path, path)
   }
+  for (const bind of spec.binds ?? []) args.push('--ro-bind', bind.from, bind.to)
   if (spec.fontCache) {
     const name = spec.fontCache.slice(spec.fontCache.lastIndexOf('/') + 1)
     args.push('--ro-bind', spec.fontCache, `${MPL_CONFIG_DIR}/${name}`)

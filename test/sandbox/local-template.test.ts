@@ -1,0 +1,160 @@
+/**
+ * Sandboxes rooted in a template (Debian trixie: Python 3.13, pandas 2) on the local engine,
+ * through `Sandbox.create({ template })`: the template's Python and packages, its own /etc, its
+ * env; the workspace, data/, charts and commands as on the host; a pool per template; unknown names
+ * refused with the names there are. The hostile cases run in the template too (test/security/).
+ */
+import { spawnSync } from 'node:child_process'
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LocalProvider, Sandbox } from '../../src/index.js'
+import { buildTemplate } from '../../src/templates/build.js'
+import { parseSpec } from '../../src/templates/spec.js'
+import { canMakeTemplates, TEMPLATE_HOME, TRIXIE, trixieTemplate } from '../support/templates.js'
+import { buildWheel, type PackageIndex, servePackageIndex } from '../templates/index-server.js'
+
+const provider = new LocalProvider({ poolSize: 0, home: TEMPLATE_HOME })
+
+describe.runIf(canMakeTemplates)('sandboxes in a trixie template', () => {
+  let sandbox: Sandbox
+  beforeAll(async () => {
+    await trixieTemplate()
+    sandbox = await Sandbox.create({ provider, template: TRIXIE })
+  }, 900_000)
+  afterAll(async () => {
+    await sandbox?.kill()
+    await provider.close()
+  })
+
+  it("run the template's Python and pandas 2 (DataFrame.map), not the host's", async () => {
+    const execution = await sandbox.runCode(
+      "import sys, pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})\nprint(sys.version.split()[0], pd.__version__)\ndf.map(lambda v: v * 10)['a'].tolist()",
+    )
+    expect(execution.error).toBeUndefined()
+    const [python, pandas] = execution.logs.stdout.join('').trim().split(' ')
+    expect(python).toMatch(/^3\.13\./)
+    expect(pandas).toMatch(/^2\./)
+    expect(execution.text).toBe('[10, 20]')
+  })
+
+  it('tell the model what the template has, and %pip says what is installed in it', async () => {
+    expect(sandbox.environment).toMatchObject({ template: TRIXIE, languages: ['python'] })
+    expect(sandbox.environment?.python).toMatch(/^3\.13\./)
+    expect(sandbox.environment?.packages.pandas).toMatch(/^2\./)
+    const pip = await sandbox.runCode('%pip install polars pandas')
+    expect(pip.logs.stderr.join('')).toContain('polars: not installed in the template test-trixie')
+    expect(pip.logs.stderr.join('')).toMatch(/pandas: installed already \(2\./)
+  })
+
+  it("see the template's own /etc and env, not the host's, with the workspace, data/ and charts", async () => {
+    const data = mkdtempSync(join(tmpdir(), 'tpl-data-'))
+    writeFileSync(join(data, 'sales.csv'), 'region,amount\nnorth,3\nsouth,4\n')
+    const withData = await Sandbox.create({ provider, template: TRIXIE, data: [join(data, 'sales.csv')] })
+    try {
+      const execution = await withData.runCode(
+        [
+          'import os, pandas as pd, matplotlib.pyplot as plt',
+          "print(os.environ.get('ANALYST_TEMPLATE_TEST'), os.getcwd())",
+          "df = pd.read_csv('data/sales.csv')",
+          "df.plot.bar(x='region', y='amount'); plt.show()",
+          "df.to_csv('out.csv'); int(df.amount.sum())",
+        ].join('\n'),
+      )
+      expect(execution.error).toBeUndefined()
+      expect(execution.logs.stdout.join('')).toBe('trixie /home/user\n')
+      expect(execution.results.some((result) => result.png)).toBe(true)
+      expect(execution.text).toBe('7')
+      // The template's allowed /etc (trixie's python3.13 folder), none of the host's (bookworm's python3.11).
+      const shell = await withData.commands.run('ls /etc; python3 --version')
+      expect(shell.stdout.split('\n')).toContain('python3.13')
+      expect(shell.stdout.split('\n')).not.toContain('python3.11')
+      expect(shell.stdout).not.toContain('shadow')
+      expect(shell.stdout).toContain('Python 3.13')
+      expect(await withData.files.read('/home/user/out.csv')).toContain('north')
+    } finally {
+      await withData.kill()
+    }
+  })
+
+  it('keep a pool per template: a warm template create takes a ready kernel', async () => {
+    const pooled = new LocalProvider({ poolSize: 1, home: TEMPLATE_HOME })
+    try {
+      await pooled.warm({ template: TRIXIE })
+      expect(pooled.poolStats.ready).toBe(1)
+      const one = await Sandbox.create({ provider: pooled, template: TRIXIE })
+      expect(pooled.poolStats.hits).toBe(1)
+      expect((await one.runCode('import pandas; pandas.__version__')).text).toMatch(/^'2\./)
+      await one.kill()
+    } finally {
+      await pooled.close()
+    }
+  })
+
+  it('run through `analyst run --template`, and an unknown name is said with those there are', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tpl-run-'))
+    writeFileSync(
+      join(dir, 'cell.py'),
+      "import pandas as pd\nprint(pd.__version__)\npd.DataFrame({'a': [1]}).map(str).a[0]\n",
+    )
+    const analyst = (...args: string[]) =>
+      spawnSync(process.execPath, [resolve('dist/cli/bin.js'), 'run', 'cell.py', ...args], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...process.env, ANALYST_HOME: TEMPLATE_HOME, ANALYST_POOL_SIZE: '0', NO_COLOR: '1' },
+        timeout: 120_000,
+      })
+    const ran = analyst('--template', TRIXIE)
+    expect(ran.stderr).toBe('')
+    expect(ran.stdout).toMatch(/^2\.\d+\.\d+\n/)
+    expect(ran.stdout).toContain("Out: '1'")
+    const unknown = analyst('--template', 'nope')
+    expect(unknown.status).not.toBe(0)
+    expect(unknown.stderr).toContain('No template "nope"')
+    expect(unknown.stderr).toContain(TRIXIE)
+    expect(unknown.stderr).not.toMatch(/\n\s+at /) // no stack trace
+  })
+
+  it('refuse a template that is not there, naming those that are', async () => {
+    await expect(Sandbox.create({ provider, template: 'no-such-template' })).rejects.toMatchObject({
+      message: expect.stringContaining('No template "no-such-template"'),
+      hint: expect.stringContaining(TRIXIE),
+    })
+  })
+})
+
+describe.runIf(process.geteuid?.() === 0)(
+  'sandboxes in a template over the host’s Python (a pip layer)',
+  () => {
+    let home: string
+    let index: PackageIndex
+    let venvProvider: LocalProvider
+    beforeAll(async () => {
+      home = mkdtempSync(join(tmpdir(), 'tpl-host-'))
+      chmodSync(home, 0o755) // sandboxes' uids bind the template from here
+      index = await servePackageIndex(buildWheel(home, 'tinypkg', '0.1.0'))
+      const spec = `base: host\npip:\n  packages: [tinypkg==0.1.0]\n  index-url: ${index.url}\nenv:\n  TEAM: data\nstart: |\n  import tinypkg\n  started = 'yes'\n`
+      await buildTemplate(parseSpec(spec, home), { home, name: 'host-pip', env: {} })
+      venvProvider = new LocalProvider({ poolSize: 0, home })
+    }, 300_000)
+    afterAll(async () => {
+      await venvProvider?.close()
+      await index?.close()
+      if (home) rmSync(home, { recursive: true, force: true })
+    })
+
+    it("run the venv's Python (/opt/venv, read-only) with the host's packages, the template's env and start step", async () => {
+      const sandbox = await Sandbox.create({ provider: venvProvider, template: 'host-pip' })
+      try {
+        const execution = await sandbox.runCode(
+          "import os, sys, pandas\nprint(sys.prefix, os.environ['TEAM'], started, 'tinypkg' in sys.modules)\nopen('/opt/venv/x', 'w')",
+        )
+        expect(execution.logs.stdout.join('')).toBe('/opt/venv data yes True\n')
+        expect(execution.error?.name).toMatch(/OSError|PermissionError/)
+      } finally {
+        await sandbox.kill()
+      }
+    })
+  },
+)
