@@ -12,8 +12,8 @@ import { join } from 'node:path'
 import { startServer } from '../dist/server/index.js'
 import { PostgresHistoryStore } from '../dist/store/postgres/store.js'
 import { SqliteHistoryStore } from '../dist/store/sqlite/store.js'
-import { ScriptedModel } from '../dist/test/index.js'
 import { startPostgres } from '../dist/test/support/postgres.js'
+import { responder } from './sessions.mjs'
 import { machine, percentile, table } from './util.mjs'
 
 const quick = process.argv.includes('--quick')
@@ -26,22 +26,7 @@ const STEPS = [
   'print(round(df.order_value.mean(), 2))',
 ]
 
-/** A model shared by all sessions: its reply depends only on how many tool results the prompt holds. */
-function responder() {
-  const next = (prompt) => {
-    const done = prompt.filter((message) => message.role === 'tool').length
-    return done < STEPS.length ? { code: STEPS[done] } : { text: 'Mean order value: 692.91.' }
-  }
-  const once = (options) => new ScriptedModel([next(options.prompt)])
-  return {
-    specificationVersion: 'v3',
-    provider: 'bench',
-    modelId: 'responder',
-    supportedUrls: {},
-    doGenerate: (options) => once(options).doGenerate(options),
-    doStream: (options) => once(options).doStream(options),
-  }
-}
+const responderModel = () => responder(STEPS, 'Mean order value: 692.91.')
 
 async function session(url) {
   const opened = performance.now()
@@ -109,7 +94,7 @@ function roundRobin(urls) {
 async function round(count, { replicas = 1, databaseUrl } = {}) {
   const homes = []
   const servers = []
-  const model = responder()
+  const model = responderModel()
   try {
     for (let i = 0; i < replicas; i++) {
       const home = mkdtempSync(join(tmpdir(), 'analyst-bench-server-'))

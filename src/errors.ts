@@ -160,6 +160,23 @@ export class ShuttingDownError extends AnalystError {
   }
 }
 
+/**
+ * The machine is full: the sandboxes' memory budget is used and none is idle to pause. Answered at
+ * once with 503 and Retry-After, never by waiting.
+ */
+export class CapacityError extends AnalystError {
+  static override readonly errorName: string = 'CapacityError'
+  override readonly status = 503
+  readonly retryAfterSeconds: number
+  constructor(message: string, options: ErrorOptions & { retryAfterSeconds: number }) {
+    super(message, {
+      hint: `Try again in ${options.retryAfterSeconds} s, when a question or cell has ended; or stop a session you no longer need.`,
+      ...options,
+    })
+    this.retryAfterSeconds = options.retryAfterSeconds
+  }
+}
+
 /** The HTTP status for any error: an AnalystError's own, 500 for anything else (a bug). */
 export function statusOf(error: unknown): number {
   return AnalystError.isInstance(error) ? error.status : 500

@@ -79,7 +79,12 @@ const SETTINGS = {
   },
   memory: {
     say: "Raise the sandbox's memory limit",
-    names: { library: 'limits.memoryBytes' },
+    names: {
+      cli: '--memory SIZE',
+      library: 'limits.memoryBytes',
+      http: "memoryMB, or the server's ANALYST_SANDBOX_MEMORY",
+      server: 'ANALYST_SANDBOX_MEMORY',
+    },
     model: 'Use less memory: read only the columns you need (usecols), in chunks, or aggregate in SQL.',
   },
   data: {

@@ -122,6 +122,28 @@ describe('analyst command line', () => {
     expect(jupyter.calls[0]?.[1]).toMatchObject({ jupyterKernel: 'ir' })
   })
 
+  it.each([
+    [['run', 'a.py', '--memory', '4G', '--cpus', '1.5'], 'run'],
+    [['ask', 'Q?', '--memory', '512M'], 'ask'],
+    [['chat', '--cpus', '0.5'], 'chat'],
+    [['serve', '--memory', '1.5GiB', '--cpus', '2'], 'serve'],
+    [['mcp', '--memory', '2048MB'], 'mcp'],
+  ])('%j: each sandbox’s own memory and CPU', async (argv, name) => {
+    const { calls } = await parse(argv)
+    expect(calls[0]?.[0]).toBe(name)
+    const given = calls[0]?.[1] as { memoryBytes?: number; milliCpus?: number }
+    const memory = argv.includes('--memory') ? argv[argv.indexOf('--memory') + 1] : undefined
+    const bytes: Record<string, number> = {
+      '4G': 4 * 1024 ** 3,
+      '512M': 512 * 1024 ** 2,
+      '1.5GiB': 1.5 * 1024 ** 3,
+      '2048MB': 2 * 1024 ** 3,
+    }
+    expect(given.memoryBytes).toBe(memory === undefined ? undefined : bytes[memory])
+    const cpus = argv.includes('--cpus') ? Number(argv[argv.indexOf('--cpus') + 1]) * 1000 : undefined
+    expect(given.milliCpus).toBe(cpus)
+  })
+
   it('doctor --json', async () => {
     expect((await parse(['doctor', '--json'])).calls).toEqual([
       ['doctor', { json: true, data: [], cwd: process.cwd() }],
@@ -190,6 +212,8 @@ describe('analyst command line', () => {
     [['run', 'a.py', '--timeout', '0'], /positive number of seconds/],
     [['run', 'a.py', '--nope'], /unknown option/],
     [['run', 'a.py', '--data'], /argument missing/],
+    [['run', 'a.py', '--memory', 'lots'], /size such as 4G/],
+    [['serve', '--cpus', '0'], /number of cores/],
   ])('rejects %j with a usage error', async (argv, message) => {
     const error = await parse(argv).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(UsageError)

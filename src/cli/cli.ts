@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander'
 import { ENGINE_NAMES } from '../providers.js'
+import { parseCpus, parseSize } from '../sandbox/kernel/limits.js'
 import { UsageError } from './errors.js'
 
 const VERSION = '0.1.0'
@@ -94,6 +95,33 @@ function modalToolOption(): Option {
   ).argParser(collect)
 }
 
+function memorySize(value: string): number {
+  const bytes = parseSize(value)
+  if (bytes === undefined) throw new InvalidArgumentError('give a size such as 4G, 512M or 1.5GiB.')
+  return bytes
+}
+
+function cpus(value: string): number {
+  const milli = parseCpus(value)
+  if (milli === undefined) throw new InvalidArgumentError('give a number of cores such as 2 or 0.5.')
+  return milli
+}
+
+/** --memory and --cpus: each sandbox's own limits, for every command that makes sandboxes. */
+function resourceOptions(command: Command): Command {
+  return command
+    .option(
+      '--memory <size>',
+      'memory each sandbox may use, e.g. 4G or 512M (default ANALYST_SANDBOX_MEMORY, else 2G)',
+      memorySize,
+    )
+    .option(
+      '--cpus <cores>',
+      'CPU time each sandbox may use, in cores, e.g. 2 or 0.5 (default ANALYST_SANDBOX_CPUS, else no quota)',
+      cpus,
+    )
+}
+
 /** --template: the environment sandboxes start from, on every command that takes --sandbox. */
 function templateOption(): Option {
   return new Option(
@@ -109,6 +137,8 @@ function engineFlags(options: Record<string, unknown>) {
     jupyterKernel: options.jupyterKernel as string | undefined,
     gpu: options.gpu as string | undefined,
     image: options.image as string | undefined,
+    memoryBytes: options.memory as number | undefined,
+    milliCpus: options.cpus as number | undefined,
   }
 }
 
@@ -122,8 +152,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .configureOutput({ writeErr: () => {} }) // errors are reported once, by bin.ts
   let result: Promise<number> = Promise.resolve(0)
 
-  cli
-    .command('run')
+  resourceOptions(cli.command('run'))
     .description('Run Python files as cells, in order, in one fresh sandbox; - reads a cell from stdin')
     .argument('<files...>', 'Python files, run in order; state carries from one to the next')
     .option('--data <path>', 'a data file, readable by the code at data/<name> (repeatable)', collect)
@@ -193,7 +222,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
 
   /** Options shared by ask and chat. */
   const analysisOptions = (command: Command) =>
-    command
+    resourceOptions(command)
       .option('--data <path>', 'a data file the analysis may read (repeatable)', collect)
       .option('--session <id>', 'continue a stored session (see analyst history); its data comes along')
       .option(
@@ -322,8 +351,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       })
     })
 
-  cli
-    .command('serve')
+  resourceOptions(cli.command('serve'))
     .description('the HTTP API (with streaming) and the web UI; tokens from ANALYST_TOKEN')
     .option('--host <host>', 'address to listen on (anything but loopback needs ANALYST_TOKEN)', '127.0.0.1')
     .option('--port <port>', 'port (0 picks a free one)', port, 8787)
@@ -374,8 +402,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       })
     })
 
-  cli
-    .command('mcp')
+  resourceOptions(cli.command('mcp'))
     .description(
       'an MCP server over stdio for Claude Desktop, Cursor, VS Code: run_python, data files, ask_analyst',
     )

@@ -217,6 +217,8 @@ export interface SandboxLimits {
   cpuSeconds: number
   /** Open files per process. @default 1024 */
   openFiles: number
+  /** CPU time per second of wall-clock time, in thousandths of a core (1500: one and a half cores). @default 0, no quota */
+  milliCpus: number
   /** stdout + stderr kept per cell; more is dropped with a marker. @default 10 MiB */
   outputBytes: number
   /** Results (displays, tables, charts) kept per cell; more are dropped with a marker. @default 8 × outputBytes */
@@ -330,4 +332,9 @@ export interface SandboxProvider {
   warm?(options?: Pick<SandboxCreateOptions, 'template'>): Promise<void>
   /** Stops what it keeps ready (a warm pool). Sandboxes already made are their owners' to kill. */
   close?(): Promise<void>
+  /**
+   * The memory all of its sandboxes in this process use together, and their budget, where the
+   * engine measures it (the local engine's parent cgroup, as root); a door pauses idle sandboxes by it.
+   */
+  memoryUse?(): { budgetBytes: number; usedBytes: number } | undefined
 }

@@ -25,7 +25,7 @@ describe('capabilities', () => {
     expect(missing).toEqual([
       'network access is not blocked by Analyst',
       'data files are not read-only for code',
-      'limits not enforced: memoryBytes, processes, fileSizeBytes, workspaceBytes, cpuSeconds, openFiles',
+      'limits not enforced: memoryBytes, processes, fileSizeBytes, workspaceBytes, cpuSeconds, openFiles, milliCpus',
       "code sees its workspace at the engine's own path, not /home/user (the files API still names it /home/user)",
       'an aborted cell runs on until its timeout (the next cell waits for it)',
       'commands cannot run in a pseudo-terminal (pty)',

@@ -25,6 +25,7 @@ const ALL_LIMITS: ReadonlyArray<keyof SandboxLimits> = [
   'workspaceBytes',
   'cpuSeconds',
   'openFiles',
+  'milliCpus',
   'outputBytes',
   'resultBytes',
 ]

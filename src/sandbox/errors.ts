@@ -7,6 +7,7 @@ import { SandboxError } from '../errors.js'
 
 export {
   AnalystError,
+  CapacityError,
   InvalidArgumentError,
   NotFoundError,
   SandboxError,

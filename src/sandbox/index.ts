@@ -27,6 +27,7 @@ export type {
   TerminalSize,
   WatchEvent,
 } from './backend.js'
+export { MemoryBudget, type MemoryBudgetOptions, type Resident, type ResidentHandle } from './budget.js'
 export { capabilitiesOf, FULL_CAPABILITIES, missingCapabilities } from './capabilities.js'
 export { type Chart, type ChartType, parseChart, summarizeChart } from './charts.js'
 export {

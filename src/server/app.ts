@@ -13,7 +13,14 @@ import { streamSSE } from 'hono/streaming'
 import mime from 'mime-types'
 import type { Logger } from 'pino'
 import { z } from 'zod'
-import { AnalystError, InvalidArgumentError, RateLimitError, ShuttingDownError, statusOf } from '../errors.js'
+import {
+  AnalystError,
+  CapacityError,
+  InvalidArgumentError,
+  RateLimitError,
+  ShuttingDownError,
+  statusOf,
+} from '../errors.js'
 import { advice } from '../fixes.js'
 import type { McpHttp } from '../mcp/index.js'
 import type { SessionEvent, SessionService } from '../session/index.js'
@@ -135,7 +142,10 @@ export function createApp(options: AppOptions): Hono<Env> {
   // One mapping from errors to statuses: each error knows its own (src/errors.ts).
   app.onError((error, c) => {
     if (AnalystError.isInstance(error)) {
-      if (RateLimitError.isInstance(error) && error.retryAfterSeconds !== undefined)
+      if (
+        (RateLimitError.isInstance(error) || CapacityError.isInstance(error)) &&
+        error.retryAfterSeconds !== undefined
+      )
         c.header('retry-after', String(error.retryAfterSeconds))
       const status = statusOf(error)
       // A browser asking for a page: to the sign-in (not from the sign-in's own pages: no loop),
@@ -350,6 +360,11 @@ export function createApp(options: AppOptions): Hono<Env> {
     if (service.closing) throw new ShuttingDownError()
     const owner = c.get('owner')
     const ended = (await quotas?.ask(limitsOf(c), owner)) ?? (() => {})
+    // No room for its sandbox (the memory budget, nothing idle to pause): 503 before the stream.
+    await service.admit(id, owner ?? null).catch((error: unknown) => {
+      ended()
+      throw error
+    })
     const log = c.get('log')
     log?.info({ questionChars: question.length, keepRunning: Boolean(keepRunning) }, 'question')
     const controller = new AbortController()

@@ -12,7 +12,8 @@ import { AllowedFolders, McpHttp } from '../mcp/index.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
 import { createProvider, type EngineOptions } from '../providers.js'
-import type { SandboxCreateOptions, SandboxProvider } from '../sandbox/index.js'
+import { MemoryBudget, type SandboxCreateOptions, type SandboxProvider } from '../sandbox/index.js'
+import { sandboxResources } from '../sandbox/kernel/limits.js'
 import { type AnalystSettings, type LargeFiles, SessionService } from '../session/index.js'
 import type { NamedSource, SourceDirectory, SourceSpec } from '../sources/index.js'
 import { isQueryableFile, sqlOnlyBytes, tableNameOf } from '../sources/spec.js'
@@ -158,6 +159,11 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     )
   }
   const quotaConfig = options.quotas ?? quotasFromEnv()
+  // Each sandbox's own memory and CPU: given (--memory, --cpus), else ANALYST_SANDBOX_MEMORY and _CPUS.
+  const sandbox = {
+    ...options.sandbox,
+    limits: { ...options.sandbox?.limits, ...sandboxResources(options.sandbox?.limits) },
+  }
   const folders = await AllowedFolders.open(options.allowDirs ?? [])
   const home = options.home ?? analystHome()
   const env = options.databaseUrl
@@ -187,6 +193,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       options.logger?.error({ err: error }, 'the sandbox engine failed to start'),
     )
   }
+  // The sandboxes' memory budget, where the engine measures their memory (local, as root).
+  const budget = provider.memoryUse?.() ? new MemoryBudget(() => provider.memoryUse?.()) : undefined
   let service: SessionService | undefined
   const metrics = createMetrics(
     () => service,
@@ -197,7 +205,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: options.sandbox,
+    sandbox,
     analyst: { nameImage: (step, index) => `step-${step}-chart-${index}.png`, ...options.analyst },
     model:
       options.model ??
@@ -218,6 +226,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     observer: metrics.observer,
     sources,
     largeFiles: largeFiles(options.sqlOnlyBytes ?? sqlOnlyBytes(), sources, home),
+    budget,
   })
   const interrupted = await service.recoverInterrupted()
   if (interrupted > 0)
@@ -253,6 +262,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     provider,
     tokens,
     allowNetwork: options.allowNetwork,
+    limits: sandbox.limits,
+    budget,
     ...(signin ? { authenticate: async (key: string) => (await signin.bearer(key))?.owner } : {}),
   })
   const app = createApp({
@@ -315,6 +326,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
         await mcpSources?.close()
         await service.shutdown()
         await e2b.close() // the E2B API's sandboxes
+        budget?.close()
         if (ownsProvider) await provider.close?.()
         signin?.close()
         await stores.close()

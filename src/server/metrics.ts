@@ -1,6 +1,6 @@
 /**
  * /metrics in Prometheus' text format (prom-client), one registry per server: sessions open here,
- * runs in progress and questions waiting, the warm pool, sandbox start and cell durations, model
+ * runs in progress and questions waiting, the warm pool, the sandboxes' memory against its budget, sandbox start and cell durations, model
  * latency and tokens by model, blocked attempts by layer, HTTP requests by route and status.
  * @module
  */
@@ -62,6 +62,17 @@ export function createMetrics(
     'analyst_pool_misses',
     'Sandboxes that started their own kernel (since start)',
     () => pool()?.misses ?? 0,
+  )
+
+  gauge(
+    'analyst_sandbox_memory_bytes',
+    'Memory all sandboxes use together (their parent cgroup; 0 where the engine does not measure it)',
+    () => provider()?.memoryUse?.()?.usedBytes ?? 0,
+  )
+  gauge(
+    'analyst_sandbox_memory_budget_bytes',
+    'Their memory budget (ANALYST_MEMORY_BUDGET): idle sessions are paused before it is reached',
+    () => provider()?.memoryUse?.()?.budgetBytes ?? 0,
   )
 
   const sandboxCreate = new Histogram({

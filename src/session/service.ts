@@ -18,6 +18,8 @@ import type { FindPython } from '../python.js'
 import {
   capabilitiesOf,
   type Execution,
+  type MemoryBudget,
+  type ResidentHandle,
   type Sandbox,
   type SandboxCreateOptions,
   type SandboxProvider,
@@ -90,6 +92,12 @@ export interface SessionServiceOptions {
   sources?: SessionSources
   /** Data files too large for the sandbox stay on the host as SQL tables (serve); left out, every file goes in. */
   largeFiles?: LargeFiles
+  /**
+   * The memory budget the sandboxes share (serve's, with the E2B API's): idle sessions are paused
+   * for it, least recently used first, and rebuilt at their next question; none idle, a question
+   * that needs a sandbox is refused (CapacityError).
+   */
+  budget?: MemoryBudget
 }
 
 /** Told what the service does, as it does it (metrics count it; nothing waits for it). */
@@ -110,6 +118,10 @@ export class SessionService {
   private readonly turns = new Map<string, Turns>()
   /** Live sessions to open again at their next turn (their sources changed). */
   private readonly stale = new Set<string>()
+  /** Sessions paused to free memory, until their next turn rebuilds them. */
+  private readonly paused = new Set<string>()
+  /** Each live session's place in the memory budget. */
+  private readonly residents = new Map<string, ResidentHandle>()
   /** Aborts each run in progress: a drain that runs out of time ends them. */
   private readonly inFlight = new Set<AbortController>()
   private closed = false
@@ -521,30 +533,38 @@ export class SessionService {
           this.options.history.steps(sessionId),
         ])
         const replaying = steps.filter((step) => step.success).length
+        const paused = this.paused.has(sessionId)
+        const rerun = replaying ? ` re-running ${replaying} earlier cell(s)` : ''
         yield {
           type: 'preparing',
-          message: replaying
-            ? `Starting the sandbox for this session and re-running ${replaying} earlier cell(s)…`
-            : 'Starting the sandbox for this session…',
+          message: paused
+            ? `This session was paused to free memory; its state will be rebuilt${rerun ? `:${rerun}` : ''}…`
+            : rerun
+              ? `Starting the sandbox for this session and${rerun}…`
+              : 'Starting the sandbox for this session…',
           model: model.spec,
           datasets: datasets.length,
           replaying,
+          ...(paused ? { paused: 'memory' as const } : {}),
         }
         const started = Date.now()
-        opening = this.live.get(sessionId) ?? this.open(sessionId, model)
+        if (!this.live.get(sessionId)) await this.options.budget?.admit(session.owner ?? null)
+        opening = this.live.get(sessionId) ?? this.open(sessionId, model, session)
         live = await opening
+        this.paused.delete(sessionId)
         this.options.observer?.sandboxOpened?.(Date.now() - started)
         yield { type: 'ready', replayed: live.replayed }
       } else {
         live = await opening
       }
       clearTimeout(live.idleTimer)
+      this.residents.get(sessionId)?.touch()
       if (options.needsModel && isMissingModel(live.model)) {
         // Opened without a model, for a caller's cells. The question needs one: its error says what
         // to set; once there is one, the session reopens with it (its cells replayed).
         const model = await this.options.model(session.model)
         await this.close(sessionId)
-        live = await this.open(sessionId, model)
+        live = await this.open(sessionId, model, session)
       }
       if (live.model.spec && session.model !== live.model.spec)
         await this.options.history.updateSession(sessionId, { model: live.model.spec })
@@ -583,7 +603,39 @@ export class SessionService {
     }
   }
 
-  private open(sessionId: string, model: ModelChoice): Promise<LiveSession> {
+  /**
+   * Room in the memory budget for a question in this session, said before its answer streams: a
+   * live session has it; another may pause idle ones for it, or is refused (CapacityError).
+   */
+  async admit(sessionId: string, owner: string | null): Promise<void> {
+    if (this.live.has(sessionId)) return
+    await this.options.budget?.admit(owner)
+  }
+
+  /** Ends an idle session's sandbox to free memory; its next question rebuilds it, and says so. */
+  private async pause(sessionId: string): Promise<void> {
+    if (this.turns.get(sessionId)?.pending) return
+    this.paused.add(sessionId)
+    await this.close(sessionId)
+  }
+
+  /** The live session in the memory budget, until it closes. */
+  private budgeted(sessionId: string, session: StoredSession) {
+    const budget = this.options.budget
+    if (!budget) return
+    this.residents.get(sessionId)?.remove()
+    this.residents.set(
+      sessionId,
+      budget.add({
+        owner: session.owner ?? null,
+        describe: () => `session ${sessionId} ("${session.title}")`,
+        busy: () => (this.turns.get(sessionId)?.pending ?? 0) > 0,
+        evict: () => this.pause(sessionId),
+      }),
+    )
+  }
+
+  private open(sessionId: string, model: ModelChoice, session: StoredSession): Promise<LiveSession> {
     const opening = LiveSession.open(
       {
         history: this.options.history,
@@ -600,9 +652,14 @@ export class SessionService {
       model,
     )
     this.live.set(sessionId, opening)
-    opening.catch(() => {
-      if (this.live.get(sessionId) === opening) this.live.delete(sessionId)
-    })
+    opening.then(
+      () => {
+        if (this.live.get(sessionId) === opening) this.budgeted(sessionId, session)
+      },
+      () => {
+        if (this.live.get(sessionId) === opening) this.live.delete(sessionId)
+      },
+    )
     return opening
   }
 
@@ -739,6 +796,8 @@ export class SessionService {
     const opening = this.live.get(sessionId)
     if (!opening) return
     this.live.delete(sessionId)
+    this.residents.get(sessionId)?.remove()
+    this.residents.delete(sessionId)
     const live = await opening.catch(() => undefined)
     await live?.close()
   }

@@ -47,8 +47,11 @@ export async function runCommand(
     options.limits.memoryBytes !== undefined
       ? createCgroup(
           `build-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`,
-          options.limits.memoryBytes,
-          options.limits.processes ?? 4096,
+          {
+            memoryBytes: options.limits.memoryBytes,
+            processes: options.limits.processes ?? 4096,
+            milliCpus: 0,
+          },
           0,
         )
       : undefined

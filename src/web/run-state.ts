@@ -64,6 +64,8 @@ export interface UiRun {
   totalTokens?: number
   /** Waiting for an earlier question of the session to finish. */
   queued?: boolean
+  /** What the server says of the session before the run (it was paused to free memory). */
+  notice?: string
 }
 
 export function newRun(question: string): UiRun {
@@ -149,6 +151,8 @@ function updateStep(run: UiRun, number: number, change: (step: UiStep) => UiStep
 /** The run after one event of the ask stream. */
 export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): UiRun {
   switch (event.type) {
+    case 'preparing':
+      return event.paused ? { ...run, notice: event.message } : run
     case 'run-start':
       return { ...run, id: event.runId, queued: event.queued }
     case 'step-start':

@@ -180,3 +180,34 @@ describe('E2B SDK: metrics', () => {
     }
   })
 })
+
+describe('E2B API: memoryMB and cpuCount', () => {
+  it("a sandbox's own memory and CPU, as getInfo and getMetrics report them, kept across a pause", async () => {
+    const plain = await Sandbox.create()
+    try {
+      expect(await plain.getInfo()).toMatchObject({ memoryMB: 2048 })
+    } finally {
+      await plain.kill()
+    }
+    // E2B sets them on a template; the SDK's create sends neither, so a client names them in the request.
+    const response = await fetch(`${e2b.url}/v2/sandboxes`, {
+      method: 'POST',
+      headers: { 'X-API-KEY': e2b.token, 'content-type': 'application/json' },
+      body: JSON.stringify({ templateID: 'code-interpreter-v1', memoryMB: 640, cpuCount: 1 }),
+    })
+    expect(response.status).toBe(201)
+    const sandbox = await Sandbox.connect(((await response.json()) as { sandboxID: string }).sandboxID)
+    try {
+      expect(await sandbox.getInfo()).toMatchObject({ memoryMB: 640, cpuCount: 1 })
+      const over = await sandbox.runCode('big = bytearray(2 * 1024**3)')
+      expect(over.error?.name).toBe('MemoryError')
+      expect(over.error?.value).toMatch(/memory limit, 640 MiB/)
+      expect((await sandbox.getMetrics())[0]).toMatchObject({ memTotal: 640 * 1024 ** 2, cpuCount: 1 })
+      await sandbox.betaPause()
+      const resumed = await Sandbox.connect(sandbox.sandboxId)
+      expect((await resumed.getMetrics())[0]).toMatchObject({ memTotal: 640 * 1024 ** 2 })
+    } finally {
+      await sandbox.kill()
+    }
+  })
+})

@@ -4,6 +4,7 @@ import pc from 'picocolors'
 import type { AnalysisLanguage, AskResult } from '../../agent/index.js'
 import { type CodeMode, type ModelChoice, modelTimeoutMs, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
+import { sandboxResources } from '../../sandbox/kernel/limits.js'
 import { SessionService } from '../../session/index.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
 import { UsageError } from '../errors.js'
@@ -32,6 +33,9 @@ export interface AnalysisOptions {
   /** --model-timeout in seconds. @default ANALYST_MODEL_TIMEOUT, else 120 */
   modelTimeout?: number
   isolation: 'sandbox' | 'none'
+  /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
+  memoryBytes?: number
+  milliCpus?: number
   /** --template (ANALYST_TEMPLATE): the template each new session's sandbox starts from. */
   template?: string
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
@@ -113,7 +117,12 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: { isolation: options.isolation, sources, template: options.template },
+    sandbox: {
+      isolation: options.isolation,
+      sources,
+      limits: sandboxResources(options, options.env),
+      template: options.template,
+    },
     // Chosen below, before anything is recorded: a missing model fails first.
     model: async () => model,
     analyst: {

@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path'
 import type { AnalysisLanguage } from '../../agent/index.js'
 import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
 import { type ModelChoice, modelTimeoutMs, resolveModel } from '../../models/index.js'
+import { sandboxResources } from '../../sandbox/kernel/limits.js'
 import { SessionService } from '../../session/index.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
 import { openHome } from '../home.js'
@@ -31,6 +32,9 @@ export interface McpOptions {
   /** --language: what ask_analyst's model writes. @default python */
   language?: AnalysisLanguage
   isolation: 'sandbox' | 'none'
+  /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
+  memoryBytes?: number
+  milliCpus?: number
   /** --template (ANALYST_TEMPLATE): the template each new session's sandbox starts from. */
   template?: string
   cwd: string
@@ -57,7 +61,12 @@ export async function mcp(options: McpOptions): Promise<number> {
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: { isolation: options.isolation, sources, template: options.template },
+    sandbox: {
+      isolation: options.isolation,
+      sources,
+      limits: sandboxResources(options, options.env),
+      template: options.template,
+    },
     // Resolved when first needed: run_python works without one; ask_analyst says what to set.
     model: () =>
       (model ??= resolveModel({ spec: options.model, baseUrl: options.baseUrl, env: options.env }).catch(

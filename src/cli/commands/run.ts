@@ -6,6 +6,7 @@ import { executionFix, phraseFix } from '../../fixes.js'
 import { checkCode, formatViolations, type Violation } from '../../guard/index.js'
 import { createProvider } from '../../providers.js'
 import { type Result, Sandbox } from '../../sandbox/index.js'
+import { sandboxResources } from '../../sandbox/kernel/limits.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
 import { UsageError } from '../errors.js'
 import { OutputFolder } from '../outputs.js'
@@ -18,6 +19,9 @@ export interface RunOptions {
   /** Default: ./analyst-output/<session id> */
   outputDir?: string
   isolation: 'sandbox' | 'none'
+  /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
+  memoryBytes?: number
+  milliCpus?: number
   /** --template (ANALYST_TEMPLATE): the template the sandbox starts from. */
   template?: string
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
@@ -121,6 +125,7 @@ export async function run(options: RunOptions): Promise<number> {
     data,
     isolation: options.isolation,
     sources,
+    limits: sandboxResources(options, options.env),
     template: options.template,
   }).catch(async (error: unknown) => {
     await sources?.close()

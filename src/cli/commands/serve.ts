@@ -2,6 +2,7 @@ import pc from 'picocolors'
 import type { AnalysisLanguage } from '../../agent/index.js'
 import { modelTimeoutMs } from '../../models/index.js'
 import { createLogger, startServer, tokensFromEnv } from '../../server/index.js'
+import { avoidOomKiller } from '../../server/oom.js'
 import { sourceArgs } from '../data-args.js'
 import { modalToolSettings } from '../modal-tools.js'
 
@@ -15,6 +16,9 @@ export interface ServeOptions {
   /** --gpu and --image (the modal engine). @default ANALYST_GPU, ANALYST_MODAL_IMAGE */
   gpu?: string
   image?: string
+  /** --memory and --cpus: each sandbox's own limits. @default ANALYST_SANDBOX_MEMORY, ANALYST_SANDBOX_CPUS */
+  memoryBytes?: number
+  milliCpus?: number
   /** --modal-tool: functions deployed on Modal, offered to every session's model as tools. */
   modalTool?: string[]
   /** --model-timeout in seconds. @default ANALYST_MODEL_TIMEOUT, else 120 */
@@ -39,6 +43,8 @@ export interface ServeOptions {
 /** `analyst serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
 export async function serve(options: ServeOptions): Promise<number> {
   const tokens = tokensFromEnv()
+  // Kernels started from here raise their own score again (an unprivileged raise).
+  avoidOomKiller()
   // Each function looked up before the server starts; with them, every session's model works in tools mode.
   const modal = await modalToolSettings(options.modalTool, {})
   const defaults = sourceArgs(options.data ?? [], { cwd: options.cwd ?? process.cwd() })
@@ -48,6 +54,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     tokens,
     engine: options.sandbox,
     engineOptions: { jupyterKernel: options.jupyterKernel, gpu: options.gpu, image: options.image },
+    sandbox: { limits: { memoryBytes: options.memoryBytes, milliCpus: options.milliCpus } },
     analyst: { ...modal, language: options.language, requestTimeoutMs: modelTimeoutMs(options.modelTimeout) },
     ...(options.template ? { sandbox: { template: options.template } } : {}),
     databaseUrl: options.databaseUrl,

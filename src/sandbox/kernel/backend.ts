@@ -20,7 +20,7 @@ import type {
   TerminalProcess,
   TerminalSize,
 } from '../backend.js'
-import { CommandOutput, killedError } from '../cell-output.js'
+import { CommandOutput, formatBytes, killedError, STATE_LOST } from '../cell-output.js'
 import { NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { answerQuestion, type RunningCell } from '../host-questions.js'
 import { LANGUAGES } from '../languages.js'
@@ -37,7 +37,7 @@ import { KernelSupervisor } from './supervisor.js'
 export type ProtocolKernel = KernelChannel<Error & { readonly output: string }>
 
 export interface KernelBackendSettings {
-  limits: Pick<SandboxLimits, 'outputBytes' | 'resultBytes'>
+  limits: Pick<SandboxLimits, 'outputBytes' | 'resultBytes'> & Partial<Pick<SandboxLimits, 'memoryBytes'>>
   /** How long an interrupted cell may take to stop before its kernel is ended. */
   interruptGraceMs: number
   /** The host's data sources that the cells' sql() queries. */
@@ -183,15 +183,16 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
     this.assertAlive()
     given.signal?.throwIfAborted()
     this.checkContext(given.contextId)
+    const onEvent = this.namingMemoryLimit(given.onEvent)
     const options = {
       ...given,
+      onEvent,
       contextId:
         given.contextId === undefined && given.language && given.language !== 'python'
           ? await this.defaultContext(given.language)
           : given.contextId,
     }
     const kernel = await this.kernel()
-    const { onEvent } = options
     const language = this.contexts.get(options.contextId ?? 'default')?.language ?? 'python'
     if (language === 'javascript' || language === 'typescript') {
       try {
@@ -207,7 +208,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
         return onEvent({ type: 'finish' })
       }
     }
-    const notice = this.supervisor.takeNotice()
+    const notice = this.supervisor.takeNotice() ?? this.takeMemoryNotice()
     if (notice) onEvent({ type: 'stderr', text: notice })
     await this.beforeCell()
     this.supervisor.running()
@@ -272,6 +273,30 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
     for (const artifact of await this.artifacts()) onEvent({ type: 'artifact', artifact })
     onEvent({ type: 'finish', executionCount: count ?? undefined })
     if (stopped === 'abort') throw options.signal?.reason ?? new Error('aborted')
+  }
+
+  /**
+   * A MemoryError says which limit the cell went over, and the next cell that the kernel went on
+   * (Python survived it: its variables are kept).
+   */
+  private namingMemoryLimit(onEvent: DoExecuteOptions['onEvent']): DoExecuteOptions['onEvent'] {
+    const limit = this.settings.limits.memoryBytes
+    if (!limit) return onEvent
+    return (event) => {
+      if (event.type !== 'error' || event.name !== 'MemoryError') return onEvent(event)
+      const said = event.value.trim()
+      const value = `${said ? `${said}: ` : ''}the cell needed more memory than this sandbox may use (its memory limit, ${formatBytes(limit)})`
+      this.memoryNotice = `[The last cell ran out of memory (the sandbox's limit is ${formatBytes(limit)}); the kernel went on with its variables.]\n`
+      onEvent({ ...event, value })
+    }
+  }
+
+  private memoryNotice: string | undefined
+
+  private takeMemoryNotice(): string | undefined {
+    const notice = this.memoryNotice
+    this.memoryNotice = undefined
+    return notice
   }
 
   async doCreateContext(options: { cwd?: string; language?: Language }): Promise<Context> {

@@ -32,6 +32,7 @@ import { DEFAULT_LIMITS, resolveLimits } from '../kernel/limits.js'
 import type { Artifact } from '../messaging.js'
 import { isUnder, SANDBOX_TMP } from '../paths.js'
 import type { QueryHost } from '../query.js'
+import { type SandboxesMemory, sandboxesMemory } from './cgroup.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { SANDBOX_BIN_DIRS, SANDBOX_HOME } from './jail.js'
 import { Kernel, type KernelExit } from './kernel.js'
@@ -73,7 +74,9 @@ interface Pool {
 async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
   const home = await prepareHome(config)
   try {
-    return { home, kernel: await Kernel.start(home.spec, { keepAlive }) }
+    const kernel = await Kernel.start(home.spec, { keepAlive })
+    home.cgroup?.settle()
+    return { home, kernel }
   } catch (error) {
     home.release()
     throw error
@@ -228,7 +231,10 @@ class LocalSandbox extends KernelBackend<Kernel> {
     const usage = cgroup.usage()
     return {
       cpuSeconds: usage.cpuSeconds,
-      cpuCount: availableParallelism(),
+      cpuCount:
+        this.config.limits.milliCpus > 0
+          ? Math.ceil(this.config.limits.milliCpus / 1000)
+          : availableParallelism(),
       memoryUsed: Math.max(0, usage.memoryBytes - usage.cacheBytes),
       memoryCache: usage.cacheBytes,
       memoryTotal: this.config.limits.memoryBytes,
@@ -434,6 +440,12 @@ export class LocalProvider implements SandboxProvider {
     })
   }
 
+  /** What this process's sandboxes use together, from their parent cgroup (as root). */
+  memoryUse(): SandboxesMemory | undefined {
+    return sandboxesMemory()
+  }
+
+  /** Kernels ready in the pool now, and how many creates took one (hits) or started their own (misses). */
   private poolOf(key: string, template: SandboxCreateOptions['template']): Pool {
     let pool = this.pools.get(key)
     if (!pool) {

@@ -1,12 +1,25 @@
 /**
- * Per-sandbox cgroups (root only): memory and process limits that hold for all of a sandbox's
- * processes together, which rlimits (per process) cannot, and what they use (CPU time, memory).
+ * Cgroups (root only). Every sandbox of this process lives under one parent group, whose memory
+ * limit is the memory budget of all of them together and whose CPU weight is below the host
+ * process's; each sandbox has a group of its own under it with its memory, process and CPU limits,
+ * which hold for all of its processes together (rlimits, per process, cannot), and what it uses.
  * cgroup v1 or v2, whichever the host delegates; where neither is writable the sandbox runs with
  * rlimits alone.
  * @module
  */
-import { chownSync, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs'
+import { totalmem } from 'node:os'
 import { join } from 'node:path'
+import { parseSize } from '../kernel/limits.js'
+import { ownerAlive, ownerTag } from './runtime.js'
 
 export interface Cgroup {
   /** Folders created, one per controller hierarchy. */
@@ -17,6 +30,8 @@ export interface Cgroup {
   oomKills(): number
   /** CPU time of all its processes so far (undefined where CPU is not accounted), and memory in bytes. */
   usage(): CgroupUsage
+  /** Its CPU weight once its kernel has started: it starts at the host's, so that a start never queues behind busy sandboxes. */
+  settle(): void
   remove(): void
 }
 
@@ -26,6 +41,22 @@ export interface CgroupUsage {
   /** The page cache within memoryBytes (files, the workspace's tmpfs). */
   cacheBytes: number
 }
+
+export interface CgroupLimits {
+  memoryBytes: number
+  processes: number
+  /** CPU time per wall-clock second, in thousandths of a core; 0: no quota. */
+  milliCpus: number
+}
+
+/**
+ * CPU weights, as v1's cpu.shares (v2's cpu.weight is a tenth of it). The host process has the
+ * default (1024): all sandboxes together weigh half of it, so that four busy sandboxes leave the
+ * server (and the kernels it forks) its share; a sandbox that is starting weighs as much as the host.
+ */
+const SANDBOXES_SHARES = 512
+const SANDBOX_SHARES = 256
+const STARTING_SHARES = 1024
 
 function ownPath(controller: string): string | undefined {
   for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
@@ -73,27 +104,193 @@ function removeDirs(paths: string[]) {
   }
 }
 
-function v1(name: string, memoryBytes: number, processes: number, uid: number): Cgroup | undefined {
+// ------------------------------------------------------------------ the budget
+
+/** The memory this process may use as its container sees it: the host's, or a cgroup limit above it. */
+function memoryAvailable(): number {
+  let limit = totalmem()
+  const v1 = ownPath('memory')
+  if (v1 !== undefined) {
+    // v1 reports no limit as a huge number; a limit on an ancestor shows in hierarchical_memory_limit.
+    const own = join('/sys/fs/cgroup/memory', v1)
+    const hierarchical = readCount(join(own, 'memory.stat'), 'hierarchical_memory_limit')
+    for (const value of [readNumber(join(own, 'memory.limit_in_bytes')), hierarchical])
+      if (value && value > 0 && value < limit) limit = value
+  }
+  const v2 = ownPath('')
+  if (v2 !== undefined) {
+    for (let path = v2; ; path = path.slice(0, path.lastIndexOf('/')) || '/') {
+      const value = readNumber(join('/sys/fs/cgroup', path, 'memory.max'))
+      if (value && value < limit) limit = value
+      if (path === '/') break
+    }
+  }
+  return limit
+}
+
+/**
+ * The memory all of this process's sandboxes may use together: ANALYST_MEMORY_BUDGET (a size, or
+ * a percentage of what the host or its container has), by default 80% of it.
+ */
+export function memoryBudget(env: NodeJS.ProcessEnv = process.env): number {
+  const given = env.ANALYST_MEMORY_BUDGET?.trim()
+  const available = memoryAvailable()
+  if (!given) return Math.floor(available * 0.8)
+  const percent = /^(\d+(?:\.\d+)?)%$/.exec(given)
+  const bytes = percent ? Math.floor((available * Number(percent[1])) / 100) : parseSize(given)
+  if (!bytes) {
+    throw new Error(
+      `ANALYST_MEMORY_BUDGET must be a size such as 16G or a percentage such as 80%, not ${given}`,
+    )
+  }
+  return bytes
+}
+
+// ------------------------------------------------------------------ the parent group
+
+interface Parent {
+  version: 1 | 2
+  /** By controller (v1: memory, pids, cpu, cpuacct; v2: ''), where sandboxes' groups are made. */
+  dirs: Map<string, string>
+  budgetBytes: number
+}
+
+let parent: Parent | undefined | null
+
+/** The folder of this process's sandboxes in one hierarchy. */
+const parentName = (tag: string) => `analyst-${tag}`
+
+/** Parents of processes that died: their sandboxes' groups first, then the parent. */
+function sweepParents(base: string) {
+  try {
+    for (const entry of readdirSync(base)) {
+      const tag = /^analyst-(\d+-\d+)$/.exec(entry)?.[1]
+      if (!tag || ownerAlive(tag)) continue
+      const dir = join(base, entry)
+      for (const child of readdirSync(dir, { withFileTypes: true })) {
+        if (child.isDirectory()) removeDirs([join(dir, child.name)])
+      }
+      removeDirs([dir])
+    }
+  } catch {
+    // not ours to read: nothing to sweep
+  }
+}
+
+function makeParentV1(budgetBytes: number): Parent | undefined {
+  const dirs = new Map<string, string>()
+  try {
+    for (const controller of ['memory', 'pids', 'cpu', 'cpuacct']) {
+      const own = ownPath(controller)
+      const base = `/sys/fs/cgroup/${controller}`
+      if (own === undefined || !existsSync(join(base, 'cgroup.procs'))) {
+        if (controller === 'memory' || controller === 'pids') throw new Error(controller)
+        continue // CPU weight and accounting where the host lets us; the limits hold without them
+      }
+      const at = join(base, own)
+      sweepParents(at)
+      const dir = join(at, parentName(ownerTag))
+      if (!existsSync(dir)) mkdirSync(dir)
+      dirs.set(controller, dir)
+    }
+    const memory = dirs.get('memory') as string
+    if (!tryWrite(join(memory, 'memory.limit_in_bytes'), String(budgetBytes))) throw new Error('memory')
+    const cpu = dirs.get('cpu')
+    if (cpu) tryWrite(join(cpu, 'cpu.shares'), String(SANDBOXES_SHARES))
+    return { version: 1, dirs, budgetBytes }
+  } catch {
+    removeDirs([...dirs.values()])
+    return undefined
+  }
+}
+
+function makeParentV2(budgetBytes: number): Parent | undefined {
+  const own = ownPath('')
+  const mount = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].find((dir) =>
+    existsSync(join(dir, 'cgroup.controllers')),
+  )
+  if (own === undefined || mount === undefined) return undefined
+  const at = join(mount, own)
+  sweepParents(at)
+  const dir = join(at, parentName(ownerTag))
+  try {
+    if (!existsSync(dir)) mkdirSync(dir)
+  } catch {
+    return undefined
+  }
+  if (!tryWrite(join(dir, 'memory.max'), String(budgetBytes))) {
+    removeDirs([dir])
+    return undefined
+  }
+  // Sandboxes' own groups get the controllers the parent has; cpu where delegated.
+  tryWrite(join(dir, 'cgroup.subtree_control'), '+memory +pids')
+  if (tryWrite(join(dir, 'cgroup.subtree_control'), '+cpu'))
+    tryWrite(join(dir, 'cpu.weight'), String(SANDBOXES_SHARES / 10))
+  return { version: 2, dirs: new Map([['', dir]]), budgetBytes }
+}
+
+/** The parent group, made at the first sandbox with the budget then; null where none can be made. */
+function parentGroup(): Parent | null {
+  if (parent !== undefined) return parent
+  const budget = memoryBudget()
+  parent = makeParentV1(budget) ?? makeParentV2(budget) ?? null
+  const made = parent
+  // After the exit hook of runtime.ts (which ends the sandboxes in it): process listeners run in order.
+  if (made) process.once('exit', () => removeDirs([...made.dirs.values()]))
+  return parent
+}
+
+/** What all of this process's sandboxes use together, against their budget; undefined without cgroups. */
+export interface SandboxesMemory {
+  budgetBytes: number
+  /** Memory in use that cannot be reclaimed without swap: anonymous memory, tmpfs, active file pages. */
+  usedBytes: number
+}
+
+export function sandboxesMemory(): SandboxesMemory | undefined {
+  if (process.geteuid?.() !== 0) return undefined
+  const found = parentGroup()
+  if (!found) return undefined
+  if (found.version === 1) {
+    const memory = found.dirs.get('memory') as string
+    const usage = readNumber(join(memory, 'memory.usage_in_bytes')) ?? 0
+    const inactive = readCount(join(memory, 'memory.stat'), 'total_inactive_file')
+    return { budgetBytes: found.budgetBytes, usedBytes: Math.max(0, usage - inactive) }
+  }
+  const dir = found.dirs.get('') as string
+  const usage = readNumber(join(dir, 'memory.current')) ?? 0
+  const inactive = readCount(join(dir, 'memory.stat'), 'inactive_file')
+  return { budgetBytes: found.budgetBytes, usedBytes: Math.max(0, usage - inactive) }
+}
+
+// ------------------------------------------------------------------ a sandbox's group
+
+function v1(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgroup | undefined {
   const created: string[] = []
   try {
     const dirs: Record<string, string> = {}
-    for (const controller of ['memory', 'pids']) {
-      const own = ownPath(controller)
-      const base = `/sys/fs/cgroup/${controller}`
-      if (own === undefined || !existsSync(join(base, 'cgroup.procs'))) return undefined
-      const dir = join(base, own, `analyst-${name}`)
+    for (const [controller, base] of found.dirs) {
+      const dir = join(base, `analyst-${name}`)
       mkdirSync(dir)
       created.push(dir)
       dirs[controller] = dir
     }
     const memory = dirs.memory as string
     const pids = dirs.pids as string
-    if (!tryWrite(join(memory, 'memory.limit_in_bytes'), String(memoryBytes))) throw new Error('memory')
-    tryWrite(join(memory, 'memory.memsw.limit_in_bytes'), String(memoryBytes))
-    if (!tryWrite(join(pids, 'pids.max'), String(processes))) throw new Error('pids')
-    // CPU time where the host lets us account it; the limits hold without it.
-    const cpu = cpuacctV1(name)
-    if (cpu) created.push(cpu)
+    if (!tryWrite(join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes)))
+      throw new Error('memory')
+    tryWrite(join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes))
+    if (!tryWrite(join(pids, 'pids.max'), String(limits.processes))) throw new Error('pids')
+    const cpu = dirs.cpu
+    if (cpu) {
+      tryWrite(join(cpu, 'cpu.shares'), String(STARTING_SHARES))
+      if (limits.milliCpus > 0) {
+        const period = readNumber(join(cpu, 'cpu.cfs_period_us')) ?? 100_000
+        if (!tryWrite(join(cpu, 'cpu.cfs_quota_us'), String(Math.round((period * limits.milliCpus) / 1000))))
+          throw new Error('cpu')
+      }
+    } else if (limits.milliCpus > 0) throw new Error('cpu')
+    const accounting = dirs.cpuacct
     const procsFiles = created.map((dir) => join(dir, 'cgroup.procs'))
     for (const file of procsFiles) chownSync(file, uid, uid)
     return {
@@ -101,13 +298,16 @@ function v1(name: string, memoryBytes: number, processes: number, uid: number): 
       procsFiles,
       oomKills: () => readCount(join(memory, 'memory.oom_control'), 'oom_kill'),
       usage: () => {
-        const nanoseconds = cpu ? readNumber(join(cpu, 'cpuacct.usage')) : undefined
+        const nanoseconds = accounting ? readNumber(join(accounting, 'cpuacct.usage')) : undefined
         const stat = join(memory, 'memory.stat')
         return {
           cpuSeconds: nanoseconds === undefined ? undefined : nanoseconds / 1e9,
           memoryBytes: readNumber(join(memory, 'memory.usage_in_bytes')) ?? 0,
           cacheBytes: readCount(stat, 'total_cache') || readCount(stat, 'cache'),
         }
+      },
+      settle: () => {
+        if (cpu) tryWrite(join(cpu, 'cpu.shares'), String(SANDBOX_SHARES))
       },
       remove: () => removeDirs(created),
     }
@@ -117,39 +317,25 @@ function v1(name: string, memoryBytes: number, processes: number, uid: number): 
   }
 }
 
-function cpuacctV1(name: string): string | undefined {
-  const own = ownPath('cpuacct')
-  const base = '/sys/fs/cgroup/cpuacct'
-  if (own === undefined || !existsSync(join(base, 'cgroup.procs'))) return undefined
-  const dir = join(base, own, `analyst-${name}`)
-  try {
-    mkdirSync(dir)
-    return dir
-  } catch {
-    return undefined
-  }
-}
-
-function v2(name: string, memoryBytes: number, processes: number, uid: number): Cgroup | undefined {
-  const own = ownPath('')
-  const mount = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].find((dir) =>
-    existsSync(join(dir, 'cgroup.controllers')),
-  )
-  if (own === undefined || mount === undefined) return undefined
-  const dir = join(mount, own, `analyst-${name}`)
+function v2(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgroup | undefined {
+  const dir = join(found.dirs.get('') as string, `analyst-${name}`)
   try {
     mkdirSync(dir)
   } catch {
     return undefined
   }
+  const hasCpu = existsSync(join(dir, 'cpu.weight'))
   const ok =
-    tryWrite(join(dir, 'memory.max'), String(memoryBytes)) &&
-    tryWrite(join(dir, 'pids.max'), String(processes))
+    tryWrite(join(dir, 'memory.max'), String(limits.memoryBytes)) &&
+    tryWrite(join(dir, 'pids.max'), String(limits.processes)) &&
+    (limits.milliCpus === 0 ||
+      (hasCpu && tryWrite(join(dir, 'cpu.max'), `${Math.round(limits.milliCpus * 100)} 100000`)))
   if (!ok) {
     removeDirs([dir])
     return undefined
   }
   tryWrite(join(dir, 'memory.swap.max'), '0')
+  if (hasCpu) tryWrite(join(dir, 'cpu.weight'), String(STARTING_SHARES / 10))
   const procs = join(dir, 'cgroup.procs')
   chownSync(procs, uid, uid)
   return {
@@ -161,17 +347,20 @@ function v2(name: string, memoryBytes: number, processes: number, uid: number): 
       memoryBytes: readNumber(join(dir, 'memory.current')) ?? 0,
       cacheBytes: readCount(join(dir, 'memory.stat'), 'file'),
     }),
+    settle: () => {
+      if (hasCpu) tryWrite(join(dir, 'cpu.weight'), String(SANDBOX_SHARES / 10))
+    },
     remove: () => removeDirs([dir]),
   }
 }
 
-/** A cgroup with the sandbox's memory and process limits, or undefined where none can be made. */
-export function createCgroup(
-  name: string,
-  memoryBytes: number,
-  processes: number,
-  uid: number,
-): Cgroup | undefined {
+/**
+ * A cgroup with the sandbox's memory, process and CPU limits, under the parent group, or undefined
+ * where none can be made (a CPU quota asked for where the host delegates no CPU controller included).
+ */
+export function createCgroup(name: string, limits: CgroupLimits, uid: number): Cgroup | undefined {
   if (process.geteuid?.() !== 0) return undefined
-  return v1(name, memoryBytes, processes, uid) ?? v2(name, memoryBytes, processes, uid)
+  const found = parentGroup()
+  if (!found) return undefined
+  return found.version === 1 ? v1(found, name, limits, uid) : v2(found, name, limits, uid)
 }

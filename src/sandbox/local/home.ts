@@ -20,6 +20,7 @@ import {
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import type { SandboxLimits } from '../backend.js'
+import { SandboxUnavailableError } from '../errors.js'
 import { kernelEnv } from '../kernel/env.js'
 import { KERNEL_SOURCE_DIRS, kernelSourceFiles } from '../kernel/sources.js'
 import { type Cgroup, createCgroup } from './cgroup.js'
@@ -69,6 +70,9 @@ export interface Home {
   /** The same, unmounting without blocking the event loop. */
   releaseAsync(): Promise<void>
 }
+
+/** What a kernel adds to its OOM score (-1000 to 1000): it goes first when memory runs out. */
+export const KERNEL_OOM_SCORE_ADJ = 900
 
 const MODULES_TO_PRELOAD = ['numpy', 'pandas', 'matplotlib']
 
@@ -225,15 +229,25 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       // tmpfs pages count as the sandbox's memory: the cgroup allows for a full workspace.
       cgroup = createCgroup(
         id,
-        config.limits.memoryBytes + config.limits.workspaceBytes,
-        config.limits.processes,
+        {
+          memoryBytes: config.limits.memoryBytes + config.limits.workspaceBytes,
+          processes: config.limits.processes,
+          milliCpus: config.limits.milliCpus,
+        },
         uid,
       )
+
       if (cgroup) {
         writeFileSync(join(dir, CGROUPS_MARK), cgroup.paths.join('\n'))
         const group = cgroup
         cleanups.push(() => group.remove())
       }
+    }
+    if (!cgroup && config.limits.milliCpus > 0) {
+      throw new SandboxUnavailableError(
+        'A CPU quota is kept by a cgroup, which Analyst makes only when it runs as root with isolation on',
+        { hint: 'Leave the CPU quota out, or run Analyst as root.' },
+      )
     }
     if (sandboxed) {
       mkdirSync(join(work, 'data'), { mode: 0o755 }) // where the jail mounts data/
@@ -248,6 +262,8 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       fileSizeBytes: config.limits.fileSizeBytes,
       openFiles: config.limits.openFiles,
       cpuSeconds: config.limits.cpuSeconds,
+      // The OOM killer's first choice is a kernel, never the host process (which lowers its own).
+      oomScoreAdj: KERNEL_OOM_SCORE_ADJ,
     }
     // RLIMIT_NPROC counts every process of the real uid: exact with a uid of our own, else on top of what runs.
     if (owner) kernelLimits.processes = config.limits.processes

@@ -4,11 +4,14 @@
  * `X-API-KEY` as one of Analyst's tokens.
  * @module
  */
+
+import { availableParallelism } from 'node:os'
 import { type Context, Hono } from 'hono'
 import { z } from 'zod'
 import { AnalystError, statusOf } from '../../errors.js'
 import { advice } from '../../fixes.js'
-import type { SandboxProvider } from '../../sandbox/index.js'
+import type { SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
+import { resolveLimits } from '../../sandbox/kernel/limits.js'
 import { ENVD_VERSION, type Registry, type SandboxEntry, unguessable } from './registry.js'
 import { ServedSandbox } from './served.js'
 
@@ -37,6 +40,9 @@ const NewSandbox = z
     autoPause: z.boolean().nullish(),
     autoResume: z.object({ enabled: z.boolean().nullish() }).loose().nullish(),
     secure: z.boolean().nullish(),
+    // Set by a template in E2B; Analyst takes them on the sandbox too (its own memory and CPU quota).
+    memoryMB: z.number().int().min(64).nullish(),
+    cpuCount: z.number().int().min(1).nullish(),
     network: z
       .object({
         allowOut: z.array(z.unknown()).nullish(),
@@ -129,11 +135,19 @@ function view(entry: SandboxEntry) {
     endAt: entry.endAt.toISOString(),
     metadata: entry.metadata,
     state: entry.state,
-    cpuCount: 1,
-    memoryMB: 2048,
+    ...sizeOf(entry.limits),
     diskSizeMB: 1024,
     allowInternetAccess: entry.network,
     lifecycle: { onTimeout: entry.autoPause ? 'pause' : 'kill', autoResume: entry.autoResume },
+  }
+}
+
+/** E2B's cpuCount and memoryMB of a sandbox with these limits (no CPU quota: every core). */
+function sizeOf(given: Partial<SandboxLimits>) {
+  const limits = resolveLimits(given)
+  return {
+    cpuCount: limits.milliCpus > 0 ? Math.ceil(limits.milliCpus / 1000) : availableParallelism(),
+    memoryMB: Math.round(limits.memoryBytes / 1024 ** 2),
   }
 }
 
@@ -150,11 +164,19 @@ export interface ControlOptions {
   registry: Registry
   /** Let a client that asks for `allow_internet_access: true` have network. @default false */
   allowNetwork?: boolean
+  /** Each sandbox's own limits unless a request sets memoryMB or cpuCount (the server's --memory, --cpus). */
+  limits?: Partial<SandboxLimits>
   /** Refuse new sandboxes (the server is stopping). */
   closing: () => boolean
 }
 
-export function controlRoutes({ provider, registry, allowNetwork = false, closing }: ControlOptions) {
+export function controlRoutes({
+  provider,
+  registry,
+  allowNetwork = false,
+  limits: defaults = {},
+  closing,
+}: ControlOptions) {
   const app = new Hono<ControlEnv>()
   app.onError((error, c) => {
     const status = statusOf(error)
@@ -190,7 +212,11 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
     }
     const envs = request.envVars ?? {}
     const network = request.allow_internet_access === true
-    const sandbox = await ServedSandbox.start(provider, { envs, network, signal: c.req.raw.signal })
+    const limits: Partial<SandboxLimits> = { ...defaults }
+    if (request.memoryMB) limits.memoryBytes = request.memoryMB * 1024 ** 2
+    if (request.cpuCount) limits.milliCpus = request.cpuCount * 1000
+    await registry.admit(c.env.owner)
+    const sandbox = await ServedSandbox.start(provider, { envs, network, limits, signal: c.req.raw.signal })
     const entry = registry.add(
       {
         id: unguessable('i'),
@@ -199,6 +225,7 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
         sandbox,
         envs,
         network,
+        limits,
         autoPause: request.autoPause === true,
         autoResume: request.autoResume?.enabled === true,
         metadata: request.metadata ?? {},

@@ -10,7 +10,7 @@
  * @module
  */
 import { Hono } from 'hono'
-import type { SandboxProvider } from '../../sandbox/index.js'
+import type { MemoryBudget, SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
 import { ownerOf } from '../auth/secrets.js'
 import { controlRoutes, e2bError } from './control.js'
 import { envdRoutes } from './envd.js'
@@ -34,6 +34,10 @@ export interface E2BApiOptions {
   authenticate?: (key: string) => Promise<string | undefined>
   /** Let a client that asks for `allowInternetAccess: true` have network. @default false */
   allowNetwork?: boolean
+  /** The memory budget shared with the sessions: idle sandboxes are paused for it (resumed at their next call). */
+  budget?: MemoryBudget
+  /** Each sandbox's own memory and CPU, unless a request sets memoryMB or cpuCount. */
+  limits?: Partial<SandboxLimits>
   /** Largest upload through `files.write`. @default 256 MiB */
   maxUploadBytes?: number
 }
@@ -54,12 +58,13 @@ function isSignedFile(request: Request): boolean {
 }
 
 export function createE2BApi(options: E2BApiOptions): E2BApi {
-  const registry = new Registry(options.provider)
+  const registry = new Registry(options.provider, options.budget)
   let closing = false
   const control = controlRoutes({
     provider: options.provider,
     registry,
     allowNetwork: options.allowNetwork,
+    limits: options.limits,
     closing: () => closing,
   })
   const envd = envdRoutes({ registry, maxUploadBytes: options.maxUploadBytes })
@@ -67,7 +72,10 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
 
   /** The running sandbox a call goes into; a paused one is resumed first when it asked for that. */
   const reach = async (entry: SandboxEntry | undefined): Promise<SandboxEntry | undefined> => {
-    if (entry?.state === 'paused' && entry.autoResume) await registry.resume(entry, RESUMED_SECONDS)
+    // Paused to free memory: resumed as if it had asked for autoResume.
+    if (entry?.state === 'paused' && (entry.autoResume || entry.evicted))
+      await registry.resume(entry, RESUMED_SECONDS)
+    if (entry?.state === 'running') registry.touch(entry)
     return entry?.state === 'running' ? entry : undefined
   }
 

@@ -169,6 +169,7 @@ export function interpreterRoutes(registry: Registry) {
         c.req.raw.signal.removeEventListener('abort', stop)
         send({ type: 'end_of_execution' })
       })
+    registry.working(entry, finished)
     const headers = { 'content-type': 'application/x-ndjson' }
     const quick = await Promise.race([finished.then(() => true), sleep(BUFFER_MS).then(() => false)])
     // A sandbox killed or paused while the cell ran: the stream is cut off, with no last line.

@@ -6,7 +6,14 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { InvalidArgumentError, NotFoundError } from '../../errors.js'
-import type { Context, Language, SandboxProvider } from '../../sandbox/index.js'
+import type {
+  Context,
+  Language,
+  MemoryBudget,
+  ResidentHandle,
+  SandboxLimits,
+  SandboxProvider,
+} from '../../sandbox/index.js'
 import { MetricsHistory } from './metrics.js'
 import { type RecordedCell, replay, Snapshot } from './pause.js'
 import { ServedSandbox } from './served.js'
@@ -41,6 +48,8 @@ export interface SandboxEntry {
   /** What the sandbox was made with, to make it again on resume. */
   envs: Record<string, string>
   network: boolean
+  /** Its own memory and CPU (memoryMB, cpuCount), kept across resumes. */
+  limits: Partial<SandboxLimits>
   /** Pause rather than kill at the deadline (E2B's lifecycle onTimeout: 'pause'). */
   autoPause: boolean
   /** Resume a paused sandbox when a call reaches it (E2B's autoResume). */
@@ -64,6 +73,12 @@ export interface SandboxEntry {
   metrics: MetricsHistory
   /** The pause, resume or kill under way: the next one waits for it. */
   transition: Promise<unknown>
+  /** Cells running now: a sandbox at work is not paused to free memory. */
+  working: number
+  /** Paused to free memory (the server's budget): the next call resumes it, as with autoResume. */
+  evicted: boolean
+  /** Its place in the memory budget while it runs. */
+  resident?: ResidentHandle
 }
 
 export interface NewEntry {
@@ -73,6 +88,7 @@ export interface NewEntry {
   sandbox: ServedSandbox
   envs: Record<string, string>
   network: boolean
+  limits: Partial<SandboxLimits>
   autoPause: boolean
   autoResume: boolean
   metadata: Record<string, string>
@@ -103,7 +119,44 @@ export class Registry {
   private readonly entries = new Map<string, SandboxEntry>()
   private created = 0
 
-  constructor(private readonly provider: SandboxProvider) {}
+  constructor(
+    private readonly provider: SandboxProvider,
+    private readonly budget?: MemoryBudget,
+  ) {}
+
+  /** Room in the memory budget for one more sandbox of `owner`, else CapacityError (503). */
+  async admit(owner: string | null): Promise<void> {
+    await this.budget?.admit(owner)
+  }
+
+  /** A cell runs in the sandbox until `work` settles: meanwhile it is not paused for memory. */
+  working(entry: SandboxEntry, work: Promise<unknown>) {
+    entry.working++
+    entry.resident?.touch()
+    void work.finally(() => {
+      entry.working--
+      entry.resident?.touch()
+    })
+  }
+
+  /** A call reached it: the last to be paused for memory. */
+  touch(entry: SandboxEntry) {
+    entry.resident?.touch()
+  }
+
+  /** In the memory budget while it runs: paused when idle and memory runs short. */
+  private budgeted(entry: SandboxEntry) {
+    entry.resident?.remove()
+    entry.resident = this.budget?.add({
+      owner: entry.owner,
+      describe: () => `sandbox ${entry.id}`,
+      busy: () => entry.working > 0,
+      evict: async () => {
+        const paused = await this.pause(entry, { evicted: true }).catch(() => false)
+        if (!paused && entry.state === 'running' && this.entries.has(entry.id)) this.budgeted(entry)
+      },
+    })
+  }
 
   add(fields: NewEntry, timeoutSeconds: number): SandboxEntry {
     const now = new Date()
@@ -121,8 +174,11 @@ export class Registry {
       recordedBytes: 0,
       metrics: new MetricsHistory(now.getTime()),
       transition: Promise.resolve(),
+      working: 0,
+      evicted: false,
     }
     this.entries.set(entry.id, entry)
+    this.budgeted(entry)
     this.setTimeout(entry, timeoutSeconds, now.getTime())
     return entry
   }
@@ -171,7 +227,7 @@ export class Registry {
   }
 
   /** Pauses a running sandbox; false when it was paused already. */
-  pause(entry: SandboxEntry): Promise<boolean> {
+  pause(entry: SandboxEntry, options: { evicted?: boolean } = {}): Promise<boolean> {
     return this.step(entry, async () => {
       if (!this.entries.has(entry.id)) throw gone(entry)
       if (entry.state === 'paused') return false
@@ -181,7 +237,11 @@ export class Registry {
         )
       }
       const snapshot = await Snapshot.take(entry.sandbox)
+      entry.resident?.remove()
+      entry.resident = undefined
       entry.state = 'paused'
+      // Paused by the memory budget: the next call resumes it (set with the state: a call may come at once).
+      entry.evicted = options.evicted === true
       entry.snapshot = snapshot
       clearTimeout(entry.timer)
       entry.life.abort()
@@ -195,7 +255,12 @@ export class Registry {
     return this.step(entry, async () => {
       if (!this.entries.has(entry.id)) throw gone(entry)
       if (entry.state === 'running') return false
-      const sandbox = await ServedSandbox.start(this.provider, { envs: entry.envs, network: entry.network })
+      await this.admit(entry.owner)
+      const sandbox = await ServedSandbox.start(this.provider, {
+        envs: entry.envs,
+        network: entry.network,
+        limits: entry.limits,
+      })
       try {
         const snapshot = entry.snapshot
         await snapshot?.restore(sandbox)
@@ -217,6 +282,8 @@ export class Registry {
       entry.sandbox = sandbox
       entry.life = new AbortController()
       entry.state = 'running'
+      entry.evicted = false
+      this.budgeted(entry)
       this.setTimeout(entry, timeoutSeconds)
       return true
     })
@@ -227,6 +294,7 @@ export class Registry {
     const entry = this.entries.get(id)
     if (!entry) return false
     this.entries.delete(id)
+    entry.resident?.remove()
     clearTimeout(entry.timer)
     entry.life.abort()
     await this.step(entry, async () => {

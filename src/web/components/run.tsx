@@ -331,6 +331,11 @@ export function Run({
       <div class="question">
         <p>{person ? 'You ran a cell' : run.question}</p>
       </div>
+      {run.notice && (
+        <p class="notice" role="status">
+          {run.notice}
+        </p>
+      )}
       {run.steps.length > 0 && (
         <div class="steps">
           {run.steps.map((step) => (

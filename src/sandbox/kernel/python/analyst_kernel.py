@@ -75,6 +75,14 @@ def apply_limits(limits):
         if value:
             resource.setrlimit(which, (value, value))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # Raised, never lowered (that takes a privilege): when memory runs out, a kernel goes first.
+    adj = limits.get('oomScoreAdj')
+    if adj is not None:
+        try:
+            with open('/proc/self/oom_score_adj', 'w') as f:
+                f.write(str(int(adj)))
+        except OSError:
+            pass
 
 
 class CpuTimeExceeded(Exception):

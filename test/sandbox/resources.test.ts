@@ -1,0 +1,96 @@
+/**
+ * A sandbox's own memory and CPU, with real cgroups (as root): --memory and --cpus reach its
+ * cgroup, every sandbox sits under the process's parent group at a CPU weight below the host's,
+ * the kernel (not the host process) is the OOM killer's first choice, and a cell over the memory
+ * limit gets a MemoryError that names it while the session goes on.
+ */
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LocalProvider, Sandbox } from '../../src/index.js'
+import { KERNEL_OOM_SCORE_ADJ } from '../../src/sandbox/local/home.js'
+import { CGROUPS_MARK, getRuntime } from '../../src/sandbox/local/runtime.js'
+import { SERVER_OOM_SCORE_ADJ } from '../../src/server/oom.js'
+import { startServe } from '../support/serve.js'
+import { waitFor } from '../support/wait.js'
+
+const isRoot = process.geteuid?.() === 0
+const MiB = 1024 ** 2
+
+describe.skipIf(!isRoot)("a sandbox's own memory and CPU (real cgroups)", () => {
+  const provider = new LocalProvider({ poolSize: 0 })
+  let sandbox: Sandbox
+
+  beforeAll(async () => {
+    sandbox = await Sandbox.create({ provider, limits: { memoryBytes: 768 * MiB, milliCpus: 500 } })
+  })
+  afterAll(async () => {
+    await sandbox?.kill()
+    await provider.close()
+  })
+
+  const cgroups = () =>
+    readFileSync(join(getRuntime().own, `sb-${sandbox.sandboxId}`, CGROUPS_MARK), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+  const read = (dir: string, file: string) => readFileSync(join(dir, file), 'utf8').trim()
+
+  it('--memory and --cpus are its cgroup limits; its weight is below the host, its parent is the budget', () => {
+    const memory = cgroups().find((path) => path.includes('/memory/'))
+    const cpu = cgroups().find((path) => path.includes('/cpu/'))
+    expect(memory && cpu, cgroups().join(' ')).toBeTruthy()
+    // Memory plus the workspace's tmpfs (1 GiB by default), which counts as the sandbox's memory.
+    expect(Number(read(memory as string, 'memory.limit_in_bytes'))).toBe(768 * MiB + 1024 * MiB)
+    const period = Number(read(cpu as string, 'cpu.cfs_period_us'))
+    expect(Number(read(cpu as string, 'cpu.cfs_quota_us'))).toBe(period / 2)
+    // Once started, it weighs less than a process of the host (1024), and so do all together.
+    expect(Number(read(cpu as string, 'cpu.shares'))).toBeLessThan(1024)
+    expect(Number(read(dirname(cpu as string), 'cpu.shares'))).toBeLessThan(1024)
+    expect(dirname(memory as string)).toMatch(/analyst-\d+-\d+$/)
+    expect(Number(read(dirname(memory as string), 'memory.limit_in_bytes'))).toBeGreaterThan(0)
+  })
+
+  it('its kernel is the OOM killer first choice', async () => {
+    const adj = await sandbox.runCode("open('/proc/self/oom_score_adj').read().strip()")
+    expect(adj.text).toBe(`'${KERNEL_OOM_SCORE_ADJ}'`)
+  })
+
+  it('a cell over its memory limit gets a MemoryError naming the limit; the next cell says so, its state kept', async () => {
+    await sandbox.runCode('kept = 41')
+    const over = await sandbox.runCode('big = bytearray(2 * 1024**3)')
+    expect(over.error?.name).toBe('MemoryError')
+    expect(over.error?.value).toMatch(/memory limit, 768 MiB/)
+    const next = await sandbox.runCode('kept + 1')
+    expect(next.text).toBe('42')
+    expect(next.logs.stderr.join('')).toMatch(/ran out of memory .*768 MiB.*went on/)
+  })
+
+  it('a CPU quota the host cannot keep is refused, not ignored', async () => {
+    const none = new LocalProvider({ poolSize: 0 })
+    await expect(
+      Sandbox.create({ provider: none, isolation: 'none', limits: { milliCpus: 500 } }),
+    ).rejects.toThrow(/CPU quota/)
+    await none.close()
+  })
+
+  it('analyst serve lowers its own OOM score', async () => {
+    const { child } = await startServe([], {
+      PATH: process.env.PATH ?? '',
+      ANALYST_HOME: join(getRuntime().own, 'serve-home'),
+      ANALYST_POOL_SIZE: '0',
+    })
+    try {
+      const adj = await waitFor(() => readFileSync(`/proc/${child.pid}/oom_score_adj`, 'utf8').trim(), {
+        what: "the server's oom_score_adj",
+      })
+      // Lowering takes CAP_SYS_RESOURCE, which some containers drop (this one does): then it stays
+      // at 0, far below the kernels' score.
+      const permitted = spawnSync('sh', ['-c', 'echo -900 > /proc/self/oom_score_adj']).status === 0
+      expect(Number(adj)).toBe(permitted ? SERVER_OOM_SCORE_ADJ : 0)
+      expect(KERNEL_OOM_SCORE_ADJ).toBeGreaterThan(Number(adj))
+    } finally {
+      child.kill('SIGKILL')
+    }
+  })
+})
