@@ -33,7 +33,8 @@ async function time(fn) {
 }
 
 const first = []
-for (let i = 0; i < N.first; i++) first.push(await time(() => framePage(sandbox, frame.id, { offset: 0, limit: 50 })))
+for (let i = 0; i < N.first; i++)
+  first.push(await time(() => framePage(sandbox, frame.id, { offset: 0, limit: 50 })))
 const deep = []
 for (let i = 0; i < N.first; i++)
   deep.push(await time(() => framePage(sandbox, frame.id, { offset: ROWS - 50, limit: 50 })))
@@ -53,7 +54,9 @@ await provider.close()
 const ms = (v) => `${v.toFixed(2)} ms`
 const p50 = (v) => percentile(v, 50)
 console.log(`\n## Grid paging over a kept frame (${machine()})\n`)
-console.log(`${ROWS.toLocaleString('en')} rows (int64, float64, int64); load ${(await import('node:os')).loadavg()[0].toFixed(1)}\n`)
+console.log(
+  `${ROWS.toLocaleString('en')} rows (int64, float64, int64); load ${(await import('node:os')).loadavg()[0].toFixed(1)}\n`,
+)
 console.log(
   table(
     ['measure', 'p50', 'p99', 'against'],

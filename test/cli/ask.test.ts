@@ -97,10 +97,13 @@ describe('analyst ask', () => {
           tools: (request.tools as Array<{ function: { name: string } }>).map((t) => t.function.name),
           system: String(request.messages[0]?.content),
         })
-        const code = 's <- read.csv("data/sales.csv")\nby_region <- aggregate(order_value ~ region, s, sum)\nnrow(s)'
+        const code =
+          's <- read.csv("data/sales.csv")\nby_region <- aggregate(order_value ~ region, s, sum)\nnrow(s)'
         return { toolCalls: [{ name: 'run_r', arguments: JSON.stringify({ code }) }] }
       },
-      (request) => ({ content: `The file has ${lastObservation(request).match(/\[1\] (\d+)/)?.[1]} orders.` }),
+      (request) => ({
+        content: `The file has ${lastObservation(request).match(/\[1\] (\d+)/)?.[1]} orders.`,
+      }),
     ])
     const { code, stdout } = await analyst(
       ['ask', 'How many orders?', '--data', SALES, '--language', 'r', '--mode', 'tools', '--json'],

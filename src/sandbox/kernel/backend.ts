@@ -20,7 +20,7 @@ import type {
   TerminalProcess,
   TerminalSize,
 } from '../backend.js'
-import { CommandOutput, formatBytes, killedError, STATE_LOST } from '../cell-output.js'
+import { CommandOutput, formatBytes, killedError } from '../cell-output.js'
 import { NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { answerQuestion, type RunningCell } from '../host-questions.js'
 import { LANGUAGES } from '../languages.js'
