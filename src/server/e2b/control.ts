@@ -25,6 +25,15 @@ export function e2bError(c: Context, status: number, message: string) {
   return c.json({ code: status, message }, status as 400)
 }
 
+/** An error as E2B's body, with its status and what to do (every E2B route answers errors so). */
+export function answerError(error: Error, c: Context) {
+  const status = statusOf(error)
+  if (status >= 500 && !AnalystError.isInstance(error)) console.error('analyst serve: E2B API error:', error)
+  const what = AnalystError.isInstance(error) ? advice(error, 'http') : undefined
+  const hint = what ? ` ${what}` : ''
+  return e2bError(c, status, `${error.message}${hint}`)
+}
+
 const Timeout = z.number().int().min(0).max(MAX_TIMEOUT_SECONDS)
 
 const NewSandbox = z
@@ -156,14 +165,7 @@ export interface ControlOptions {
 
 export function controlRoutes({ provider, registry, allowNetwork = false, closing }: ControlOptions) {
   const app = new Hono<ControlEnv>()
-  app.onError((error, c) => {
-    const status = statusOf(error)
-    if (status >= 500 && !AnalystError.isInstance(error))
-      console.error('analyst serve: E2B API error:', error)
-    const what = AnalystError.isInstance(error) ? advice(error, 'http') : undefined
-    const hint = what ? ` ${what}` : ''
-    return e2bError(c, status, `${error.message}${hint}`)
-  })
+  app.onError(answerError)
 
   const owned = (c: Context<ControlEnv>) => registry.owned(c.req.param('id') as string, c.env.owner)
   const missing = (c: Context<ControlEnv>) =>
