@@ -11,6 +11,8 @@
  * <id>/venv/           pip layers over the host's Python (base 'host' with pip steps)
  * names/<name>         a symbolic link to ../<id>
  * ```
+ * manifest.json holds this shape less what the folder's place says (dir, rootfs, names), plus
+ * `hasRootfs`; read it with store.ts (`resolveTemplate(home, nameOrId)`), which fills those in.
  * @module
  */
 
