@@ -7,7 +7,13 @@
  * @module
  */
 import { randomUUID } from 'node:crypto'
-import { ConflictError, ForbiddenError, NotFoundError, RateLimitError } from '../errors.js'
+import {
+  ConflictError,
+  ForbiddenError,
+  InvalidArgumentError,
+  NotFoundError,
+  RateLimitError,
+} from '../errors.js'
 import type { BuiltTemplate } from '../templates/types.js'
 
 /** How long, how much disk and how much memory one build may take. */
@@ -21,6 +27,26 @@ export const DEFAULT_BUILD_LIMITS: TemplateBuildLimits = {
   timeoutMs: 30 * 60_000,
   diskBytes: 8 * 1024 ** 3,
   memoryBytes: 4 * 1024 ** 3,
+}
+
+/**
+ * The limits the operator set: ANALYST_TEMPLATE_BUILD_TIMEOUT (seconds), ANALYST_TEMPLATE_BUILD_DISK_MB
+ * and ANALYST_TEMPLATE_BUILD_MEMORY_MB; the defaults for those unset.
+ */
+export function buildLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): TemplateBuildLimits {
+  const number = (name: string, scale: number, fallback: number) => {
+    const value = env[name]
+    if (value === undefined || value === '') return fallback
+    const parsed = Number(value)
+    if (!Number.isFinite(parsed) || parsed <= 0)
+      throw new InvalidArgumentError(`${name} must be a positive number, not ${value}`)
+    return parsed * scale
+  }
+  return {
+    timeoutMs: number('ANALYST_TEMPLATE_BUILD_TIMEOUT', 1000, DEFAULT_BUILD_LIMITS.timeoutMs),
+    diskBytes: number('ANALYST_TEMPLATE_BUILD_DISK_MB', 1024 ** 2, DEFAULT_BUILD_LIMITS.diskBytes),
+    memoryBytes: number('ANALYST_TEMPLATE_BUILD_MEMORY_MB', 1024 ** 2, DEFAULT_BUILD_LIMITS.memoryBytes),
+  }
 }
 
 export interface BuildLogLine {
@@ -170,8 +196,8 @@ export class TemplateBuilds {
 
   /** Calls `listener` for each event of the build from now on; returns the unsubscribe. */
   subscribe(id: string, listener: (event: BuildEvent) => void): () => void {
-    let set = this.#listeners.get(id)
-    if (!set) this.#listeners.set(id, (set = new Set()))
+    const set = this.#listeners.get(id) ?? new Set()
+    this.#listeners.set(id, set)
     set.add(listener)
     return () => set.delete(listener)
   }
@@ -215,7 +241,8 @@ export class TemplateBuilds {
   async #run(build: TemplateBuild, controller: AbortController, run: RunBuild) {
     const { signal } = controller
     const timer = setTimeout(
-      () => controller.abort(new Error(`the build ran past its time limit (${this.limits.timeoutMs / 1000} s)`)),
+      () =>
+        controller.abort(new Error(`the build ran past its time limit (${this.limits.timeoutMs / 1000} s)`)),
       this.limits.timeoutMs,
     )
     try {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
-import { type RunningServer, startServer } from '../../src/server/index.js'
+import { type RunningServer, type ServerOptions, startServer } from '../../src/server/index.js'
 
 export interface E2BServer {
   server: RunningServer
@@ -21,7 +21,9 @@ export interface E2BServer {
 
 /** Starts the server with one token and sets E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY. */
 export async function startE2BServer(
-  options: { poolSize?: number; allowNetwork?: boolean } = {},
+  options: Pick<ServerOptions, 'allowNetwork' | 'allowTemplateBuilds' | 'templateBuilder'> & {
+    poolSize?: number
+  } = {},
 ): Promise<E2BServer> {
   const home = mkdtempSync(join(tmpdir(), 'analyst-e2b-'))
   const provider = new LocalProvider({ poolSize: options.poolSize ?? 1, interruptGraceMs: 1000 })
@@ -34,6 +36,8 @@ export async function startE2BServer(
     tokens: [token, otherToken],
     provider,
     allowNetwork: options.allowNetwork,
+    allowTemplateBuilds: options.allowTemplateBuilds,
+    ...(options.templateBuilder ? { templateBuilder: options.templateBuilder } : {}),
   })
   process.env.E2B_API_URL = server.url
   process.env.E2B_SANDBOX_URL = server.url

@@ -7,7 +7,6 @@
  */
 import { z } from 'zod'
 import { InvalidArgumentError } from '../../errors.js'
-import type { TemplateBase } from '../../templates/types.js'
 import { TEMPLATES } from './control.js'
 
 export const TemplateStep = z
@@ -33,18 +32,25 @@ export const BuildStart = z
 
 export type BuildStart = z.infer<typeof BuildStart>
 
-/** One step, as Analyst's build takes it; `index` is its place in the request (E2B's step number less one). */
-export type RequestStep =
-  | { index: number; kind: 'run'; command: string; user?: string }
-  | { index: number; kind: 'copy'; src: string; dest: string; filesHash: string; user?: string; mode?: number }
-  | { index: number; kind: 'env'; env: Record<string, string> }
-  | { index: number; kind: 'workdir'; path: string }
-  | { index: number; kind: 'user'; user: string }
+/** A step of Analyst's recipe (src/templates/steps.ts), one per step of the request, in order. */
+export type RecipeStep =
+  | { type: 'copy'; src: string; dest: string; user?: string; mode?: string }
+  | { type: 'env'; vars: Record<string, string> }
+  | { type: 'run'; command: string; user?: string }
+  | { type: 'workdir'; path: string }
+  | { type: 'user'; name: string }
+
+export type RecipeBase =
+  | { kind: 'host' }
+  | { kind: 'debian'; suite: string; slim: boolean }
+  | { kind: 'template'; name: string }
 
 export interface BuildRequest {
-  /** The base; `{ template }` is another template built here. */
-  base: TemplateBase | { kind: 'template'; name: string }
-  steps: RequestStep[]
+  base: RecipeBase
+  /** Step i is E2B's step i + 1. A COPY's src is under the folder of its files: `<filesHash>/<src>`. */
+  steps: RecipeStep[]
+  /** The files hash of each COPY step, to unpack into the build's folder. */
+  files: string[]
   /** Python run once in the kernel, that every sandbox forks from: the start and ready commands. */
   start?: string
   /** Rebuild every step, whatever the cache holds (E2B's skipCache). */
@@ -69,11 +75,12 @@ export function basesThatWork(built: readonly string[] = []): string {
 }
 
 /** `debian:trixie-slim` (or docker.io/library/debian:12) → its suite; undefined for any other image. */
-export function debianSuite(image: string): string | undefined {
+export function debianSuite(image: string): { suite: string; slim: boolean } | undefined {
   const match = image.match(/^(?:(?:docker\.io\/)?library\/)?debian(?::([\w.-]+))?$/)
   if (!match) return undefined
-  const tag = (match[1] ?? 'latest').replace(/-slim$/, '')
-  return SUITES[tag]
+  const tag = match[1] ?? 'latest'
+  const suite = SUITES[tag.replace(/-slim$/, '')]
+  return suite ? { suite, slim: tag.endsWith('-slim') } : undefined
 }
 
 /** The request's base, or a refusal that names the bases that work. */
@@ -87,13 +94,16 @@ function baseOf(request: BuildStart, built: readonly string[]): BuildRequest['ba
     if (TEMPLATES.includes(request.fromTemplate)) return { kind: 'host' }
     const name = request.fromTemplate.replace(/:latest$/, '')
     if (built.includes(name)) return { kind: 'template', name }
-    throw new InvalidArgumentError(`There is no template "${request.fromTemplate}" on this server to build from.`, {
-      hint: `Bases that work: ${basesThatWork(built)}.`,
-    })
+    throw new InvalidArgumentError(
+      `There is no template "${request.fromTemplate}" on this server to build from.`,
+      {
+        hint: `Bases that work: ${basesThatWork(built)}.`,
+      },
+    )
   }
   const image = request.fromImage ?? ''
-  const suite = debianSuite(image)
-  if (suite) return { kind: 'debian', suite }
+  const debian = debianSuite(image)
+  if (debian) return { kind: 'debian', ...debian }
   throw new InvalidArgumentError(
     image
       ? `The base image "${image}" cannot be had here: this server reaches no container registry.`
@@ -104,16 +114,17 @@ function baseOf(request: BuildStart, built: readonly string[]): BuildRequest['ba
 
 const HASH = /^[0-9a-f]{64}$/
 
-function stepOf(step: z.infer<typeof TemplateStep>, index: number): RequestStep {
+function stepOf(step: z.infer<typeof TemplateStep>, index: number): RecipeStep {
   const { type, args } = step
   const at = `step ${index + 1} (${type})`
   const need = (count: number) => {
-    if (args.length < count) throw new InvalidArgumentError(`${at} needs ${count} arguments, not ${args.length}`)
+    if (args.length < count)
+      throw new InvalidArgumentError(`${at} needs ${count} arguments, not ${args.length}`)
   }
   switch (type) {
     case 'RUN':
       need(1)
-      return { index, kind: 'run', command: args[0] as string, ...(args[1] ? { user: args[1] } : {}) }
+      return { type: 'run', command: args[0] as string, ...(args[1] ? { user: args[1] } : {}) }
     case 'COPY': {
       need(2)
       if (!step.filesHash || !HASH.test(step.filesHash))
@@ -121,33 +132,32 @@ function stepOf(step: z.infer<typeof TemplateStep>, index: number): RequestStep 
       const [src, dest, user, mode] = args as [string, string, string?, string?]
       if (src.startsWith('/') || src.split('/').includes('..'))
         throw new InvalidArgumentError(`${at}: the source ${src} must be a path inside the build's folder`)
-      const parsedMode = mode ? Number.parseInt(mode, 8) : undefined
-      if (parsedMode !== undefined && !(parsedMode >= 0 && parsedMode <= 0o7777))
+      if (mode && !/^[0-7]{3,4}$/.test(mode))
         throw new InvalidArgumentError(`${at}: the mode ${mode} is not an octal file mode`)
       return {
-        index,
-        kind: 'copy',
-        src,
+        type: 'copy',
+        src: `${step.filesHash}/${src.replace(/^\.\//, '')}`,
         dest,
-        filesHash: step.filesHash,
         ...(user ? { user } : {}),
-        ...(parsedMode !== undefined ? { mode: parsedMode } : {}),
+        ...(mode ? { mode } : {}),
       }
     }
     case 'ENV': {
       if (args.length % 2 !== 0) throw new InvalidArgumentError(`${at} needs names and values in pairs`)
-      const env: Record<string, string> = {}
-      for (let i = 0; i < args.length; i += 2) env[args[i] as string] = args[i + 1] as string
-      return { index, kind: 'env', env }
+      const vars: Record<string, string> = {}
+      for (let i = 0; i < args.length; i += 2) vars[args[i] as string] = args[i + 1] as string
+      return { type: 'env', vars }
     }
     case 'WORKDIR':
       need(1)
-      return { index, kind: 'workdir', path: args[0] as string }
+      return { type: 'workdir', path: args[0] as string }
     case 'USER':
       need(1)
-      return { index, kind: 'user', user: args[0] as string }
+      return { type: 'user', name: args[0] as string }
     default:
-      throw new InvalidArgumentError(`${at}: Analyst builds COPY, ENV, RUN, WORKDIR and USER steps, not ${type}`)
+      throw new InvalidArgumentError(
+        `${at}: Analyst builds COPY, ENV, RUN, WORKDIR and USER steps, not ${type}`,
+      )
   }
 }
 
@@ -158,7 +168,8 @@ function stepOf(step: z.infer<typeof TemplateStep>, index: number): RequestStep 
 export function startCode(startCmd: string | undefined, readyCmd: string | undefined): string | undefined {
   if (!startCmd && !readyCmd) return undefined
   const lines = ['import subprocess as _sp, time as _time']
-  if (startCmd) lines.push(`_sp.Popen(['/bin/sh', '-c', ${JSON.stringify(startCmd)}], start_new_session=True)`)
+  if (startCmd)
+    lines.push(`_sp.Popen(['/bin/sh', '-c', ${JSON.stringify(startCmd)}], start_new_session=True)`)
   if (readyCmd) {
     lines.push(
       `_deadline = _time.monotonic() + 120`,
@@ -185,6 +196,11 @@ export function readBuildRequest(body: unknown, built: readonly string[]): Build
   return {
     base,
     steps,
+    files: [
+      ...new Set(
+        request.steps.flatMap((step) => (step.type === 'COPY' && step.filesHash ? [step.filesHash] : [])),
+      ),
+    ],
     ...(start ? { start } : {}),
     force: request.force === true || request.steps.some((step) => step.force === true),
   }

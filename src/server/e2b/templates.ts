@@ -116,7 +116,8 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     const parsed = NewTemplate.safeParse(await c.req.json().catch(() => ({})))
     if (!parsed.success) throw new InvalidArgumentError('Invalid request: the body is not a template request')
     const given = parsed.data.name ?? parsed.data.alias
-    if (!given) throw new InvalidArgumentError('The template needs a name: Template.build(template, "my-name")')
+    if (!given)
+      throw new InvalidArgumentError('The template needs a name: Template.build(template, "my-name")')
     const name = nameOf(given, parsed.data.tags ?? [])
     if (TEMPLATES.includes(name))
       throw new InvalidArgumentError(`"${name}" is the server's own template and cannot be rebuilt`)
@@ -147,11 +148,14 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
       throw new NotFoundError(`No build ${buildID} was requested for template ${c.req.param('id')}`)
     const request = readBuildRequest(await c.req.json().catch(() => undefined), names())
     const owner = c.env.owner
-    for (const step of request.steps)
-      if (step.kind === 'copy' && !files.present(owner, step.filesHash))
-        throw new InvalidArgumentError(
-          `The files of step ${step.index + 1} (COPY ${step.src}) were not uploaded`,
-        )
+    const missing = request.files.find((hash) => !files.present(owner, hash))
+    if (missing)
+      throw new InvalidArgumentError(
+        `The files of hash ${missing.slice(0, 12)}… (a COPY step) were not uploaded`,
+        {
+          hint: 'Build again: the SDK uploads the files that are missing.',
+        },
+      )
     requested.delete(buildID)
     builds.start(
       pending.name,
@@ -219,7 +223,9 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
 
   app.delete('/templates/:id', (c) => {
     if (!c.env.builder)
-      throw new ForbiddenError('Only administrators remove templates on this server (ANALYST_OIDC_ADMIN_GROUPS)')
+      throw new ForbiddenError(
+        'Only administrators remove templates on this server (ANALYST_OIDC_ADMIN_GROUPS)',
+      )
     const id = c.req.param('id')
     if (TEMPLATES.includes(id)) throw new InvalidArgumentError(`"${id}" is the server's own template`)
     if (!find(catalog, id)) return e2bFail(c, 404, `template "${id}" doesn't exist`)
