@@ -82,7 +82,7 @@ export function templateRoutes({ builds, catalog, buildSpec, signIn }: TemplateR
   const builder = (c: Context<Env>) => {
     if (!signIn) return
     const identity = c.get('identity')
-    if (identity?.via === 'token' || (identity && identity.user.admin)) return
+    if (identity?.via === 'token' || identity?.user.admin) return
     throw new ForbiddenError(
       'Only administrators build and remove templates on this server (ANALYST_OIDC_ADMIN_GROUPS)',
     )
