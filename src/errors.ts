@@ -158,3 +158,21 @@ export class ShuttingDownError extends AnalystError {
 export function statusOf(error: unknown): number {
   return AnalystError.isInstance(error) ? error.status : 500
 }
+
+/** A template's build failed: at `step` (when one step failed), for the reason the message gives. */
+export class TemplateBuildError extends AnalystError {
+  static override readonly errorName: string = 'TemplateBuildError'
+  override readonly status = 422
+  /** The step that failed: its number (from 1) and its title (`RUN apt-get …`). */
+  readonly step?: { number: number; title: string }
+  /** The last lines that the failed step wrote. */
+  readonly log: string[]
+  constructor(
+    message: string,
+    options: ErrorOptions & { step?: { number: number; title: string }; log?: string[] } = {},
+  ) {
+    super(message, options)
+    this.step = options.step
+    this.log = options.log ?? []
+  }
+}
