@@ -21,7 +21,7 @@ export default defineConfig({
           exclude: ['test/image/**'],
         },
       },
-      // As root, sandboxes are forked from a template; the hostile suite also runs on the other
+      // As root, sandboxes are forked from a zygote; the hostile suite also runs on the other
       // path, the one of every user who is not root and of sandboxes with network on.
       {
         extends: true,

@@ -2,7 +2,7 @@
 // The container's cost: the same measures on the host and inside the image, in one run, turn
 // about: create with no pool (create + `1 + 1`), a `1 + 1` round trip on a warm kernel, and a
 // burst of 50 sandboxes (20 with --quick) made at once, each running a pandas cell. Both sides run as uid 1000 (the
-// image's user), so both take the unprivileged path (no template fork, no per-sandbox uid): the
+// image's user), so both take the unprivileged path (no zygote fork, no per-sandbox uid): the
 // ratio is the container's alone. Inside, podman runs with the README's flags. The host side runs in
 // a CPU cgroup of its own, as the container does (cpu-group.mjs says why); a third side, the host
 // in this process's cgroup as the bench ran before 2026-12-03, shows what that grouping does.

@@ -1,16 +1,16 @@
 #!/usr/bin/env node
-// Cold start without a pool: sandboxes forked from the template (coldStart 'fork') against
+// Cold start without a pool: sandboxes forked from the zygote (coldStart 'fork') against
 // today's path (a bubblewrap and a Python each, 'spawn'), measured in the same run, turn about.
 // Create to ready-for-pandas (create, then a first pandas cell), and idle memory over many sandboxes.
 // Usage: node bench/zygote.mjs [--quick]   (root only; run `npm run build` first; `npm run bench` does)
 import { readdirSync, readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { LocalProvider, Sandbox } from '../dist/index.js'
-import { stopTemplates } from '../dist/sandbox/local/zygote.js'
+import { stopZygotes } from '../dist/sandbox/local/zygote.js'
 import { machine, percentile, table } from './util.mjs'
 
 if (process.geteuid?.() !== 0) {
-  console.log('### Sandbox template (zygote)\n\nSkipped: forking from the template needs root.')
+  console.log('### Zygote\n\nSkipped: forking from the zygote needs root.')
   process.exit(0)
 }
 const quick = process.argv.includes('--quick')
@@ -27,7 +27,7 @@ const providers = {
   fork: new LocalProvider({ poolSize: 0, coldStart: 'fork' }),
 }
 
-// The template starts once, on the first fork: not part of any create measured.
+// The zygote starts once, on the first fork: not part of any create measured.
 const warmup = await Sandbox.create({ provider: providers.fork })
 await warmup.kill()
 
@@ -47,8 +47,8 @@ for (let i = 0; i < N.create; i++) {
 }
 
 // Idle memory: proportional set size (shared pages split between sharers) of every process this
-// Node process started, directly or not (launchers, bubblewraps, inits, kernels, the template),
-// minus what ran before, per sandbox. So the fork path pays for its template and launchers here.
+// Node process started, directly or not (launchers, bubblewraps, inits, kernels, the zygote),
+// minus what ran before, per sandbox. So the fork path pays for its zygote and launchers here.
 function descendants() {
   const parent = new Map()
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
@@ -87,7 +87,7 @@ function pssKiB(pids) {
 
 const idle = {}
 for (const mode of ['fork', 'spawn']) {
-  if (mode === 'spawn') await stopTemplates()
+  if (mode === 'spawn') await stopZygotes()
   const before = pssKiB(descendants())
   const sandboxes = []
   for (let i = 0; i < N.idle; i++) sandboxes.push(await Sandbox.create({ provider: providers[mode] }))
@@ -96,7 +96,7 @@ for (const mode of ['fork', 'spawn']) {
   idle[mode] = (after - before) / 1024 / N.idle
   await Promise.all(sandboxes.map((sandbox) => sandbox.kill()))
 }
-await stopTemplates()
+await stopZygotes()
 
 const p50 = (values) => percentile(values, 50)
 const p99 = (values) => percentile(values, 99)
@@ -126,7 +126,7 @@ const rows = [
 ]
 console.log(
   [
-    `### Sandbox template (zygote) against today's cold start (${machine()}${quick ? ', quick run' : ''})`,
+    `### Zygote against today's cold start (${machine()}${quick ? ', quick run' : ''})`,
     '',
     `${N.create} creates per path, turn about, each killed before the next; then ${N.idle} idle sandboxes per path. Load average before/after: ${loadBefore} / ${load()} (a machine shared with other agents' test runs: times are stretched, the ratios are the point).`,
     '',

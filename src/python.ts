@@ -54,8 +54,18 @@ print(json.dumps({
 }))
 `
 
-export async function probePython(executable: string): Promise<PythonInfo> {
-  const { stdout } = await run(executable, ['-s', '-c', PROBE], {
+/** How to run a probe some other way than directly: the local engine probes a template's Python in a jail. */
+export interface ProbeOptions {
+  wrap?: (argv: string[]) => string[]
+  uid?: number
+  gid?: number
+}
+
+export async function probePython(executable: string, options: ProbeOptions = {}): Promise<PythonInfo> {
+  const [command, ...args] = (options.wrap ?? ((argv) => argv))([executable, '-s', '-c', PROBE])
+  const { stdout } = await run(command as string, args, {
+    uid: options.uid,
+    gid: options.gid,
     timeout: 15_000,
     env: { PATH: '/usr/bin:/bin' },
   })

@@ -3,6 +3,8 @@
  * Jupyter or Modal later). A backend implements these `do*` methods; users call `Sandbox`.
  * @module
  */
+
+import type { BuiltTemplate } from '../templates/types.js'
 import type { Artifact, MimeBundle } from './messaging.js'
 import type { QueryHost, QueryRecord } from './query.js'
 
@@ -232,6 +234,12 @@ export interface SandboxCreateOptions {
    * (`capabilities.hostQueries`) take them.
    */
   sources?: QueryHost
+  /**
+   * The environment the sandbox starts from: a template's name or id (`analyst template list`), or
+   * a built template (src/templates). Each engine maps it to its own notion of one, or refuses it
+   * with the reason (`capabilities.templates`). @default the engine's own default environment
+   */
+  template?: string | BuiltTemplate
   /** Abort creation. */
   signal?: AbortSignal
 }
@@ -278,6 +286,12 @@ export interface SandboxCapabilities {
   hostQueries: boolean
   /** Commands can run in a pseudo-terminal (`pty`, E2B's `sandbox.pty`): `doStartTerminal`. */
   terminals: boolean
+  /**
+   * What `create({ template })` means: 'built', a template from Analyst's store (src/templates),
+   * which the engine roots its sandboxes in; 'named', the engine's own template of that name
+   * (E2B's); 'none', refused with what to do instead.
+   */
+  templates: 'built' | 'named' | 'none'
 }
 
 export interface SandboxProvider {

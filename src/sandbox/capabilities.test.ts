@@ -19,6 +19,7 @@ describe('capabilities', () => {
       filesDuringCells: true,
       hostQueries: true,
       terminals: false,
+      templates: 'none',
     })
     expect(missing).toEqual([
       'network access is not blocked by Analyst',
@@ -27,7 +28,25 @@ describe('capabilities', () => {
       "code sees its workspace at the engine's own path, not /home/user (the files API still names it /home/user)",
       'an aborted cell runs on until its timeout (the next cell waits for it)',
       'commands cannot run in a pseudo-terminal (pty)',
+      "Analyst's templates cannot be used (--template)",
     ])
+  })
+
+  it('refuse a template where the engine has none, and a built one where it takes names', () => {
+    const built = { id: 'a'.repeat(64) } as never
+    expect(() => assertSupported('local', FULL_CAPABILITIES, { template: 'modern' })).not.toThrow()
+    expect(() => assertSupported('local', FULL_CAPABILITIES, { template: built })).not.toThrow()
+    const none = { ...FULL_CAPABILITIES, templates: 'none' as const }
+    expect(() => assertSupported('modal', none, { template: 'modern' }, 'Use the local engine.')).toThrow(
+      expect.objectContaining({
+        message: 'The modal engine cannot start a sandbox from a template yet',
+        hint: 'Use the local engine.',
+      }),
+    )
+    expect(() => assertSupported('modal', none, {})).not.toThrow()
+    const named = { ...FULL_CAPABILITIES, templates: 'named' as const }
+    expect(() => assertSupported('e2b', named, { template: 'my-e2b-template' })).not.toThrow()
+    expect(() => assertSupported('e2b', named, { template: built })).toThrow(/by name/)
   })
 
   it('refuse a limit given explicitly that the engine cannot enforce, and accept the rest', () => {

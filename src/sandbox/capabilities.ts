@@ -41,6 +41,7 @@ export const FULL_CAPABILITIES: SandboxCapabilities = {
   filesDuringCells: true,
   hostQueries: true,
   terminals: true,
+  templates: 'built',
 }
 
 export function capabilitiesOf(provider: Pick<SandboxProvider, 'capabilities'>): SandboxCapabilities {
@@ -67,15 +68,41 @@ export function missingCapabilities(capabilities: SandboxCapabilities): string[]
     missing.push('the files API and commands wait while a cell runs (they go through the kernel)')
   if (!capabilities.hostQueries) missing.push("code cannot query the host's data sources (sql())")
   if (!capabilities.terminals) missing.push('commands cannot run in a pseudo-terminal (pty)')
+  if (capabilities.templates === 'none') missing.push("Analyst's templates cannot be used (--template)")
+  if (capabilities.templates === 'named')
+    missing.push("a template is the engine's own template of that name, not one of Analyst's store")
   return missing
 }
 
-/** Refuses create options that ask for what the engine cannot enforce: a limit given explicitly. */
+/**
+ * Refuses create options that ask for what the engine cannot enforce: a limit given explicitly,
+ * a template it has no notion of (or a built one where it takes names). `templateHint` says what
+ * to do instead, in the engine's words.
+ */
 export function assertSupported(
   engine: string,
   capabilities: SandboxCapabilities,
-  options: Pick<SandboxCreateOptions, 'limits'>,
+  options: Pick<SandboxCreateOptions, 'limits' | 'template'>,
+  templateHint?: string,
 ) {
+  if (options.template !== undefined && capabilities.templates === 'none') {
+    throw new InvalidArgumentError(`The ${engine} engine cannot start a sandbox from a template yet`, {
+      hint:
+        templateHint ?? 'Leave out the template, or use the local engine (--sandbox local), which runs them.',
+    })
+  }
+  if (
+    options.template !== undefined &&
+    typeof options.template !== 'string' &&
+    capabilities.templates === 'named'
+  ) {
+    throw new InvalidArgumentError(
+      `The ${engine} engine starts its own templates by name, not Analyst's built ones`,
+      {
+        hint: `Pass the name of a template that ${engine} has.`,
+      },
+    )
+  }
   const asked = Object.entries(options.limits ?? {})
     .filter(([, value]) => value !== undefined)
     .map(([key]) => key as keyof SandboxLimits)

@@ -234,13 +234,13 @@ describe('MCP over Streamable HTTP on analyst serve', () => {
     cleanups.push(async () => provider.close())
     const server = await serve(provider)
     const { client, transport } = await connect(server, TOKENS[0])
-    // One sandbox first: where sandboxes are forked, the template it starts outlives sessions.
+    // One sandbox first: where sandboxes are forked, the zygote it starts outlives sessions.
     await (await Sandbox.create({ provider })).kill()
     const before = new Set(descendants().map((p) => p.pid))
     const ran = await callTool(client, 'run_python', { code: 'import os\n1 + 1' })
     expect(textOf(ran)).toContain('[result] 2')
     const kernel = descendants().filter((p) => !before.has(p.pid))
-    // A jail of its own, spawned (bwrap) or forked from the template (analyst_zygote.py).
+    // A jail of its own, spawned (bwrap) or forked from the zygote (analyst_zygote.py).
     expect(kernel.some((p) => /bwrap|analyst_zygote/.test(p.cmd))).toBe(true)
     await transport.terminateSession()
     await waitFor(() => kernel.every((p) => !alive(p.pid)), {

@@ -1,8 +1,8 @@
 /**
- * The local backend's two cold starts. As root, sandboxes are forked from the template by default
+ * The local backend's two cold starts. As root, sandboxes are forked from the zygote by default
  * (test/sandbox/local.test.ts runs the conformance suite on that path); here the shared
  * conformance suite on the other path, each sandbox spawned (coldStart: 'spawn', as for every user
- * who is not root), then what is the template's own: it is rebuilt when it dies, sandboxes it
+ * who is not root), then what is the zygote's own: it is rebuilt when it dies, sandboxes it
  * cannot serve (network on) start the usual way, a forked sandbox is in its cgroups and survives
  * a kernel restart. The hostile cases are in test/security/zygote.test.ts.
  */
@@ -10,10 +10,10 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
-import { sandboxTemplate } from '../../src/sandbox/local/home.js'
+import { sandboxZygote } from '../../src/sandbox/local/home.js'
 import { findPython } from '../../src/sandbox/local/python.js'
 import { CGROUPS_MARK, getRuntime } from '../../src/sandbox/local/runtime.js'
-import { stopTemplates } from '../../src/sandbox/local/zygote.js'
+import { stopZygotes } from '../../src/sandbox/local/zygote.js'
 import { describeConformance } from '../../src/test/conformance.js'
 import { jailInit } from '../support/processes.js'
 import { waitFor } from '../support/wait.js'
@@ -24,14 +24,14 @@ const create = (options: Parameters<typeof Sandbox.create>[0] = {}) =>
   Sandbox.create({ provider, ...options })
 const spawning = new LocalProvider({ poolSize: 0, interruptGraceMs: 1000, coldStart: 'spawn' })
 
-afterAll(() => stopTemplates())
+afterAll(() => stopZygotes())
 
 describeConformance({
   name: 'local, each sandbox spawned',
   create: (options = {}) => Sandbox.create({ provider: spawning, ...options }),
 })
 
-describe.runIf(isRoot)('sandboxes forked from the template', () => {
+describe.runIf(isRoot)('sandboxes forked from the zygote', () => {
   it('are forked, run pandas and matplotlib, and their kernel restarts forked after it dies', async () => {
     const sandbox = await create()
     try {
@@ -89,20 +89,20 @@ describe.runIf(isRoot)('sandboxes forked from the template', () => {
     }
   })
 
-  it('come from a new template when the old one died, and the ones it had restart their kernel', async () => {
+  it('come from a new zygote when the old one died, and the ones it had restart their kernel', async () => {
     const python = await findPython()
-    const first = await sandboxTemplate(python)
+    const first = await sandboxZygote(python)
     const older = await create()
     await older.files.write('kept.txt', 'kept')
     first.process.kill('SIGKILL')
     await waitFor(() => first.process.exitCode !== null || first.process.signalCode !== null, {
-      what: 'the template to exit',
+      what: 'the zygote to exit',
     })
     const sandbox = await create()
     try {
       expect(await jailInit(sandbox)).toBe("'/opt/analyst/analyst_zygote.py'")
-      expect((await sandboxTemplate(python)).process.pid).not.toBe(first.process.pid)
-      // Its kernel died with the template: a cell says so (as it died in it, or before it), and the
+      expect((await sandboxZygote(python)).process.pid).not.toBe(first.process.pid)
+      // Its kernel died with the zygote: a cell says so (as it died in it, or before it), and the
       // next runs in a new, forked kernel that has the workspace.
       const told: string[] = []
       const next = await waitFor(

@@ -1,62 +1,88 @@
 /**
- * The sandbox template's lifetime, as root: the default for new sandboxes, it runs while a
- * provider that forks from it is open or a sandbox of it runs, and stops after that, so a closed
- * provider leaves no process behind (a server's close, test/server/pool.test.ts). Its own file:
- * the templates and their users are per process.
+ * Sandboxes rooted in a template (Debian trixie: Python 3.13, pandas 2) on the local engine,
+ * through `Sandbox.create({ template })`: the template's Python and packages, its own /etc, its
+ * env; the workspace, data/, charts and commands as on the host; a pool per template; unknown names
+ * refused with the names there are. The hostile cases run in the template too (test/security/).
  */
-import type { ChildProcess } from 'node:child_process'
-import { describe, expect, it } from 'vitest'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
-import { sandboxTemplate } from '../../src/sandbox/local/home.js'
-import { findPython } from '../../src/sandbox/local/python.js'
-import { jailInit } from '../support/processes.js'
-import { waitFor } from '../support/wait.js'
+import { canMakeTemplates, TEMPLATE_HOME, TRIXIE, trixieTemplate } from '../support/templates.js'
 
-const isRoot = process.geteuid?.() === 0
-const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
+const provider = new LocalProvider({ poolSize: 0, home: TEMPLATE_HOME })
 
-describe.runIf(isRoot && (process.env.ANALYST_COLD_START ?? 'fork') === 'fork')(
-  'the sandbox template',
-  () => {
-    it('forks new sandboxes by default, and stops once no open provider or sandbox needs it', async () => {
-      const first = new LocalProvider({ poolSize: 0 })
-      const second = new LocalProvider({ poolSize: 1 })
-      expect(first.coldStart).toBe('fork')
-      const a = await Sandbox.create({ provider: first })
-      expect(await jailInit(a)).toBe("'/opt/analyst/analyst_zygote.py'")
-      const template = await sandboxTemplate(await findPython())
-      await second.warm() // its pool's kernel is forked too
-      const b = await Sandbox.create({ provider: second })
-      expect(await jailInit(b)).toBe("'/opt/analyst/analyst_zygote.py'")
+describe.runIf(canMakeTemplates)('sandboxes in a trixie template', () => {
+  let sandbox: Sandbox
+  beforeAll(async () => {
+    await trixieTemplate()
+    sandbox = await Sandbox.create({ provider, template: TRIXIE })
+  }, 900_000)
+  afterAll(async () => {
+    await sandbox?.kill()
+    await provider.close()
+  })
 
-      // Closed with a sandbox still running: the template serves it (a kernel restart forks).
-      await first.close()
-      const died = await a.runCode('import os\nos._exit(1)')
-      expect(died.error?.name).toBe('KernelDied')
-      expect((await a.runCode('1 + 1')).text).toBe('2')
-      await a.kill()
-      // The other provider is open: its sandbox and pool keep the template.
-      expect(exited(template.process)).toBe(false)
-      expect((await b.runCode('2 + 2')).text).toBe('4')
+  it("run the template's Python and pandas 2 (DataFrame.map), not the host's", async () => {
+    const execution = await sandbox.runCode(
+      "import sys, pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})\nprint(sys.version.split()[0], pd.__version__)\ndf.map(lambda v: v * 10)['a'].tolist()",
+    )
+    expect(execution.error).toBeUndefined()
+    const [python, pandas] = execution.logs.stdout.join('').trim().split(' ')
+    expect(python).toMatch(/^3\.13\./)
+    expect(pandas).toMatch(/^2\./)
+    expect(execution.text).toBe('[10, 20]')
+  })
 
-      // The last provider closed (its pool's kernel stopped): the template lasts as long as b.
-      await second.close()
-      expect(exited(template.process)).toBe(false)
-      expect((await b.runCode('3 + 3')).text).toBe('6')
-      await b.kill()
-      await waitFor(() => exited(template.process) && exited(template.launcher.process), {
-        what: 'the template and its launcher to stop',
-      })
+  it("see the template's own /etc and env, not the host's, with the workspace, data/ and charts", async () => {
+    const data = mkdtempSync(join(tmpdir(), 'tpl-data-'))
+    writeFileSync(join(data, 'sales.csv'), 'region,amount\nnorth,3\nsouth,4\n')
+    const withData = await Sandbox.create({ provider, template: TRIXIE, data: [join(data, 'sales.csv')] })
+    try {
+      const execution = await withData.runCode(
+        [
+          'import os, pandas as pd, matplotlib.pyplot as plt',
+          "print(os.environ.get('ANALYST_TEMPLATE_TEST'), os.getcwd())",
+          "df = pd.read_csv('data/sales.csv')",
+          "df.plot.bar(x='region', y='amount'); plt.show()",
+          "df.to_csv('out.csv'); int(df.amount.sum())",
+        ].join('\n'),
+      )
+      expect(execution.error).toBeUndefined()
+      expect(execution.logs.stdout.join('')).toBe('trixie /home/user\n')
+      expect(execution.results.some((result) => result.png)).toBe(true)
+      expect(execution.text).toBe('7')
+      // The template's allowed /etc (trixie's python3.13 folder), none of the host's (bookworm's python3.11).
+      const shell = await withData.commands.run('ls /etc; python3 --version')
+      expect(shell.stdout.split('\n')).toContain('python3.13')
+      expect(shell.stdout.split('\n')).not.toContain('python3.11')
+      expect(shell.stdout).not.toContain('shadow')
+      expect(shell.stdout).toContain('Python 3.13')
+      expect(await withData.files.read('/home/user/out.csv')).toContain('north')
+    } finally {
+      await withData.kill()
+    }
+  })
 
-      // A provider used again after its close starts a new template.
-      const again = await Sandbox.create({ provider: first })
-      try {
-        expect(await jailInit(again)).toBe("'/opt/analyst/analyst_zygote.py'")
-        expect((await sandboxTemplate(await findPython())).process.pid).not.toBe(template.process.pid)
-      } finally {
-        await again.kill()
-        await first.close()
-      }
-    }, 180_000)
-  },
-)
+  it('keep a pool per template: a warm template create takes a ready kernel', async () => {
+    const pooled = new LocalProvider({ poolSize: 1, home: TEMPLATE_HOME })
+    try {
+      await pooled.warm({ template: TRIXIE })
+      expect(pooled.poolStats.ready).toBe(1)
+      const one = await Sandbox.create({ provider: pooled, template: TRIXIE })
+      expect(pooled.poolStats.hits).toBe(1)
+      expect((await one.runCode('import pandas; pandas.__version__')).text).toMatch(/^'2\./)
+      await one.kill()
+    } finally {
+      await pooled.close()
+    }
+  })
+
+  it('refuse a template that is not there, naming those that are', async () => {
+    await expect(Sandbox.create({ provider, template: 'no-such-template' })).rejects.toMatchObject({
+      message: expect.stringContaining('No template "no-such-template"'),
+      hint: expect.stringContaining(TRIXIE),
+    })
+  })
+})

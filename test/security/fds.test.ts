@@ -1,6 +1,6 @@
 /**
  * Hostile code, family: file descriptors. A host process may hold fds it inherited without
- * close-on-exec (a parent's pipe, a socket a supervisor passed on); bubblewrap and the template
+ * close-on-exec (a parent's pipe, a socket a supervisor passed on); bubblewrap and the zygote
  * hand on what they get, so the kernel must close them before code runs. A child Node process
  * gets a file on fd 200, opened by the shell that starts it, and lists /proc/self/fd inside a cell, on
  * both cold-start paths. Uses dist/ (built by `npm test`'s setup).

@@ -57,7 +57,7 @@ export async function create(options: CreateOpts = {}): Promise<Sandbox> {
 
 /**
  * Kills the sandbox and throws unless its code runs in the jail: PID 1 is bubblewrap (or, forked,
- * the template's init), the project is not visible.
+ * the zygote's init), the project is not visible.
  */
 export async function assertJailed(sandbox: Sandbox) {
   const check = await sandbox.runCode(

@@ -35,7 +35,7 @@ let cgroups = []
 try {
   cgroups = readFileSync(join(dir, 'cgroups'), 'utf8').split('\\n').filter(Boolean)
 } catch {}
-// The code is hostile: run it only in the jail (PID 1 is bubblewrap, or the template's init when forked).
+// The code is hostile: run it only in the jail (PID 1 is bubblewrap, or the zygote's init when forked).
 const jailed = await sandbox.runCode("args = open('/proc/1/cmdline', 'rb').read().split(b'\\\\0')\\n'bwrap' if b'/opt/analyst/analyst_zygote.py' in args else args[0].decode()")
 if (jailed.text !== "'bwrap'") {
   await sandbox.kill()

@@ -1,13 +1,13 @@
 /**
- * Hostile code, family: sandboxes forked from one template (coldStart: 'fork'). Siblings share the
- * template's read-only mounts and copy-on-write pages, and must share nothing else: nothing
- * writable, no view of each other or of the template, no signal or ptrace between them, no random
+ * Hostile code, family: sandboxes forked from one zygote (coldStart: 'fork'). Siblings share the
+ * zygote's read-only mounts and copy-on-write pages, and must share nothing else: nothing
+ * writable, no view of each other or of the zygote, no signal or ptrace between them, no random
  * state, and no Python state a previous sibling left. Each case runs in a fresh pair; a neighbour
- * sandbox from the same template is checked after every case.
+ * sandbox from the same zygote is checked after every case.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
-import { stopTemplates } from '../../src/sandbox/local/zygote.js'
+import { stopZygotes } from '../../src/sandbox/local/zygote.js'
 import {
   type Attempt,
   assertJailed,
@@ -24,19 +24,19 @@ import {
 
 const provider = new LocalProvider({ poolSize: 0, interruptGraceMs: 1000, coldStart: 'fork' })
 
-/** A jailed sandbox that was forked from the template (its PID 1 is the template's init). */
+/** A jailed sandbox that was forked from the zygote (its PID 1 is the zygote's init). */
 async function forked(): Promise<Sandbox> {
   const sandbox = await Sandbox.create({ provider, limits: SMALL })
   await assertJailed(sandbox)
   const init = await sandbox.runCode("open('/proc/1/cmdline', 'rb').read().split(b'\\0')[2].decode()")
   if (init.text !== "'/opt/analyst/analyst_zygote.py'") {
     await sandbox.kill()
-    throw new Error(`the sandbox was not forked from the template: ${init.text ?? init.error?.value}`)
+    throw new Error(`the sandbox was not forked from the zygote: ${init.text ?? init.error?.value}`)
   }
   return sandbox
 }
 
-describe.runIf(isRoot)('hostile code: sandboxes forked from one template', () => {
+describe.runIf(isRoot)('hostile code: sandboxes forked from one zygote', () => {
   const neighbor = new Neighbor()
   let a: Sandbox
   let b: Sandbox
@@ -56,7 +56,7 @@ describe.runIf(isRoot)('hostile code: sandboxes forked from one template', () =>
 
   afterAll(async () => {
     await neighbor.kill()
-    await stopTemplates()
+    await stopZygotes()
   })
 
   it('siblings share nothing writable: workspace, /tmp, /dev/shm and /dev/pts are their own', async () => {
@@ -101,7 +101,7 @@ describe.runIf(isRoot)('hostile code: sandboxes forked from one template', () =>
     expectBlocked(dev.write, /PermissionError|Read-only/)
   })
 
-  it('a sandbox sees only its own processes, not its sibling nor the template', async () => {
+  it('a sandbox sees only its own processes, not its sibling nor the zygote', async () => {
     a = await forked()
     b = await forked()
     const siblingPids = processesOf(hostView(b).uid).map((process) => process.pid)
@@ -123,7 +123,7 @@ describe.runIf(isRoot)('hostile code: sandboxes forked from one template', () =>
     for (const result of Object.values(seen.signals as Record<string, Attempt>)) {
       expectBlocked(result, /ProcessLookupError/)
     }
-    expect(seen.socket, "the template's socket folder").toBe(false)
+    expect(seen.socket, "the zygote's socket folder").toBe(false)
     expect(seen.run).toBe(false)
   })
 
@@ -178,7 +178,7 @@ describe.runIf(isRoot)('hostile code: sandboxes forked from one template', () =>
     expect(seen.userns.code, 'no new user namespace').not.toBe(0)
     // The kernel holds what a kernel started by bubblewrap holds: its message channels (3, 4), a copy
     // of the host's stderr for crash reports, its own output pipes and /dev/null; nothing of the
-    // template (its listener, a launcher's connection) nor a mount it was handed.
+    // zygote (its listener, a launcher's connection) nor a mount it was handed.
     const targets = Object.values(seen.own_fds as Record<string, string>)
     expect(targets.filter((target) => target.startsWith('socket:'))).toHaveLength(3)
     for (const target of targets.filter((target) => !target.startsWith('socket:'))) {

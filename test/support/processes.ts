@@ -49,7 +49,7 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** The program PID 1 of a sandbox runs: the template's script when it was forked, else bubblewrap. */
+/** The program PID 1 of a sandbox runs: the zygote's script when it was forked, else bubblewrap. */
 export async function jailInit(sandbox: {
   runCode(code: string): Promise<{ text?: string; error?: { value: string } }>
 }): Promise<string> {

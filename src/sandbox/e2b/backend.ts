@@ -41,7 +41,7 @@ import type {
   SandboxCreateOptions,
   SandboxProvider,
 } from '../backend.js'
-import { FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
+import { assertSupported, FULL_CAPABILITIES, missingCapabilities } from '../capabilities.js'
 import { killedError, timeoutError } from '../cell-output.js'
 import { finishCreate } from '../create-data.js'
 import { sandboxKilled } from '../errors.js'
@@ -414,6 +414,8 @@ export const E2B_CAPABILITIES: SandboxCapabilities = {
   hostQueries: false,
   // E2B has PTYs; this engine does not drive them yet.
   terminals: false,
+  // A template is E2B's own template of that name (its id or alias in E2B's cloud).
+  templates: 'named',
 }
 
 export class E2BProvider implements SandboxProvider {
@@ -437,13 +439,15 @@ export class E2BProvider implements SandboxProvider {
     if (options.isolation === 'none') {
       throw new InvalidArgumentError("isolation 'none' does not apply to E2B: its sandboxes are VMs")
     }
+    assertSupported('e2b', this.capabilities, { template: options.template })
     options.signal?.throwIfAborted()
     const {
-      template = 'code-interpreter-v1',
+      template: defaultTemplate = 'code-interpreter-v1',
       lifetimeMs = 3_600_000,
       interruptGraceMs = 3000,
       ...connection
     } = this.options
+    const template = (options.template as string | undefined) ?? defaultTemplate
     const sdk = await E2BSandbox.create(template, {
       ...connection,
       timeoutMs: lifetimeMs,

@@ -80,6 +80,8 @@ export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
   filesDuringCells: true,
   hostQueries: true,
   terminals: false,
+  // The server's kernels are its own (a kernel image for Enterprise Gateway is not mapped yet).
+  templates: 'none',
 }
 
 /** On a server without a Contents API (Enterprise Gateway), files and commands go through the busy kernel. */
@@ -764,7 +766,12 @@ export class JupyterProvider implements SandboxProvider {
   }
 
   async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
-    assertSupported('jupyter', this.capabilities, options)
+    assertSupported(
+      'jupyter',
+      this.capabilities,
+      options,
+      "Leave out the template: the Jupyter server's kernel decides the environment (install packages on that server), or use the local engine (--sandbox local), which runs templates.",
+    )
     options.signal?.throwIfAborted()
     const server = await this.connect()
     const sandboxId = randomBytes(6).toString('hex')

@@ -6,8 +6,10 @@
  */
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { availableParallelism } from 'node:os'
+import { availableParallelism, homedir } from 'node:os'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { resolveTemplate } from '../../templates/store.js'
 import type {
   DoStartTerminalOptions,
   DoWatchOptions,
@@ -32,11 +34,13 @@ import type { QueryHost } from '../query.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { SANDBOX_BIN_DIRS, SANDBOX_HOME } from './jail.js'
 import { Kernel, type KernelExit } from './kernel.js'
-import { findPython } from './python.js'
+import { findPython, type PythonInfo } from './python.js'
+import { fontCache } from './runtime.js'
+import { hostRoot, type SandboxRoot, templateRoot } from './template.js'
 import { watchFolder } from './watch.js'
 import { Workspace } from './workspace.js'
 import { metadataOf } from './xattrs.js'
-import { type ColdStart, releaseTemplates, useTemplates } from './zygote.js'
+import { type ColdStart, releaseZygotes, useZygotes } from './zygote.js'
 
 export interface LocalProviderOptions {
   /** Kernels kept started and ready for `create`. @default ANALYST_POOL_SIZE or 1 */
@@ -44,15 +48,25 @@ export interface LocalProviderOptions {
   /** How long an interrupted cell may take to stop before its kernel is killed. @default 2000 */
   interruptGraceMs?: number
   /**
-   * 'fork': sandboxes are forked from a template with pandas already imported (zygote.ts), where
+   * 'fork': sandboxes are forked from a zygote with pandas already imported (zygote.ts), where
    * that can run (as root); elsewhere, and with network on, they spawn. @default ANALYST_COLD_START or 'fork'
    */
   coldStart?: ColdStart
+  /** Where `create({ template })` finds templates by name or id. @default ANALYST_HOME or ~/.analyst */
+  home?: string
 }
 
 interface Started {
   home: Home
   kernel: Kernel
+}
+
+/** Started kernels of one root, ready for `create`. */
+interface Pool {
+  /** What `create` named it by: undefined for the host's. */
+  template: SandboxCreateOptions['template']
+  ready: Started[]
+  filling?: Promise<void>
 }
 
 async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
@@ -77,7 +91,7 @@ function hostWrites<T>(path: string, write: () => T): T {
     throw new InvalidArgumentError(
       `${path}: this sandbox's ${SANDBOX_TMP} takes new files from its own code only`,
       {
-        hint: `Write under ${SANDBOX_HOME}, or create the file with a command (sandboxes forked from the template, the default as root, take them).`,
+        hint: `Write under ${SANDBOX_HOME}, or create the file with a command (sandboxes forked from the zygote, the default as root, take them).`,
       },
     )
   }
@@ -162,13 +176,13 @@ class LocalSandbox extends KernelBackend<Kernel> {
     const { base, dirs, name, area } = (await this.filesAt(path)).locate(path)
     if (!name || area === 'data')
       throw new InvalidArgumentError(`${path}: metadata is kept on files in the workspace only`)
-    await metadataOf(this.config.python.executable, { base, dirs, names: [], set: { [name]: metadata } })
+    await metadataOf(this.config.hostPython.executable, { base, dirs, names: [], set: { [name]: metadata } })
   }
 
   /** Entries of one folder with their E2B metadata (extended attributes), read in one go. */
   private async withMetadata(entries: EntryInfo[], folder: { base: string; dirs: string[] }) {
     const names = entries.map((entry) => entry.name)
-    const found = await metadataOf(this.config.python.executable, { ...folder, names }).catch(() => ({}))
+    const found = await metadataOf(this.config.hostPython.executable, { ...folder, names }).catch(() => ({}))
     return entries.map((entry) => {
       const metadata = (found as Record<string, Record<string, string>>)[entry.name]
       return metadata ? { ...entry, metadata } : entry
@@ -319,8 +333,9 @@ export class LocalProvider implements SandboxProvider {
   readonly poolSize: number
   private readonly interruptGraceMs: number
   readonly coldStart: ColdStart
-  private readonly pool: Started[] = []
-  private filling: Promise<void> | undefined
+  private readonly home: string
+  /** Ready kernels per root (template.ts): the host's, and each template's that was asked for. */
+  private readonly pools = new Map<string, Pool>()
   private hits = 0
   private misses = 0
 
@@ -334,12 +349,23 @@ export class LocalProvider implements SandboxProvider {
     if (coldStart !== 'fork' && coldStart !== 'spawn')
       throw new InvalidArgumentError(`coldStart must be 'fork' or 'spawn', not ${coldStart}`)
     this.coldStart = coldStart
+    this.home = options.home ?? process.env.ANALYST_HOME ?? join(homedir(), '.analyst')
+  }
+
+  /** The host's Python, or the template asked for (a name or id from the store, or a built one). */
+  private async root(
+    template: SandboxCreateOptions['template'],
+  ): Promise<{ hostPython: PythonInfo; root: SandboxRoot }> {
+    const hostPython = await findPython()
+    if (template === undefined) return { hostPython, root: hostRoot(hostPython, fontCache(hostPython)) }
+    const built = typeof template === 'string' ? resolveTemplate(this.home, template) : template
+    return { hostPython, root: await templateRoot(built) }
   }
 
   private async config(options: SandboxCreateOptions): Promise<HomeConfig> {
-    if (this.coldStart === 'fork') useTemplates(this)
+    if (this.coldStart === 'fork') useZygotes(this)
     return {
-      python: await findPython(),
+      ...(await this.root(options.template)),
       limits: resolveLimits(options.limits),
       network: options.network ?? false,
       isolation: options.isolation ?? 'sandbox',
@@ -362,13 +388,22 @@ export class LocalProvider implements SandboxProvider {
         'AnalystWarning',
       )
     }
+    if (config.isolation === 'none' && config.root.template) {
+      throw new InvalidArgumentError(
+        "A template's sandboxes run in the jail: isolation 'none' cannot take a template",
+        {
+          hint: "Leave out isolation: 'none', or the template.",
+        },
+      )
+    }
     const poolable = config.isolation === 'sandbox' && !config.network && sameLimits(options.limits)
-    const pooled = poolable ? this.pool.shift() : undefined
+    const pool = this.poolOf(config.root.key, options.template)
+    const pooled = poolable ? pool.ready.shift() : undefined
     if (pooled) this.hits++
     else this.misses++
     const started = pooled ?? (await start({ ...config, envs: poolable ? {} : config.envs }))
     // Refill after this create has returned: preparing a home blocks the event loop for a moment.
-    if (poolable) setImmediate(() => this.fill())
+    if (poolable) setImmediate(() => this.fill(pool))
     const sandbox = new LocalSandbox(
       started.home,
       started.kernel,
@@ -381,53 +416,69 @@ export class LocalProvider implements SandboxProvider {
     })
   }
 
-  /** Kernels ready in the pool now, and how many creates took one (hits) or started their own (misses). */
+  private poolOf(key: string, template: SandboxCreateOptions['template']): Pool {
+    let pool = this.pools.get(key)
+    if (!pool) {
+      pool = { template, ready: [] }
+      this.pools.set(key, pool)
+    }
+    return pool
+  }
+
+  /** Kernels ready in the pools now, and how many creates took one (hits) or started their own (misses). */
   get poolStats(): { ready: number; size: number; hits: number; misses: number } {
-    return { ready: this.pool.length, size: this.poolSize, hits: this.hits, misses: this.misses }
+    const ready = [...this.pools.values()].reduce((sum, pool) => sum + pool.ready.length, 0)
+    return { ready, size: this.poolSize, hits: this.hits, misses: this.misses }
   }
 
-  /** Starts kernels until the pool is full; resolves when it is. Creation does this in the background. */
-  warm(): Promise<void> {
-    this.fill()
-    return this.filling ?? Promise.resolve()
+  /**
+   * Starts kernels until the pool is full (the host's, or a template's); resolves when it is.
+   * Creation does this in the background for the root it was asked for.
+   */
+  async warm(options: Pick<SandboxCreateOptions, 'template'> = {}): Promise<void> {
+    const { root } = await this.root(options.template)
+    const pool = this.poolOf(root.key, options.template)
+    this.fill(pool)
+    return pool.filling ?? Promise.resolve()
   }
 
-  private fill() {
-    if (this.filling || this.pool.length >= this.poolSize) return
-    this.filling = (async () => {
+  private fill(pool: Pool) {
+    if (pool.filling || pool.ready.length >= this.poolSize) return
+    pool.filling = (async () => {
       try {
-        while (this.pool.length < this.poolSize) {
-          const entry = await start(await this.config({}), false)
+        while (pool.ready.length < this.poolSize) {
+          const entry = await start(await this.config({ template: pool.template }), false)
           entry.kernel.whenExited().then(() => {
-            const index = this.pool.indexOf(entry)
+            const index = pool.ready.indexOf(entry)
             if (index >= 0) {
-              this.pool.splice(index, 1)
+              pool.ready.splice(index, 1)
               entry.home.release()
             }
           })
-          this.pool.push(entry)
+          pool.ready.push(entry)
         }
       } catch {
         // The pool stays short; create() starts kernels itself and reports what is wrong.
       } finally {
-        this.filling = undefined
+        pool.filling = undefined
       }
     })()
   }
 
   /**
-   * Stops the pool's kernels. Sandboxes already created are not affected; the sandbox template
+   * Stops the pool's kernels. Sandboxes already created are not affected; the zygote
    * stops once they are gone, unless another open provider forks from it.
    */
   async close(): Promise<void> {
-    await this.filling
-    const entries = this.pool.splice(0)
+    const pools = [...this.pools.values()]
+    await Promise.all(pools.map((pool) => pool.filling))
+    const entries = pools.flatMap((pool) => pool.ready.splice(0))
     await Promise.all(
       entries.map(async (entry) => {
         await entry.kernel.kill()
         entry.home.release()
       }),
     )
-    await releaseTemplates(this)
+    await releaseZygotes(this)
   }
 }

@@ -8,15 +8,15 @@ import { installHint, moduleFix, type PipProbe, probePip, systemPackages } from 
 import type { Check } from '../capabilities.js'
 import { Sandbox } from '../sandbox.js'
 import { LocalProvider } from './backend.js'
-import { sandboxTemplate } from './home.js'
+import { sandboxZygote } from './home.js'
 import { canSetHostname, jailFailureFix, probeJail, usernsFix } from './probe.js'
 import { EXPECTED_MODULES, findPython, MODULE_SOURCES, type PythonInfo } from './python.js'
 import { isRoot } from './runtime.js'
 import { forkUnsupported } from './zygote.js'
 
-/** Whether sandboxes can be forked from a template here (coldStart: 'fork'), and whether they are. */
+/** Whether sandboxes can be forked from a zygote here (coldStart: 'fork'), and whether they are. */
 async function forkCheck(python: PythonInfo): Promise<Check> {
-  const name = 'cold start from a template (fork)'
+  const name = 'cold start from a zygote (fork)'
   const on = (process.env.ANALYST_COLD_START ?? 'fork') === 'fork'
   const unsupported = forkUnsupported()
   if (unsupported) {
@@ -28,7 +28,7 @@ async function forkCheck(python: PythonInfo): Promise<Check> {
     }
   }
   try {
-    await sandboxTemplate(python)
+    await sandboxZygote(python)
     return {
       name,
       ok: true,
@@ -41,7 +41,7 @@ async function forkCheck(python: PythonInfo): Promise<Check> {
     return {
       name,
       ok: false,
-      detail: `the template did not start (${(error as Error).message}); sandboxes start their own bubblewrap and Python`,
+      detail: `the zygote did not start (${(error as Error).message}); sandboxes start their own bubblewrap and Python`,
       essential: false,
     }
   }

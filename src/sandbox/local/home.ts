@@ -30,7 +30,6 @@ import { LOCAL_PYTHON_DIR, type PythonInfo } from './python.js'
 import {
   allocateUid,
   CGROUPS_MARK,
-  fontCache,
   getRuntime,
   isRoot,
   MOUNT_MARK,
@@ -39,17 +38,21 @@ import {
   unmountAsync,
 } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
+import type { SandboxRoot } from './template.js'
 import { Workspace } from './workspace.js'
-import { type ColdStart, forkSpec, forkUnsupported, type Template, templateFor } from './zygote.js'
+import { type ColdStart, forkSpec, forkUnsupported, type Zygote, zygoteFor } from './zygote.js'
 
 export interface HomeConfig {
-  python: PythonInfo
+  /** The host's Python: the zygote's launcher runs it. */
+  hostPython: PythonInfo
+  /** What the sandbox is rooted in: the host's Python, or a template (template.ts). */
+  root: SandboxRoot
   limits: SandboxLimits
   network: boolean
   isolation: 'sandbox' | 'none'
   /** Environment variables given at creation. */
   envs: Record<string, string>
-  /** 'fork': from the template where it can run (zygote.ts). @default 'spawn' */
+  /** 'fork': from the zygote where it can run (zygote.ts). @default 'spawn' */
   coldStart?: ColdStart
 }
 
@@ -59,7 +62,7 @@ export interface Home {
   workspace: Workspace
   cgroup?: Cgroup
   spec: KernelSpawnSpec
-  /** How its kernel starts: forked from the template, or a bubblewrap of its own. */
+  /** How its kernel starts: forked from the zygote, or a bubblewrap of its own. */
   started: ColdStart
   /** Removes everything on the host: mount, cgroup, folders, uid. Synchronous (for the exit hook), idempotent. */
   release(): void
@@ -127,16 +130,27 @@ function installKernel(): string {
   return dir
 }
 
-/** Modules every kernel imports before it is ready: the template imports them once for all. */
+/** Modules every kernel imports before it is ready: the zygote imports them once for all. */
 function preloadFor(python: PythonInfo): string[] {
   return MODULES_TO_PRELOAD.filter((name) => python.modules[name]).concat(
     python.modules.matplotlib ? ['matplotlib.pyplot'] : [],
   )
 }
 
-/** This interpreter's sandbox template, started if it is not running (zygote.ts). */
-export function sandboxTemplate(python: PythonInfo): Promise<Template> {
-  return templateFor(python, installKernel(), preloadFor(python))
+/** The zygote of this interpreter, started if it is not running (zygote.ts). */
+export function sandboxZygote(python: PythonInfo): Promise<Zygote> {
+  return zygoteFor(python, installKernel(), preloadFor(python))
+}
+
+/** Whether a home of this config may fork: a jail without network, over a root the zygote may run. */
+function forkable(config: HomeConfig): boolean {
+  return (
+    config.isolation === 'sandbox' &&
+    config.coldStart === 'fork' &&
+    !config.network &&
+    config.root.forkable &&
+    !forkUnsupported()
+  )
 }
 
 /** Processes this user runs now: without a uid of its own, the sandbox's process limit comes on top. */
@@ -182,9 +196,10 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
   const unregister = onExit(release)
   cleanups.push(unregister)
   try {
-    // Forked sandboxes have no network namespace with the host's network: those spawn.
-    const forkable = sandboxed && config.coldStart === 'fork' && !config.network && !forkUnsupported()
-    const template = forkable ? await sandboxTemplate(config.python).catch(() => undefined) : undefined
+    // Forked sandboxes have no network namespace with the host's network, and a template's code
+    // never runs in the root zygote (template.ts): those spawn.
+    const python = config.root.python
+    const zygote = forkable(config) ? await sandboxZygote(python).catch(() => undefined) : undefined
     let owner: { uid: number; gid: number } | undefined
     let cgroup: Cgroup | undefined
     if (sandboxed && isRoot) {
@@ -197,8 +212,8 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       // Marked before the mount: if this process dies in between (kill -9), the sweep still unmounts it.
       const mark = join(dir, MOUNT_MARK)
       writeFileSync(mark, '')
-      const mounted = template
-        ? await template.launcher.mount(work, size)
+      const mounted = zygote
+        ? await zygote.launcher.mount(work, size)
         : await run('mount', ['-t', 'tmpfs', '-o', `${size},nosuid,nodev`, 'tmpfs', work]).then(
             () => true,
             () => false,
@@ -240,23 +255,27 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       limits: kernelLimits,
       outputCap: config.limits.outputBytes,
       resultCap: config.limits.resultBytes,
-      preload: preloadFor(config.python),
+      preload: preloadFor(python),
+      ...(config.root.start ? { start: config.root.start } : {}),
+      ...(config.root.workdir ? { workdir: config.root.workdir } : {}),
     }
     const kernelConfig = JSON.stringify(kernelConfigObject)
     const source = installKernel()
-    const started: ColdStart = template && owner ? 'fork' : 'spawn'
+    const started: ColdStart = zygote && owner ? 'fork' : 'spawn'
     // One per sandbox, kept across its kernel's restarts: a resumed sandbox is a new one, a new boot.
     const bootId = randomUUID()
+    // The template's variables under the caller's.
+    const envs = { ...config.root.env, ...config.envs }
     let spec: KernelSpawnSpec
-    if (template && owner) {
-      spec = forkSpec(() => sandboxTemplate(config.python), {
+    if (zygote && owner) {
+      spec = forkSpec(() => sandboxZygote(python), {
         work,
         data,
         uid: owner.uid,
         gid: owner.gid,
         tmpBytes: config.limits.workspaceBytes,
         bootId,
-        env: kernelEnv(SANDBOX_HOME, config.envs, process.env, SANDBOX_BIN_DIRS),
+        env: kernelEnv(SANDBOX_HOME, envs, process.env, SANDBOX_BIN_DIRS),
         kernel: kernelConfigObject,
         cgroupProcs: cgroup?.procsFiles ?? [],
       })
@@ -264,22 +283,18 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       const jail = features()
       const bootIdFile = join(dir, 'boot_id')
       writeFileSync(bootIdFile, `${bootId}\n`, { mode: 0o644 })
-      const command = [
-        config.python.executable,
-        '-s',
-        `${SANDBOX_KERNEL_DIR}/analyst_kernel.py`,
-        kernelConfig,
-      ]
+      const command = [python.executable, '-s', `${SANDBOX_KERNEL_DIR}/analyst_kernel.py`, kernelConfig]
       spec = {
         command: 'bwrap',
         args: bwrapArgs(
           {
-            python: config.python,
+            python,
+            rootfs: config.root.rootfs,
             workspace: work,
             data,
             kernelDir: source,
             etc: runtime.etc,
-            fontCache: fontCache(config.python),
+            fontCache: config.root.fontCache,
             network: config.network,
             tmpBytes: config.limits.workspaceBytes,
             bootIdFile,
@@ -289,7 +304,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
           },
           command,
         ),
-        env: kernelEnv(SANDBOX_HOME, config.envs, process.env, SANDBOX_BIN_DIRS),
+        env: kernelEnv(SANDBOX_HOME, envs, process.env, SANDBOX_BIN_DIRS),
         uid: owner?.uid,
         gid: owner?.gid,
         cgroupProcs: cgroup?.procsFiles,
@@ -301,7 +316,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       // No jail: the kernel runs as this user, with data/ linked into the workspace.
       const scratch = join(dir, 'tmp')
       mkdirSync(scratch)
-      const env = kernelEnv(work, config.envs, process.env, [join(source, 'bin')])
+      const env = kernelEnv(work, envs, process.env, [join(source, 'bin')])
       Object.assign(env, {
         PATH: env.PATH?.replace(SANDBOX_KERNEL_DIR, source),
         TMPDIR: scratch,
@@ -310,7 +325,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
         XDG_CONFIG_HOME: join(scratch, '.config'),
       })
       spec = {
-        command: config.python.executable,
+        command: python.executable,
         args: ['-s', join(source, 'analyst_kernel.py'), kernelConfig],
         env,
         cwd: work,

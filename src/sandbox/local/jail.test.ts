@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { bwrapArgs, SANDBOX_HOME, TEMPLATE_SOCKET_DIR } from './jail.js'
+import { bwrapArgs, SANDBOX_HOME, ZYGOTE_SOCKET_DIR } from './jail.js'
 
 const venv = mkdtempSync(join(tmpdir(), 'analyst-venv-'))
 const python = {
@@ -33,18 +33,18 @@ function pairs(args: string[], flag: string): string[][] {
 }
 
 describe('bwrapArgs', () => {
-  it("gives the template root's capabilities, its socket folder and no sandbox's workspace", () => {
-    const args = bwrapArgs({ ...spec, templateSocketDir: '/run/zygote-1' }, ['python3'])
+  it("gives the zygote root's capabilities, its socket folder and no sandbox's workspace", () => {
+    const args = bwrapArgs({ ...spec, zygoteSocketDir: '/run/zygote-1' }, ['python3'])
     expect(args).not.toContain('--unshare-user')
     expect(args).not.toContain('--cap-drop')
     expect(args[args.indexOf('--cap-add') + 1]).toBe('ALL')
-    expect(pairs(args, '--bind')).toEqual([['/run/zygote-1', TEMPLATE_SOCKET_DIR]])
+    expect(pairs(args, '--bind')).toEqual([['/run/zygote-1', ZYGOTE_SOCKET_DIR]])
     expect(args.join(' ')).not.toContain('/run/sb/')
     expect(pairs(args, '--dir').map(([path]) => path)).toContain(SANDBOX_HOME)
     // A sandbox's own jail has none of it.
     const sandbox = bwrapArgs(spec, ['python3'])
     expect(sandbox).not.toContain('--cap-add')
-    expect(sandbox.join(' ')).not.toContain(TEMPLATE_SOCKET_DIR)
+    expect(sandbox.join(' ')).not.toContain(ZYGOTE_SOCKET_DIR)
   })
 
   it('cuts the network unless asked, and drops every capability', () => {

@@ -3,7 +3,7 @@
  * lets in can be read (and tested) in one place.
  * @module
  */
-import { existsSync, lstatSync, readlinkSync } from 'node:fs'
+import { existsSync, lstatSync, readdirSync, readlinkSync } from 'node:fs'
 import { MPL_CONFIG_DIR } from '../kernel/env.js'
 import { SANDBOX_HOME } from '../paths.js'
 import type { PythonInfo } from './python.js'
@@ -19,7 +19,10 @@ export const INFO_FD = 5
 /** bubblewrap reads the seccomp filter from here. */
 export const SECCOMP_FD = 6
 
-/** What of the host's /etc the Python stack needs; everything else of /etc stays out. */
+/**
+ * What of /etc the Python stack needs; everything else of /etc stays out. From the host's /etc, or
+ * from the template's own in a sandbox rooted in one (never the host's there).
+ */
 const ETC_ALLOWED = [
   '/etc/alternatives', // Debian's BLAS/LAPACK are chosen through these links
   '/etc/ld.so.cache',
@@ -46,6 +49,11 @@ const ETC_NETWORK = [
 
 export interface JailSpec {
   python: PythonInfo
+  /**
+   * A template's root file system (a host folder): its /usr, top-level links, /opt entries and
+   * allowed /etc, read-only, instead of the host's. The host's Python paths are then not bound.
+   */
+  rootfs?: string
   /** Host folders. */
   workspace: string
   data: string
@@ -68,57 +76,76 @@ export interface JailSpec {
    */
   hostname: boolean
   /**
-   * The sandbox template's jail (analyst_zygote.py) instead of a sandbox's: the same read-only
+   * The zygote's jail (analyst_zygote.py) instead of a sandbox's: the same read-only
    * mounts, but as root with its capabilities (it builds each forked sandbox's namespaces), its
-   * socket folder at TEMPLATE_SOCKET_DIR, and empty mount points where each sandbox mounts its own
+   * socket folder at ZYGOTE_SOCKET_DIR, and empty mount points where each sandbox mounts its own
    * workspace and data.
    */
-  templateSocketDir?: string
+  zygoteSocketDir?: string
 }
 
 /** A sandbox boots on its own: E2B's resume is a new boot, and code tells one by this id. */
 export const BOOT_ID = '/proc/sys/kernel/random/boot_id'
 
-/** In the template's own /tmp: each forked sandbox mounts a /tmp of its own over it. */
-export const TEMPLATE_SOCKET_DIR = '/tmp/.zygote'
+/** In the zygote's own /tmp: each forked sandbox mounts a /tmp of its own over it. */
+export const ZYGOTE_SOCKET_DIR = '/tmp/.zygote'
 
-/** Top-level links such as /lib -> usr/lib (merged /usr), copied from the host as they are. */
-function topLevel(): string[] {
-  const args: string[] = []
+/**
+ * The system files a jail sees, read-only: /usr, the top-level links such as /lib -> usr/lib
+ * (merged /usr) as they are, and the allowed /etc; from the host, or from a template's root file
+ * system (`rootfs`), with its /opt entries (a venv at /opt/venv) too.
+ */
+export function systemArgs(rootfs: string | undefined, network: boolean): string[] {
+  const root = rootfs ?? ''
+  const args = ['--ro-bind', `${root}/usr`, '/usr']
   for (const name of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
-    const path = `/${name}`
+    const path = `${root}/${name}`
     if (!existsSync(path)) continue
     const stat = lstatSync(path)
-    if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path)
-    else if (stat.isDirectory()) args.push('--ro-bind', path, path)
+    if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(path), `/${name}`)
+    else if (stat.isDirectory()) args.push('--ro-bind', path, `/${name}`)
+  }
+  for (const path of [...ETC_ALLOWED, ...(network ? ETC_NETWORK : [])]) {
+    if (existsSync(`${root}${path}`)) args.push('--ro-bind', `${root}${path}`, path)
+  }
+  if (rootfs) {
+    for (const entry of safeList(`${rootfs}/opt`)) {
+      if (`/opt/${entry}` !== SANDBOX_KERNEL_DIR)
+        args.push('--ro-bind', `${rootfs}/opt/${entry}`, `/opt/${entry}`)
+    }
   }
   return args
 }
 
+function safeList(dir: string): string[] {
+  try {
+    return readdirSync(dir)
+  } catch {
+    return []
+  }
+}
+
 export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
-  const template = spec.templateSocketDir !== undefined
+  const zygote = spec.zygoteSocketDir !== undefined
   const args = [
-    ...(template ? [] : ['--unshare-user']),
+    ...(zygote ? [] : ['--unshare-user']),
     '--unshare-ipc',
     '--unshare-pid',
     '--unshare-uts',
     '--unshare-cgroup-try',
     ...(spec.network ? [] : ['--unshare-net']),
-    ...(template ? [] : ['--uid', '1000', '--gid', '1000']),
+    ...(zygote ? [] : ['--uid', '1000', '--gid', '1000']),
     ...(spec.hostname ? ['--hostname', 'sandbox'] : []),
     '--die-with-parent',
     '--new-session',
     // The host learns the PID of the jail's init from this fd, to end the jail from the inside out.
-    ...(template ? ['--cap-add', 'ALL'] : ['--info-fd', String(INFO_FD), '--cap-drop', 'ALL']),
+    ...(zygote ? ['--cap-add', 'ALL'] : ['--info-fd', String(INFO_FD), '--cap-drop', 'ALL']),
     ...(spec.seccomp ? ['--seccomp', String(SECCOMP_FD)] : []),
     // No nested user namespaces: they would hand code capabilities (in a namespace of its own).
     ...(spec.disableUserns ? ['--disable-userns'] : []),
-    // As root (the template), bubblewrap makes the folders it needs for mounts 0700: sandbox uids could not enter.
-    ...(template ? ['--perms', '0755', '--dir', '/etc', '--perms', '0755', '--dir', '/opt'] : []),
-    '--ro-bind',
-    '/usr',
-    '/usr',
-    ...topLevel(),
+    // As root (the zygote), bubblewrap makes the folders it needs for mounts 0700: sandbox uids could not enter.
+    ...(zygote ? ['--perms', '0755', '--dir', '/etc', '--perms', '0755', '--dir', '/opt'] : []),
+    ...systemArgs(spec.rootfs, spec.network),
     '--proc',
     '/proc',
     ...(spec.bootIdFile ? ['--ro-bind', spec.bootIdFile, BOOT_ID] : []),
@@ -131,28 +158,25 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
     '--dir',
     MPL_CONFIG_DIR,
   ]
-  for (const path of [...ETC_ALLOWED, ...(spec.network ? ETC_NETWORK : [])]) {
-    if (existsSync(path)) args.push('--ro-bind', path, path)
-  }
   for (const name of ['passwd', 'group', 'hosts'])
     args.push('--ro-bind', `${spec.etc}/${name}`, `/etc/${name}`)
-  // An interpreter outside /usr (a venv, pyenv) is bound where it is, read-only.
-  for (const path of spec.python.paths) {
+  // The host's interpreter outside /usr (a venv, pyenv) is bound where it is, read-only.
+  for (const path of spec.rootfs ? [] : spec.python.paths) {
     if (!path.startsWith('/usr/') && path !== '/usr' && existsSync(path)) args.push('--ro-bind', path, path)
   }
   if (spec.fontCache) {
     const name = spec.fontCache.slice(spec.fontCache.lastIndexOf('/') + 1)
     args.push('--ro-bind', spec.fontCache, `${MPL_CONFIG_DIR}/${name}`)
   }
-  if (spec.templateSocketDir !== undefined) {
+  if (spec.zygoteSocketDir !== undefined) {
     args.push(
       '--dir',
       SANDBOX_HOME,
       '--dir',
-      TEMPLATE_SOCKET_DIR,
+      ZYGOTE_SOCKET_DIR,
       '--bind',
-      spec.templateSocketDir,
-      TEMPLATE_SOCKET_DIR,
+      spec.zygoteSocketDir,
+      ZYGOTE_SOCKET_DIR,
     )
   } else args.push('--bind', spec.workspace, SANDBOX_HOME, '--ro-bind', spec.data, SANDBOX_DATA)
   args.push(

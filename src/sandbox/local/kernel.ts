@@ -36,12 +36,12 @@ export interface KernelSpawnSpec {
   seccompFile?: string
   /** Largest message line accepted from the kernel. */
   maxMessageBytes: number
-  /** Starts the kernel some other way than spawning `command` (forked from the template). */
+  /** Starts the kernel some other way than spawning `command` (forked from the zygote). */
   launch?: () => Promise<KernelProcess>
 }
 
 /**
- * A kernel's process as Kernel sees it: a ChildProcess, or a sandbox forked from the template
+ * A kernel's process as Kernel sees it: a ChildProcess, or a sandbox forked from the zygote
  * (zygote.ts). stdio: output on 1 (and 2), requests on 3, messages on 4, bubblewrap's info on 5.
  */
 export interface KernelProcess {

@@ -1,6 +1,6 @@
 /**
  * The kernel's interpreter: the host's Python (src/python.ts), whose paths the jail binds
- * read-only, and the local engine's own Python files (the sandbox template and its launcher).
+ * read-only, and the local engine's own Python files (the zygote and its launcher).
  * @module
  */
 import { dirname, join } from 'node:path'

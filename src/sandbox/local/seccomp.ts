@@ -95,7 +95,7 @@ const X32_SYSCALL_BIT = 0x40000000
  * The filter for this machine's architecture, or undefined where there is no table for it.
  * `denyUserns`: no new user namespaces (clone and unshare with CLONE_NEWUSER fail with EPERM;
  * clone3, whose flags a filter cannot read, fails with ENOSYS so libc falls back to clone), for
- * jails that bubblewrap's --disable-userns does not cover (forked from the template).
+ * jails that bubblewrap's --disable-userns does not cover (forked from the zygote).
  */
 export function seccompFilter(
   architecture: string = arch,

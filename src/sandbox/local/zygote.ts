@@ -1,8 +1,8 @@
 /**
- * The sandbox template (zygote): one Python per interpreter, started once in its own jail with
+ * The zygote: one Python per interpreter, started once in its own jail with
  * numpy, pandas and matplotlib imported, that forks each sandbox's kernel in a few milliseconds.
  * How a forked sandbox keeps the isolation of a bubblewrap-started one is written at the top of
- * python/analyst_zygote.py. Root only (the template builds namespaces and changes uids); where it
+ * python/analyst_zygote.py. Root only (the zygote builds namespaces and changes uids); where it
  * cannot run, sandboxes start the usual way and `analyst doctor` says why.
  * @module
  */
@@ -22,65 +22,65 @@ import type { PythonInfo } from './python.js'
 import { fontCache, getRuntime, isRoot, onExit } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
 
-/** How sandboxes start: forked from the template, or a new bubblewrap and Python each (spawn). */
+/** How sandboxes start: forked from the zygote, or a new bubblewrap and Python each (spawn). */
 export type ColdStart = 'fork' | 'spawn'
 
-export interface Template {
+export interface Zygote {
   socket: string
   process: ChildProcess
-  /** The host's side of the template (analyst_launcher.py): starts each forked sandbox. */
+  /** The host's side of the zygote (analyst_launcher.py): starts each forked sandbox. */
   launcher: Launcher
 }
 
-const templates = new Map<string, Promise<Template>>()
+const zygotes = new Map<string, Promise<Zygote>>()
 /**
- * Providers that may fork and are not closed. Templates run while one is open or a sandbox of
+ * Providers that may fork and are not closed. Zygotes run while one is open or a sandbox of
  * theirs runs; then they stop, so that a closed provider leaves no process behind.
  */
 const users = new Set<object>()
-/** A template that failed to start is not tried again before this long: creates spawn meanwhile. */
+/** A zygote that failed to start is not tried again before this long: creates spawn meanwhile. */
 const RETRY_AFTER_MS = 60_000
 const failures = new Map<string, { error: Error; at: number }>()
 
 /** Why forking cannot work on this machine at all, or undefined when it may. */
 export function forkUnsupported(): string | undefined {
-  if (!isRoot) return 'sandboxes are forked from a template only when Analyst runs as root'
+  if (!isRoot) return 'sandboxes are forked from a zygote only when Analyst runs as root'
   if (!seccompFilter(undefined, { denyUserns: true }))
     return `no seccomp table for ${process.arch}: forked sandboxes could create user namespaces`
   return undefined
 }
 
-/** The running template for this interpreter, started (once) when needed. */
-export function templateFor(python: PythonInfo, kernelDir: string, preload: string[]): Promise<Template> {
+/** The running zygote for this interpreter, started (once) when needed. */
+export function zygoteFor(python: PythonInfo, kernelDir: string, preload: string[]): Promise<Zygote> {
   const key = python.executable
   const failed = failures.get(key)
   if (failed && Date.now() - failed.at < RETRY_AFTER_MS) return Promise.reject(failed.error)
-  const running = templates.get(key)
+  const running = zygotes.get(key)
   if (running) return running
-  const template = startTemplate(python, kernelDir, preload)
-  templates.set(key, template)
-  template.then(
+  const zygote = startZygote(python, kernelDir, preload)
+  zygotes.set(key, zygote)
+  zygote.then(
     (started) => {
       started.process.once('exit', () => {
-        if (templates.get(key) === template) templates.delete(key) // rebuilt by the next create
+        if (zygotes.get(key) === zygote) zygotes.delete(key) // rebuilt by the next create
       })
       started.launcher.on('idle', () => {
-        if (users.size === 0) void stopTemplate(key, template)
+        if (users.size === 0) void stopZygote(key, zygote)
       })
     },
     (error: Error) => {
       failures.set(key, { error, at: Date.now() })
-      templates.delete(key)
+      zygotes.delete(key)
     },
   )
-  return template
+  return zygote
 }
 
-async function startTemplate(python: PythonInfo, kernelDir: string, preload: string[]): Promise<Template> {
+async function startZygote(python: PythonInfo, kernelDir: string, preload: string[]): Promise<Zygote> {
   const reason = forkUnsupported()
   if (reason) throw new SandboxUnavailableError(reason)
   const runtime = getRuntime()
-  // One folder per interpreter, the same for the template that replaces a dead one: the specs of
+  // One folder per interpreter, the same for the zygote that replaces a dead one: the specs of
   // running sandboxes name its socket, and their kernels restart through it.
   const key = createHash('sha256').update(python.executable).digest('hex').slice(0, 12)
   const socketDir = join(runtime.own, `zygote-${key}`)
@@ -101,7 +101,7 @@ async function startTemplate(python: PythonInfo, kernelDir: string, preload: str
       seccomp: false,
       disableUserns: false,
       hostname,
-      templateSocketDir: socketDir,
+      zygoteSocketDir: socketDir,
     },
     [python.executable, '-s', `${SANDBOX_KERNEL_DIR}/analyst_zygote.py`, config],
   )
@@ -120,7 +120,7 @@ async function startTemplate(python: PythonInfo, kernelDir: string, preload: str
     const fail = (why: string) => {
       clearTimeout(timer)
       child.kill('SIGKILL')
-      reject(new SandboxUnavailableError(`The sandbox template ${why}: ${output.trim().slice(-500)}`))
+      reject(new SandboxUnavailableError(`The zygote ${why}: ${output.trim().slice(-500)}`))
     }
     child.once('error', (error) => fail(error.message))
     child.once('exit', (code, signal) => fail(`exited (${signal ?? `code ${code}`})`))
@@ -135,12 +135,12 @@ async function startTemplate(python: PythonInfo, kernelDir: string, preload: str
       }
     })
   })
-  // An idle template must not keep the host process running.
+  // An idle zygote must not keep the host process running.
   child.unref()
   for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref(): void }).unref()
   const socket = join(socketDir, 'socket')
   const launcher = new Launcher(python, join(kernelDir, 'analyst_launcher.py'), socket)
-  // One goes with the other: sandboxes of a template whose launcher died cannot be reached.
+  // One goes with the other: sandboxes of a zygote whose launcher died cannot be reached.
   launcher.process.once('exit', () => child.kill('SIGKILL'))
   child.once('exit', () => launcher.process.kill('SIGKILL'))
   return { socket, process: child, launcher }
@@ -155,7 +155,7 @@ type LauncherMessage =
   | { type: 'mounted'; id: string; error: string | null }
 
 /**
- * A sandbox forked from the template, as Kernel sees a process: its output on 1, one socket for
+ * A sandbox forked from the zygote, as Kernel sees a process: its output on 1, one socket for
  * requests (3) and messages (4), the jail's init as its pid.
  */
 class ForkedKernel extends EventEmitter implements KernelProcess {
@@ -201,7 +201,7 @@ interface Starting {
 }
 
 /**
- * The host's side of one template, spoken to over Node's IPC channel (fds travel on it). Emits
+ * The host's side of one zygote, spoken to over Node's IPC channel (fds travel on it). Emits
  * 'idle' when its last sandbox is gone.
  */
 export class Launcher extends EventEmitter {
@@ -315,9 +315,7 @@ export class Launcher extends EventEmitter {
     if (message.type === 'failed') {
       start.io?.destroy()
       start.out?.destroy()
-      start.reject(
-        new SandboxUnavailableError(`The sandbox template could not start a sandbox: ${message.error}`),
-      )
+      start.reject(new SandboxUnavailableError(`The zygote could not start a sandbox: ${message.error}`))
       return
     }
     if (message.type === 'handle' && handle) start[message.name] = handle
@@ -330,7 +328,7 @@ export class Launcher extends EventEmitter {
   }
 }
 
-/** Everything the launcher needs to ask the template for one sandbox. */
+/** Everything the launcher needs to ask the zygote for one sandbox. */
 export interface ForkRequest {
   work: string
   data: string
@@ -345,49 +343,49 @@ export interface ForkRequest {
 }
 
 /**
- * The spec of a forked kernel. It asks the template running when it starts, so that a kernel
- * restarted after its template died comes from the new one.
+ * The spec of a forked kernel. It asks the zygote running when it starts, so that a kernel
+ * restarted after its zygote died comes from the new one.
  */
-export function forkSpec(template: () => Promise<Template>, request: ForkRequest): KernelSpawnSpec {
+export function forkSpec(zygote: () => Promise<Zygote>, request: ForkRequest): KernelSpawnSpec {
   return {
-    command: 'the sandbox template',
+    command: 'the zygote',
     args: [],
     env: request.env,
     maxMessageBytes: 64 * 1024 * 1024,
-    launch: async () => (await template()).launcher.start(request),
+    launch: async () => (await zygote()).launcher.start(request),
   }
 }
 
-/** A provider that may fork sandboxes: templates keep running until it is released. */
-export function useTemplates(user: object) {
+/** A provider that may fork sandboxes: zygotes keep running until it is released. */
+export function useZygotes(user: object) {
   users.add(user)
 }
 
-/** A provider closed: with no other open, every template stops once no sandbox of it runs. */
-export async function releaseTemplates(user: object): Promise<void> {
+/** A provider closed: with no other open, every zygote stops once no sandbox of it runs. */
+export async function releaseZygotes(user: object): Promise<void> {
   users.delete(user)
   if (users.size > 0) return
   await Promise.all(
-    [...templates].map(async ([key, template]) => {
-      if ((await template.catch(() => undefined))?.launcher.idle && users.size === 0)
-        await stopTemplate(key, template)
+    [...zygotes].map(async ([key, zygote]) => {
+      if ((await zygote.catch(() => undefined))?.launcher.idle && users.size === 0)
+        await stopZygote(key, zygote)
     }),
   )
 }
 
-/** Stops every template (tests, and hosts that want their memory back). */
-export async function stopTemplates(): Promise<void> {
-  await Promise.all([...templates].map(([key, template]) => stopTemplate(key, template)))
+/** Stops every zygote (tests, and hosts that want their memory back). */
+export async function stopZygotes(): Promise<void> {
+  await Promise.all([...zygotes].map(([key, zygote]) => stopZygote(key, zygote)))
 }
 
-async function stopTemplate(key: string, template: Promise<Template>) {
-  if (templates.get(key) === template) templates.delete(key)
-  const started = await template.catch(() => undefined)
+async function stopZygote(key: string, zygote: Promise<Zygote>) {
+  if (zygotes.get(key) === zygote) zygotes.delete(key)
+  const started = await zygote.catch(() => undefined)
   if (!started) return
   const exits = [started.process, started.launcher.process]
     .filter((child) => child.exitCode === null && child.signalCode === null)
     .map((child) => {
-      child.ref() // an idle template is unref'd: the wait for its exit must hold the loop
+      child.ref() // an idle zygote is unref'd: the wait for its exit must hold the loop
       return new Promise((resolve) => child.once('exit', resolve))
     })
   started.process.kill('SIGKILL')

@@ -74,6 +74,8 @@ export const MODAL_CAPABILITIES: SandboxCapabilities = {
   limits: ['memoryBytes', 'fileSizeBytes', 'cpuSeconds', 'openFiles', 'outputBytes', 'resultBytes'],
   // Its kernel could make one, but Modal's container is not known to give it /dev/pts.
   terminals: false,
+  // A Modal image from the template's spec is not built yet.
+  templates: 'none',
 }
 
 const DATA = `${SANDBOX_HOME}/data`
@@ -363,7 +365,12 @@ export class ModalProvider implements SandboxProvider {
   }
 
   async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
-    assertSupported('modal', this.capabilities, options)
+    assertSupported(
+      'modal',
+      this.capabilities,
+      options,
+      "Leave out the template (Modal's image is Analyst's own: debian_slim with the analysis stack), or use the local engine (--sandbox local), which runs templates.",
+    )
     if (options.isolation === 'none') {
       throw new InvalidArgumentError("isolation 'none' does not apply to Modal: its sandboxes are containers")
     }

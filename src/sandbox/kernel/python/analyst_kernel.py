@@ -810,6 +810,13 @@ def preload(names):
         analyst_compat.allow_packaged_xlrd()
 
 
+def run_start(code, namespace):
+    """A template's start step, in the default context's namespace before the kernel is ready."""
+    if not code:
+        return
+    exec(compile(code, '<template start>', 'exec'), namespace)
+
+
 def main():
     global pipes, LIMITS, WORKDIR, CONFIG, BASE_ENV
     # Only the protocol's fds go on: whatever the host inherited and did not mark close-on-exec
@@ -819,6 +826,8 @@ def main():
     BASE_ENV = dict(os.environ)
     CONFIG = config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     LIMITS = config.get('limits') or {}
+    if config.get('workdir'):  # a template's working directory
+        os.chdir(config['workdir'])
     WORKDIR = os.getcwd()
     for fd in (REQUEST_FD, MESSAGE_FD):
         os.set_inheritable(fd, False)
@@ -853,6 +862,7 @@ def main():
     import analyst_display_hooks
     analyst_display_hooks.install(display, get_ipython)
     contexts['default'] = Context('default', WORKDIR)
+    run_start(config.get('start'), contexts['default'].namespace)
     requests = queue.Queue()
     threading.Thread(target=io_loop, args=(requests, threading.get_ident()), daemon=True).start()
     send({'type': 'ready', 'pid': os.getpid(), 'python': sys.version.split()[0]})

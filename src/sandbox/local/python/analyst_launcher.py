@@ -1,11 +1,11 @@
-"""The host's side of the sandbox template (analyst_zygote.py): one process per template, run by
+"""The host's side of the zygote (analyst_zygote.py): one process per zygote, run by
 the host as root in the host's namespaces, that starts each forked sandbox.
 
 Usage: python3 -I -S analyst_launcher.py SOCKET, with Node's IPC channel on NODE_CHANNEL_FD (JSON
 lines; a file descriptor travels with a {"cmd": "NODE_HANDLE"} line, which Node acknowledges).
 It mounts workspaces ({"type": "mount"}). For each {"type": "start"} it clones the sandbox's workspace and data mounts (open_tree, in the
 host's mount namespace), makes the kernel's two socket pairs (1-2: output; 3-4: protocol), hands
-the kernel's ends and the mounts to the template, and the host's ends to Node. The jail's init
+the kernel's ends and the mounts to the zygote, and the host's ends to Node. The jail's init
 then tells its PID (SCM_CREDENTIALS: the kernel gives it as the host sees it); this process moves
 it into the sandbox's cgroups before the init builds the jail, and reports the init's exit.
 One long-lived process instead of one per sandbox: a new Python per sandbox cost more than the fork.
@@ -37,7 +37,7 @@ def clone_mount(path):
 
 
 class Start:
-    """One sandbox being started, then running: its connection to the template."""
+    """One sandbox being started, then running: its connection to the zygote."""
 
     def __init__(self, sandbox_id, conn, cgroup_procs):
         self.id = sandbox_id
@@ -48,8 +48,8 @@ class Start:
 
 
 class Launcher:
-    def __init__(self, template_socket, channel):
-        self.template_socket = template_socket
+    def __init__(self, zygote_socket, channel):
+        self.zygote_socket = zygote_socket
         self.channel = channel
         self.channel_socket = socket.socket(fileno=os.dup(channel))  # for sendmsg
         self.incoming = b''
@@ -98,7 +98,7 @@ class Launcher:
                 if fd == self.channel:
                     self.read_channel()
                 elif fd in self.starts:
-                    self.read_template(self.starts[fd])
+                    self.read_zygote(self.starts[fd])
 
     def read_channel(self):
         chunk = os.read(self.channel, 1 << 20)
@@ -142,7 +142,7 @@ class Launcher:
             request = json.dumps(message['request']).encode() + b'\0' + env
             conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-            conn.connect(self.template_socket)
+            conn.connect(self.zygote_socket)
             conn.sendall(len(request).to_bytes(4, 'big'))
             io, out = opened[2], opened[3]
             socket.send_fds(conn, [request], [out, out, io, io, *mounts])
@@ -161,7 +161,7 @@ class Launcher:
         self.hand(sandbox_id, 'io', io_host.detach())
         self.hand(sandbox_id, 'out', out_host.detach())
 
-    def read_template(self, start):
+    def read_zygote(self, start):
         if start.pid is None:
             try:
                 data, ancillary, _, _ = start.conn.recvmsg(1, socket.CMSG_SPACE(12))
@@ -172,7 +172,7 @@ class Launcher:
                 None,
             )
             if not data or not pid:
-                self.finish(start, None, 'the sandbox template did not start a sandbox')
+                self.finish(start, None, 'the zygote did not start a sandbox')
                 return
             try:
                 for procs in start.cgroup_procs:
@@ -192,7 +192,7 @@ class Launcher:
             self.finish(start, int(words[1]) if len(words) > 1 else None)
 
     def finish(self, start, code, error=None):
-        """The sandbox ended (or never started): closing its connection makes the template kill it."""
+        """The sandbox ended (or never started): closing its connection makes the zygote kill it."""
         self.poller.unregister(start.conn)
         del self.starts[start.conn.fileno()]
         start.conn.close()

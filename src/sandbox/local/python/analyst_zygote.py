@@ -1,18 +1,18 @@
-"""Analyst's sandbox template (zygote): Python with the analysis stack imported, forked per sandbox.
+"""Analyst's zygote: Python with the analysis stack imported, forked per sandbox.
 
 How a forked sandbox gets the same isolation as a bubblewrap-started one:
-  T  the template. Runs as root in its own bubblewrap jail (read-only /usr and the allowed /etc,
+  T  the zygote. Runs as root in its own bubblewrap jail (read-only /usr and the allowed /etc,
      own PID, net, IPC and UTS namespaces, no host user namespace, so it keeps real capabilities
      to build jails). It imports numpy, pandas and matplotlib and never runs a line of user code.
      It listens on /tmp/.zygote/socket, a folder only root on the host can reach.
-  L  the launcher (analyst_launcher.py): one per template, on the host, as root. For each
+  L  the launcher (analyst_launcher.py): one per zygote, on the host, as root. For each
      sandbox it clones the workspace and data mounts (open_tree) and sends them, with the
      kernel's sockets, to T.
   G  forked by T into a new PID namespace (its init). It tells L its host PID (SCM_CREDENTIALS);
      while L moves it into the sandbox's cgroups, G unshares mount, net, IPC and UTS namespaces
      (the cgroup namespace once it is in its cgroups: nothing is forked before), mounts the
      workspace at /home/user, data/ read-only, a fresh
-     /proc, a size-limited /tmp (hiding the template's, with its socket), /dev/shm and /dev/pts of
+     /proc, a size-limited /tmp (hiding the zygote's, with its socket), /dev/shm and /dev/pts of
      its own. Then it empties the capability bounding set, takes the sandbox's own host uid (all
      capabilities gone), enters a user namespace of its own where that uid is 1000 (as in
      bubblewrap's jail; it owns no other namespace) and drops the capabilities it has there, sets
@@ -20,7 +20,7 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
      namespaces). It reaps orphans and exits with the kernel's status.
   K  forked by G, with G's (lack of) privileges: the kernel. It reseeds numpy's generator (Python's
      random reseeds itself after fork) and runs analyst_kernel.main(), which closes every fd but 0-4.
-Sandboxes from one template share only read-only mounts and the copy-on-write pages of the
+Sandboxes from one zygote share only read-only mounts and the copy-on-write pages of the
 imported libraries. They cannot see each other or T: each is in its own PID namespace below T's.
 Python's hash seed is T's, shared by every sandbox forked from it.
 """
@@ -34,11 +34,11 @@ import socket
 import struct
 import sys
 
-SOCKET_PATH = '/tmp/.zygote/socket'  # under the template's /tmp, which no sandbox mounts
+SOCKET_PATH = '/tmp/.zygote/socket'  # under the zygote's /tmp, which no sandbox mounts
 HOME = '/home/user'
 BOOT_ID = '/proc/sys/kernel/random/boot_id'
 MAX_CONFIG = 4 << 20
-# Set from the template's config in main(): what this machine lets a jail do.
+# Set from the zygote's config in main(): what this machine lets a jail do.
 SETTINGS = {'hostname': True}
 
 SANDBOX_ID = 1000  # the uid and gid code sees, as in bubblewrap's jail
@@ -190,7 +190,7 @@ def build_jail(config, work_fd, data_fd):
     libc.umount2(b'/proc', MNT_DETACH)
     mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
     size = int(config['tmpBytes'])
-    libc.umount2(b'/tmp', MNT_DETACH)  # the template's, with its socket folder
+    libc.umount2(b'/tmp', MNT_DETACH)  # the zygote's, with its socket folder
     mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={size},mode=1777')
     os.mkdir('/tmp/.matplotlib', 0o700)
     os.chown('/tmp/.matplotlib', config['uid'], config['gid'])
@@ -237,7 +237,7 @@ def run_init(conn, config, fds, seccomp):
         os._exit(70)
     conn.close()
     unshare(CLONE_NEWCGROUP)  # rooted at the sandbox's own cgroup, now that it is in it
-    # Before code can look at this process: nothing of the template's (its wake-up pipe) stays open.
+    # Before code can look at this process: nothing of the zygote's (its wake-up pipe) stays open.
     os.closerange(5, os.sysconf('SC_OPEN_MAX'))
     # Nothing privileged is left to do: the init becomes as unprivileged as the kernel it forks
     # (same uid, no capabilities, same seccomp filter), so, as in bubblewrap's jail, code may look
@@ -258,16 +258,16 @@ def run_init(conn, config, fds, seccomp):
             os._exit(code if code >= 0 else 128 - code)
 
 
-# ---------------------------------------------------------------- T: the template
+# ---------------------------------------------------------------- T: the zygote
 
 
-class Template:
+class Zygote:
     def __init__(self, seccomp):
         self.seccomp = seccomp
         self.own_pid_ns = os.open('/proc/self/ns/pid', os.O_RDONLY | os.O_CLOEXEC)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         if os.path.exists(SOCKET_PATH):
-            os.unlink(SOCKET_PATH)  # the socket of a template that died
+            os.unlink(SOCKET_PATH)  # the socket of a zygote that died
         self.listener.bind(SOCKET_PATH)
         os.chmod(SOCKET_PATH, 0o600)
         self.listener.listen(128)
@@ -352,7 +352,7 @@ class Template:
                 os.close(self.wake_read)
                 run_init(conn, config, fds, self.seccomp)
             except BaseException as error:
-                try:  # fd 2 is the launcher's stderr once the pipes are in place, else the template's
+                try:  # fd 2 is the launcher's stderr once the pipes are in place, else the zygote's
                     os.write(2, f'sandbox jail failed: {error!r}\n'.encode())
                 except OSError:
                     pass
@@ -416,7 +416,7 @@ def main():
 
     analyst_kernel.preload(config.get('preload'))
     seccomp = bytes.fromhex(config.get('seccomp') or '')
-    Template(seccomp).serve()
+    Zygote(seccomp).serve()
 
 
 if __name__ == '__main__':

@@ -1,0 +1,171 @@
+/**
+ * What a sandbox is rooted in: the host's Python, or a built template (src/templates/types.ts):
+ * its root file system or its venv, its Python, env, working directory and start step. Warm pools
+ * and zygotes are kept per root (its key).
+ *
+ * A template's files are not trusted as the host's are: a build may have run code that a client
+ * sent. So nothing of a template runs on the host or with privileges: its Python is probed, and
+ * matplotlib's font list built, inside a jail rooted in it as an unprivileged uid; and its
+ * sandboxes are spawned (bubblewrap as the sandbox's uid), never forked from the root zygote,
+ * which holds real capabilities to build jails (zygote.ts).
+ * @module
+ */
+import { execFile } from 'node:child_process'
+import { chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import type { BuiltTemplate } from '../../templates/types.js'
+import { SandboxUnavailableError } from '../errors.js'
+import { MPL_CONFIG_DIR } from '../kernel/env.js'
+import { systemArgs } from './jail.js'
+import { type PythonInfo, probePython } from './python.js'
+import { getRuntime, isRoot } from './runtime.js'
+
+export interface SandboxRoot {
+  /** Pools and zygotes are per key: `host:<executable>`, or the template's id. */
+  key: string
+  template?: BuiltTemplate
+  /** The template's root file system on the host; undefined: the host's /usr and /etc. */
+  rootfs?: string
+  /** The kernel's interpreter, as a path in the jail; the host's paths (and a venv) are bound for a host root. */
+  python: PythonInfo
+  /** Set in every sandbox, under the caller's envs. */
+  env: Record<string, string>
+  /** The kernel's working directory; undefined: the workspace. */
+  workdir?: string
+  /** Code run in each kernel before it is ready. */
+  start?: string
+  /** Whether sandboxes may be forked from the zygote: only when nothing of a template runs in it. */
+  forkable: boolean
+  /** matplotlib's font list for this root, bound into each jail (undefined: each kernel builds it). */
+  fontCache?: string
+}
+
+/** The host's Python as a root: today's sandboxes. */
+export function hostRoot(python: PythonInfo, fontCache?: string): SandboxRoot {
+  return { key: `host:${python.executable}`, python, env: {}, forkable: true, fontCache }
+}
+
+const roots = new Map<string, Promise<SandboxRoot>>()
+
+/** A built template as a root, probed once per process (its Python's version, paths and modules). */
+export function templateRoot(template: BuiltTemplate): Promise<SandboxRoot> {
+  const known = roots.get(template.id)
+  if (known) return known
+  const made = makeRoot(template)
+  roots.set(template.id, made)
+  made.catch(() => roots.delete(template.id))
+  return made
+}
+
+async function makeRoot(template: BuiltTemplate): Promise<SandboxRoot> {
+  const rootfs = template.rootfs
+  const venv = join(template.dir, 'venv')
+  if (rootfs && !existsSync(join(rootfs, 'usr'))) {
+    throw new SandboxUnavailableError(
+      `The template ${nameOf(template)} has no root file system at ${rootfs}`,
+      {
+        hint: 'Build it again: analyst template build SPEC --force',
+      },
+    )
+  }
+  const binds = !rootfs && existsSync(venv) ? [venv] : []
+  const wrap = (argv: string[]) => inRoot(rootfs, binds, argv)
+  const python = await probePython(template.python.path, { wrap, ...asProbeUser }).catch((cause) => {
+    throw new SandboxUnavailableError(
+      `The template ${nameOf(template)}'s Python (${template.python.path}) does not run`,
+      { cause, hint: 'Build it again (analyst template build SPEC --force), or use another template.' },
+    )
+  })
+  // For a template over the host, the jail binds the interpreter's paths (its venv among them), read-only.
+  if (!rootfs) python.paths = [...new Set([...python.paths, ...binds])]
+  const fontCache = python.modules.matplotlib
+    ? await templateFontCache(template.id, rootfs, binds, python)
+    : undefined
+  return {
+    key: template.id,
+    template,
+    rootfs,
+    python,
+    env: template.env,
+    workdir: template.workdir,
+    start: template.start,
+    forkable: false,
+    fontCache,
+  }
+}
+
+function nameOf(template: BuiltTemplate): string {
+  return template.names[0] ?? template.id.slice(0, 12)
+}
+
+/** The uid a template's own programs run as outside a sandbox (as root: nobody; else this user). */
+const PROBE_UID = 65534
+const asProbeUser = isRoot ? { uid: PROBE_UID, gid: PROBE_UID } : {}
+
+/**
+ * argv inside a throwaway jail rooted in the template: no network, no capabilities, a user
+ * namespace of its own, run (as root) as nobody.
+ */
+function inRoot(rootfs: string | undefined, binds: string[], argv: string[], extra: string[] = []): string[] {
+  const runtime = getRuntime()
+  return [
+    'bwrap',
+    '--unshare-all',
+    '--unshare-user',
+    '--uid',
+    '1000',
+    '--gid',
+    '1000',
+    '--cap-drop',
+    'ALL',
+    '--die-with-parent',
+    '--new-session',
+    ...systemArgs(rootfs, false),
+    ...binds.flatMap((path) => ['--ro-bind', path, path]),
+    '--ro-bind',
+    `${runtime.etc}/passwd`,
+    '/etc/passwd',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--tmpfs',
+    '/tmp',
+    ...extra,
+    '--',
+    ...argv,
+  ]
+}
+
+function runInRoot(command: string[], env: Record<string, string>): Promise<void> {
+  const [file, ...args] = command
+  return new Promise((resolve) => {
+    execFile(file as string, args, { env, timeout: 60_000, ...asProbeUser }, () => resolve())
+  })
+}
+
+/** matplotlib's font list for a template, built once in a jail rooted in it (paths as the jail sees them). */
+async function templateFontCache(
+  id: string,
+  rootfs: string | undefined,
+  binds: string[],
+  python: PythonInfo,
+): Promise<string | undefined> {
+  const dir = join(getRuntime().cache, `matplotlib-${id.slice(0, 16)}-${python.version}`)
+  const find = () => readdirSync(dir).find((name) => /^fontlist-v\d+\.json$/.test(name))
+  if (existsSync(dir) && find()) return join(dir, find() as string)
+  mkdirSync(dir, { recursive: true, mode: 0o755 })
+  if (isRoot) chownSync(dir, PROBE_UID, PROBE_UID)
+  const inside = `${MPL_CONFIG_DIR}-build`
+  await runInRoot(
+    inRoot(
+      rootfs,
+      binds,
+      [python.executable, '-s', '-c', 'import matplotlib.font_manager'],
+      ['--bind', dir, inside],
+    ),
+    { PATH: '/usr/bin:/bin', HOME: inside, MPLCONFIGDIR: inside, MPLBACKEND: 'Agg' },
+  )
+  const file = find()
+  return file ? join(dir, file) : undefined
+}

@@ -1,0 +1,92 @@
+/**
+ * A Debian trixie template for tests (Python 3.13, pandas 2), made once and kept under the repo's
+ * gitignored .cache/ so that later runs (and CI's second run, which restores .cache) take it in a
+ * moment: mmdebstrap's root file system, then a template folder committed to a store there.
+ * @module
+ */
+import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { openTemplates, writeManifest } from '../../src/templates/store.js'
+import type { BuiltTemplate } from '../../src/templates/types.js'
+
+const run = promisify(execFile)
+const CACHE = join(import.meta.dirname, '..', '..', '.cache')
+/** The Analyst home whose store holds the test templates. */
+export const TEMPLATE_HOME = join(CACHE, 'analyst-home')
+export const TRIXIE = 'test-trixie'
+const PACKAGES = [
+  'python3',
+  'python3-venv',
+  'python3-pip',
+  'python3-pandas',
+  'python3-matplotlib',
+  'python3-ipython',
+]
+const MIRROR = process.env.ANALYST_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian'
+
+/** Whether templates can be made here: mmdebstrap and root (its rootfs keeps root's ownership). */
+export const canMakeTemplates = process.getuid?.() === 0 && existsSync('/usr/bin/mmdebstrap')
+
+let made: Promise<BuiltTemplate> | undefined
+
+/** The trixie test template, made if it is not in the cache yet (about a minute, once). */
+export function trixieTemplate(): Promise<BuiltTemplate> {
+  made ??= make()
+  return made
+}
+
+async function make(): Promise<BuiltTemplate> {
+  const store = openTemplates(TEMPLATE_HOME)
+  const spec = JSON.stringify({ base: { kind: 'debian', suite: 'trixie' }, packages: PACKAGES })
+  const id = createHash('sha256').update(spec).digest('hex')
+  const existing = store.get(id)
+  if (existing) return existing
+  const folder = store.scratch('test-build')
+  try {
+    const rootfs = join(folder, 'rootfs')
+    await run(
+      'mmdebstrap',
+      ['--quiet', '--variant=apt', `--include=${PACKAGES.join(',')}`, 'trixie', rootfs, MIRROR],
+      { timeout: 600_000, maxBuffer: 64 << 20 },
+    )
+    const python = readdirSync(join(rootfs, 'usr/bin')).find((name) => /^python3\.\d+$/.test(name)) as string
+    writeManifest(folder, {
+      id,
+      base: { kind: 'debian', suite: 'trixie' },
+      hasRootfs: true,
+      python: { path: `/usr/bin/${python}`, version: python.slice('python'.length) },
+      languages: ['python'],
+      packages: debianVersions(rootfs, {
+        pandas: 'python3-pandas',
+        numpy: 'python3-numpy',
+        matplotlib: 'python3-matplotlib',
+        ipython: 'python3-ipython',
+      }),
+      env: { ANALYST_TEMPLATE_TEST: 'trixie' },
+      sizeBytes: 0,
+      createdAt: new Date().toISOString(),
+    })
+    const built = store.commit(folder, id)
+    store.setName(TRIXIE, id)
+    return { ...built, names: [TRIXIE] }
+  } catch (error) {
+    rmSync(folder, { recursive: true, force: true })
+    throw error
+  }
+}
+
+/** Upstream versions of Debian packages in a root file system (1:2.2.3+dfsg-8 → 2.2.3). */
+function debianVersions(rootfs: string, names: Record<string, string>): Record<string, string> {
+  const status = readFileSync(join(rootfs, 'var/lib/dpkg/status'), 'utf8')
+  const versions: Record<string, string> = {}
+  for (const stanza of status.split('\n\n')) {
+    const name = /^Package: (.+)$/m.exec(stanza)?.[1]
+    const version = /^Version: (.+)$/m.exec(stanza)?.[1]
+    const module = Object.keys(names).find((key) => names[key] === name)
+    if (module && version) versions[module] = version.replace(/^\d+:/, '').replace(/[+~-].*$/, '')
+  }
+  return versions
+}
