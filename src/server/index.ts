@@ -358,12 +358,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   return running
 }
 
-/** src/templates' builder, loaded with the server (it is what builds run). */
+/** src/templates' builder and spec reader, loaded when the server starts. */
 async function loadTemplateBuilder(): Promise<{ build: BuildTemplate; parseSpec: ParseSpec }> {
-  const missing = () => {
-    throw new InvalidArgumentError('This server has no template builder (src/templates/build.ts)')
-  }
-  return { build: async () => missing(), parseSpec: missing }
+  const { buildTemplate, parseSpec } = await import('../templates/index.js')
+  return { build: buildTemplate, parseSpec }
 }
 
 /** The same names, in any order. */

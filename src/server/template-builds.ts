@@ -54,7 +54,7 @@ export interface BuildLogLine {
   timestamp: string
   level: 'debug' | 'info' | 'warn' | 'error'
   message: string
-  /** The index of the step it belongs to (in the request's own list of steps), when it belongs to one. */
+  /** The builder's number of the step it belongs to (1 the base, then each step of the recipe, then the finish). */
   step?: number
 }
 
@@ -91,7 +91,7 @@ export interface TemplateBuild {
   /** Which step runs (1-based) of how many, and its title. */
   progress?: { step: number; total: number; title: string }
   readonly log: BuildLogLine[]
-  /** Why it failed: the message and the step. */
+  /** Why it failed: the message and the step (the builder's number of it). */
   reason?: { message: string; step?: number }
   template?: BuiltTemplate
   readonly createdAt: Date
@@ -292,8 +292,8 @@ export function ended(build: TemplateBuild): boolean {
   return build.status === 'ready' || build.status === 'error' || build.status === 'cancelled'
 }
 
-/** The step an error names, if it names one (`error.step`, a number). */
+/** The step an error names, if it names one (a TemplateBuildError's `step.number`). */
 function stepOf(error: unknown): number | undefined {
-  const step = (error as { step?: unknown } | undefined)?.step
+  const step = (error as { step?: { number?: unknown } } | undefined)?.step?.number
   return typeof step === 'number' ? step : undefined
 }

@@ -8,57 +8,51 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { InvalidArgumentError } from '../errors.js'
+import type { BuildLogLine, BuildOptions, BuildProgress } from '../templates/build.js'
+import type { TemplateRecipe } from '../templates/steps.js'
 import type { TemplateStore } from '../templates/store.js'
 import type { BuiltTemplate } from '../templates/types.js'
 import type { RunE2BBuild } from './e2b/templates.js'
 import type { BuildReporter, RunBuild, TemplateBuildLimits } from './template-builds.js'
 
-/** What the builder is given: a recipe (src/templates/steps.ts), with the context folder of its copies. */
-export interface BuildRecipe {
-  base: unknown
-  steps: unknown[]
-  context: string
-  start?: string
-  name?: string
-}
-
-/** The template builder (src/templates: buildTemplate). */
+/** The template builder (src/templates: buildTemplate), as the doors call it. */
 export type BuildTemplate = (
-  recipe: BuildRecipe,
-  options: {
-    home: string
-    force?: boolean
-    signal?: AbortSignal
-    limits?: TemplateBuildLimits
-    onProgress?: (progress: { step: number; total: number; title: string }) => void
-    onLog?: (line: string, step?: number) => void
-  },
-) => Promise<BuiltTemplate>
+  recipe: TemplateRecipe,
+  options: Pick<BuildOptions, 'home' | 'name' | 'force' | 'signal' | 'limits' | 'onProgress' | 'onLog'>,
+) => Promise<{ template: BuiltTemplate }>
 
-/** Reads a spec, as a spec file holds it, into a recipe (src/templates/spec.ts: parseSpec). */
-export type ParseSpec = (text: string, context: string, source?: string) => BuildRecipe
+/** Reads a spec, as a spec file holds it, into a recipe (src/templates/spec.ts). */
+export type ParseSpec = (text: string, context: string, source?: string) => TemplateRecipe
 
 export interface TemplateRunsOptions {
   home: string
-  store: Pick<TemplateStore, 'scratch' | 'setName'>
+  store: Pick<TemplateStore, 'scratch'>
   build: BuildTemplate
   parseSpec: ParseSpec
 }
 
 function builderOptions(
   home: string,
+  name: string,
   context: { reporter: BuildReporter; signal: AbortSignal; limits: TemplateBuildLimits },
   force: boolean,
-) {
+): Parameters<BuildTemplate>[1] {
+  const { reporter } = context
   return {
     home,
+    name,
     force,
     signal: context.signal,
     limits: context.limits,
-    onProgress: ({ step, total, title }: { step: number; total: number; title: string }) =>
-      context.reporter.progress(step, total, title),
-    onLog: (line: string, step?: number) =>
-      context.reporter.log(line, step === undefined ? {} : { step: step - 1 }),
+    onProgress: (event: BuildProgress) => {
+      if (event.type === 'step-start') {
+        reporter.progress(event.number, event.steps, event.title)
+        reporter.log(`Step ${event.number}/${event.steps}: ${event.title}`, { step: event.number })
+      }
+      if (event.type === 'finish' && event.cached)
+        reporter.log('Built before: the template comes from the store')
+    },
+    onLog: (line: BuildLogLine) => reporter.log(line.line, { step: line.step }),
   }
 }
 
@@ -68,16 +62,14 @@ export function e2bRun({ home, store, build }: TemplateRunsOptions): RunE2BBuild
     const folder = store.scratch('e2b-context')
     try {
       for (const hash of request.files) await unpack(hash, join(folder, hash))
-      const recipe: BuildRecipe = {
+      const recipe: TemplateRecipe = {
         base: request.base,
         steps: request.steps,
         context: folder,
         name,
         ...(request.start ? { start: request.start } : {}),
       }
-      const built = await build(recipe, builderOptions(home, context, request.force))
-      if (!built.names.includes(name)) store.setName(name, built.id)
-      return { ...built, names: built.names.includes(name) ? built.names : [...built.names, name] }
+      return (await build(recipe, builderOptions(home, name, context, request.force))).template
     } finally {
       rmSync(folder, { recursive: true, force: true })
     }
@@ -118,9 +110,7 @@ export function apiRun({ home, store, build, parseSpec }: TemplateRunsOptions) {
       const folder = store.scratch('api-context')
       try {
         const recipe = parseSpec(JSON.stringify(spec), folder, `the spec of ${name}`)
-        const built = await build({ ...recipe, name }, builderOptions(home, context, force))
-        if (!built.names.includes(name)) store.setName(name, built.id)
-        return { ...built, names: built.names.includes(name) ? built.names : [...built.names, name] }
+        return (await build(recipe, builderOptions(home, name, context, force))).template
       } finally {
         rmSync(folder, { recursive: true, force: true })
       }

@@ -2,7 +2,7 @@
  * `analyst serve` on 127.0.0.1 for the E2B SDK tests: a real server on a free port, a local
  * provider, and the SDK pointed at it through its own environment variables.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll } from 'vitest'
@@ -26,6 +26,8 @@ export async function startE2BServer(
   } = {},
 ): Promise<E2BServer> {
   const home = mkdtempSync(join(tmpdir(), 'analyst-e2b-'))
+  // A template's files are read by the sandbox's uid, not root's: its folder must be open to it.
+  chmodSync(home, 0o755)
   const provider = new LocalProvider({ poolSize: options.poolSize ?? 1, interruptGraceMs: 1000 })
   void provider.warm()
   const token = `tok-${Math.random().toString(36).slice(2)}`

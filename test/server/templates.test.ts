@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
-import type { BuildRecipe, BuildTemplate } from '../../src/server/template-runs.js'
+import type { BuildTemplate } from '../../src/server/template-runs.js'
 import type { TemplateBuildView, TemplateView } from '../../src/server/types.js'
 import { openTemplates, writeManifest } from '../../src/templates/store.js'
 import { readSse } from '../support/sse.js'
@@ -22,10 +22,10 @@ const provider = new LocalProvider({ poolSize: 0 })
 const servers: Array<{ server: RunningServer; home: string }> = []
 
 /** A builder that logs two lines and commits a template to the store; `slow` ones wait to be cancelled. */
-const fakeBuilder: BuildTemplate = async (recipe: BuildRecipe, options) => {
-  options.onProgress?.({ step: 1, total: 1, title: 'RUN true' })
-  options.onLog?.('Setting up jq (1.7.1)', 1)
-  if ((recipe.base as string) === 'slow')
+const fakeBuilder: BuildTemplate = async (recipe, options) => {
+  options.onProgress?.({ type: 'step-start', number: 2, steps: 3, title: 'RUN true' })
+  options.onLog?.({ step: 2, stream: 'stdout', line: 'Setting up jq (1.7.1)' })
+  if ((recipe.base as unknown as string) === 'slow')
     await new Promise((_, reject) =>
       options.signal?.addEventListener('abort', () => reject(options.signal?.reason)),
     )
@@ -46,8 +46,8 @@ const fakeBuilder: BuildTemplate = async (recipe: BuildRecipe, options) => {
     createdAt: new Date().toISOString(),
   })
   const built = store.commit(folder, id)
-  store.setName(recipe.name as string, id)
-  return { ...built, names: [recipe.name as string] }
+  store.setName(options.name as string, id)
+  return { template: { ...built, names: [options.name as string] } }
 }
 
 async function start(allowTemplateBuilds: boolean) {
@@ -60,7 +60,7 @@ async function start(allowTemplateBuilds: boolean) {
     allowTemplateBuilds,
     templateBuilder: {
       build: fakeBuilder,
-      parseSpec: (text, context) => ({ ...JSON.parse(text), steps: [JSON.parse(text).run ?? []], context }),
+      parseSpec: (text, context) => ({ ...JSON.parse(text), steps: [], context }),
     },
   })
   servers.push({ server, home })
@@ -128,7 +128,7 @@ describe('/api/templates', () => {
     )
     expect(status.body.status).toBe('ready')
     expect(status.body.log).toContainEqual(
-      expect.objectContaining({ message: 'Setting up jq (1.7.1)', step: 0 }),
+      expect.objectContaining({ message: 'Setting up jq (1.7.1)', step: 2 }),
     )
 
     const list = await call<TemplateView[]>(url, '/api/templates', BOB)

@@ -6,9 +6,12 @@
  */
 import { type Context, Hono } from 'hono'
 import { z } from 'zod'
-import { AnalystError, statusOf } from '../../errors.js'
+import { AnalystError, NotFoundError, statusOf } from '../../errors.js'
 import { advice } from '../../fixes.js'
-import type { SandboxProvider } from '../../sandbox/index.js'
+import { capabilitiesOf } from '../../sandbox/capabilities.js'
+import type { SandboxCreateOptions, SandboxProvider } from '../../sandbox/index.js'
+import type { BuiltTemplate } from '../../templates/types.js'
+import type { TemplateCatalog } from '../template-builds.js'
 import { ENVD_VERSION, type Registry, type SandboxEntry, unguessable } from './registry.js'
 import { ServedSandbox } from './served.js'
 
@@ -161,10 +164,35 @@ export interface ControlOptions {
   allowNetwork?: boolean
   /** Refuse new sandboxes (the server is stopping). */
   closing: () => boolean
+  /** The templates built here: `Sandbox.create(name)` starts one. */
+  templates?: TemplateCatalog
 }
 
-export function controlRoutes({ provider, registry, allowNetwork = false, closing }: ControlOptions) {
+export function controlRoutes({
+  provider,
+  registry,
+  allowNetwork = false,
+  closing,
+  templates,
+}: ControlOptions) {
   const app = new Hono<ControlEnv>()
+  /**
+   * What a template id starts: undefined for the server's own (the engine's default), the built
+   * template (or its name, for an engine with templates of its own), or null when there is none.
+   */
+  const templateFor = (id: string): SandboxCreateOptions['template'] | null => {
+    const name = id.replace(/:latest$/, '')
+    if (TEMPLATES.includes(name)) return undefined
+    if (!templates || !/^[a-z0-9][a-z0-9._-]{0,62}$/.test(name)) return null
+    let built: BuiltTemplate
+    try {
+      built = templates.resolve(name)
+    } catch (error) {
+      if (NotFoundError.isInstance(error)) return null
+      throw error
+    }
+    return capabilitiesOf(provider).templates === 'named' ? name : built
+  }
   app.onError(answerError)
 
   const owned = (c: Context<ControlEnv>) => registry.owned(c.req.param('id') as string, c.env.owner)
@@ -174,11 +202,13 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
   app.post('/v2/sandboxes', async (c) => {
     if (closing()) return e2bError(c, 503, 'The server is shutting down')
     const request = await body(c, NewSandbox)
-    if (!TEMPLATES.includes(request.templateID)) {
+    const template = templateFor(request.templateID)
+    if (template === null) {
+      const built = templates?.list().flatMap((t) => t.names) ?? []
       return e2bError(
         c,
         400,
-        `Template "${request.templateID}" is not available on this server: Analyst serves ${TEMPLATES.join(' and ')} (Python with pandas, numpy and matplotlib).`,
+        `Template "${request.templateID}" is not available on this server: Analyst serves ${[...TEMPLATES, ...built].join(', ')} (${TEMPLATES.join(' and ')}: Python with pandas, numpy and matplotlib).${templates ? ' Build one with Template.build (on a server started with --allow-template-builds) or analyst template build.' : ''}`,
       )
     }
     const refused = unsupported(request)
@@ -192,7 +222,12 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
     }
     const envs = request.envVars ?? {}
     const network = request.allow_internet_access === true
-    const sandbox = await ServedSandbox.start(provider, { envs, network, signal: c.req.raw.signal })
+    const sandbox = await ServedSandbox.start(provider, {
+      envs,
+      network,
+      ...(template ? { template } : {}),
+      signal: c.req.raw.signal,
+    })
     const entry = registry.add(
       {
         id: unguessable('i'),
@@ -201,6 +236,7 @@ export function controlRoutes({ provider, registry, allowNetwork = false, closin
         sandbox,
         envs,
         network,
+        ...(template ? { template } : {}),
         autoPause: request.autoPause === true,
         autoResume: request.autoResume?.enabled === true,
         metadata: request.metadata ?? {},

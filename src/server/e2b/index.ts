@@ -77,6 +77,7 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
     registry,
     allowNetwork: options.allowNetwork,
     closing: () => closing,
+    ...(options.templates ? { templates: options.templates.catalog } : {}),
   })
   const envd = envdRoutes({ registry, maxUploadBytes: options.maxUploadBytes })
   const interpreter = interpreterRoutes(registry)

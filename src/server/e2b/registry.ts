@@ -6,7 +6,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { InvalidArgumentError, NotFoundError } from '../../errors.js'
-import type { SandboxProvider } from '../../sandbox/index.js'
+import type { SandboxCreateOptions, SandboxProvider } from '../../sandbox/index.js'
 import { MetricsHistory } from './metrics.js'
 import { type RecordedCell, replay, Snapshot } from './pause.js'
 import { ServedSandbox } from './served.js'
@@ -41,6 +41,8 @@ export interface SandboxEntry {
   /** What the sandbox was made with, to make it again on resume. */
   envs: Record<string, string>
   network: boolean
+  /** The template it runs in (undefined: the engine's default). */
+  template?: SandboxCreateOptions['template']
   /** Pause rather than kill at the deadline (E2B's lifecycle onTimeout: 'pause'). */
   autoPause: boolean
   /** Resume a paused sandbox when a call reaches it (E2B's autoResume). */
@@ -195,7 +197,11 @@ export class Registry {
     return this.step(entry, async () => {
       if (!this.entries.has(entry.id)) throw gone(entry)
       if (entry.state === 'running') return false
-      const sandbox = await ServedSandbox.start(this.provider, { envs: entry.envs, network: entry.network })
+      const sandbox = await ServedSandbox.start(this.provider, {
+        envs: entry.envs,
+        network: entry.network,
+        ...(entry.template ? { template: entry.template } : {}),
+      })
       try {
         const snapshot = entry.snapshot
         await snapshot?.restore(sandbox)

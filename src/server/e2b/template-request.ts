@@ -7,6 +7,7 @@
  */
 import { z } from 'zod'
 import { InvalidArgumentError } from '../../errors.js'
+import type { RecipeBase, Step } from '../../templates/steps.js'
 import { TEMPLATES } from './control.js'
 
 export const TemplateStep = z
@@ -32,23 +33,10 @@ export const BuildStart = z
 
 export type BuildStart = z.infer<typeof BuildStart>
 
-/** A step of Analyst's recipe (src/templates/steps.ts), one per step of the request, in order. */
-export type RecipeStep =
-  | { type: 'copy'; src: string; dest: string; user?: string; mode?: string }
-  | { type: 'env'; vars: Record<string, string> }
-  | { type: 'run'; command: string; user?: string }
-  | { type: 'workdir'; path: string }
-  | { type: 'user'; name: string }
-
-export type RecipeBase =
-  | { kind: 'host' }
-  | { kind: 'debian'; suite: string; slim: boolean }
-  | { kind: 'template'; name: string }
-
 export interface BuildRequest {
-  base: RecipeBase
+  base: Extract<RecipeBase, { kind: 'host' | 'debian' | 'template' }>
   /** Step i is E2B's step i + 1. A COPY's src is under the folder of its files: `<filesHash>/<src>`. */
-  steps: RecipeStep[]
+  steps: Step[]
   /** The files hash of each COPY step, to unpack into the build's folder. */
   files: string[]
   /** Python run once in the kernel, that every sandbox forks from: the start and ready commands. */
@@ -114,7 +102,7 @@ function baseOf(request: BuildStart, built: readonly string[]): BuildRequest['ba
 
 const HASH = /^[0-9a-f]{64}$/
 
-function stepOf(step: z.infer<typeof TemplateStep>, index: number): RecipeStep {
+function stepOf(step: z.infer<typeof TemplateStep>, index: number): Step {
   const { type, args } = step
   const at = `step ${index + 1} (${type})`
   const need = (count: number) => {

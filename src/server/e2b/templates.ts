@@ -89,8 +89,16 @@ function statusOf(build: TemplateBuild): 'waiting' | 'building' | 'ready' | 'err
   return build.status === 'cancelled' ? 'error' : build.status
 }
 
-/** E2B's step name for a step index of the request: "1" is its first step ("base" the base). */
-const stepName = (index: number | undefined) => (index === undefined ? undefined : String(index + 1))
+/**
+ * E2B's name of a step, from the builder's number of it (1 the base, then the request's steps,
+ * then the finish): "base", "1" for the request's first step, …, "finalize".
+ */
+function stepName(number: number | undefined, total: number | undefined): string | undefined {
+  if (number === undefined) return undefined
+  if (number <= 1) return 'base'
+  if (total !== undefined && number >= total) return 'finalize'
+  return String(number - 1)
+}
 
 function e2bFail(c: Context, status: number, message: string) {
   return c.json({ code: status, message }, status as 400)
@@ -168,7 +176,8 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
         }),
       buildID,
     )
-    return c.body(null, 202)
+    // No body, and says so: the SDK parses any body it is not told is empty.
+    return c.body(null, 202, { 'content-length': '0' })
   })
 
   app.get('/templates/:id/builds/:buildId/status', (c) => {
@@ -183,7 +192,7 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
       timestamp: line.timestamp,
       level: line.level,
       message: line.message,
-      ...(line.step !== undefined ? { step: stepName(line.step) } : {}),
+      ...(line.step !== undefined ? { step: stepName(line.step, build.progress?.total) } : {}),
     }))
     const status = statusOf(build)
     return c.json({
@@ -194,7 +203,13 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
       logEntries: entries,
       logs: [],
       ...(build.reason
-        ? { reason: { message: build.reason.message, step: stepName(build.reason.step), logEntries: [] } }
+        ? {
+            reason: {
+              message: build.reason.message,
+              step: stepName(build.reason.step, build.progress?.total),
+              logEntries: [],
+            },
+          }
         : {}),
     })
   })
