@@ -1,6 +1,6 @@
 // Shared by the benchmarks: percentiles, a markdown table, and the machine's description.
 import { readFileSync } from 'node:fs'
-import { cpus, totalmem } from 'node:os'
+import { cpus, loadavg, totalmem } from 'node:os'
 
 export function percentile(values, p) {
   const sorted = [...values].sort((a, b) => a - b)
@@ -23,4 +23,11 @@ export function machine() {
   }
   const date = new Date().toISOString().slice(0, 10)
   return `${date}, ${cpus().length} cores (${model.trim()}), ${Math.round(totalmem() / 1024 ** 3)} GiB, Node ${process.versions.node}`
+}
+
+/** The load averages (1, 5, 15 minutes), for a section's "load before → after". */
+export function loadAverage() {
+  return loadavg()
+    .map((value) => value.toFixed(1))
+    .join(', ')
 }

@@ -1,5 +1,6 @@
 // Copies the Python files next to the compiled code (dist/pylib, dist/sandbox/python,
-// dist/sandbox/kernel/python, dist/sandbox/local/python) and the Jupyter engine's prelude.
+// dist/sandbox/kernel/python, dist/sandbox/local/python), the Jupyter engine's prelude and the
+// template recipes.
 import { cpSync } from 'node:fs'
 
 const python = { recursive: true, filter: (source) => !source.includes('__pycache__') }
@@ -7,3 +8,5 @@ for (const dir of ['pylib', 'sandbox/python', 'sandbox/kernel/python', 'sandbox/
   cpSync(`src/${dir}`, `dist/${dir}`, python)
 }
 cpSync('src/sandbox/jupyter/prelude.py', 'dist/sandbox/jupyter/prelude.py')
+// The template recipes shipped with Analyst (analyst template build modern).
+cpSync('src/templates/recipes', 'dist/templates/recipes', { recursive: true })

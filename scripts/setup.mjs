@@ -77,6 +77,16 @@ function missingPackages() {
     ]) {
       if (spawnSync(PYTHON, ['-c', `import ${module}`], { stdio: 'ignore' }).status !== 0) missing.push(pkg)
     }
+    // The template tests build real templates: mmdebstrap makes a Debian root, and a wheel of a
+    // tiny package is made with the host's pip (setuptools and wheel as its build backend).
+    if (!existsSync('/usr/bin/mmdebstrap')) missing.push('mmdebstrap')
+    for (const [module, pkg] of [
+      ['pip', 'python3-pip'],
+      ['setuptools', 'python3-setuptools'],
+      ['wheel', 'python3-wheel'],
+    ]) {
+      if (spawnSync(PYTHON, ['-c', `import ${module}`], { stdio: 'ignore' }).status !== 0) missing.push(pkg)
+    }
     if (!existsSync('/usr/bin/jupyterhub')) missing.push('jupyterhub')
     const postgres = '/usr/lib/postgresql'
     const hasPostgres =

@@ -124,6 +124,52 @@ describe('analyst command line', () => {
   })
 
   it.each([
+    [
+      ['template', 'build', 'modern'],
+      ['template-build', { spec: 'modern', force: false, quiet: false }],
+    ],
+    [
+      ['template', 'build', 'team.yaml', '--name', 'team', '--force', '--quiet'],
+      ['template-build', { spec: 'team.yaml', name: 'team', force: true, quiet: true }],
+    ],
+    [
+      ['template', 'list', '--json'],
+      ['template-list', { json: true }],
+    ],
+    [
+      ['template', 'show', 'modern'],
+      ['template-show', { name: 'modern', json: false }],
+    ],
+    [
+      ['template', 'rm', 'a', 'b'],
+      ['template-rm', { names: ['a', 'b'] }],
+    ],
+    [
+      ['template', 'export', 'modern', 'out.tar'],
+      ['template-export', { name: 'modern', out: 'out.tar' }],
+    ],
+    [
+      ['template', 'import', 'out.tar', '--name', 'copy'],
+      ['template-import', { file: 'out.tar', name: 'copy' }],
+    ],
+  ])('template %j', async (argv, [name, expected]) => {
+    const { calls } = await parse(argv as string[])
+    expect(calls).toHaveLength(1)
+    expect(calls[0]?.[0]).toBe(name)
+    expect(calls[0]?.[1]).toMatchObject({ ...(expected as object), cwd: process.cwd() })
+  })
+
+  it.each([
+    [['template', 'build'], /missing required argument 'spec'/],
+    [['template', 'export', 'modern'], /missing required argument 'out'/],
+    [['template', 'frob'], /unknown command/],
+  ])('template rejects %j with a usage error', async (argv, message) => {
+    const error = await parse(argv).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(UsageError)
+    expect((error as UsageError).message).toMatch(message)
+  })
+
+  it.each([
     [['frobnicate'], /unknown command/],
     [['run'], /missing required argument/],
     [['run', 'a.py', '--timeout', 'soon'], /positive number of seconds/],

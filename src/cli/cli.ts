@@ -490,6 +490,74 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       })
     })
 
+  const template = cli
+    .command('template')
+    .description('environments that sandboxes start from: build, list, show, rm, export, import')
+  template
+    .command('build')
+    .description(
+      'build a template from a spec file (YAML or JSON), a Containerfile, or a recipe shipped with Analyst (modern, r)',
+    )
+    .argument('<spec>', 'a spec file, a Containerfile, or a recipe name: modern, r')
+    .option('--name <name>', "the name to use it by (--template NAME); default: the spec's own name")
+    .option('--force', 'build again even when the same spec and inputs are built already')
+    .option('--quiet', "do not print each step's log")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  analyst template build modern\n  analyst template build team.yaml --name team\n  analyst template build Containerfile --name tools\n\npip steps use PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_TRUSTED_HOST and PIP_FIND_LINKS unless the spec sets them.',
+    )
+    .action((spec: string, options: Record<string, unknown>) => {
+      result = onCommand('template-build', {
+        spec,
+        name: options.name as string | undefined,
+        force: Boolean(options.force),
+        quiet: Boolean(options.quiet),
+        cwd: process.cwd(),
+      })
+    })
+  template
+    .command('list')
+    .description('the templates built here, newest first')
+    .option('--json', 'as JSON')
+    .action((options: Record<string, unknown>) => {
+      result = onCommand('template-list', { json: Boolean(options.json), cwd: process.cwd() })
+    })
+  template
+    .command('show')
+    .description("a template: its base, Python, languages, size, environment and main packages' versions")
+    .argument('<name>', 'a name or an id (or a unique prefix of one, 12 characters or more)')
+    .option('--json', 'as JSON')
+    .action((name: string, options: Record<string, unknown>) => {
+      result = onCommand('template-show', { name, json: Boolean(options.json), cwd: process.cwd() })
+    })
+  template
+    .command('rm')
+    .description('remove names; a template goes with its last name (or when given by id)')
+    .argument('<names...>', 'names or ids')
+    .action((names: string[]) => {
+      result = onCommand('template-rm', { names, cwd: process.cwd() })
+    })
+  template
+    .command('export')
+    .description('write a template as an OCI image archive (podman load takes it too)')
+    .argument('<name>', 'a name or an id')
+    .argument('<out>', 'the archive to write, e.g. modern.tar')
+    .action((name: string, out: string) => {
+      result = onCommand('template-export', { name, out, cwd: process.cwd() })
+    })
+  template
+    .command('import')
+    .description('read a template that analyst template export wrote, with the same id')
+    .argument('<file>', 'the archive')
+    .option('--name <name>', 'the name to use it by (default: the name it was exported under)')
+    .action((file: string, options: Record<string, unknown>) => {
+      result = onCommand('template-import', {
+        file,
+        name: options.name as string | undefined,
+        cwd: process.cwd(),
+      })
+    })
+
   return { cli, result: () => result }
 }
 
@@ -538,6 +606,30 @@ async function dispatch(name: string, options: unknown): Promise<number> {
     case 'eval-compare':
       return (await import('./commands/eval.js')).compareCommand(
         options as import('./commands/eval.js').CompareOptions,
+      )
+    case 'template-build':
+      return (await import('./commands/template.js')).templateBuild(
+        options as import('./commands/template.js').TemplateBuildOptions,
+      )
+    case 'template-list':
+      return (await import('./commands/template.js')).templateList(
+        options as import('./commands/template.js').TemplateListOptions,
+      )
+    case 'template-show':
+      return (await import('./commands/template.js')).templateShow(
+        options as import('./commands/template.js').TemplateShowOptions,
+      )
+    case 'template-rm':
+      return (await import('./commands/template.js')).templateRemove(
+        options as import('./commands/template.js').TemplateRemoveOptions,
+      )
+    case 'template-export':
+      return (await import('./commands/template.js')).templateExport(
+        options as import('./commands/template.js').TemplateExportOptions,
+      )
+    case 'template-import':
+      return (await import('./commands/template.js')).templateImport(
+        options as import('./commands/template.js').TemplateImportOptions,
       )
     default:
       throw new UsageError(`Unknown command: ${name}`)

@@ -94,7 +94,8 @@ export async function buildTemplate(
   if (name) checkName(name)
   checkSteps(recipe)
   const base = await resolveBase(recipe, options.home)
-  const pip = pipConfig(recipe.pip, options.env ?? process.env)
+  // pip's settings matter (and count in the id: a wheel folder by its contents) only where pip runs.
+  const pip = usesPip(recipe) ? pipConfig(recipe.pip, options.env ?? process.env) : {}
   const id = templateId({ recipe, baseIdentity: base.identity, pip })
   const total = recipe.steps.length + 2
   options.onProgress?.({ type: 'build-start', id, steps: total })
@@ -251,6 +252,13 @@ async function resolveBase(recipe: TemplateRecipe, home: string): Promise<Resolv
     }
   }
 }
+
+/** A step runs pip. */
+function usesPip(recipe: TemplateRecipe): boolean {
+  return recipe.steps.some((step) => step.type === 'run' && PIP_WORD.test(step.command))
+}
+
+const PIP_WORD = /\bpip3?\b|-m pip\b/
 
 /** pip's index settings: the spec's, else those of whoever builds. */
 export function pipConfig(spec: PipConfig | undefined, env: NodeJS.ProcessEnv): PipConfig {
@@ -411,16 +419,16 @@ class Builder {
         cached,
       })
     } catch (error) {
+      if (this.#options.signal?.aborted)
+        throw new TemplateBuildError(`The build was cancelled at step ${number}/${this.#total} (${title})`, {
+          step: { number, title },
+          cause: error,
+        })
       if (TemplateBuildError.isInstance(error) && !error.step)
         throw new TemplateBuildError(`Step ${number}/${this.#total} (${title}) failed: ${error.message}`, {
           step: { number, title },
           log: error.log,
           hint: error.hint,
-          cause: error,
-        })
-      if (this.#options.signal?.aborted)
-        throw new TemplateBuildError(`The build was cancelled at step ${number}/${this.#total} (${title})`, {
-          step: { number, title },
           cause: error,
         })
       if (AnalystError.isInstance(error) && !TemplateBuildError.isInstance(error)) {
@@ -471,7 +479,21 @@ class Builder {
         return
       case 'workdir':
         this.#apply(step)
-        if (this.#root) await this.#jailed(['mkdir', '-p', this.#workdir], { network: false, cwd: '/' })
+        // Owned by the current USER when it makes it, as BuildKit does: the steps after can write there.
+        if (this.#root) {
+          const owner =
+            this.#user === 'root' || this.#user === '0'
+              ? ''
+              : this.#user.includes(':')
+                ? this.#user
+                : `${this.#user}:`
+          const script = 'if [ ! -d "$1" ]; then mkdir -p "$1"; if [ -n "$2" ]; then chown "$2" "$1"; fi; fi'
+          const result = await this.#jailed(['/bin/sh', '-c', script, 'workdir', this.#workdir, owner], {
+            network: false,
+            cwd: '/',
+          })
+          this.#check(result, undefined)
+        }
         return
       case 'user':
         this.#apply(step)
@@ -480,7 +502,7 @@ class Builder {
         return this.#copy(step)
       case 'run': {
         const kind = fetchKind(step.command)
-        if (/\bpip3?\b|-m pip\b/.test(step.command)) await this.#ensureVenv()
+        if (PIP_WORD.test(step.command)) await this.#ensureVenv()
         const user = step.user ?? this.#user
         const shell = ['/bin/sh', '-c', step.command]
         const command = user === 'root' || user === '0' || !this.#root ? shell : asUser(user, shell)
@@ -538,7 +560,13 @@ class Builder {
 
   async #jailed(
     command: string[],
-    options: { network: boolean; cwd: string; user?: string; binds?: BuildJailSpec['binds'] },
+    options: {
+      network: boolean
+      cwd: string
+      user?: string
+      binds?: BuildJailSpec['binds']
+      quiet?: boolean
+    },
   ): Promise<CommandResult> {
     const binds = [...(options.binds ?? [])]
     const pipEnv = this.#pipEnv(binds)
@@ -567,7 +595,9 @@ class Builder {
     return runCommand(['bwrap', ...buildJailArgs(spec, command)], {
       limits: { timeoutMs: this.#remaining(), memoryBytes: this.#limits.memoryBytes },
       signal: this.#options.signal,
-      onLine: (line, stream) => this.#options.onLog?.({ step: this.#step, stream, line }),
+      onLine: options.quiet
+        ? undefined
+        : (line, stream) => this.#options.onLog?.({ step: this.#step, stream, line }),
     })
   }
 
@@ -630,7 +660,7 @@ class Builder {
           '-c',
           'apt-get clean >/dev/null 2>&1 || true; rm -rf /var/lib/apt/lists/* /opt/analyst-build /root/.cache',
         ],
-        { network: false, cwd: '/' },
+        { network: false, cwd: '/', quiet: true },
       )
       this.#check(result, undefined, 'cleaning up')
     }
@@ -641,7 +671,7 @@ class Builder {
         : (this.#base.hostPython as PythonInfo).executable
     const inspected = await inspectTemplate({
       python,
-      run: (command) => this.#jailed(command, { network: false, cwd: '/' }),
+      run: (command) => this.#jailed(command, { network: false, cwd: '/', quiet: true }),
       root: this.#root,
     })
     const env = { ...this.#env }

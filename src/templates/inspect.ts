@@ -67,7 +67,13 @@ export async function inspectTemplate(options: {
       },
     )
   const probe = JSON.parse(line) as { python: string; packages: Record<string, string> }
-  const packages = { ...probe.packages }
+  // Debian's builds carry its repackaging in a local version (2.2.3+dfsg): the upstream version is what code is written for.
+  const packages = Object.fromEntries(
+    Object.entries(probe.packages).map(([name, version]) => [
+      name,
+      version.replace(/\+(dfsg|ds)[0-9.]*$/, ''),
+    ]),
+  )
   const has = (path: string) => existsSync(options.root ? join(options.root, path) : path)
   const languages: TemplateLanguage[] = ['python']
   if (has('usr/bin/Rscript') && options.root) {

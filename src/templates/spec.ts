@@ -104,7 +104,9 @@ export function parseSpec(text: string, context: string, source = 'the spec'): T
       const message =
         issue.code === 'unrecognized_keys'
           ? `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`
-          : issue.message
+          : issue.code === 'invalid_key'
+            ? `${issue.issues[0]?.message ?? issue.message}`
+            : issue.message
       return `${where}: ${message}`
     })
     throw new InvalidArgumentError(

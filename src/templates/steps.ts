@@ -104,8 +104,14 @@ export function stepTitle(step: Step): string {
       return `COPY ${step.src} ${step.dest}`
     case 'env':
       return `ENV ${Object.keys(step.vars).join(' ')}`
-    case 'run':
-      return `RUN ${step.command.length > 100 ? `${step.command.slice(0, 97)}...` : step.command}`
+    case 'run': {
+      // An apt step by what it installs (apt-get update and the flags say nothing).
+      const command = step.command
+        .replace(/^apt-get update && /, '')
+        .replace(/^((?:[A-Z_]+=\S+ )+)(apt-get install)/, '$2')
+        .replace(/^(apt-get install)((?: -y| --no-install-recommends)+)/, '$1')
+      return `RUN ${command.length > 120 ? `${command.slice(0, 117)}...` : command}`
+    }
     case 'workdir':
       return `WORKDIR ${step.path}`
     case 'user':
