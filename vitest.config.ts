@@ -33,6 +33,17 @@ export default defineConfig({
           env: { ANALYST_COLD_START: 'spawn' },
         },
       },
+      // And in a template (Debian trixie's root file system, Python 3.13: test/support/templates.ts,
+      // made once and cached under .cache/), whose sandboxes are jailed in its own /usr and /etc.
+      {
+        extends: true,
+        test: {
+          name: 'template',
+          include: ['test/security/**/*.test.ts'],
+          exclude: ['test/security/zygote.test.ts', 'test/security/fds.test.ts'],
+          env: { ANALYST_TEST_TEMPLATE: 'test-trixie' },
+        },
+      },
     ],
   },
 })

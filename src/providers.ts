@@ -39,7 +39,10 @@ const ENGINES: Record<string, Engine> = {
     description: 'Python kernels in bubblewrap jails on this machine',
     async create(options) {
       const { LocalProvider } = await import('./sandbox/local/index.js')
-      return new LocalProvider({ poolSize: options.poolSize })
+      return new LocalProvider({
+        poolSize: options.poolSize,
+        home: (options.env ?? process.env).ANALYST_HOME || undefined,
+      })
     },
   },
   e2b: {

@@ -44,6 +44,7 @@ describe('analyst command line', () => {
     ],
     [['run', '-'], { files: ['-'] }],
     [['run', 'a.py', '--no-isolation'], { isolation: 'none' }],
+    [['run', 'a.py', '--template', 'modern'], { template: 'modern' }],
   ])('run %j', async (argv, expected) => {
     const { code, calls } = await parse(argv)
     expect(code).toBe(7)

@@ -79,9 +79,18 @@ function modalToolOption(): Option {
   ).argParser(collect)
 }
 
+/** --template: the environment sandboxes start from, on every command that takes --sandbox. */
+function templateOption(): Option {
+  return new Option(
+    '--template <name>',
+    "the template sandboxes start from (analyst template list; default ANALYST_TEMPLATE, else the engine's own environment)",
+  ).env('ANALYST_TEMPLATE')
+}
+
 /** The engine settings every command that takes --sandbox passes on. */
 function engineFlags(options: Record<string, unknown>) {
   return {
+    template: options.template as string | undefined,
     jupyterKernel: options.jupyterKernel as string | undefined,
     gpu: options.gpu as string | undefined,
     image: options.image as string | undefined,
@@ -114,6 +123,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     )
     .option('--guard', 'check each file with the static guard first; a file with violations is not run')
     .addOption(engineOption())
+    .addOption(templateOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
@@ -195,6 +205,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       .option('--no-stream', 'wait for whole model replies instead of streaming them')
       .addOption(new Option('--no-isolation', 'run without the jail (only for trusted models and data)'))
       .addOption(engineOption())
+      .addOption(templateOption())
       .addOption(jupyterKernelOption())
       .addOption(gpuOption())
       .addOption(imageOption())
@@ -294,6 +305,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       collect,
     )
     .addOption(engineOption())
+    .addOption(templateOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
@@ -354,6 +366,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     .option('--max-steps <n>', 'code steps at most per ask_analyst question', whole, 8)
     .addOption(new Option('--no-isolation', 'run without the jail (only for trusted clients and data)'))
     .addOption(engineOption())
+    .addOption(templateOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
@@ -413,6 +426,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       collect,
     )
     .addOption(engineOption())
+    .addOption(templateOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())
@@ -448,6 +462,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       collect,
     )
     .addOption(engineOption())
+    .addOption(templateOption())
     .addOption(jupyterKernelOption())
     .addOption(gpuOption())
     .addOption(imageOption())

@@ -14,6 +14,8 @@ export async function openHome(options: {
   /** --gpu and --image (the modal engine). */
   gpu?: string
   image?: string
+  /** --template: warmed for nothing here (no pool), passed to each sandbox by the session service. */
+  template?: string
 }): Promise<{ home: string; stores: Stores; provider: SandboxProvider }> {
   const home = analystHome(options.env)
   const stores = await openStores(home, options.env)

@@ -300,8 +300,8 @@ export interface SandboxProvider {
   /** What this engine enforces; absent means everything (the local engine's jail). */
   readonly capabilities?: SandboxCapabilities
   doCreate(options: SandboxCreateOptions): Promise<SandboxBackend>
-  /** Starts what makes `doCreate` fast (a warm pool), if the engine has such a thing. */
-  warm?(): Promise<void>
+  /** Starts what makes `doCreate` fast (a warm pool, of that template's), if the engine has such a thing. */
+  warm?(options?: Pick<SandboxCreateOptions, 'template'>): Promise<void>
   /** Stops what it keeps ready (a warm pool). Sandboxes already made are their owners' to kill. */
   close?(): Promise<void>
 }

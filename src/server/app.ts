@@ -106,6 +106,14 @@ const NewSession = z
     title: z.string().trim().min(1).max(200).optional(),
     /** Names from GET /api/sources; left out, the server's defaults (its --data sources). */
     sources: z.array(z.string().min(1).max(200)).max(50).optional(),
+    /** A template's name or id (analyst template list); left out, the server's --template, if any. */
+    template: z
+      .string()
+      .regex(
+        /^[a-z0-9][a-z0-9._-]{0,63}$/,
+        'a template name or id: lowercase letters, digits, ".", "-" and "_"',
+      )
+      .optional(),
   })
   .strict()
 const Question = z
@@ -262,8 +270,16 @@ export function createApp(options: AppOptions): Hono<Env> {
       owner: c.get('owner'),
       ...(user ? { user } : {}),
       sources: body.sources,
+      ...(body.template ? { template: body.template } : {}),
     })
-    return c.json({ id: created.id, sources: created.sources ?? [] }, 201)
+    return c.json(
+      {
+        id: created.id,
+        sources: created.sources ?? [],
+        ...(created.template ? { template: created.template } : {}),
+      },
+      201,
+    )
   })
 
   // The sources the caller may give a session: names, kinds and descriptions, never a URL.

@@ -192,7 +192,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // Start the warm pool now, so the first session does not wait for a kernel.
   let engine: Promise<unknown> = Promise.resolve()
   if (ownsProvider) {
-    engine = provider.warm?.() ?? engine
+    engine = provider.warm?.({ template: options.sandbox?.template }) ?? engine
     engine.catch((error: unknown) =>
       options.logger?.error({ err: error }, 'the sandbox engine failed to start'),
     )

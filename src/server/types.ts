@@ -21,6 +21,8 @@ export interface SessionSummary {
   model?: string
   /** The host's sources its code queries with sql(), by name. */
   sources: string[]
+  /** The template its sandbox starts from; absent: the server's default. */
+  template?: string
 }
 
 /** A source GET /api/sources lists: what a session may be given by name. */

@@ -22,6 +22,7 @@ export function sessionSummary(session: StoredSession): SessionSummary {
     questions: session.questions,
     model: session.model,
     sources: session.sources ?? [],
+    ...(session.template ? { template: session.template } : {}),
   }
 }
 

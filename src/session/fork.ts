@@ -30,6 +30,7 @@ export async function forkSession(
     owner: options.owner,
     ...(source.model ? { model: source.model } : {}),
     ...(source.sources ? { sources: source.sources } : {}),
+    ...(source.template ? { template: source.template } : {}),
   })
   for (const { createdAt: _, ...dataset } of datasets) await history.putDataset(copy.id, dataset)
   for (const run of runs) {

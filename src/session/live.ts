@@ -200,6 +200,8 @@ export class LiveSession {
     try {
       sandbox = await Sandbox.create({
         ...context.sandbox,
+        // The template it was made with, whatever the door's default is now: its cells replay there.
+        ...(session?.template ? { template: session.template } : {}),
         ...(sources ? { sources } : {}),
         provider: context.provider,
         data: files.map((file) => ({ path: file.path, name: file.name })),

@@ -41,6 +41,22 @@ async function open(script: ScriptStep[], options: { idleMs?: number; mock?: Moc
 }
 
 /** The text of the system prompt and messages of a model call. */
+/** Another process over the same store: a new service with its own provider and model. */
+const restarted = (first: TestService, mock: MockSandboxProvider, model: ScriptedModel) =>
+  new SessionService({
+    history: first.stores.history,
+    blobs: first.stores.blobs,
+    provider: mock,
+    model: async () => ({
+      model,
+      spec: 'scripted:again',
+      provider: 'custom',
+      modelId: 'again',
+      mode: 'tools',
+    }),
+    cacheDir: join(first.home, 'cache'),
+    idleMs: 0,
+  })
 const promptText = (model: ScriptedModel, call: number) => JSON.stringify(model.calls[call]?.prompt)
 
 describe('SessionService', () => {
@@ -98,6 +114,31 @@ describe('SessionService', () => {
     ])
   })
 
+  it("records the door's template with a session, and replays it there after a restart whatever the door's is now", async () => {
+    const mock = provider()
+    const model = new ScriptedModel([{ code: 'a = 1' }, { text: 'a is 1.' }])
+    const first = await openTestService({ provider: mock, model, sandbox: { template: 'modern' } })
+    opened.push(first)
+    const { id } = await first.service.createSession()
+    expect((await first.service.getSession(id)).template).toBe('modern')
+    const named = await first.service.createSession({ template: 'other' })
+    expect(named.template).toBe('other')
+    await askAll(first.service, id, 'Set a.')
+    await first.service.shutdown()
+    expect(mock.sandboxes.map((sandbox) => sandbox.template)).toEqual(['modern'])
+
+    // Another process, whose door names no template: the session's own is used for the replay.
+    const again = provider()
+    const second = restarted(first, again, new ScriptedModel([{ text: 'Still 1.' }]))
+    try {
+      await askAll(second, id, 'And a?')
+      expect(again.calls.map((call) => call.code)).toEqual(['a = 1'])
+      expect(again.sandboxes.map((sandbox) => sandbox.template)).toEqual(['modern'])
+    } finally {
+      await second.shutdown()
+    }
+  })
+
   it('resumes a session from the store alone: its successful cells replayed, its conversation carried on', async () => {
     const first = await open([
       { code: 'a = 1' },
@@ -113,20 +154,7 @@ describe('SessionService', () => {
     // Another process: a new service over the same files, a new provider and model.
     const mock = provider()
     const model = new ScriptedModel([{ text: 'Still 2.' }])
-    const second = new SessionService({
-      history: first.stores.history,
-      blobs: first.stores.blobs,
-      provider: mock,
-      model: async () => ({
-        model,
-        spec: 'scripted:again',
-        provider: 'custom',
-        modelId: 'again',
-        mode: 'tools',
-      }),
-      cacheDir: join(first.home, 'cache'),
-      idleMs: 0,
-    })
+    const second = restarted(first, mock, model)
     try {
       const { events, result } = await askAll(second, id, 'And b?')
       expect(mock.calls.map((call) => call.code)).toEqual(['a = 1', 'b = a + 1'])

@@ -166,9 +166,12 @@ export class SessionService {
       user?: SignedInUser
       model?: string
       sources?: string[]
+      /** The template its sandbox starts from (a name or id); left out, the door's (--template), if any. */
+      template?: string
     } = {},
   ): Promise<StoredSession> {
-    const { sources: asked, user, ...rest } = input
+    const { sources: asked, user, template: askedTemplate, ...rest } = input
+    const template = askedTemplate ?? templateName(this.options.sandbox?.template)
     const directory = this.options.sources
     if (!directory && asked?.length) {
       throw new InvalidArgumentError('This server offers no data sources to choose from', {
@@ -179,6 +182,7 @@ export class SessionService {
     return this.options.history.createSession({
       ...rest,
       ...(sources.length ? { sources } : {}),
+      ...(template ? { template } : {}),
       title: input.title?.trim() || UNTITLED,
     })
   }
@@ -733,4 +737,9 @@ export class SessionService {
     clearInterval(this.sweeper)
     await Promise.all([...this.live.keys()].map((id) => this.close(id)))
   }
+}
+
+/** What a session records of the door's template: its name or id (a built one by its id). */
+function templateName(template: SandboxCreateOptions['template']): string | undefined {
+  return typeof template === 'string' ? template : template?.id
 }

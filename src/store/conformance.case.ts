@@ -250,6 +250,15 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
       ])
     })
 
+    it("keeps the template a session's sandbox starts from, and none for a session without", async () => {
+      const inTemplate = await history.createSession({ title: 'modern', template: 'modern' })
+      const without = await history.createSession({ title: 'host' })
+      expect(inTemplate.template).toBe('modern')
+      expect((await history.getSession(inTemplate.id))?.template).toBe('modern')
+      expect((await history.getSession(without.id))?.template).toBeUndefined()
+      expect((await history.listSessions()).find((s) => s.id === inTemplate.id)?.template).toBe('modern')
+    })
+
     it('marks what was running as interrupted, and a failed run as failed', async () => {
       const session = await history.createSession({ title: 't' })
       const cut = await history.startRun(session.id, 'q1')

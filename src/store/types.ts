@@ -41,6 +41,8 @@ export interface StoredSession {
   model?: string
   /** The host's sources it queries with sql(), by name (none: the door's own, if any). */
   sources?: string[]
+  /** The template its sandbox starts from, by name or id (none: the engine's default environment). */
+  template?: string
   status: SessionStatus
   /** ISO 8601. */
   createdAt: string
@@ -221,6 +223,7 @@ export interface HistoryStore {
     owner?: string | null
     model?: string
     sources?: string[]
+    template?: string
   }): Promise<StoredSession>
   /** The session, if it exists and (when `owner` is given) belongs to that owner. */
   getSession(id: string, owner?: string | null): Promise<StoredSession | undefined>

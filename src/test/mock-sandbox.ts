@@ -34,6 +34,8 @@ export interface MockSandboxRecord {
   sandboxId: string
   /** Names of the data files it was given, in order. */
   data: string[]
+  /** The template it was asked to start from, by name or id. */
+  template?: string
   killed: boolean
 }
 
@@ -166,6 +168,8 @@ export class MockSandboxProvider implements SandboxProvider {
   async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
     const sandbox = new MockSandbox(`mock-${this.sandboxes.length + 1}`, this.cell, this.calls)
     this.sandboxes.push(sandbox.record)
+    if (options.template !== undefined)
+      sandbox.record.template = typeof options.template === 'string' ? options.template : options.template.id
     for (const item of options.data ?? []) {
       await sandbox.doAddData('', typeof item === 'string' ? (item.split('/').pop() ?? item) : item.name)
     }

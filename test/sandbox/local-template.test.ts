@@ -4,9 +4,10 @@
  * env; the workspace, data/, charts and commands as on the host; a pool per template; unknown names
  * refused with the names there are. The hostile cases run in the template too (test/security/).
  */
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
 import { canMakeTemplates, TEMPLATE_HOME, TRIXIE, trixieTemplate } from '../support/templates.js'
@@ -77,6 +78,30 @@ describe.runIf(canMakeTemplates)('sandboxes in a trixie template', () => {
     } finally {
       await pooled.close()
     }
+  })
+
+  it('run through `analyst run --template`, and an unknown name is said with those there are', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tpl-run-'))
+    writeFileSync(
+      join(dir, 'cell.py'),
+      "import pandas as pd\nprint(pd.__version__)\npd.DataFrame({'a': [1]}).map(str).a[0]\n",
+    )
+    const analyst = (...args: string[]) =>
+      spawnSync(process.execPath, [resolve('dist/cli/bin.js'), 'run', 'cell.py', ...args], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...process.env, ANALYST_HOME: TEMPLATE_HOME, ANALYST_POOL_SIZE: '0', NO_COLOR: '1' },
+        timeout: 120_000,
+      })
+    const ran = analyst('--template', TRIXIE)
+    expect(ran.stderr).toBe('')
+    expect(ran.stdout).toMatch(/^2\.\d+\.\d+\n/)
+    expect(ran.stdout).toContain("Out: '1'")
+    const unknown = analyst('--template', 'nope')
+    expect(unknown.status).not.toBe(0)
+    expect(unknown.stderr).toContain('No template "nope"')
+    expect(unknown.stderr).toContain(TRIXIE)
+    expect(unknown.stderr).not.toMatch(/\n\s+at /) // no stack trace
   })
 
   it('refuse a template that is not there, naming those that are', async () => {

@@ -23,6 +23,7 @@ import {
   type SandboxLimits,
 } from '../../src/index.js'
 import { CGROUPS_MARK, getRuntime } from '../../src/sandbox/local/runtime.js'
+import { TEMPLATE_HOME, trixieTemplate } from '../support/templates.js'
 import { waitFor } from '../support/wait.js'
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
@@ -38,8 +39,14 @@ export const SMALL: Partial<SandboxLimits> = {
   outputBytes: MiB,
 }
 
+/**
+ * The template the suite runs in (the vitest project 'template' sets it: the trixie test
+ * template), or undefined for the host's Python.
+ */
+export const TEMPLATE = process.env.ANALYST_TEST_TEMPLATE || undefined
+
 /** No warm pool: each sandbox is started for its case, with exactly the limits asked for. */
-export const provider = new LocalProvider({ poolSize: 0, interruptGraceMs: 1000 })
+export const provider = new LocalProvider({ poolSize: 0, interruptGraceMs: 1000, home: TEMPLATE_HOME })
 
 /**
  * A sandbox for hostile code. The code these cases run would damage the machine outside a jail
@@ -50,7 +57,8 @@ export async function create(options: CreateOpts = {}): Promise<Sandbox> {
   if (options.isolation !== undefined && options.isolation !== 'sandbox') {
     throw new Error('The hostile-code suite runs only in the jail')
   }
-  const sandbox = await Sandbox.create({ provider, ...options })
+  if (TEMPLATE) await trixieTemplate()
+  const sandbox = await Sandbox.create({ provider, ...(TEMPLATE ? { template: TEMPLATE } : {}), ...options })
   await assertJailed(sandbox)
   return sandbox
 }

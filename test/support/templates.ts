@@ -6,10 +6,11 @@
  */
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
-import { openTemplates, writeManifest } from '../../src/templates/store.js'
+import { openTemplates, type TemplateStore, writeManifest } from '../../src/templates/store.js'
 import type { BuiltTemplate } from '../../src/templates/types.js'
 
 const run = promisify(execFile)
@@ -44,6 +45,30 @@ async function make(): Promise<BuiltTemplate> {
   const id = createHash('sha256').update(spec).digest('hex')
   const existing = store.get(id)
   if (existing) return existing
+  // Test files run in several processes: one builds, the others wait for its template.
+  const lock = join(CACHE, `template-${id.slice(0, 12)}.lock`)
+  mkdirSync(CACHE, { recursive: true })
+  for (;;) {
+    try {
+      mkdirSync(lock)
+      break
+    } catch {
+      const built = store.get(id)
+      if (built) return built
+      // A builder that died leaves its lock: taken over after 20 minutes.
+      if (Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > 20 * 60_000)
+        rmSync(lock, { recursive: true, force: true })
+      await sleep(1000)
+    }
+  }
+  try {
+    return store.get(id) ?? (await build(store, id))
+  } finally {
+    rmSync(lock, { recursive: true, force: true })
+  }
+}
+
+async function build(store: TemplateStore, id: string): Promise<BuiltTemplate> {
   const folder = store.scratch('test-build')
   try {
     const rootfs = join(folder, 'rootfs')

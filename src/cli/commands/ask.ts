@@ -28,6 +28,8 @@ export interface AnalysisOptions {
   guard: boolean
   stream: boolean
   isolation: 'sandbox' | 'none'
+  /** --template (ANALYST_TEMPLATE): the template each new session's sandbox starts from. */
+  template?: string
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
   /** --jupyter-kernel */
@@ -107,7 +109,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: { isolation: options.isolation, sources },
+    sandbox: { isolation: options.isolation, sources, template: options.template },
     // Chosen below, before anything is recorded: a missing model fails first.
     model: async () => model,
     analyst: {

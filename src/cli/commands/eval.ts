@@ -69,6 +69,8 @@ export interface EvalOptions {
   sandbox?: string
   /** The Jupyter engine's kernel name (--jupyter-kernel). */
   jupyterKernel?: string
+  /** --template (ANALYST_TEMPLATE): the template every question's sandbox starts from. */
+  template?: string
   /** --gpu and --image (the modal engine). */
   gpu?: string
   image?: string
@@ -294,12 +296,15 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
       gpu: options.gpu,
       image: options.image,
     })
-    void provider.warm?.()
+    void provider.warm?.({ template: options.template })
     service = new SessionService({
       history: stores.history,
       blobs: stores.blobs,
       provider,
-      ...(sources ? { sandbox: { sources } } : {}),
+      sandbox: {
+        ...(sources ? { sources } : {}),
+        ...(options.template ? { template: options.template } : {}),
+      },
       model: async () => model,
       analyst: {
         mode: settings.mode,

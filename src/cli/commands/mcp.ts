@@ -26,6 +26,8 @@ export interface McpOptions {
   baseUrl?: string
   maxSteps: number
   isolation: 'sandbox' | 'none'
+  /** --template (ANALYST_TEMPLATE): the template each new session's sandbox starts from. */
+  template?: string
   cwd: string
   env?: NodeJS.ProcessEnv
   stdin?: NodeJS.ReadableStream & { pause(): unknown }
@@ -50,7 +52,7 @@ export async function mcp(options: McpOptions): Promise<number> {
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox: { isolation: options.isolation, sources },
+    sandbox: { isolation: options.isolation, sources, template: options.template },
     // Resolved when first needed: run_python works without one; ask_analyst says what to set.
     model: () =>
       (model ??= resolveModel({ spec: options.model, baseUrl: options.baseUrl, env: options.env }).catch(

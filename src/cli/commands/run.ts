@@ -18,6 +18,8 @@ export interface RunOptions {
   /** Default: ./analyst-output/<session id> */
   outputDir?: string
   isolation: 'sandbox' | 'none'
+  /** --template (ANALYST_TEMPLATE): the template the sandbox starts from. */
+  template?: string
   /** The engine (local, e2b, …). @default ANALYST_SANDBOX or local */
   sandbox?: string
   /** --jupyter-kernel */
@@ -111,6 +113,7 @@ export async function run(options: RunOptions): Promise<number> {
     data,
     isolation: options.isolation,
     sources,
+    template: options.template,
   }).catch(async (error: unknown) => {
     await sources?.close()
     throw error

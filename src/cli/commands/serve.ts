@@ -28,6 +28,8 @@ export interface ServeOptions {
   /** --data: sources every session may query (named ones come from ANALYST_SOURCES). */
   data?: string[]
   cwd?: string
+  /** --template (ANALYST_TEMPLATE): the template of sessions that do not name one. */
+  template?: string
 }
 
 /** `analyst serve`: runs until SIGTERM or SIGINT, then stops gracefully. */
@@ -43,6 +45,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     engine: options.sandbox,
     engineOptions: { jupyterKernel: options.jupyterKernel, gpu: options.gpu, image: options.image },
     analyst: modal,
+    ...(options.template ? { sandbox: { template: options.template } } : {}),
     databaseUrl: options.databaseUrl,
     logger: createLogger(),
     allowDirs: options.allowDir,

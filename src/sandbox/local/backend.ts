@@ -349,7 +349,7 @@ export class LocalProvider implements SandboxProvider {
     if (coldStart !== 'fork' && coldStart !== 'spawn')
       throw new InvalidArgumentError(`coldStart must be 'fork' or 'spawn', not ${coldStart}`)
     this.coldStart = coldStart
-    this.home = options.home ?? process.env.ANALYST_HOME ?? join(homedir(), '.analyst')
+    this.home = options.home ?? (process.env.ANALYST_HOME || join(homedir(), '.analyst'))
   }
 
   /** The host's Python, or the template asked for (a name or id from the store, or a built one). */

@@ -26,6 +26,6 @@ export const local: SandboxProvider = {
   specificationVersion: 'v1',
   name: 'local',
   doCreate: (options) => localProvider().doCreate(options),
-  warm: () => localProvider().warm(),
+  warm: (options) => localProvider().warm(options),
   close: async () => shared?.close(),
 }

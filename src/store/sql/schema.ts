@@ -17,6 +17,8 @@ export interface SessionsTable {
   updated_at: string
   /** Since migration 7: the names of the host's sources it queries (JSON array), null for none. */
   sources: string | null
+  /** Since migration 9: the template its sandbox starts from (a name or id), null for the engine's default. */
+  template: string | null
 }
 
 export interface DatasetsTable {
@@ -501,6 +503,11 @@ export const MIGRATIONS: Migration[] = [
       .addColumn('detail', 'text')
       .execute()
     await db.schema.createIndex('audit_actor').on('audit').columns(['actor', 'id']).execute()
+  },
+  // 9: the template a session's sandbox starts from (--template), so that a replay, here or on
+  // another replica, runs its cells in the same environment.
+  async (db) => {
+    await db.schema.alterTable('sessions').addColumn('template', 'text').execute()
   },
 ]
 

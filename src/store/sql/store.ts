@@ -72,6 +72,7 @@ function toSession(row: Selectable<SessionsTable> & { questions: number | null }
     owner: row.owner,
     model: row.model ?? undefined,
     ...(row.sources ? { sources: JSON.parse(row.sources) as string[] } : {}),
+    ...(row.template ? { template: row.template } : {}),
     status: row.status as SessionStatus,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -152,6 +153,7 @@ export class SqlHistoryStore implements HistoryStore {
     owner?: string | null
     model?: string
     sources?: string[]
+    template?: string
   }): Promise<StoredSession> {
     const at = now()
     const row = {
@@ -160,6 +162,7 @@ export class SqlHistoryStore implements HistoryStore {
       owner: input.owner ?? null,
       model: input.model ?? null,
       sources: input.sources?.length ? JSON.stringify(input.sources) : null,
+      template: input.template ?? null,
       status: 'idle',
       created_at: at,
       updated_at: at,
