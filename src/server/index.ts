@@ -25,6 +25,7 @@ import { TemplateFiles } from './e2b/template-files.js'
 import { createMetrics, type ServerMetrics } from './metrics.js'
 import { type QuotaConfig, Quotas, quotasFromEnv } from './quotas.js'
 import { buildLimitsFromEnv, type TemplateBuildLimits, TemplateBuilds } from './template-builds.js'
+import { importTemplatesAtStart } from './template-import.js'
 import { apiRun, type BuildTemplate, e2bRun, type ParseSpec } from './template-runs.js'
 
 export { createApp, ownerOf } from './app.js'
@@ -170,6 +171,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const quotaConfig = options.quotas ?? quotasFromEnv()
   const folders = await AllowedFolders.open(options.allowDirs ?? [])
   const home = options.home ?? analystHome()
+  // The templates an image or a replica carries as archives, into the store before anything starts.
+  await importTemplatesAtStart(home, process.env.ANALYST_TEMPLATE_IMPORT, (line) =>
+    options.logger ? options.logger.info(line) : console.error(`analyst serve: ${line}`),
+  )
   const env = options.databaseUrl
     ? { ...process.env, ANALYST_DATABASE_URL: options.databaseUrl }
     : process.env

@@ -126,12 +126,21 @@ export const openApiDocument = {
             },
           },
         },
-        responses: { 202: { description: 'TemplateBuildView' }, 400: error, 403: error, 409: error, 429: error },
+        responses: {
+          202: { description: 'TemplateBuildView' },
+          400: error,
+          403: error,
+          409: error,
+          429: error,
+        },
       },
     },
     '/api/templates/{name}': {
       parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
-      get: { summary: 'A template, by name or id', responses: { 200: { description: 'TemplateView' }, 404: error } },
+      get: {
+        summary: 'A template, by name or id',
+        responses: { 200: { description: 'TemplateView' }, 404: error },
+      },
       delete: {
         summary:
           'Remove a name (and the template, when no name is left on it); administrators only when sign-in is on',

@@ -5,7 +5,7 @@
  * without building one (test/e2b/template-build.test.ts builds for real).
  */
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -13,6 +13,7 @@ import { LocalProvider } from '../../src/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import type { BuildTemplate } from '../../src/server/template-runs.js'
 import type { TemplateBuildView, TemplateView } from '../../src/server/types.js'
+import { exportTemplate } from '../../src/templates/oci.js'
 import { openTemplates, writeManifest } from '../../src/templates/store.js'
 import { readSse } from '../support/sse.js'
 
@@ -34,6 +35,7 @@ const fakeBuilder: BuildTemplate = async (recipe, options) => {
     .update(JSON.stringify(recipe.steps) + String(recipe.name))
     .digest('hex')
   const folder = store.scratch('fake')
+  mkdirSync(join(folder, 'venv', 'bin'), { recursive: true })
   writeManifest(folder, {
     id,
     base: { kind: 'debian', suite: 'trixie' },
@@ -165,6 +167,27 @@ describe('/api/templates', () => {
     expect((await call<TemplateView[]>(url, '/api/templates', ALICE)).body.map((t) => t.name)).not.toContain(
       'slow',
     )
+  })
+
+  it('imports the template archives of ANALYST_TEMPLATE_IMPORT when it starts (how the image brings its own)', async () => {
+    const source = mkdtempSync(join(tmpdir(), 'analyst-templates-source-'))
+    const archives = mkdtempSync(join(tmpdir(), 'analyst-templates-archives-'))
+    try {
+      const { template } = await fakeBuilder(
+        { base: { kind: 'host' }, steps: [], context: source },
+        { home: source, name: 'carried' },
+      )
+      await exportTemplate(template, join(archives, 'carried.tar'), source)
+      process.env.ANALYST_TEMPLATE_IMPORT = archives
+      const carrier = await start(false)
+      expect((await call<TemplateView[]>(carrier, '/api/templates', ALICE)).body).toEqual([
+        expect.objectContaining({ name: 'carried', id: template.id }),
+      ])
+    } finally {
+      delete process.env.ANALYST_TEMPLATE_IMPORT
+      rmSync(source, { recursive: true, force: true })
+      rmSync(archives, { recursive: true, force: true })
+    }
   })
 
   it('refuses a spec that names files on the server', async () => {
