@@ -47,7 +47,14 @@ const MODULE_PACKAGES = {
 }
 // Packages that only widen what Analyst reads (old .xls workbooks) or what cells may write
 // (IPython's !command and %magic lines): set up goes on without them.
-const OPTIONAL = new Set(['python3-xlrd', 'python3-ipython'])
+/** R's packages, by the folder each installs in R's site library. */
+const R_PACKAGES = [
+  ['IRkernel', 'r-cran-irkernel'],
+  ['ggplot2', 'r-cran-ggplot2'],
+  ['data.table', 'r-cran-data.table'],
+  ['tidyverse', 'r-cran-tidyverse'],
+]
+const OPTIONAL = new Set(['python3-xlrd', 'python3-ipython', 'r-cran-tidyverse'])
 function missingPackages() {
   const missing = []
   const hasBwrap = spawnSync('sh', ['-c', 'command -v bwrap'], { stdio: 'ignore' }).status === 0
@@ -62,6 +69,13 @@ function missingPackages() {
     }
   }
   missing.push(...modules.map((name) => MODULE_PACKAGES[name]))
+  // R contexts (runCode(…, { language: 'r' }), --language r): R, the packages its kernel uses
+  // (IRkernel brings repr, evaluate and jsonlite) and what analyses reach for. ~170 MB, ~35 s.
+  const rLibrary = '/usr/lib/R/site-library'
+  if (!existsSync('/usr/bin/Rscript')) missing.push('r-base-core')
+  for (const [name, pkg] of R_PACKAGES) {
+    if (!existsSync(join(rLibrary, name))) missing.push(pkg)
+  }
   if (extra.has('--test')) {
     if (!existsSync('/usr/bin/chromium')) missing.push('chromium')
     const nbformat = spawnSync(PYTHON, ['-c', 'import nbformat'], { stdio: 'ignore' })

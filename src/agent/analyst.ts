@@ -14,6 +14,7 @@ import type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './even
 import { findingsSoFar } from './findings.js'
 import { Evidence, unsupportedNumbers } from './grounding.js'
 import { outsideCellMessage, replyMessages, StepHistory } from './history.js'
+import { type AnalysisLanguage, type LanguageProfile, languageProfile } from './language.js'
 import { addUsage, callModel, modelName, type Reply } from './model-call.js'
 import { systemPrompt } from './prompt.js'
 import { EventQueue } from './queue.js'
@@ -57,6 +58,8 @@ export interface AnalystOptions {
   evidence?: string[]
   /** More tools the model may call, in tools mode (e.g. functions deployed on Modal, --modal-tool). */
   tools?: AnalystTool[]
+  /** The language the model writes its analysis in; cells run in the sandbox's context of it. @default 'python' */
+  language?: AnalysisLanguage
 }
 
 type Defaulted = 'maxSteps' | 'vision' | 'cellTimeoutMs' | 'requestTimeoutMs' | 'maxRetries' | 'stream'
@@ -70,6 +73,7 @@ export class Analyst {
   private readonly options: AnalystOptions & Required<Pick<AnalystOptions, Defaulted>>
   private readonly tools: ToolSet | undefined
   private readonly stepSettings: StepSettings
+  private readonly language: LanguageProfile
   private busy = false
 
   constructor(options: AnalystOptions) {
@@ -98,9 +102,19 @@ export class Analyst {
     this.evidence.add(options.dataDescription)
     for (const text of options.evidence ?? []) this.evidence.add(text)
     this.messages.push(...(options.history ?? []))
-    this.tools = offeredTools(this.options.mode, this.options.tools)
+    this.language = languageProfile(this.options.language)
+    this.tools = offeredTools(this.options.mode, this.options.tools, this.language)
     const { sandbox, check, cellTimeoutMs, nameImage, vision } = this.options
-    this.stepSettings = { sandbox, check, cellTimeoutMs, nameImage, vision, evidence: this.evidence }
+    const { language } = this
+    this.stepSettings = {
+      sandbox,
+      check,
+      cellTimeoutMs,
+      nameImage,
+      vision,
+      evidence: this.evidence,
+      language,
+    }
   }
 
   private get system(): string {
@@ -108,6 +122,7 @@ export class Analyst {
       mode: this.options.mode,
       dataDescription: this.options.dataDescription,
       gpu: this.options.sandbox.gpu,
+      language: this.language.language,
     })
   }
 
@@ -150,7 +165,11 @@ export class Analyst {
       this.usage = addUsage(this.usage, reply.usage)
       yield { type: 'usage', step, usage: reply.usage, total: this.usage }
       if (reply.text) yield { type: 'model-text', step, text: reply.text }
-      const plan = planRuns(reply, { tools: this.options.tools, ranBefore: repeats.ranWithoutError })
+      const plan = planRuns(reply, {
+        tools: this.options.tools,
+        ranBefore: repeats.ranWithoutError,
+        language: this.language,
+      })
       if (plan.type === 'answer') {
         answer = plan.text
         break

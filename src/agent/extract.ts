@@ -35,7 +35,8 @@ const NOT_CODE = new Set([
   'log',
 ])
 
-export function extractCode(reply: string): ExtractedCode {
+/** `fences`: the info strings whose blocks run (Python's by default; R's for an R analysis). */
+export function extractCode(reply: string, fences: ReadonlySet<string> = PYTHON): ExtractedCode {
   const lines = reply.replace(/\r\n?/g, '\n').split('\n')
   const blocks: string[] = []
   const otherLanguages: string[] = []
@@ -46,7 +47,7 @@ export function extractCode(reply: string): ExtractedCode {
       const closing = line.trim()
       if (closing.startsWith(open.fence) && closing.replace(/[`~]/g, '') === '') {
         const body = open.body.join('\n')
-        if (PYTHON.has(open.language)) {
+        if (fences.has(open.language)) {
           if (body.trim() && !(open.language === '' && looksLikeOutput(body))) blocks.push(body)
         } else if (!NOT_CODE.has(open.language)) {
           otherLanguages.push(open.language)

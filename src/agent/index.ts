@@ -14,5 +14,6 @@ export {
 export type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
 export { type ExtractedCode, extractCode } from './extract.js'
 export { Evidence, statedNumbers, unsupportedNumbers } from './grounding.js'
+export { ANALYSIS_LANGUAGES, type AnalysisLanguage, LANGUAGE_PROFILES, languageProfile } from './language.js'
 export { observe, truncateMiddle } from './observation.js'
 export { sourcesSection, systemPrompt } from './prompt.js'

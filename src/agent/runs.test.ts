@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { LANGUAGE_PROFILES } from './language.js'
 import type { ModelToolCall } from './model-call.js'
 import { EMPTY_REPLY_NUDGE } from './prompt.js'
 import { planRuns } from './runs.js'
@@ -123,6 +124,28 @@ describe('planRuns: text', () => {
   it('runs complete code even when the reply ran out of length after it', () => {
     expect(planRuns(text('```python\nprint(1)\n```\nAnd then', 'length'))).toMatchObject({
       runs: [{ type: 'cell', code: 'print(1)' }],
+    })
+  })
+})
+
+describe('planRuns: an R analysis', () => {
+  const r = { language: LANGUAGE_PROFILES.r }
+
+  it('runs ```r blocks and run_r calls, and tells the model that Python does not run', () => {
+    expect(planRuns(text('Counting.\n```r\nnrow(df)\n```'), r)).toMatchObject({
+      runs: [{ type: 'cell', code: 'nrow(df)' }],
+    })
+    expect(planRuns(calls([call('a', 'run_r', { code: 'x <- 1' })]), r)).toMatchObject({
+      runs: [{ type: 'cell', code: 'x <- 1', call: { toolName: 'run_r' } }],
+    })
+    const python = planRuns(text('```python\nlen(df)\n```'), r)
+    expect(python).toMatchObject({
+      runs: [{ type: 'problem', message: 'Only R runs here, not python. Rewrite the step in R.' }],
+    })
+    expect(planRuns(calls([call('b', 'run_python', { code: 'x = 1' })]), r)).toMatchObject({
+      runs: [
+        { type: 'problem', message: 'There is no tool named run_python. Use run_r with a "code" argument.' },
+      ],
     })
   })
 })

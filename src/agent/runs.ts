@@ -7,9 +7,10 @@
  * @module
  */
 import { extractCode } from './extract.js'
+import { type LanguageProfile, languageProfile } from './language.js'
 import type { Reply } from './model-call.js'
 import { EMPTY_REPLY_NUDGE } from './prompt.js'
-import { type AnalystTool, RUN_PYTHON } from './tools.js'
+import type { AnalystTool } from './tools.js'
 
 /** The tool call a run answers: its result carries the same id and name. */
 export interface ToolCallRef {
@@ -38,6 +39,8 @@ export type Plan =
 export interface PlanOptions {
   /** The extra tools the model was offered. */
   tools?: AnalystTool[]
+  /** The language the model writes. @default Python's */
+  language?: LanguageProfile
   /** Code this question ran without an error (trimmed): a reply that only shows it again answers. */
   ranBefore?: ReadonlySet<string>
 }
@@ -46,14 +49,15 @@ export function planRuns(
   reply: Pick<Reply, 'text' | 'toolCalls' | 'finishReason'>,
   options: PlanOptions = {},
 ): Plan {
+  const language = options.language ?? languageProfile('python')
   if (reply.toolCalls.length > 0) {
     return {
       type: 'runs',
-      runs: reply.toolCalls.map((call) => toolCallRun(call, options.tools ?? [])),
+      runs: reply.toolCalls.map((call) => toolCallRun(call, options.tools ?? [], language)),
       prose: reply.text.trim() || undefined,
     }
   }
-  const extracted = extractCode(reply.text)
+  const extracted = extractCode(reply.text, language.fences)
   const prose = extracted.prose.trim() || undefined
   const problem = (message: string): Plan => ({ type: 'runs', runs: [{ type: 'problem', message }], prose })
   if (extracted.code) {
@@ -63,10 +67,10 @@ export function planRuns(
     return { type: 'runs', runs: [{ type: 'cell', code: extracted.code }], prose }
   }
   if (reply.finishReason === 'length') return problem(CUT_OFF)
-  if (extracted.unterminated) return problem(UNTERMINATED)
+  if (extracted.unterminated) return problem(unterminated(language))
   if (extracted.otherLanguages.length > 0)
     return problem(
-      `Only Python runs here, not ${extracted.otherLanguages.join(', ')}. Rewrite the step in Python (pandas can do it).`,
+      `Only ${language.name} runs here, not ${extracted.otherLanguages.join(', ')}. Rewrite the step in ${language.name}${language.language === 'python' ? ' (pandas can do it)' : ''}.`,
     )
   if (reply.text.trim()) return { type: 'answer', text: reply.text.trim() }
   return problem(EMPTY_REPLY_NUDGE)
@@ -74,10 +78,11 @@ export function planRuns(
 
 const CUT_OFF =
   'Your reply was cut off (too long) before the code block was closed; nothing ran. Send shorter code: one step at a time.'
-const UNTERMINATED =
-  'Your code block was not closed with ```; nothing ran. Send the code again in a complete ```python block.'
+const unterminated = (language: LanguageProfile) =>
+  `Your code block was not closed with \`\`\`; nothing ran. Send the code again in a complete \`\`\`${language.fence} block.`
 
-function toolCallRun(call: Reply['toolCalls'][number], tools: AnalystTool[]): Run {
+function toolCallRun(call: Reply['toolCalls'][number], tools: AnalystTool[], language: LanguageProfile): Run {
+  const RUN_PYTHON = language.tool
   const ref = { toolCallId: call.toolCallId, toolName: call.toolName }
   const extra = tools.find((candidate) => candidate.name === call.toolName)
   if (extra) return { type: 'tool', tool: extra, input: call.input, call: ref }
@@ -91,7 +96,7 @@ function toolCallRun(call: Reply['toolCalls'][number], tools: AnalystTool[]): Ru
   if (call.invalid || typeof code !== 'string')
     return {
       type: 'problem',
-      message: `The ${RUN_PYTHON} call had invalid arguments; nothing ran. Call it with JSON {"code": "<python code>"}.`,
+      message: `The ${RUN_PYTHON} call had invalid arguments; nothing ran. Call it with JSON {"code": "<${language.fence} code>"}.`,
       call: ref,
     }
   if (!code.trim()) return { type: 'problem', message: 'The code was empty; nothing ran.', call: ref }

@@ -8,6 +8,7 @@
 import { type Artifact, type Execution, ExecutionError, type Sandbox } from '../sandbox/index.js'
 import type { AgentEvent, StepRecord, Usage, Violation } from './events.js'
 import type { Evidence } from './grounding.js'
+import type { LanguageProfile } from './language.js'
 import { observe } from './observation.js'
 import { EventQueue } from './queue.js'
 import type { Run } from './runs.js'
@@ -18,6 +19,8 @@ export type CodeCheck = (code: string) => Promise<Violation[]>
 /** The analyst's settings that every step uses. */
 export interface StepSettings {
   sandbox: Sandbox
+  /** The language cells are in: the sandbox's default context of it runs them. @default Python */
+  language?: LanguageProfile
   /** The guard; none: everything runs. */
   check?: CodeCheck
   cellTimeoutMs: number
@@ -168,7 +171,8 @@ async function* runCell(
   const { step, prose, usage } = context
   yield { type: 'code', step, code, source }
   const started = Date.now()
-  const violations = settings.check ? await settings.check(code) : []
+  // The guard reads Python only; other languages have the jail and the limits (language.ts).
+  const violations = settings.check && (settings.language?.guarded ?? true) ? await settings.check(code) : []
   if (violations.length > 0) {
     yield { type: 'guard', step, violations }
     return {
@@ -212,6 +216,9 @@ async function execute(
 ): Promise<{ execution: Execution; imageNames: string[] }> {
   const imageNames: string[] = []
   const execution = await settings.sandbox.runCode(code, {
+    ...(settings.language && settings.language.language !== 'python'
+      ? { language: settings.language.language }
+      : {}),
     timeoutMs: settings.cellTimeoutMs,
     signal,
     onStdout: (message) => queue.push({ type: 'stdout', step, text: message.line }),

@@ -5,6 +5,7 @@
  */
 import { jsonSchema, type ToolSet, tool } from 'ai'
 import type { CodeMode } from '../models/index.js'
+import { LANGUAGE_PROFILES, type LanguageProfile, languageProfile } from './language.js'
 
 export const RUN_PYTHON = 'run_python'
 
@@ -28,23 +29,34 @@ export interface AnalystTool {
   call(input: unknown, options?: { signal?: AbortSignal }): Promise<ToolOutcome>
 }
 
-const runPythonTool = tool({
-  description:
-    'Run Python code in the stateful sandbox (a Jupyter-like kernel) and get back its output: stdout, the value of the last expression, errors with traceback, and the files it saved.',
-  // A plain JSON schema: converting a zod schema again on every model call costs milliseconds.
-  inputSchema: jsonSchema<{ code: string }>({
-    type: 'object',
-    properties: { code: { type: 'string', description: 'The complete Python code to run' } },
-    required: ['code'],
-    additionalProperties: false,
-  }),
-})
+function runCodeTool(language: LanguageProfile) {
+  return tool({
+    description: `Run ${language.name} code in the stateful sandbox (a Jupyter-like kernel) and get back its output: stdout, the value of the last expression, errors with traceback, and the files it saved.`,
+    // A plain JSON schema: converting a zod schema again on every model call costs milliseconds.
+    inputSchema: jsonSchema<{ code: string }>({
+      type: 'object',
+      properties: { code: { type: 'string', description: `The complete ${language.name} code to run` } },
+      required: ['code'],
+      additionalProperties: false,
+    }),
+  })
+}
+
+/** The tool that runs code, one per language, made once. */
+const RUN_CODE_TOOLS = {
+  python: runCodeTool(LANGUAGE_PROFILES.python),
+  r: runCodeTool(LANGUAGE_PROFILES.r),
+}
 
 /** The tools offered to the model: none in text mode (code comes as fenced blocks). */
-export function offeredTools(mode: CodeMode, extras: AnalystTool[] = []): ToolSet | undefined {
+export function offeredTools(
+  mode: CodeMode,
+  extras: AnalystTool[] = [],
+  language: LanguageProfile = languageProfile('python'),
+): ToolSet | undefined {
   if (mode !== 'tools') return undefined
   return {
-    [RUN_PYTHON]: runPythonTool,
+    [language.tool]: RUN_CODE_TOOLS[language.language],
     ...Object.fromEntries(
       extras.map((extra) => [
         extra.name,

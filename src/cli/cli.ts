@@ -48,6 +48,13 @@ function engineOption(): Option {
   )
 }
 
+/** --language: what the model writes (and `run`'s files are in); cells run in that language's kernel. */
+function languageOption(what = 'the language the model writes its analysis in'): Option {
+  return new Option('--language <language>', `${what} (default ANALYST_LANGUAGE, else python)`)
+    .choices(['python', 'r'])
+    .env('ANALYST_LANGUAGE')
+}
+
 /** --jupyter-kernel: an engine setting, passed to the engine through EngineOptions. */
 function jupyterKernelOption(): Option {
   return new Option(
@@ -122,6 +129,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       ),
     )
     .option('--guard', 'check each file with the static guard first; a file with violations is not run')
+    .addOption(languageOption('the language the files are in'))
     .addOption(engineOption())
     .addOption(templateOption())
     .addOption(jupyterKernelOption())
@@ -140,6 +148,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         outputDir: options.outputDir as string | undefined,
         isolation: options.isolation === false ? 'none' : 'sandbox',
         guard: Boolean(options.guard),
+        language: options.language as 'python' | 'r' | undefined,
         sandbox: options.sandbox as string | undefined,
         ...engineFlags(options),
         cwd: process.cwd(),
@@ -204,6 +213,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       .option('--no-guard', 'do not check model code with the static guard before running it')
       .option('--no-stream', 'wait for whole model replies instead of streaming them')
       .addOption(new Option('--no-isolation', 'run without the jail (only for trusted models and data)'))
+      .addOption(languageOption())
       .addOption(engineOption())
       .addOption(templateOption())
       .addOption(jupyterKernelOption())
@@ -224,6 +234,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     outputDir: options.outputDir as string | undefined,
     timeoutMs: (options.timeout as number) * 1000,
     guard: options.guard !== false,
+    language: options.language as 'python' | 'r' | undefined,
     stream: options.stream !== false,
     isolation: options.isolation === false ? 'none' : 'sandbox',
     sandbox: options.sandbox as string | undefined,
@@ -290,8 +301,15 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       new Option('--format <format>', 'what to write').choices(['ipynb', 'py', 'html']).makeOptionMandatory(),
     )
     .option('--out <file>', 'write here instead of stdout')
+    .addOption(languageOption("the session's language (the notebook's kernel)"))
     .action((session: string, options: Record<string, unknown>) => {
-      result = onCommand('export', { session, format: options.format, out: options.out, cwd: process.cwd() })
+      result = onCommand('export', {
+        session,
+        format: options.format,
+        out: options.out,
+        language: options.language as 'python' | 'r' | undefined,
+        cwd: process.cwd(),
+      })
     })
 
   cli
@@ -304,6 +322,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       "a folder from which MCP clients' models may add data files with add_data (repeatable)",
       collect,
     )
+    .addOption(languageOption("the language the sessions' model writes"))
     .addOption(engineOption())
     .addOption(templateOption())
     .addOption(jupyterKernelOption())
@@ -333,6 +352,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     )
     .action((options: Record<string, unknown>) => {
       result = onCommand('serve', {
+        language: options.language as 'python' | 'r' | undefined,
         host: options.host,
         port: options.port,
         sandbox: options.sandbox,
@@ -365,6 +385,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     )
     .option('--max-steps <n>', 'code steps at most per ask_analyst question', whole, 8)
     .addOption(new Option('--no-isolation', 'run without the jail (only for trusted clients and data)'))
+    .addOption(languageOption("the language ask_analyst's model writes"))
     .addOption(engineOption())
     .addOption(templateOption())
     .addOption(jupyterKernelOption())
@@ -377,6 +398,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
     )
     .action((options: Record<string, unknown>) => {
       result = onCommand('mcp', {
+        language: options.language as 'python' | 'r' | undefined,
         data: (options.data as string[] | undefined) ?? [],
         allowDir: (options.allowDir as string[] | undefined) ?? [],
         model: options.model as string | undefined,
@@ -425,6 +447,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       "a source every question's code may query with sql(): postgres://…, mysql://…, sqlite:FILE, duckdb:FILE or a data file, NAME=… to name it (repeatable; give it again with --resume)",
       collect,
     )
+    .addOption(languageOption())
     .addOption(engineOption())
     .addOption(templateOption())
     .addOption(jupyterKernelOption())

@@ -22,16 +22,21 @@ export type ExecutionEvent =
 export interface DoExecuteOptions {
   code: string
   contextId?: string
+  /** Without a context: the sandbox's default context of this language. @default 'python' */
+  language?: Language
   envs?: Record<string, string>
   timeoutMs: number
   signal?: AbortSignal
   onEvent: (event: ExecutionEvent) => void
 }
 
-/** An independent namespace of variables in the same sandbox. */
+/** The languages a context runs (E2B's names; `js`, `ts` and `R` are read as these). */
+export type Language = 'python' | 'r' | 'javascript' | 'typescript' | 'bash'
+
+/** An independent namespace of variables in the same sandbox, in one language. */
 export interface Context {
   id: string
-  language: 'python'
+  language: Language
   cwd: string
 }
 
@@ -153,9 +158,11 @@ export interface SandboxBackend {
   readonly sandboxId: string
   /** The GPUs the sandbox has, as the engine names them (`A10G`, `H100:2`); absent when none. */
   readonly gpu?: string
+  /** The languages its contexts run; a backend that leaves it out runs Python only. */
+  readonly languages?: readonly Language[]
   /** Runs one cell; resolves after the `finish` event. Rejects only when the sandbox itself fails. */
   doExecute(options: DoExecuteOptions): Promise<void>
-  doCreateContext(options: { cwd?: string }): Promise<Context>
+  doCreateContext(options: { cwd?: string; language?: Language }): Promise<Context>
   doWriteFile(path: string, data: Uint8Array): Promise<EntryInfo>
   doReadFile(path: string): Promise<Uint8Array>
   doList(path: string, options?: EntryOptions): Promise<EntryInfo[]>

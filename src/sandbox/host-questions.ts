@@ -73,7 +73,11 @@ async function runQuery(
   try {
     const stream = await sources.run(
       { query: question.query, source: question.source ?? undefined, params: question.params ?? undefined },
-      { signal: controller.signal, timeoutMs: Math.max(1, cell.deadline - Date.now()), rawColumns: true },
+      {
+        signal: controller.signal,
+        timeoutMs: Math.max(1, cell.deadline - Date.now()),
+        rawColumns: question.format !== 'values',
+      },
     )
     const source = question.source ?? sources.sources[0]?.name ?? ''
     record.source = source

@@ -15,6 +15,7 @@ export type {
   EntryOptions,
   ExecutionEvent,
   FolderWatch,
+  Language,
   SandboxBackend,
   SandboxCapabilities,
   SandboxCreateOptions,
@@ -38,6 +39,7 @@ export {
   type ProcessInfo,
 } from './commands.js'
 export * from './errors.js'
+export { LANGUAGE_NAMES, LANGUAGES, normalizeLanguage } from './languages.js'
 export {
   type Artifact,
   Execution,

@@ -3,6 +3,7 @@ import type {
   Context,
   EntryInfo,
   ExecutionEvent,
+  Language,
   SandboxBackend,
   SandboxCreateOptions,
   SandboxProvider,
@@ -10,6 +11,7 @@ import type {
 import { capabilitiesOf } from './capabilities.js'
 import { Commands } from './commands.js'
 import { InvalidArgumentError, SandboxUnavailableError } from './errors.js'
+import { LANGUAGE_NAMES, LANGUAGES, normalizeLanguage } from './languages.js'
 import { Execution, ExecutionError, OutputMessage, Result } from './messaging.js'
 import type { QueryHost } from './query.js'
 
@@ -21,7 +23,10 @@ export interface RunCodeOpts {
   envs?: Record<string, string>
   /** The context to run in; the sandbox's default context when absent. */
   context?: Context
-  /** Only Python runs here. @default 'python' */
+  /**
+   * Without `context`: the sandbox's default context of this language (python, r, javascript or
+   * js, typescript or ts, bash), made at its first cell. Not with `context`. @default 'python'
+   */
   language?: 'python' | (string & {})
   /** Each stdout line, while the cell runs. */
   onStdout?: (message: OutputMessage) => unknown
@@ -224,10 +229,13 @@ export class Sandbox {
 
   /** Runs a cell. Its exceptions come back in `execution.error`; only sandbox failures reject. */
   async runCode(code: string, options: RunCodeOpts = {}): Promise<Execution> {
-    if (options.language !== undefined && options.language !== 'python') {
-      throw new InvalidArgumentError(`Only Python runs in this sandbox, not ${options.language}`)
-    }
     if (typeof code !== 'string') throw new InvalidArgumentError('code must be a string')
+    if (options.language !== undefined && options.context !== undefined) {
+      throw new InvalidArgumentError('Pass a context or a language, not both', {
+        hint: "A context has its language already: createCodeContext({ language: 'r' }).",
+      })
+    }
+    const language = options.language === undefined ? undefined : this.language(options.language)
     const execution = new Execution()
     const callbackErrors: unknown[] = []
     const call = <T>(callback: ((value: T) => unknown) | undefined, value: T) => {
@@ -279,6 +287,7 @@ export class Sandbox {
     await this.backend.doExecute({
       code,
       contextId: options.context?.id,
+      ...(language && language !== 'python' ? { language } : {}),
       envs: options.envs,
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       signal: options.signal,
@@ -288,13 +297,28 @@ export class Sandbox {
     return execution
   }
 
-  /** A new context: its own variables, sharing the sandbox's files and processes. */
-  createContext(options: { cwd?: string } = {}): Promise<Context> {
-    return this.backend.doCreateContext(options)
+  /** A language this sandbox's engine runs, by any of its names; a clear error otherwise. */
+  private language(word: string): Language {
+    const language = normalizeLanguage(word)
+    const languages = this.backend.languages ?? ['python']
+    if (!languages.includes(language)) {
+      throw new InvalidArgumentError(
+        `The ${this.backend.provider} engine runs no ${LANGUAGE_NAMES[language]} code`,
+        { hint: `Its languages: ${languages.join(', ')}. The local engine runs ${LANGUAGES.join(', ')}.` },
+      )
+    }
+    return language
+  }
+
+  /** A new context: its own variables, sharing the sandbox's files and processes; in Python unless `language` says. */
+  createContext(options: { cwd?: string; language?: 'python' | (string & {}) } = {}): Promise<Context> {
+    const { language, ...rest } = options
+    const chosen = language === undefined ? undefined : this.language(language)
+    return this.backend.doCreateContext(chosen && chosen !== 'python' ? { ...rest, language: chosen } : rest)
   }
 
   /** E2B's name for `createContext`. */
-  createCodeContext(options: { cwd?: string } = {}): Promise<Context> {
+  createCodeContext(options: { cwd?: string; language?: 'python' | (string & {}) } = {}): Promise<Context> {
     return this.createContext(options)
   }
 

@@ -6,7 +6,14 @@
  */
 import { buffer } from 'node:stream/consumers'
 import type { ModelMessage } from 'ai'
-import { Analyst, type AnalystOptions, type CodeCheck, sourcesSection } from '../agent/index.js'
+import {
+  type AnalysisLanguage,
+  Analyst,
+  type AnalystOptions,
+  type CodeCheck,
+  languageProfile,
+  sourcesSection,
+} from '../agent/index.js'
 import { formatProfiles } from '../data/index.js'
 import { NotFoundError } from '../errors.js'
 import { checkCode, warmUp } from '../guard/index.js'
@@ -35,6 +42,7 @@ export type AnalystSettings = Partial<
     | 'stream'
     | 'nameImage'
     | 'tools'
+    | 'language'
   >
 > & {
   /** Overrides the model's default mode. */
@@ -136,9 +144,15 @@ function describeData(profiles: StoredDataset['profile'][], sourcesText: string 
 async function describeSessionSources(
   sources: QueryHost | undefined,
   question?: string,
+  language?: AnalysisLanguage,
 ): Promise<string | undefined> {
   if (!sources || sources.sources.length === 0) return undefined
-  return sourcesSection(await describeSources(sources, question))
+  return sourcesSection(await describeSources(sources, question), language)
+}
+
+/** runCode's option for the session's language: Python's cells run in the default context. */
+function inLanguage(language: AnalysisLanguage | undefined): { language?: AnalysisLanguage } {
+  return language && language !== 'python' ? { language } : {}
 }
 
 export class LiveSession {
@@ -160,8 +174,15 @@ export class LiveSession {
     private readonly host: QueryHost | undefined,
     /** The prompt's text on the sources, kept when files are added. */
     private sourcesText: string | undefined,
+    /** The language its cells are in. */
+    readonly language: AnalysisLanguage | undefined,
   ) {
     this.profiles = profiles
+  }
+
+  /** runCode's option for the session's language. */
+  get runOptions(): { language?: AnalysisLanguage } {
+    return inLanguage(this.language)
   }
 
   /** Opens the session from the store: data, sandbox, replayed cells, conversation. */
@@ -172,7 +193,8 @@ export class LiveSession {
     signal?: AbortSignal,
   ): Promise<LiveSession> {
     const { history, analyst: settings } = context
-    const guard = settings.guard !== false
+    // The guard reads Python; an R session has the jail and the limits (agent/language.ts).
+    const guard = settings.guard !== false && languageProfile(settings.language).guarded
     // The parser loads while the sandbox starts, not during the first step.
     const guardReady = guard ? warmUp().catch(() => {}) : undefined
     // One snapshot: the conversation and the cells replayed for it agree, over one connection.
@@ -224,7 +246,11 @@ export class LiveSession {
           }
           continue
         }
-        const execution = await sandbox.runCode(step.code, { timeoutMs: 300_000, signal })
+        const execution = await sandbox.runCode(step.code, {
+          timeoutMs: 300_000,
+          signal,
+          ...inLanguage(settings.language),
+        })
         replayed.ran++
         if (execution.error) replayed.failed++
       }
@@ -234,7 +260,7 @@ export class LiveSession {
       throw error
     }
     const profiles = files.map((file) => file.profile)
-    const sourcesText = await describeSessionSources(sources)
+    const sourcesText = await describeSessionSources(sources, undefined, settings.language)
     const { guard: _guard, mode, ...agent } = settings
     // A sandbox with network may use it: the guard is told so.
     const check: CodeCheck | undefined = guard
@@ -264,6 +290,7 @@ export class LiveSession {
       own,
       sources,
       sourcesText,
+      settings.language,
     )
   }
 
@@ -282,7 +309,9 @@ export class LiveSession {
    * time). A source that cannot be described now keeps the description it had.
    */
   async describeFor(question: string) {
-    const text = await describeSessionSources(this.host, question).catch(() => this.sourcesText)
+    const text = await describeSessionSources(this.host, question, this.language).catch(
+      () => this.sourcesText,
+    )
     if (text === this.sourcesText) return
     this.sourcesText = text
     this.analyst.setDataDescription(describeData(this.profiles, text))

@@ -414,7 +414,7 @@ export class SessionService {
           const execution =
             violations.length > 0
               ? undefined
-              : await live.sandbox.runCode(code, { timeoutMs: options.timeoutMs, signal })
+              : await live.sandbox.runCode(code, { timeoutMs: options.timeoutMs, signal, ...live.runOptions })
           const { nameImage } = options
           const pngs = execution?.results.filter((result) => result.png) ?? []
           const record: StepRecord = {
@@ -652,7 +652,8 @@ export class SessionService {
   }
 
   async export(sessionId: string, format: ExportFormat, owner?: string | null): Promise<string> {
-    return exportSession(await this.sessionHistory(sessionId, owner), format, this.options.blobs)
+    const { language } = this.options.analyst ?? {}
+    return exportSession(await this.sessionHistory(sessionId, owner), format, this.options.blobs, language)
   }
 
   // ------------------------------------------------------------------ lifetime

@@ -19,7 +19,7 @@ import { type CommandResult, runCommand } from './process.js'
 import { copyRoot, debianRecipe, debianRoot, imageRoot, loadArchive, type RootContext } from './roots.js'
 import { loadRecipe } from './spec.js'
 import { fetchKind, type PipConfig, type Step, stepTitle, type TemplateRecipe, VENV } from './steps.js'
-import { openTemplates, type TemplateManifest, writeManifest } from './store.js'
+import { checkTemplateName, openTemplates, type TemplateManifest, writeManifest } from './store.js'
 import type { BuiltTemplate, TemplateBase } from './types.js'
 
 export type BuildProgress =
@@ -91,7 +91,7 @@ export async function buildTemplate(
   const recipe = typeof input === 'string' ? loadRecipe(input) : input
   const name = options.name ?? recipe.name
   const store = openTemplates(options.home)
-  if (name) checkName(name)
+  if (name) checkTemplateName(name)
   checkSteps(recipe)
   const base = await resolveBase(recipe, options.home)
   // pip's settings matter (and count in the id: a wheel folder by its contents) only where pip runs.
@@ -146,13 +146,6 @@ export async function buildTemplate(
   } finally {
     if (!committed) rmSync(scratch, { recursive: true, force: true })
   }
-}
-
-function checkName(name: string) {
-  if (!/^[a-z0-9][a-z0-9._-]{0,62}$/.test(name))
-    throw new InvalidArgumentError(`"${name}" cannot name a template`, {
-      hint: 'A name is 1 to 63 lowercase letters, digits, ".", "-" or "_", starting with a letter or digit.',
-    })
 }
 
 /** What a base host can take: pip and what needs no root of its own. */

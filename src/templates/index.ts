@@ -12,6 +12,9 @@ export {
   buildTemplate,
 } from './build.js'
 export { parseContainerfile } from './containerfile.js'
+export { type E2BBuildBody, type E2BInstruction, lowerE2BBuild } from './e2b.js'
+export { exportTemplate, importTemplate } from './oci.js'
+export { recipeNames, recipePath } from './recipes.js'
 export { loadRecipe, parseSpec } from './spec.js'
 export type { PipConfig, RecipeBase, Step, TemplateRecipe } from './steps.js'
 export { openTemplates, resolveTemplate, type TemplateStore, templatesRoot } from './store.js'

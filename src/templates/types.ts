@@ -8,7 +8,10 @@
  * <id>/manifest.json   this BuiltTemplate, written last (a folder without it is a build that never
  *                      finished, and is not a template)
  * <id>/rootfs/         the root file system, for every base but the host's
- * <id>/venv/           pip layers over the host's Python (base 'host' with pip steps)
+ * <id>/venv/           pip layers over the host's Python (base 'host' with pip steps): a venv made
+ *                      with --system-site-packages at /opt/venv, so an engine mounts it there
+ *                      (python.path is /opt/venv/bin/python; its shebangs and pyvenv.cfg say so)
+ * <id>/recipe.json     the recipe it was built from (for people; engines need not read it)
  * names/<name>         a symbolic link to ../<id>
  * ```
  * manifest.json holds this shape less what the folder's place says (dir, rootfs, names), plus

@@ -89,6 +89,31 @@ describe('analyst ask', () => {
     expect(stdout).not.toContain('Not found in any output')
   })
 
+  it('with --language r the model is told to write R, and its run_r calls run in the R kernel', async () => {
+    const seen: { tools: string[]; system: string }[] = []
+    const env = await withModel([
+      (request) => {
+        seen.push({
+          tools: (request.tools as Array<{ function: { name: string } }>).map((t) => t.function.name),
+          system: String(request.messages[0]?.content),
+        })
+        const code = 's <- read.csv("data/sales.csv")\nby_region <- aggregate(order_value ~ region, s, sum)\nnrow(s)'
+        return { toolCalls: [{ name: 'run_r', arguments: JSON.stringify({ code }) }] }
+      },
+      (request) => ({ content: `The file has ${lastObservation(request).match(/\[1\] (\d+)/)?.[1]} orders.` }),
+    ])
+    const { code, stdout } = await analyst(
+      ['ask', 'How many orders?', '--data', SALES, '--language', 'r', '--mode', 'tools', '--json'],
+      { env },
+    )
+    expect(code).toBe(0)
+    expect(seen[0]?.tools).toEqual(['run_r'])
+    expect(seen[0]?.system).toMatch(/running R code/)
+    const result = JSON.parse(stdout)
+    expect(result.answer).toBe('The file has 400 orders.')
+    expect(result.steps[0].execution.results[0].text).toBe('[1] 400')
+  })
+
   it('with --json prints one object with the answer, steps, artifacts, numbers and usage', async () => {
     const env = await withModel([
       {

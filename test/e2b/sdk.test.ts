@@ -104,7 +104,7 @@ describe('E2B SDK: the code interpreter', () => {
     expect(restarted.error).toMatchObject({ name: 'NameError', value: "name 'only_here' is not defined" })
     await sandbox.removeCodeContext(context.id)
     expect((await sandbox.listCodeContexts()).map((c) => c.id)).not.toContain(context.id)
-    await expect(sandbox.createCodeContext({ language: 'javascript' })).rejects.toThrow(/400/)
+    await expect(sandbox.createCodeContext({ language: 'fortran' })).rejects.toThrow(/400/)
   })
 
   it('has the sandbox env vars, and per-execution ones only for that execution', async () => {

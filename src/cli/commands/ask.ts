@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import pc from 'picocolors'
-import type { AskResult } from '../../agent/index.js'
+import type { AnalysisLanguage, AskResult } from '../../agent/index.js'
 import { type CodeMode, type ModelChoice, resolveModel } from '../../models/index.js'
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
 import { SessionService } from '../../session/index.js'
@@ -26,6 +26,8 @@ export interface AnalysisOptions {
   /** Per cell. */
   timeoutMs: number
   guard: boolean
+  /** --language: what the model writes (python, r). @default python */
+  language?: AnalysisLanguage
   stream: boolean
   isolation: 'sandbox' | 'none'
   /** --template (ANALYST_TEMPLATE): the template each new session's sandbox starts from. */
@@ -115,6 +117,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
     analyst: {
       mode: options.mode,
       guard: options.guard,
+      language: options.language,
       maxSteps: options.maxSteps,
       vision: options.vision,
       cellTimeoutMs: options.timeoutMs,

@@ -7,6 +7,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { basename, join, resolve } from 'node:path'
 import pc from 'picocolors'
+import type { AnalysisLanguage } from '../../agent/index.js'
 import {
   buildReport,
   compareRuns,
@@ -52,6 +53,8 @@ export interface EvalOptions {
   model?: string
   baseUrl?: string
   mode?: CodeMode
+  /** --language: what the model writes (kept with the run). @default python */
+  language?: AnalysisLanguage
   /** Questions asked at once. */
   concurrency: number
   limit?: number
@@ -94,6 +97,7 @@ export interface EvalOptions {
 interface RunSettings {
   questionIds: number[]
   mode?: CodeMode
+  language?: AnalysisLanguage
   maxSteps: number
   timeoutMs: number
   /** --modal-tool values. */
@@ -140,6 +144,7 @@ async function newRun(evals: EvalStore, options: EvalOptions, owner: string | un
   const settings: RunSettings = {
     questionIds: questions.map((q) => q.id),
     mode: options.mode,
+    ...(options.language && options.language !== 'python' ? { language: options.language } : {}),
     maxSteps: options.maxSteps ?? 8,
     timeoutMs: (options.timeout ?? 60) * 1000,
     ...(options.modalTool?.length ? { modalTools: options.modalTool } : {}),
@@ -189,6 +194,7 @@ async function resumedRun(evals: EvalStore, options: EvalOptions, prefix: string
       ['--limit', options.limit],
       ['--max-steps', options.maxSteps],
       ['--mode', options.mode],
+      ['--language', options.language],
       ['--timeout', options.timeout],
       ['--modal-tool', options.modalTool],
       ['--owner', options.owner],
@@ -308,6 +314,7 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
       model: async () => model,
       analyst: {
         mode: settings.mode,
+        language: settings.language,
         maxSteps: settings.maxSteps,
         ...modal,
         cellTimeoutMs: settings.timeoutMs,

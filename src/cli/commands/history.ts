@@ -136,6 +136,8 @@ export interface ExportOptions extends Common {
   session: string
   format: string
   out?: string
+  /** --language: the session's code (a session does not record it). @default python */
+  language?: 'python' | 'r'
   cwd: string
 }
 
@@ -147,7 +149,12 @@ export async function exportCommand(options: ExportOptions): Promise<number> {
   }
   const stores = await open(options)
   try {
-    const text = await exportSession(await find(stores, options.session), format, stores.blobs)
+    const text = await exportSession(
+      await find(stores, options.session),
+      format,
+      stores.blobs,
+      options.language,
+    )
     if (options.out) {
       const path = resolve(options.cwd, options.out)
       await writeFile(path, text)

@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path'
+import type { AnalysisLanguage } from '../../agent/index.js'
 import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
 import { type ModelChoice, resolveModel } from '../../models/index.js'
 import { SessionService } from '../../session/index.js'
@@ -25,6 +26,8 @@ export interface McpOptions {
   model?: string
   baseUrl?: string
   maxSteps: number
+  /** --language: what ask_analyst's model writes. @default python */
+  language?: AnalysisLanguage
   isolation: 'sandbox' | 'none'
   /** --template (ANALYST_TEMPLATE): the template each new session's sandbox starts from. */
   template?: string
@@ -61,7 +64,7 @@ export async function mcp(options: McpOptions): Promise<number> {
           throw error
         },
       )),
-    analyst: { maxSteps: options.maxSteps, nameImage: imageName, ...modal },
+    analyst: { maxSteps: options.maxSteps, nameImage: imageName, language: options.language, ...modal },
     cacheDir: join(home, 'cache'),
     idleMs: 0,
   })

@@ -28,8 +28,10 @@ export interface RunOptions {
   gpu?: string
   image?: string
   env?: NodeJS.ProcessEnv
-  /** Check each cell with the static guard first; a cell with violations is not run and fails. */
+  /** Check each cell with the static guard first; a cell with violations is not run and fails (Python only). */
   guard?: boolean
+  /** The language the files are in: their cells run in its kernel. @default python */
+  language?: 'python' | 'r'
   cwd: string
   stdin?: NodeJS.ReadableStream
   stdout?: NodeJS.WritableStream
@@ -100,6 +102,12 @@ export async function run(options: RunOptions): Promise<number> {
   const data = await checkData(given.files, options.cwd)
   const sources = await openDataSources(given.sources, { stderr })
   const violations: Violation[][] = []
+  if (options.guard && options.language && options.language !== 'python') {
+    throw new UsageError(
+      `--guard checks Python only, not ${options.language}`,
+      'Leave --guard out: R runs in the same jail and under the same limits, which are the barrier.',
+    )
+  }
   for (const cell of options.guard ? cells : []) violations.push(await checkCode(cell.code))
   // One command, one sandbox: a warm pool would only start a kernel nobody uses.
   const sandbox = await Sandbox.create({
@@ -141,6 +149,7 @@ export async function run(options: RunOptions): Promise<number> {
       let images = 0
       const imageName = () => `${cellName}-image-${++images}`
       const execution = await sandbox.runCode(cell.code, {
+        ...(options.language && options.language !== 'python' ? { language: options.language } : {}),
         timeoutMs: options.timeoutMs,
         onStdout: options.json ? undefined : (message) => stdout.write(message.line),
         onStderr: options.json ? undefined : (message) => stderr.write(message.line),

@@ -1,4 +1,5 @@
 import pc from 'picocolors'
+import type { AnalysisLanguage } from '../../agent/index.js'
 import { createLogger, startServer, tokensFromEnv } from '../../server/index.js'
 import { sourceArgs } from '../data-args.js'
 import { modalToolSettings } from '../modal-tools.js'
@@ -15,6 +16,8 @@ export interface ServeOptions {
   image?: string
   /** --modal-tool: functions deployed on Modal, offered to every session's model as tools. */
   modalTool?: string[]
+  /** --language: what the sessions' model writes. @default python */
+  language?: AnalysisLanguage
   /** Folders from which MCP clients may add data files (add_data on /mcp). */
   allowDir?: string[]
   /** How long a stop waits for questions being answered. @default 20 s */
@@ -44,7 +47,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     tokens,
     engine: options.sandbox,
     engineOptions: { jupyterKernel: options.jupyterKernel, gpu: options.gpu, image: options.image },
-    analyst: modal,
+    analyst: { ...modal, language: options.language },
     ...(options.template ? { sandbox: { template: options.template } } : {}),
     databaseUrl: options.databaseUrl,
     logger: createLogger(),

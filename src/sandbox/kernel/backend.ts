@@ -14,6 +14,7 @@ import type {
   DoStartCommandOptions,
   DoStartTerminalOptions,
   EntryInfo,
+  Language,
   SandboxBackend,
   SandboxLimits,
   TerminalProcess,
@@ -22,11 +23,13 @@ import type {
 import { CommandOutput, killedError, STATE_LOST } from '../cell-output.js'
 import { NotFoundError, SandboxError, sandboxKilled } from '../errors.js'
 import { answerQuestion, type RunningCell } from '../host-questions.js'
+import { LANGUAGES } from '../languages.js'
 import type { Artifact } from '../messaging.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
 import type { QueryHost } from '../query.js'
 import { runKernelCell } from './cell.js'
 import type { KernelChannel } from './channel.js'
+import { CellSyntaxError, toKernelScript } from './javascript.js'
 import { KernelSupervisor } from './supervisor.js'
 
 /** A kernel that speaks Analyst's protocol, as the backend drives it; its end keeps what it printed last. */
@@ -51,6 +54,8 @@ export function sandboxPath(path: string): string {
 
 export abstract class KernelBackend<K extends ProtocolKernel> implements SandboxBackend {
   readonly specificationVersion = 'v1'
+  /** Python here; the others in processes the kernel starts beside it (analyst_languages.py). */
+  readonly languages = LANGUAGES
   abstract readonly provider: string
   abstract readonly sandboxId: string
   protected readonly supervisor: KernelSupervisor<K>
@@ -69,7 +74,8 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       describe: (stopped) => this.describeStop(stopped),
       prepare: async (fresh) => {
         this.listen(fresh)
-        for (const context of this.contexts.values()) await fresh.createContext(context.id, context.cwd)
+        for (const context of this.contexts.values())
+          await fresh.createContext(context.id, context.cwd, context.language)
       },
       lost: STATE_LOST,
       closedError: sandboxKilled,
@@ -133,12 +139,41 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
     }
   }
 
-  private async runCell(options: DoExecuteOptions) {
+  /** The sandbox's default context of a language other than Python, made at its first cell. */
+  private async defaultContext(language: Language): Promise<string> {
+    const id = `default-${language}`
+    if (!this.contexts.has(id)) await this.makeContext({ id, language, cwd: SANDBOX_HOME })
+    return id
+  }
+
+  private async runCell(given: DoExecuteOptions) {
     this.assertAlive()
-    options.signal?.throwIfAborted()
-    this.checkContext(options.contextId)
+    given.signal?.throwIfAborted()
+    this.checkContext(given.contextId)
+    const options = {
+      ...given,
+      contextId:
+        given.contextId === undefined && given.language && given.language !== 'python'
+          ? await this.defaultContext(given.language)
+          : given.contextId,
+    }
     const kernel = await this.kernel()
     const { onEvent } = options
+    const language = this.contexts.get(options.contextId ?? 'default')?.language ?? 'python'
+    if (language === 'javascript' || language === 'typescript') {
+      try {
+        options.code = toKernelScript(options.code, language)
+      } catch (error) {
+        if (!(error instanceof CellSyntaxError)) throw error
+        onEvent({
+          type: 'error',
+          name: error.name,
+          value: error.message,
+          traceback: `SyntaxError: ${error.message}`,
+        })
+        return onEvent({ type: 'finish' })
+      }
+    }
     const notice = this.supervisor.takeNotice()
     if (notice) onEvent({ type: 'stderr', text: notice })
     await this.beforeCell()
@@ -196,14 +231,17 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
     if (stopped === 'abort') throw options.signal?.reason ?? new Error('aborted')
   }
 
-  async doCreateContext(options: { cwd?: string }): Promise<Context> {
-    const kernel = await this.kernel()
-    const context: Context = {
+  async doCreateContext(options: { cwd?: string; language?: Language }): Promise<Context> {
+    return this.makeContext({
       id: randomBytes(6).toString('hex'),
-      language: 'python',
+      language: options.language ?? 'python',
       cwd: sandboxPath(options.cwd ?? SANDBOX_HOME),
-    }
-    await kernel.createContext(context.id, context.cwd)
+    })
+  }
+
+  private async makeContext(context: Context): Promise<Context> {
+    const kernel = await this.kernel()
+    await kernel.createContext(context.id, context.cwd, context.language)
     this.contexts.set(context.id, context)
     return context
   }
@@ -213,13 +251,14 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
     const context = contextId === 'default' ? undefined : this.contexts.get(contextId)
     if (contextId !== 'default' && !context)
       throw new NotFoundError(`No context ${contextId} in this sandbox`)
-    // A fresh namespace under the same id: the kernel replaces it.
-    await (await this.kernel()).createContext(contextId, context?.cwd)
+    // A fresh namespace under the same id (another language's: a new process): the kernel replaces it.
+    await (await this.kernel()).createContext(contextId, context?.cwd, context?.language)
   }
 
   async doRemoveContext(contextId: string): Promise<void> {
     this.assertAlive()
     if (!this.contexts.delete(contextId)) throw new NotFoundError(`No context ${contextId} in this sandbox`)
+    if (this.supervisor.current.alive) this.supervisor.current.removeContext(contextId)
   }
 
   /** A shell command started by the kernel, so it runs in the kernel's isolation, limits and workspace. */

@@ -4,7 +4,8 @@
  * process's pipes, a Modal exec's stdin/stdout) subclasses it with `write` and its end.
  * @module
  */
-import { SandboxError } from '../errors.js'
+import type { Language } from '../backend.js'
+import { SandboxError, SandboxUnavailableError } from '../errors.js'
 import type { HostRequest, KernelMessage } from './protocol.js'
 import { parseMessage } from './protocol.js'
 
@@ -16,7 +17,7 @@ export type HostQuestion = Extract<KernelMessage, { type: 'query' | 'query-cance
 
 export abstract class KernelChannel<Exit extends Error> {
   protected readonly cells = new Map<string, { handler: CellHandler; reject: (error: Error) => void }>()
-  protected readonly waiters = new Map<string, () => void>()
+  protected readonly waiters = new Map<string, (message?: KernelMessage) => void>()
   /** Shell commands that have not exited, by request id. */
   protected readonly processes = new Map<string, ProcessHandler>()
   protected exitError: Exit | undefined
@@ -91,7 +92,7 @@ export abstract class KernelChannel<Exit extends Error> {
       case 'context-created':
       case 'env-set': {
         const key = `${message.type}:${message.id ?? ''}`
-        this.waiters.get(key)?.()
+        this.waiters.get(key)?.(message)
         this.waiters.delete(key)
         return
       }
@@ -141,9 +142,9 @@ export abstract class KernelChannel<Exit extends Error> {
     if (this.alive) this.send({ type: 'interrupt', id })
   }
 
-  private request(key: string, request: HostRequest): Promise<void> {
+  private request(key: string, request: HostRequest): Promise<KernelMessage | undefined> {
     this.busy()
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<KernelMessage | undefined>((resolve, reject) => {
       this.waiters.set(key, resolve)
       this.exited.then(reject)
       this.send(request)
@@ -182,11 +183,24 @@ export abstract class KernelChannel<Exit extends Error> {
     if (this.alive && this.processes.has(request.id)) this.send(request)
   }
 
-  createContext(id: string, cwd?: string): Promise<void> {
-    return this.request(`context-created:${id}`, { type: 'context', id, cwd })
+  /** A new context (or a fresh one under the same id); refused when its language cannot run in the sandbox. */
+  async createContext(id: string, cwd?: string, language: Language = 'python'): Promise<void> {
+    const request: HostRequest = { type: 'context', id, cwd, ...(language === 'python' ? {} : { language }) }
+    const created = await this.request(`context-created:${id}`, request)
+    if (created?.type === 'context-created' && created.error) {
+      throw new SandboxUnavailableError(`No ${language} context in this sandbox: ${created.error}`, {
+        hint:
+          language === 'python' ? undefined : 'Install it where the sandbox runs (npm run setup installs R).',
+      })
+    }
   }
 
-  setEnv(id: string, envs: Record<string, string>): Promise<void> {
-    return this.request(`env-set:${id}`, { type: 'env', id, envs })
+  /** Ends a context's own process (another language's), if it has one. */
+  removeContext(id: string) {
+    if (this.alive) this.send({ type: 'context-remove', id })
+  }
+
+  async setEnv(id: string, envs: Record<string, string>): Promise<void> {
+    await this.request(`env-set:${id}`, { type: 'env', id, envs })
   }
 }

@@ -5,6 +5,7 @@
  */
 import type { Readable } from 'node:stream'
 import { z } from 'zod'
+import type { Language } from '../backend.js'
 import { COMMAND_MESSAGES } from '../command-messages.js'
 import type { ColumnLayout, QueryColumn } from '../query.js'
 
@@ -29,7 +30,8 @@ export const KernelMessage = z.discriminatedUnion('type', [
     traceback: z.string(),
   }),
   z.object({ type: z.literal('done'), id: cellId, count: z.number().nullable() }),
-  z.object({ type: z.literal('context-created'), id: z.string() }),
+  // error: the context's language cannot run in this sandbox (its program is not installed).
+  z.object({ type: z.literal('context-created'), id: z.string(), error: z.string().nullish() }),
   z.object({ type: z.literal('env-set'), id: z.string().nullish() }),
   // sql() in a cell: a query for the host's sources, and its cancellation (the cell was interrupted).
   z.object({
@@ -38,6 +40,8 @@ export const KernelMessage = z.discriminatedUnion('type', [
     query: z.string(),
     source: z.string().nullish(),
     params: z.union([z.array(z.unknown()), z.record(z.string(), z.unknown())]).nullish(),
+    /** How the rows should come: raw columns (the Python kernel's default) or JSON values (R's). */
+    format: z.enum(['columns', 'values']).nullish(),
   }),
   z.object({ type: z.literal('query-cancel'), id: z.string() }),
   z.object({
@@ -53,7 +57,8 @@ export type KernelMessage = z.infer<typeof KernelMessage>
 export type HostRequest =
   | { type: 'execute'; id: string; code: string; context?: string; envs?: Record<string, string> }
   | { type: 'interrupt'; id: string }
-  | { type: 'context'; id: string; cwd?: string }
+  | { type: 'context'; id: string; cwd?: string; language?: Language }
+  | { type: 'context-remove'; id: string }
   | { type: 'env'; id: string; envs: Record<string, string> }
   | {
       type: 'spawn'

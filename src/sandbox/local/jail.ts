@@ -37,6 +37,7 @@ const ETC_ALLOWED = [
   '/etc/python3.11',
   '/etc/python3.12',
   '/etc/python3.13',
+  '/etc/R', // R_HOME/etc links here (Renviron: the library paths)
 ]
 /** Needed only when code may use the network. */
 const ETC_NETWORK = [

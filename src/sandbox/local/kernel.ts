@@ -212,7 +212,7 @@ export class Kernel extends KernelChannel<KernelExit> {
     const kernel = new Kernel(child, spec.processGroup ?? false, spec.maxMessageBytes)
     // Warm-pool kernels start with keepAlive false: they must not hold the host process open.
     if (options.keepAlive !== false) kernel.ref()
-    const ready = new Promise<void>((resolve) => kernel.waiters.set('ready', resolve))
+    const ready = new Promise<void>((resolve) => kernel.waiters.set('ready', () => resolve()))
     const timeoutMs = options.readyTimeoutMs ?? 60_000
     let timer: NodeJS.Timeout | undefined
     const outcome = await Promise.race([

@@ -113,7 +113,7 @@ export class ModalKernel extends KernelChannel<KernelStopped> {
       env: spec.env,
     })
     const kernel = new ModalKernel(sandbox, process, spec.maxMessageBytes)
-    const ready = new Promise<void>((resolve) => kernel.waiters.set('ready', resolve))
+    const ready = new Promise<void>((resolve) => kernel.waiters.set('ready', () => resolve()))
     payload ??= Buffer.from(JSON.stringify(kernelSources()))
     const body = Buffer.concat([
       Buffer.from(`{"home":${JSON.stringify(spec.home)},"config":${JSON.stringify(spec.config)},"files":`),

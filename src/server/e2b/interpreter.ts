@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Hono, type Context as HonoContext } from 'hono'
 import { z } from 'zod'
 import { AnalystError, statusOf } from '../../errors.js'
-import type { MimeBundle } from '../../sandbox/index.js'
+import { LANGUAGES, type Language, type MimeBundle, normalizeLanguage } from '../../sandbox/index.js'
 import { KNOWN_MIME } from '../../sandbox/messaging.js'
 import { cutOffWhen } from './cutoff.js'
 import type { Registry, SandboxEntry, ServedContext } from './registry.js'
@@ -63,10 +63,6 @@ const Execute = z.object({
 
 const NewContext = z.object({ language: z.string().nullish(), cwd: z.string().nullish() })
 
-function isPython(language: string | null | undefined): boolean {
-  return !language || language.trim().toLowerCase() === 'python'
-}
-
 async function json<T>(c: HonoContext, schema: z.ZodType<T>): Promise<T> {
   let value: unknown
   try {
@@ -79,11 +75,38 @@ async function json<T>(c: HonoContext, schema: z.ZodType<T>): Promise<T> {
   return parsed.data
 }
 
+/**
+ * The sandbox's default contexts, one per language, as E2B's server has them (it lists Python's
+ * and JavaScript's): `default` is Python's, `default-<language>` the others', each made in the
+ * sandbox at its first cell.
+ */
 const DEFAULT_CONTEXT = { id: 'default', language: 'python', cwd: HOME } as const
+const LISTED_DEFAULTS: Array<{ id: string; language: Language; cwd: string }> = [
+  DEFAULT_CONTEXT,
+  { id: 'default-javascript', language: 'javascript', cwd: HOME },
+]
 
-/** A context by the client's id: the sandbox's default one, or one made through the API. */
+function defaultId(language: Language): string {
+  return language === 'python' ? 'default' : `default-${language}`
+}
+
+/** A context by the client's id: one made through the API, or a default one (sandboxId `default`). */
 function contextOf(entry: SandboxEntry, id: string): ServedContext | undefined {
-  return id === 'default' ? { ...DEFAULT_CONTEXT, sandboxId: 'default' } : entry.contexts.get(id)
+  const made = entry.contexts.get(id)
+  if (made) return made
+  const language =
+    id === 'default' ? 'python' : id.startsWith('default-') ? id.slice('default-'.length) : undefined
+  if (!language || !(LANGUAGES as readonly string[]).includes(language)) return undefined
+  return { id, language: language as Language, cwd: HOME, sandboxId: 'default' }
+}
+
+/** The client's language word, or a 400 naming the languages there are. */
+function languageOf(word: string | null | undefined): Language {
+  try {
+    return normalizeLanguage(word)
+  } catch (error) {
+    throw new AnalystError((error as Error).message)
+  }
 }
 
 export function interpreterRoutes(registry: Registry) {
@@ -100,10 +123,7 @@ export function interpreterRoutes(registry: Registry) {
     if (request.context_id && request.language) {
       return c.text('Only one of context_id or language can be provided', 400)
     }
-    if (!isPython(request.language)) {
-      return c.text(`Only Python runs in Analyst's sandboxes, not ${request.language}`, 400)
-    }
-    const context = contextOf(entry, request.context_id || 'default')
+    const context = contextOf(entry, request.context_id || defaultId(languageOf(request.language)))
     if (!context) return c.text(`Context ${request.context_id} not found`, 404)
     const controller = new AbortController()
     const stop = () => controller.abort(new Error('the client disconnected'))
@@ -121,10 +141,9 @@ export function interpreterRoutes(registry: Registry) {
     const envs = request.env_vars ?? undefined
     const finished = sandbox
       .runCode(request.code, {
-        context:
-          context.sandboxId === 'default'
-            ? undefined
-            : { id: context.sandboxId, language: 'python', cwd: context.cwd },
+        ...(context.sandboxId === 'default'
+          ? { language: context.language }
+          : { context: { id: context.sandboxId, language: context.language, cwd: context.cwd } }),
         envs,
         timeoutMs: SERVER_CELL_LIMIT_MS,
         signal: controller.signal,
@@ -134,7 +153,10 @@ export function interpreterRoutes(registry: Registry) {
         onError: (error) => send({ type: 'error', ...error.toJSON() }),
       })
       .then((execution) => {
-        if (!execution.error) registry.record(entry, { contextId: context.id, code: request.code, envs })
+        if (!execution.error) {
+          const language = context.sandboxId === 'default' ? context.language : undefined
+          registry.record(entry, { contextId: context.id, code: request.code, envs, language })
+        }
         if (execution.executionCount !== undefined)
           send({ type: 'number_of_executions', execution_count: execution.executionCount })
       })
@@ -175,22 +197,21 @@ export function interpreterRoutes(registry: Registry) {
   app.post('/contexts', async (c) => {
     const entry = c.env.entry
     const request = await json(c, NewContext)
-    if (!isPython(request.language)) {
-      return c.text(`Only Python contexts exist in Analyst's sandboxes, not ${request.language}`, 400)
-    }
-    const made = await entry.sandbox.createCodeContext({ cwd: request.cwd ?? undefined })
-    const context: ServedContext = { id: made.id, language: 'python', cwd: made.cwd, sandboxId: made.id }
+    const language = languageOf(request.language)
+    const made = await entry.sandbox.createCodeContext({ cwd: request.cwd ?? undefined, language })
+    const context: ServedContext = { id: made.id, language, cwd: made.cwd, sandboxId: made.id }
     entry.contexts.set(context.id, context)
     return c.json(view(context))
   })
 
-  app.get('/contexts', (c) => c.json([DEFAULT_CONTEXT, ...[...c.env.entry.contexts.values()].map(view)]))
+  app.get('/contexts', (c) => c.json([...LISTED_DEFAULTS, ...[...c.env.entry.contexts.values()].map(view)]))
 
   app.post('/contexts/:id/restart', async (c) => {
     const entry = c.env.entry
     const context = contextOf(entry, c.req.param('id'))
     if (!context) return c.text(`Context ${c.req.param('id')} not found`, 404)
-    await entry.sandbox.restartCodeContext(context.sandboxId)
+    // A default context's id in the sandbox is the client's (`default`, `default-r`).
+    await entry.sandbox.restartCodeContext(context.sandboxId === 'default' ? context.id : context.sandboxId)
     registry.forgetCells(entry, context.id)
     return c.body(null, 204)
   })

@@ -9,12 +9,15 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Context, Language } from '../../sandbox/index.js'
 import type { ServedSandbox } from './served.js'
 
 /** A cell that ran without error: what replay runs again. */
 export interface RecordedCell {
-  /** The client's id of the context ('default' for the sandbox's own). */
+  /** The client's id of the context ('default' for the sandbox's own; `default-r` for its default R context). */
   contextId: string
+  /** The language, for a cell of a default context. */
+  language?: Language
   code: string
   envs?: Record<string, string>
 }
@@ -100,14 +103,15 @@ export class Snapshot {
 
 /**
  * Runs the recorded cells again in a fresh sandbox, each in its context (`contexts` maps the
- * client's ids to the new sandbox's). A cell that fails now is passed over: the next may not need it.
+ * client's ids to the new sandbox's contexts; a default context is the new sandbox's own). A cell
+ * that fails now is passed over: the next may not need it.
  */
-export async function replay(sandbox: ServedSandbox, cells: RecordedCell[], contexts: Map<string, string>) {
+export async function replay(sandbox: ServedSandbox, cells: RecordedCell[], contexts: Map<string, Context>) {
   for (const cell of cells) {
-    const id = contexts.get(cell.contextId)
+    const context = contexts.get(cell.contextId)
     await sandbox
       .runCode(cell.code, {
-        context: id && id !== 'default' ? { id, language: 'python', cwd: HOME } : undefined,
+        ...(context ? { context } : cell.language ? { language: cell.language } : {}),
         envs: cell.envs,
         timeoutMs: REPLAY_CELL_MS,
       })

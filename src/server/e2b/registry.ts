@@ -6,7 +6,7 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { InvalidArgumentError, NotFoundError } from '../../errors.js'
-import type { SandboxCreateOptions, SandboxProvider } from '../../sandbox/index.js'
+import type { Context, Language, SandboxCreateOptions, SandboxProvider } from '../../sandbox/index.js'
 import { MetricsHistory } from './metrics.js'
 import { type RecordedCell, replay, Snapshot } from './pause.js'
 import { ServedSandbox } from './served.js'
@@ -22,7 +22,7 @@ const MAX_RECORDED_BYTES = 32 * 1024 * 1024
 export interface ServedContext {
   /** The id the client holds. */
   id: string
-  language: 'python'
+  language: Language
   cwd: string
   /** The sandbox's own id for it: a new one after each resume. */
   sandboxId: string
@@ -206,10 +206,11 @@ export class Registry {
         const snapshot = entry.snapshot
         await snapshot?.restore(sandbox)
         const restored = new Date()
-        const ids = new Map([['default', 'default']])
+        const ids = new Map<string, Context>()
         for (const context of entry.contexts.values()) {
-          context.sandboxId = (await sandbox.createCodeContext({ cwd: context.cwd })).id
-          ids.set(context.id, context.sandboxId)
+          const made = await sandbox.createCodeContext({ cwd: context.cwd, language: context.language })
+          context.sandboxId = made.id
+          ids.set(context.id, made)
         }
         await replay(sandbox, entry.cells, ids)
         await snapshot?.settle(sandbox, restored)

@@ -4,6 +4,7 @@
  * @module
  */
 import { buffer } from 'node:stream/consumers'
+import { InvalidArgumentError } from '../../errors.js'
 import type { BlobStore, SessionHistory, StoredArtifact } from '../types.js'
 import { toHtml } from './html.js'
 import { toNotebook } from './ipynb.js'
@@ -27,8 +28,21 @@ export async function exportSession(
   history: SessionHistory,
   format: ExportFormat,
   blobs: BlobStore,
+  /** The language of the session's code (the notebook's kernelspec). @default 'python' */
+  language: 'python' | 'r' = 'python',
 ): Promise<string> {
-  if (format === 'py') return toScript(history)
+  if (format === 'py') {
+    // The script re-runs the analysis in Python: an R session's cells would not run there.
+    if (language !== 'python') {
+      throw new InvalidArgumentError(
+        `An ${language.toUpperCase()} session does not export as a Python script`,
+        {
+          hint: 'Export it as ipynb (with R’s kernelspec) or html.',
+        },
+      )
+    }
+    return toScript(history)
+  }
   const images = new Map<string, Buffer>()
   for (const run of history.runs)
     for (const step of run.steps)
@@ -40,6 +54,6 @@ export async function exportSession(
       }
   const image = (artifact: StoredArtifact) => images.get(artifact.sha256)
   return format === 'ipynb'
-    ? `${JSON.stringify(toNotebook(history, image), null, 1)}\n`
+    ? `${JSON.stringify(toNotebook(history, image, language), null, 1)}\n`
     : toHtml(history, image)
 }

@@ -14,9 +14,23 @@ function lines(text: string): Source {
   return text.match(/[^\n]*\n|[^\n]+$/g) ?? []
 }
 
+/** Each language's kernelspec, as Jupyter names them (IRkernel's for R). */
+const KERNELSPECS = {
+  python: {
+    kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' },
+    language_info: { name: 'python' },
+  },
+  r: {
+    kernelspec: { name: 'ir', display_name: 'R', language: 'R' },
+    language_info: { name: 'R', file_extension: '.r', mimetype: 'text/x-r-source' },
+  },
+} as const
+
 export function toNotebook(
   history: SessionHistory,
   image: (artifact: StoredArtifact) => Buffer | undefined,
+  /** The language of the session's code: the notebook's kernel. @default 'python' */
+  language: keyof typeof KERNELSPECS = 'python',
 ): object {
   const { session } = history
   const cells: object[] = []
@@ -115,8 +129,7 @@ export function toNotebook(
     nbformat: 4,
     nbformat_minor: 5,
     metadata: {
-      kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' },
-      language_info: { name: 'python' },
+      ...KERNELSPECS[language],
       analyst: { session: session.id, model: session.model ?? null },
     },
     cells,

@@ -33,6 +33,7 @@ import traceback
 import types
 
 import analyst_commands
+import analyst_languages
 import analyst_sql  # pandas only when a query's rows arrive
 from analyst_data import json_safe_columns
 
@@ -381,6 +382,8 @@ class Cells:
     interrupted = None
     # The last cell whose interrupt reached its code (the handler ran): one interrupt per cell.
     delivered = None
+    # The context of another language whose process runs the current cell (analyst_languages).
+    foreign = None
 
 
 def on_interrupt(signum, frame):
@@ -566,8 +569,42 @@ def run_code_object(code_object, namespace):
     return eval(code_object, namespace)
 
 
+def execute_foreign(request, context):
+    """A cell of another language's context, run by that context's process (analyst_languages)."""
+    cell_id = request['id']
+    Cells.current = cell_id
+    ResultBudget.sent, ResultBudget.noted = 0, False
+    pipes.start_cell(cell_id)
+    # From here the IO thread sends the host's interrupt to that process (once it has started).
+    context.interrupted = False
+    Cells.foreign = context
+
+    def on_result(bundle, main):
+        pipes.drain()
+        send_result({'type': 'result', 'id': cell_id, 'main': main, 'bundle': bundle})
+
+    def on_question(question):
+        analyst_languages.Routes.forward(context, question, send)
+
+    try:
+        if context.pid is None:
+            context.start(dict(BASE_ENV))
+        if Cells.interrupted == cell_id:
+            context.interrupt()  # it came while the process started
+        error = context.run(cell_id, request['code'], request.get('envs') or {}, BASE_ENV, on_result, on_question)
+    except analyst_languages.Unavailable as why:
+        error = {'name': 'LanguageUnavailable', 'value': str(why), 'traceback': ''}
+    except Exception as failed:  # the kernel's own failure, said as the cell's
+        error = {'name': type(failed).__name__, 'value': str(failed), 'traceback': ''}
+    finally:
+        Cells.foreign = None
+    finish(cell_id, context, error)
+
+
 def execute(request):
     context = contexts.get(request.get('context') or 'default')
+    if isinstance(context, analyst_languages.ForeignContext):
+        return execute_foreign(request, context)
     cell_id = request['id']
     Cells.current = cell_id
     ResultBudget.sent, ResultBudget.noted = 0, False
@@ -666,6 +703,8 @@ class HostQuestions:
 
     @classmethod
     def deliver(cls, message):
+        if analyst_languages.Routes.deliver(message):
+            return  # an answer to another language's kernel
         answers = cls.waiting.get(message.get('id'))
         if answers is not None:
             answers.put(message)
@@ -719,6 +758,10 @@ class Interrupter:
 
     def interrupt(self, cell_id):
         Cells.interrupted = cell_id
+        foreign = Cells.foreign
+        if foreign is not None and Cells.current == cell_id:
+            foreign.interrupt()  # its own process: SIGINT there, not here
+            return
         if Cells.current is not None and Cells.current == cell_id:
             self.cell = cell_id
             self.wait = self.FIRST_RETRY
@@ -789,12 +832,27 @@ def handle(request):
     if kind == 'execute':
         execute(request)
     elif kind == 'context':
-        contexts[request['id']] = Context(request['id'], request.get('cwd') or WORKDIR)
-        send({'type': 'context-created', 'id': request['id']})
+        language = request.get('language') or 'python'
+        old = contexts.pop(request['id'], None)
+        if isinstance(old, analyst_languages.ForeignContext):
+            old.stop()  # a restart: a new process with the next cell
+        error = None if language == 'python' else analyst_languages.unavailable(language)
+        if error is None:
+            cwd = request.get('cwd') or WORKDIR
+            contexts[request['id']] = Context(request['id'], cwd) if language == 'python' \
+                else analyst_languages.ForeignContext(request['id'], language, cwd)
+        send({'type': 'context-created', 'id': request['id'], 'error': error})
+    elif kind == 'context-remove':
+        old = contexts.pop(request['id'], None)
+        if isinstance(old, analyst_languages.ForeignContext):
+            old.stop()
     elif kind == 'env':
         envs = {str(k): str(v) for k, v in (request.get('envs') or {}).items()}
         os.environ.update(envs)
         BASE_ENV.update(envs)
+        for context in contexts.values():
+            if isinstance(context, analyst_languages.ForeignContext):
+                context.set_env(envs)
         send({'type': 'env-set', 'id': request.get('id')})
 
 
