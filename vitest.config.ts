@@ -42,6 +42,7 @@ export default defineConfig({
           include: ['test/security/**/*.test.ts'],
           exclude: ['test/security/zygote.test.ts', 'test/security/fds.test.ts'],
           env: { ANALYST_TEST_TEMPLATE: 'test-trixie' },
+          globalSetup: ['test/support/template-setup.ts'],
         },
       },
     ],

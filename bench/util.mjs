@@ -1,5 +1,5 @@
 // Shared by the benchmarks: percentiles, a markdown table, and the machine's description.
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
 
 export function percentile(values, p) {
@@ -23,6 +23,45 @@ export function machine() {
   }
   const date = new Date().toISOString().slice(0, 10)
   return `${date}, ${cpus().length} cores (${model.trim()}), ${Math.round(totalmem() / 1024 ** 3)} GiB, Node ${process.versions.node}`
+}
+
+// Idle memory: proportional set size (shared pages split between sharers) of every process this
+// Node process started, directly or not (launchers, bubblewraps, inits, kernels, the zygote),
+// minus what ran before, per sandbox. So the fork path pays for its zygote and launchers here.
+export function descendants() {
+  const parent = new Map()
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      parent.set(Number(pid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
+    } catch {
+      // exited
+    }
+  }
+  const mine = new Set([process.pid])
+  let grew = true
+  while (grew) {
+    grew = false
+    for (const [pid, ppid] of parent) {
+      if (!mine.has(pid) && mine.has(ppid)) {
+        mine.add(pid)
+        grew = true
+      }
+    }
+  }
+  mine.delete(process.pid)
+  return [...mine]
+}
+export function pssKiB(pids) {
+  let total = 0
+  for (const pid of pids) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/^Pss:\s+(\d+)/m)?.[1] ?? 0)
+    } catch {
+      // exited
+    }
+  }
+  return total
 }
 
 /** The load averages (1, 5, 15 minutes), for a section's "load before → after". */

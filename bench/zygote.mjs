@@ -3,11 +3,10 @@
 // today's path (a bubblewrap and a Python each, 'spawn'), measured in the same run, turn about.
 // Create to ready-for-pandas (create, then a first pandas cell), and idle memory over many sandboxes.
 // Usage: node bench/zygote.mjs [--quick]   (root only; run `npm run build` first; `npm run bench` does)
-import { readdirSync, readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { LocalProvider, Sandbox } from '../dist/index.js'
 import { stopZygotes } from '../dist/sandbox/local/zygote.js'
-import { machine, percentile, table } from './util.mjs'
+import { descendants, machine, percentile, pssKiB, table } from './util.mjs'
 
 if (process.geteuid?.() !== 0) {
   console.log('### Zygote\n\nSkipped: forking from the zygote needs root.')
@@ -46,45 +45,8 @@ for (let i = 0; i < N.create; i++) {
   }
 }
 
-// Idle memory: proportional set size (shared pages split between sharers) of every process this
-// Node process started, directly or not (launchers, bubblewraps, inits, kernels, the zygote),
-// minus what ran before, per sandbox. So the fork path pays for its zygote and launchers here.
-function descendants() {
-  const parent = new Map()
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      parent.set(Number(pid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
-    } catch {
-      // exited
-    }
-  }
-  const mine = new Set([process.pid])
-  let grew = true
-  while (grew) {
-    grew = false
-    for (const [pid, ppid] of parent) {
-      if (!mine.has(pid) && mine.has(ppid)) {
-        mine.add(pid)
-        grew = true
-      }
-    }
-  }
-  mine.delete(process.pid)
-  return [...mine]
-}
-function pssKiB(pids) {
-  let total = 0
-  for (const pid of pids) {
-    try {
-      total += Number(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/^Pss:\s+(\d+)/m)?.[1] ?? 0)
-    } catch {
-      // exited
-    }
-  }
-  return total
-}
-
+// Idle memory: proportional set size of every process this Node process started (util.mjs), minus
+// what ran before, per sandbox. So the fork path pays for its zygote and launchers here.
 const idle = {}
 for (const mode of ['fork', 'spawn']) {
   if (mode === 'spawn') await stopZygotes()

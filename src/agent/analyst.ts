@@ -122,6 +122,7 @@ export class Analyst {
       mode: this.options.mode,
       dataDescription: this.options.dataDescription,
       gpu: this.options.sandbox.gpu,
+      environment: this.options.sandbox.environment,
       language: this.language.language,
     })
   }

@@ -4,6 +4,7 @@
  * @module
  */
 import type { CodeMode } from '../models/index.js'
+import type { SandboxEnvironment } from '../sandbox/index.js'
 import { type LanguageProfile, languageProfile } from './language.js'
 
 function howToRun(mode: CodeMode, profile: LanguageProfile): string {
@@ -33,17 +34,32 @@ export function sourcesSection(described: string, language?: LanguageProfile['la
 ${described}`
 }
 
+/** What the sandbox has: the template's kernel and main packages with their versions, else the language's stack. */
+function environmentLines(profile: LanguageProfile, environment?: SandboxEnvironment): string {
+  if (!environment) return profile.sandbox
+  const runtime = profile.language === 'python' ? `Python ${environment.python ?? '3'}` : profile.name
+  const packages = Object.entries(environment.packages)
+    .map(([name, version]) => `${name} ${version}`)
+    .join(', ')
+  return (
+    `- A stateful ${runtime} kernel (the template "${environment.template}"), like a notebook: variables, imports and functions persist between your code runs.\n` +
+    `- Installed: ${packages || 'its standard library only'}. Write code for these versions.`
+  )
+}
+
 export function systemPrompt(options: {
   mode: CodeMode
   dataDescription: string
   gpu?: string
   language?: LanguageProfile['language']
+  /** The sandbox's template (its Python and main packages), where the engine knows it. */
+  environment?: SandboxEnvironment
 }): string {
   const profile = languageProfile(options.language)
   return `You are Analyst, a careful data analyst. You answer questions about the user's data by running ${profile.name} code in a sandbox, then answering in plain words.
 
 The sandbox:
-${profile.sandbox} There is no network: do not install packages or download anything.
+${environmentLines(profile, options.environment)} There is no network: do not install packages or download anything.
 ${options.gpu ? `- A GPU is attached (${options.gpu}, NVIDIA): use it for heavy numeric work with the libraries the image has (e.g. torch, cudf); check with nvidia-smi or torch.cuda.is_available().\n` : ''}- The user's files are read-only under data/ (listed below). Write any file you create (charts, tables) to the current directory.
 - The value of the last expression is shown, as in a notebook; print() what you need to see. Long output is cut: print summaries and heads, not whole tables.
 ${CHARTS[profile.language]}

@@ -158,6 +158,8 @@ export interface SandboxBackend {
   readonly sandboxId: string
   /** The GPUs the sandbox has, as the engine names them (`A10G`, `H100:2`); absent when none. */
   readonly gpu?: string
+  /** The template it started from, as far as the engine knows it; absent: the engine's default. */
+  readonly environment?: SandboxEnvironment
   /** The languages its contexts run; a backend that leaves it out runs Python only. */
   readonly languages?: readonly Language[]
   /** Runs one cell; resolves after the `finish` event. Rejects only when the sandbox itself fails. */
@@ -219,6 +221,18 @@ export interface SandboxLimits {
   outputBytes: number
   /** Results (displays, tables, charts) kept per cell; more are dropped with a marker. @default 8 × outputBytes */
   resultBytes: number
+}
+
+/** What a sandbox's template holds, for the model's prompt. */
+export interface SandboxEnvironment {
+  /** The template's name (or the start of its id). */
+  template: string
+  /** Its languages, the first the default. */
+  languages: string[]
+  /** The Python version, e.g. 3.13.5. */
+  python?: string
+  /** Its main packages and their versions (pandas → 2.2.3). */
+  packages: Record<string, string>
 }
 
 export interface SandboxCreateOptions {

@@ -19,6 +19,7 @@ export type {
   SandboxBackend,
   SandboxCapabilities,
   SandboxCreateOptions,
+  SandboxEnvironment,
   SandboxLimits,
   SandboxMetrics,
   SandboxProvider,

@@ -6,6 +6,7 @@ import type {
   Language,
   SandboxBackend,
   SandboxCreateOptions,
+  SandboxEnvironment,
   SandboxProvider,
 } from './backend.js'
 import { capabilitiesOf } from './capabilities.js'
@@ -221,6 +222,11 @@ export class Sandbox {
   /** The GPUs the sandbox has (`A10G`, `H100:2`), on engines that give them; undefined when none. */
   get gpu(): string | undefined {
     return this.backend.gpu
+  }
+
+  /** The template it started from (its Python and main packages), where the engine knows it. */
+  get environment(): SandboxEnvironment | undefined {
+    return this.backend.environment
   }
 
   get sandboxId(): string {

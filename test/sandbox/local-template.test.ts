@@ -5,12 +5,15 @@
  * refused with the names there are. The hostile cases run in the template too (test/security/).
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
+import { buildTemplate } from '../../src/templates/build.js'
+import { parseSpec } from '../../src/templates/spec.js'
 import { canMakeTemplates, TEMPLATE_HOME, TRIXIE, trixieTemplate } from '../support/templates.js'
+import { buildWheel, type PackageIndex, servePackageIndex } from '../templates/index-server.js'
 
 const provider = new LocalProvider({ poolSize: 0, home: TEMPLATE_HOME })
 
@@ -34,6 +37,15 @@ describe.runIf(canMakeTemplates)('sandboxes in a trixie template', () => {
     expect(python).toMatch(/^3\.13\./)
     expect(pandas).toMatch(/^2\./)
     expect(execution.text).toBe('[10, 20]')
+  })
+
+  it('tell the model what the template has, and %pip says what is installed in it', async () => {
+    expect(sandbox.environment).toMatchObject({ template: TRIXIE, languages: ['python'] })
+    expect(sandbox.environment?.python).toMatch(/^3\.13\./)
+    expect(sandbox.environment?.packages.pandas).toMatch(/^2\./)
+    const pip = await sandbox.runCode('%pip install polars pandas')
+    expect(pip.logs.stderr.join('')).toContain('polars: not installed in the template test-trixie')
+    expect(pip.logs.stderr.join('')).toMatch(/pandas: installed already \(2\./)
   })
 
   it("see the template's own /etc and env, not the host's, with the workspace, data/ and charts", async () => {
@@ -111,3 +123,38 @@ describe.runIf(canMakeTemplates)('sandboxes in a trixie template', () => {
     })
   })
 })
+
+describe.runIf(process.geteuid?.() === 0)(
+  'sandboxes in a template over the host’s Python (a pip layer)',
+  () => {
+    let home: string
+    let index: PackageIndex
+    let venvProvider: LocalProvider
+    beforeAll(async () => {
+      home = mkdtempSync(join(tmpdir(), 'tpl-host-'))
+      chmodSync(home, 0o755) // sandboxes' uids bind the template from here
+      index = await servePackageIndex(buildWheel(home, 'tinypkg', '0.1.0'))
+      const spec = `base: host\npip:\n  packages: [tinypkg==0.1.0]\n  index-url: ${index.url}\nenv:\n  TEAM: data\nstart: |\n  import tinypkg\n  started = 'yes'\n`
+      await buildTemplate(parseSpec(spec, home), { home, name: 'host-pip', env: {} })
+      venvProvider = new LocalProvider({ poolSize: 0, home })
+    }, 300_000)
+    afterAll(async () => {
+      await venvProvider?.close()
+      await index?.close()
+      if (home) rmSync(home, { recursive: true, force: true })
+    })
+
+    it("run the venv's Python (/opt/venv, read-only) with the host's packages, the template's env and start step", async () => {
+      const sandbox = await Sandbox.create({ provider: venvProvider, template: 'host-pip' })
+      try {
+        const execution = await sandbox.runCode(
+          "import os, sys, pandas\nprint(sys.prefix, os.environ['TEAM'], started, 'tinypkg' in sys.modules)\nopen('/opt/venv/x', 'w')",
+        )
+        expect(execution.logs.stdout.join('')).toBe('/opt/venv data yes True\n')
+        expect(execution.error?.name).toMatch(/OSError|PermissionError/)
+      } finally {
+        await sandbox.kill()
+      }
+    })
+  },
+)

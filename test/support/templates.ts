@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
@@ -25,6 +25,7 @@ const PACKAGES = [
   'python3-pandas',
   'python3-matplotlib',
   'python3-ipython',
+  'iproute2',
 ]
 const MIRROR = process.env.ANALYST_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian'
 
@@ -51,12 +52,13 @@ async function make(): Promise<BuiltTemplate> {
   for (;;) {
     try {
       mkdirSync(lock)
+      writeFileSync(join(lock, 'pid'), String(process.pid))
       break
     } catch {
       const built = store.get(id)
       if (built) return built
-      // A builder that died leaves its lock: taken over after 20 minutes.
-      if (Date.now() - (statSync(lock, { throwIfNoEntry: false })?.mtimeMs ?? Date.now()) > 20 * 60_000)
+      // A builder that died leaves its lock: taken over.
+      if (!alive(Number(readFileSync(join(lock, 'pid'), { encoding: 'utf8', flag: 'a+' }))))
         rmSync(lock, { recursive: true, force: true })
       await sleep(1000)
     }
@@ -100,6 +102,16 @@ async function build(store: TemplateStore, id: string): Promise<BuiltTemplate> {
   } catch (error) {
     rmSync(folder, { recursive: true, force: true })
     throw error
+  }
+}
+
+function alive(pid: number): boolean {
+  if (!pid) return false
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
   }
 }
 

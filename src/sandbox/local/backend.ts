@@ -18,6 +18,7 @@ import type {
   FolderWatch,
   SandboxBackend,
   SandboxCreateOptions,
+  SandboxEnvironment,
   SandboxMetrics,
   SandboxProvider,
   TerminalProcess,
@@ -99,6 +100,7 @@ function hostWrites<T>(path: string, write: () => T): T {
 
 class LocalSandbox extends KernelBackend<Kernel> {
   readonly provider = 'local'
+  readonly environment: SandboxEnvironment | undefined
   /** Folder watches, ended with the sandbox: each holds folders of its workspace open. */
   private readonly watches = new Set<FolderWatch>()
   private oomKillsSeen: number
@@ -111,6 +113,13 @@ class LocalSandbox extends KernelBackend<Kernel> {
     sources: QueryHost | undefined,
   ) {
     super(kernel, { limits: config.limits, interruptGraceMs, sources })
+    const template = config.root.template
+    this.environment = template && {
+      template: template.names[0] ?? template.id.slice(0, 12),
+      languages: template.languages,
+      python: config.root.python.version,
+      packages: template.packages,
+    }
     this.oomKillsSeen = home.cgroup?.oomKills() ?? 0
   }
 

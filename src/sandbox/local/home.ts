@@ -258,6 +258,10 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       preload: preloadFor(python),
       ...(config.root.start ? { start: config.root.start } : {}),
       ...(config.root.workdir ? { workdir: config.root.workdir } : {}),
+      // For the %pip hint (analyst_pip.py): what to do about a package the template lacks.
+      ...(config.root.template
+        ? { template: config.root.template.names[0] ?? config.root.template.id.slice(0, 12) }
+        : {}),
     }
     const kernelConfig = JSON.stringify(kernelConfigObject)
     const source = installKernel()
@@ -290,6 +294,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
           {
             python,
             rootfs: config.root.rootfs,
+            binds: config.root.binds,
             workspace: work,
             data,
             kernelDir: source,

@@ -55,6 +55,8 @@ export interface JailSpec {
    * allowed /etc, read-only, instead of the host's. The host's Python paths are then not bound.
    */
   rootfs?: string
+  /** More host folders bound read-only (a template's venv over the host's Python, at /opt/venv). */
+  binds?: Array<{ from: string; to: string }>
   /** Host folders. */
   workspace: string
   data: string
@@ -165,6 +167,7 @@ export function bwrapArgs(spec: JailSpec, command: string[]): string[] {
   for (const path of spec.rootfs ? [] : spec.python.paths) {
     if (!path.startsWith('/usr/') && path !== '/usr' && existsSync(path)) args.push('--ro-bind', path, path)
   }
+  for (const bind of spec.binds ?? []) args.push('--ro-bind', bind.from, bind.to)
   if (spec.fontCache) {
     const name = spec.fontCache.slice(spec.fontCache.lastIndexOf('/') + 1)
     args.push('--ro-bind', spec.fontCache, `${MPL_CONFIG_DIR}/${name}`)

@@ -11,8 +11,9 @@
  * @module
  */
 import { execFile } from 'node:child_process'
-import { chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
+import { VENV } from '../../templates/steps.js'
 import type { BuiltTemplate } from '../../templates/types.js'
 import { SandboxUnavailableError } from '../errors.js'
 import { MPL_CONFIG_DIR } from '../kernel/env.js'
@@ -26,6 +27,8 @@ export interface SandboxRoot {
   template?: BuiltTemplate
   /** The template's root file system on the host; undefined: the host's /usr and /etc. */
   rootfs?: string
+  /** Host folders bound read-only: a template's venv over the host's Python, where its build made it. */
+  binds: Array<{ from: string; to: string }>
   /** The kernel's interpreter, as a path in the jail; the host's paths (and a venv) are bound for a host root. */
   python: PythonInfo
   /** Set in every sandbox, under the caller's envs. */
@@ -42,7 +45,7 @@ export interface SandboxRoot {
 
 /** The host's Python as a root: today's sandboxes. */
 export function hostRoot(python: PythonInfo, fontCache?: string): SandboxRoot {
-  return { key: `host:${python.executable}`, python, env: {}, forkable: true, fontCache }
+  return { key: `host:${python.executable}`, python, env: {}, binds: [], forkable: true, fontCache }
 }
 
 const roots = new Map<string, Promise<SandboxRoot>>()
@@ -68,7 +71,18 @@ async function makeRoot(template: BuiltTemplate): Promise<SandboxRoot> {
       },
     )
   }
-  const binds = !rootfs && existsSync(venv) ? [venv] : []
+  // pip layers over the host's Python: the venv the build made at /opt/venv (src/templates/steps.ts).
+  const binds = !rootfs && existsSync(venv) ? [{ from: venv, to: VENV }] : []
+  // bubblewrap runs as the sandbox's own uid: it must reach the template's folder to bind it.
+  const closed = isRoot ? closedParent(template.dir) : undefined
+  if (closed) {
+    throw new SandboxUnavailableError(
+      `The template ${nameOf(template)} is in ${template.dir}, which sandboxes cannot reach: ${closed} is closed to other users`,
+      {
+        hint: `Let other users through it (chmod o+x ${closed}), or keep templates in an Analyst home they can reach (ANALYST_HOME=/var/lib/analyst).`,
+      },
+    )
+  }
   const wrap = (argv: string[]) => inRoot(rootfs, binds, argv)
   const python = await probePython(template.python.path, { wrap, ...asProbeUser }).catch((cause) => {
     throw new SandboxUnavailableError(
@@ -76,8 +90,6 @@ async function makeRoot(template: BuiltTemplate): Promise<SandboxRoot> {
       { cause, hint: 'Build it again (analyst template build SPEC --force), or use another template.' },
     )
   })
-  // For a template over the host, the jail binds the interpreter's paths (its venv among them), read-only.
-  if (!rootfs) python.paths = [...new Set([...python.paths, ...binds])]
   const fontCache = python.modules.matplotlib
     ? await templateFontCache(template.id, rootfs, binds, python)
     : undefined
@@ -85,6 +97,7 @@ async function makeRoot(template: BuiltTemplate): Promise<SandboxRoot> {
     key: template.id,
     template,
     rootfs,
+    binds,
     python,
     env: template.env,
     workdir: template.workdir,
@@ -92,6 +105,16 @@ async function makeRoot(template: BuiltTemplate): Promise<SandboxRoot> {
     forkable: false,
     fontCache,
   }
+}
+
+/** The first folder on the way to `dir` that other users cannot pass through, if any. */
+function closedParent(dir: string): string | undefined {
+  let path = ''
+  for (const part of dir.split('/').filter(Boolean)) {
+    path += `/${part}`
+    if ((statSync(path).mode & 0o001) === 0) return path
+  }
+  return undefined
 }
 
 function nameOf(template: BuiltTemplate): string {
@@ -106,7 +129,12 @@ const asProbeUser = isRoot ? { uid: PROBE_UID, gid: PROBE_UID } : {}
  * argv inside a throwaway jail rooted in the template: no network, no capabilities, a user
  * namespace of its own, run (as root) as nobody.
  */
-function inRoot(rootfs: string | undefined, binds: string[], argv: string[], extra: string[] = []): string[] {
+function inRoot(
+  rootfs: string | undefined,
+  binds: SandboxRoot['binds'],
+  argv: string[],
+  extra: string[] = [],
+): string[] {
   const runtime = getRuntime()
   return [
     'bwrap',
@@ -121,7 +149,7 @@ function inRoot(rootfs: string | undefined, binds: string[], argv: string[], ext
     '--die-with-parent',
     '--new-session',
     ...systemArgs(rootfs, false),
-    ...binds.flatMap((path) => ['--ro-bind', path, path]),
+    ...binds.flatMap((bind) => ['--ro-bind', bind.from, bind.to]),
     '--ro-bind',
     `${runtime.etc}/passwd`,
     '/etc/passwd',
@@ -148,7 +176,7 @@ function runInRoot(command: string[], env: Record<string, string>): Promise<void
 async function templateFontCache(
   id: string,
   rootfs: string | undefined,
-  binds: string[],
+  binds: SandboxRoot['binds'],
   python: PythonInfo,
 ): Promise<string | undefined> {
   const dir = join(getRuntime().cache, `matplotlib-${id.slice(0, 16)}-${python.version}`)

@@ -94,17 +94,26 @@ def _version(name):
         return None
 
 
+def _template():
+    """The template the sandbox runs in, from the kernel's config (none: the engine's default)."""
+    kernel = sys.modules.get('analyst_kernel')
+    return ((getattr(kernel, 'CONFIG', None) or {}).get('template')) if kernel else None
+
+
 def explain(command):
     """True when the command was a pip install that cannot work here, and this said why instead."""
     requested = install_request(command)
     if requested is None or has_network():
         return False
+    template = _template()
     lines = ['pip cannot install packages here: the sandbox has no network.']
+    missing = ('not installed in the template %s; use what is installed, or add it to the template '
+               '(a pip step in its spec, then analyst template build)' % template if template else
+               'not installed; use what is installed, or ask for it to be added to the sandbox')
     for requirement in requested:
         name = _name(requirement)
         version = _version(name)
-        lines.append('  %s: %s' % (name, 'installed already (%s)' % version if version else
-                                   'not installed; use what is installed, or ask for it to be added to the sandbox'))
+        lines.append('  %s: %s' % (name, 'installed already (%s)' % version if version else missing))
     present = ['%s %s' % (name, _version(name)) for name in NOTABLE if _version(name)]
     count = sum(1 for _ in importlib.metadata.distributions())
     lines.append('Installed: %s (%d packages in all: !pip list shows them).' % (', '.join(present) or 'nothing notable', count))

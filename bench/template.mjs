@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+import { loadavg } from 'node:os'
+// Sandboxes in a template (Debian trixie, Python 3.13) against the host's, in the same run, turn
+// about, no pool: create, create + first pandas cell, and idle memory (PSS) over many sandboxes.
+// Host sandboxes fork from the zygote (the default as root) and, as a baseline, spawn; a template's
+// spawn (its files never run in the privileged zygote: src/sandbox/local/template.ts).
+// Usage: node bench/template.mjs [--quick] [--template NAME]   (root; `npm run build` first; the
+// template from ANALYST_HOME, default the tests' trixie template in .cache/analyst-home)
+import { join } from 'node:path'
+import { LocalProvider, Sandbox } from '../dist/index.js'
+import { stopZygotes } from '../dist/sandbox/local/zygote.js'
+import { descendants, machine, percentile, pssKiB, table } from './util.mjs'
+
+if (process.geteuid?.() !== 0) {
+  console.log('### Sandboxes in a template\n\nSkipped: needs root (per-sandbox uids, the zygote).')
+  process.exit(0)
+}
+const quick = process.argv.includes('--quick')
+const named = process.argv.indexOf('--template')
+const template = named > 0 ? process.argv[named + 1] : 'test-trixie'
+const home = process.env.ANALYST_HOME || join(import.meta.dirname, '..', '.cache', 'analyst-home')
+const N = { create: quick ? 5 : 15, idle: quick ? 10 : 30 }
+const PANDAS = "import pandas as pd\nint(pd.DataFrame({'a': [1, 2, 3]}).a.sum())"
+const load = () =>
+  loadavg()
+    .map((value) => value.toFixed(1))
+    .join(', ')
+const loadBefore = load()
+
+const paths = {
+  'host, forked': { provider: new LocalProvider({ poolSize: 0, coldStart: 'fork', home }) },
+  'host, spawned': { provider: new LocalProvider({ poolSize: 0, coldStart: 'spawn', home }) },
+  [`template ${template}`]: { provider: new LocalProvider({ poolSize: 0, home }), template },
+}
+const create = ({ provider, template }) => Sandbox.create({ provider, ...(template ? { template } : {}) })
+
+// The zygote starts, and the template is probed, once: not part of any create measured.
+for (const path of Object.values(paths)) await (await create(path)).kill()
+
+const times = Object.fromEntries(Object.keys(paths).map((name) => [name, { create: [], ready: [] }]))
+for (let i = 0; i < N.create; i++) {
+  for (const [name, path] of Object.entries(paths)) {
+    const start = performance.now()
+    const sandbox = await create(path)
+    const created = performance.now()
+    const run = await sandbox.runCode(PANDAS)
+    const ready = performance.now()
+    if (run.text !== '6') throw new Error(`${name}: pandas cell gave ${run.text ?? run.error?.value}`)
+    times[name].create.push(created - start)
+    times[name].ready.push(ready - start)
+    await sandbox.kill()
+  }
+}
+
+const idle = {}
+for (const [name, path] of Object.entries(paths)) {
+  if (name !== 'host, forked') await stopZygotes()
+  const before = pssKiB(descendants())
+  const sandboxes = []
+  for (let i = 0; i < N.idle; i++) sandboxes.push(await create(path))
+  for (const sandbox of sandboxes) await sandbox.runCode('import pandas, matplotlib.pyplot')
+  idle[name] = (pssKiB(descendants()) - before) / 1024 / N.idle
+  await Promise.all(sandboxes.map((sandbox) => sandbox.kill()))
+}
+await stopZygotes()
+await Promise.all(Object.values(paths).map(({ provider }) => provider.close()))
+
+const p = (values, q) => percentile(values, q).toFixed(0)
+const base = 'host, forked'
+const rows = Object.keys(paths).map((name) => [
+  name,
+  `${p(times[name].create, 50)} / ${p(times[name].create, 99)}`,
+  `${p(times[name].ready, 50)} / ${p(times[name].ready, 99)}`,
+  `${idle[name].toFixed(1)} MiB`,
+  `${(percentile(times[name].create, 50) / percentile(times[base].create, 50)).toFixed(2)}× / ${(idle[name] / idle[base]).toFixed(2)}×`,
+])
+console.log(
+  [
+    `### Sandboxes in a template against the host's (${machine()}${quick ? ', quick run' : ''})`,
+    '',
+    `${N.create} creates per path, turn about, each killed before the next; then ${N.idle} idle sandboxes per path (pandas and pyplot imported). Goals for a template: create ≤ 50 ms p50, idle ≤ 16 MiB PSS. Load average before/after: ${loadBefore} / ${load()}.`,
+    '',
+    table(
+      [
+        'path',
+        'create p50 / p99 (ms)',
+        'create + pandas cell p50 / p99 (ms)',
+        'idle PSS per sandbox',
+        'create / idle vs host forked',
+      ],
+      rows,
+    ),
+  ].join('\n'),
+)
