@@ -87,6 +87,12 @@ export class NotFoundError extends AnalystError {
   override readonly status = 404
 }
 
+/** It was there and is not any more (a table a kernel held, before the kernel restarted). */
+export class GoneError extends AnalystError {
+  static override readonly errorName: string = 'GoneError'
+  override readonly status = 410
+}
+
 /** The thing is busy or in a state that does not allow this now (e.g. a question already running). */
 export class ConflictError extends AnalystError {
   static override readonly errorName: string = 'ConflictError'

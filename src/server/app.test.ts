@@ -14,7 +14,13 @@ import { McpHttp } from '../mcp/index.js'
 import { ScriptedModel, type ScriptStep } from '../models/scripted.js'
 import { MockSandboxProvider } from '../test/mock-sandbox.js'
 import { createApp } from './app.js'
-import type { ApiError, DatasetInfo, SessionDetail, SessionSummary } from './types.js'
+import {
+  type ApiError,
+  type DatasetInfo,
+  PERSON_CELL,
+  type SessionDetail,
+  type SessionSummary,
+} from './types.js'
 
 const SALES = readFileSync(resolve('examples/sales.csv'))
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=='
@@ -186,6 +192,28 @@ describe('HTTP API (portless)', () => {
     await test.service.shutdown()
     const closing = await call(`/api/sessions/${id}/ask`, { method: 'POST', body: '{"question": "Now?"}' })
     expect(closing).toMatchObject({ status: 503, body: { error: { hint: expect.any(String) } } })
+  })
+
+  it("runs a person's cell for the session's owner only, recorded as a run of its own", async () => {
+    await start([])
+    const id = await newSession()
+    const post = (body: unknown, token = 'token-a') =>
+      call<{ runId: string; violations: unknown[] }>(
+        `/api/sessions/${id}/cells`,
+        { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) },
+        token,
+      )
+    const ran = await post({ code: 'x = 1' })
+    expect(ran.status).toBe(200)
+    expect(ran.body.violations).toEqual([])
+    const detail = await call<SessionDetail>(`/api/sessions/${id}`)
+    expect(detail.body.runs.map((run) => [run.id, run.question, run.steps[0]?.stdout])).toEqual([
+      [ran.body.runId, PERSON_CELL, 'ran 5\n'],
+    ])
+    expect((await post({ code: 'x = 1' }, 'token-b')).status).toBe(404)
+    const empty = await post({ code: '' })
+    expect(empty.status).toBe(400)
+    expect((empty.body as unknown as ApiError).error.message).toContain('the code is empty')
   })
 
   it('refuses an upload over the limit with 413, and keeps nothing of it', async () => {

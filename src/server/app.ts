@@ -31,6 +31,8 @@ import {
   signInRoutes,
 } from './auth/index.js'
 import { isBrowserPage, loginRedirect, refusalPage } from './browser-refusal.js'
+import { cellRoutes } from './cells.js'
+import { frameRoutes } from './frames.js'
 import type { ServerMetrics } from './metrics.js'
 import { openApiDocument } from './openapi.js'
 import type { Quotas } from './quotas.js'
@@ -88,6 +90,7 @@ const CODES: Record<number, string> = {
   403: 'forbidden',
   404: 'not_found',
   409: 'conflict',
+  410: 'gone',
   413: 'too_large',
   415: 'unsupported_media_type',
   429: 'rate_limited',
@@ -330,6 +333,21 @@ export function createApp(options: AppOptions): Hono<Env> {
     )
     return dataFileResponse(dataset, content)
   })
+
+  app.route(
+    '/',
+    cellRoutes({
+      service,
+      sessionOf: (c) => sessionOf(c as Context<Env>),
+      callerOf: (c) => {
+        const context = c as Context<Env>
+        const user = callingUser(context.get('identity'))
+        return { owner: context.get('owner'), ...(user ? { user } : {}) }
+      },
+    }),
+  )
+
+  app.route('/', frameRoutes({ service, ownerOf: (c) => (c as Context<Env>).get('owner') }))
 
   app.post('/api/sessions/:id/ask', async (c) => {
     const id = await sessionOf(c)

@@ -234,6 +234,93 @@ export const openApiDocument = {
         },
       },
     },
+    '/api/sessions/{id}/cells': {
+      parameters: [sessionId],
+      post: {
+        summary:
+          "Run a person's cell in the session's kernel (the guard first), recorded as a run of its own and seen by the model at the next question; closing the request stops it",
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                properties: { code: { type: 'string', minLength: 1 } },
+                required: ['code'],
+              },
+            },
+          },
+        },
+        responses: {
+          200: {
+            description:
+              'The run it was recorded as: { runId, violations (the guard refused it, nothing ran), error? { name, value } }; its output is in GET /api/sessions/{id}',
+          },
+          400: error,
+          404: error,
+          503: error,
+        },
+      },
+    },
+    '/api/sessions/{id}/results/{resultId}/rows': {
+      parameters: [sessionId, { name: 'resultId', in: 'path', required: true, schema: { type: 'string' } }],
+      get: {
+        summary:
+          "A page of a DataFrame result as the session's kernel keeps it (its result's frame.id), sorted, filtered and searched there; format=csv or xlsx downloads the whole selection",
+        parameters: [
+          { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
+          { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 50 } },
+          {
+            name: 'sort',
+            in: 'query',
+            schema: { type: 'string' },
+            description: '`col` ascending, `-col` descending',
+          },
+          {
+            name: 'filter',
+            in: 'query',
+            schema: { type: 'string' },
+            description: "A pandas DataFrame.query expression, run in the session's sandbox",
+          },
+          {
+            name: 'search',
+            in: 'query',
+            schema: { type: 'string' },
+            description: 'Rows with this text in any column',
+          },
+          { name: 'format', in: 'query', schema: { type: 'string', enum: ['csv', 'xlsx'] } },
+        ],
+        responses: {
+          200: {
+            description: '{ rows (after filter and search), offset, data: { column: values } }, or the file',
+          },
+          400: error,
+          404: error,
+          410: error,
+        },
+      },
+    },
+    '/api/sessions/{id}/variables': {
+      parameters: [sessionId],
+      get: {
+        summary:
+          "The session's kernel's variables: name, type, and a frame's or array's shape and memory (bytes); [] when its kernel is not running",
+        responses: { 200: { description: '[{ name, type, shape?, bytes?, length? }]' }, 404: error },
+      },
+    },
+    '/api/sessions/{id}/results/{resultId}/columns': {
+      parameters: [sessionId, { name: 'resultId', in: 'path', required: true, schema: { type: 'string' } }],
+      get: {
+        summary:
+          "Each column's type, nulls, and a 10-bin histogram (numbers) or its top values, over the rows that sort, filter and search select",
+        responses: {
+          200: { description: '{ rows, columns: { name: stats } }' },
+          400: error,
+          404: error,
+          410: error,
+        },
+      },
+    },
     '/api/sessions/{id}/runs/{runId}/events': {
       parameters: [sessionId, { name: 'runId', in: 'path', required: true, schema: { type: 'string' } }],
       get: {

@@ -10,6 +10,18 @@ import type { RunStatus, SessionStatus, StoredQuery, StoredRun } from '../store/
 
 export type { RunStatus, SessionStatus, StoredQuery }
 
+/** The question of a run that is a person's own cell (POST /api/sessions/:id/cells), not the model's. */
+export const PERSON_CELL = 'A cell run by a person'
+
+/** What POST /api/sessions/:id/cells answers: the run it was recorded as, and how it went. */
+export interface CellView {
+  runId: string
+  /** Why the guard refused it (nothing ran). */
+  violations: Violation[]
+  /** The exception it raised. */
+  error?: { name: string; value: string }
+}
+
 export interface SessionSummary {
   id: string
   title: string
@@ -61,6 +73,8 @@ export interface ResultView {
   image?: ArtifactView
   /** The data behind a chart (E2B's `Result.chart`, see src/sandbox/charts.ts): the web UI draws it. */
   chart?: unknown
+  /** The whole DataFrame, kept by the kernel: page it at /api/sessions/:id/results/:frameId/rows. */
+  frame?: { id: string; rows: number; columns: number }
 }
 
 export interface StepView {

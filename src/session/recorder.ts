@@ -9,6 +9,15 @@ import type { Sandbox } from '../sandbox/index.js'
 import type { ArtifactInput, BlobStore, HistoryStore, StoredResult, StoredRun } from '../store/index.js'
 import { sandboxBlocks } from './blocked.js'
 
+/** A kept frame's handle from a result's extra MIME types (sandbox output: checked, not trusted). */
+function frameOf(extra: unknown): StoredResult['frame'] {
+  const frame = (extra as Record<string, unknown> | undefined)?.['analyst/frame'] as
+    | Record<string, unknown>
+    | undefined
+  if (!frame || typeof frame.id !== 'string' || !/^[\w-]{1,64}$/.test(frame.id)) return undefined
+  return { id: frame.id, rows: Number(frame.rows) || 0, columns: Number(frame.columns) || 0 }
+}
+
 /** The stored form of a step's results: text, table and chart data; images become artifacts. */
 function storedResults(record: StepRecord): {
   results: StoredResult[]
@@ -22,6 +31,8 @@ function storedResults(record: StepRecord): {
     if (typeof result.text === 'string') stored.text = result.text
     if (result.data && typeof result.data === 'object') stored.data = result.data as Record<string, unknown[]>
     if (result.chart && typeof result.chart === 'object') stored.chart = result.chart
+    const frame = frameOf(result.extra)
+    if (frame) stored.frame = frame
     if (png) {
       const name = record.images?.[images.length] ?? `step-${record.step}-chart-${images.length + 1}.png`
       images.push({ name, png })

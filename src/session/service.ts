@@ -18,6 +18,7 @@ import type { FindPython } from '../python.js'
 import {
   capabilitiesOf,
   type Execution,
+  type Sandbox,
   type SandboxCreateOptions,
   type SandboxProvider,
 } from '../sandbox/index.js'
@@ -721,6 +722,16 @@ export class SessionService {
     const cut = Date.now() + 10_000
     while (this.running > 0 && Date.now() < cut) await new Promise((r) => setTimeout(r, 50))
     await this.shutdown()
+  }
+
+  /**
+   * The session's sandbox if it is open in this process (its kernel holds the session's tables),
+   * after the owner check; undefined when it is not.
+   */
+  async openSandbox(sessionId: string, owner?: string | null): Promise<Sandbox | undefined> {
+    await this.getSession(sessionId, owner)
+    const opening = this.live.get(sessionId)
+    return (await opening?.catch(() => undefined))?.sandbox
   }
 
   /** Ends a live session's sandbox (its history stays in the store). */

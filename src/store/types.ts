@@ -89,6 +89,8 @@ export interface StoredResult {
   data?: Record<string, unknown[]>
   /** Structured chart data, where the kernel extracted it. */
   chart?: unknown
+  /** A DataFrame the kernel keeps whole, by this id, for paging (until it restarts). */
+  frame?: { id: string; rows: number; columns: number }
   /** The name of the image artifact of the same step. */
   image?: string
 }

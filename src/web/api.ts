@@ -6,6 +6,7 @@
 import type { AgentEvent } from '../agent/events.js'
 import type {
   ApiError as ApiErrorBody,
+  CellView,
   DatasetInfo,
   SessionDetail,
   SessionSummary,
@@ -184,6 +185,9 @@ export const api = {
     form.append('file', file, file.name)
     return json<DatasetInfo>(`${sessionPath(id)}/files`, { method: 'POST', body: form })
   },
+  /** Runs a person's cell in the session's kernel; aborting the signal stops it. */
+  runCell: (id: string, code: string, signal?: AbortSignal) =>
+    json<CellView>(`${sessionPath(id)}/cells`, { ...jsonInit('POST', { code }), signal }),
   /** Asks a question; calls `onEvent` for each event of the stream, resolves when it ends. */
   ask: async (
     id: string,

@@ -11,15 +11,17 @@ import { AccountBar } from './components/account-bar.js'
 import { AdminPage } from './components/admin-page.js'
 import { Composer } from './components/composer.js'
 import { Datasets } from './components/datasets.js'
+import { isTyping, KeysDialog } from './components/keys-dialog.js'
 import { KeysPage } from './components/keys-page.js'
-import { Run } from './components/run.js'
+import { type CellOutcome, Run, type StepActions } from './components/run.js'
 import { ShareButton } from './components/share-button.js'
 import { SharedPage } from './components/shared-page.js'
 import { Sidebar } from './components/sidebar.js'
 import { Sources } from './components/sources.js'
 import { TemplatePicker } from './components/template-picker.js'
 import { TokenDialog } from './components/token-dialog.js'
-import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun } from './run-state.js'
+import { Variables } from './components/variables.js'
+import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun, type UiStep } from './run-state.js'
 
 interface Problem {
   message: string
@@ -258,6 +260,31 @@ function Workspace({ signin }: { signin: SignInState }) {
   /** Runs that streamed but are not in the stored session, by session. */
   const orphans = useRef(new Map<string, UiRun[]>())
 
+  /** A person's cells running now (Run, Run below, Code mode): Stop aborts them. */
+  const [cells, setCells] = useState<AbortController | null>(null)
+  /** Runs cells one after another as a person's, until one is refused or fails. */
+  const runCells = async (codes: string[]): Promise<CellOutcome> => {
+    const id = await sessionOrProblem()
+    if (!id) return { violations: [], problem: 'There is no session to run it in.', ran: 0 }
+    const controller = new AbortController()
+    setCells(controller)
+    let outcome: CellOutcome = { violations: [], ran: 0 }
+    try {
+      for (const code of codes) {
+        const cell = await api.runCell(id, code, controller.signal)
+        outcome = { violations: cell.violations, error: cell.error, ran: outcome.ran + 1 }
+        await refreshDetail(id)
+        if (cell.violations.length > 0 || cell.error) break
+      }
+    } catch (error) {
+      outcome = { ...outcome, problem: problemOf(error).message }
+    } finally {
+      setCells((current) => (current === controller ? null : current))
+    }
+    await Promise.all([refreshDetail(id), refreshList()])
+    return outcome
+  }
+
   const remove = async (session: SessionSummary) => {
     if (!confirm(`Delete “${session.title || 'Untitled analysis'}” and its files?`)) return
     try {
@@ -304,6 +331,8 @@ function Workspace({ signin }: { signin: SignInState }) {
     setChosen(sources.filter((source) => source.default).map((source) => source.name))
     go(null)
   }
+  const startNewRef = useRef(startNew)
+  startNewRef.current = startNew
 
   // The sources once the token is known (a server without any lists none).
   useEffect(() => {
@@ -328,7 +357,63 @@ function Workspace({ signin }: { signin: SignInState }) {
   if (liveHere) runs.push({ run: liveHere.run, live: true })
 
   const datasets = detail && detail.id === currentId ? detail.datasets : []
-  const running = Boolean(liveHere && liveHere.run.status === 'running')
+  const asking = Boolean(liveHere && liveHere.run.status === 'running')
+  const running = asking || cells !== null
+  const stop = () => {
+    if (asking) liveHere?.controller.abort()
+    cells?.abort()
+  }
+  const stopRef = useRef(stop)
+  stopRef.current = stop
+  const [keysOpen, setKeysOpen] = useState(false)
+  const [mode, setMode] = useState<'ask' | 'code'>('ask')
+  // The page's keys (keys-dialog.tsx lists them): Esc stops whatever runs, from anywhere; the
+  // letters act when no field has the focus.
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.defaultPrevented) return
+      if (event.key === 'Escape') {
+        stopRef.current()
+        return
+      }
+      if (isTyping(event) || event.ctrlKey || event.metaKey || event.altKey) return
+      const focusComposer = () =>
+        setTimeout(() =>
+          document.querySelector<HTMLElement>('.composer textarea, .composer .cm-content')?.focus(),
+        )
+      const actions: Record<string, () => void> = {
+        '?': () => setKeysOpen(true),
+        '/': focusComposer,
+        a: () => {
+          setMode('ask')
+          focusComposer()
+        },
+        c: () => {
+          setMode('code')
+          focusComposer()
+        },
+        // To the Add files button: Enter or Space there opens the file chooser.
+        u: () => document.querySelector<HTMLInputElement>('.add-files input[type=file]')?.focus(),
+        n: () => startNewRef.current(),
+      }
+      const action = actions[event.key]
+      if (!action) return
+      event.preventDefault()
+      action()
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  }, [])
+  // Every step's code, in the order it ran: Run below runs those after the edited one.
+  const allSteps = runs.filter(({ live: isLive }) => !isLive).flatMap(({ run }) => run.steps)
+  const actionsFor = (step: UiStep): StepActions => ({
+    sessionId: currentId ?? '',
+    run: (code) => runCells([code]),
+    runBelow: (code) => {
+      const later = allSteps.slice(allSteps.indexOf(step) + 1).filter((s) => !s.violations?.length)
+      return runCells([code, ...later.map((s) => s.code)])
+    },
+  })
   const title = detail && detail.id === currentId ? detail.title || 'Untitled analysis' : 'New analysis'
 
   return (
@@ -428,9 +513,20 @@ function Workspace({ signin }: { signin: SignInState }) {
                   onChoose={(files) => void upload(files)}
                   fileUrl={currentId ? (name) => dataFileUrl({ sessionId: currentId }, name) : undefined}
                 />
+                {currentId && detail?.id === currentId && !running && (
+                  <Variables
+                    sessionId={currentId}
+                    version={`${detail.runs.length}:${detail.runs.reduce((n, run) => n + run.steps.length, 0)}`}
+                  />
+                )}
                 <div class="conversation">
                   {runs.map(({ run, live: isLive }, index) => (
-                    <Run key={run.id ?? `live-${index}`} run={run} live={isLive} />
+                    <Run
+                      key={run.id ?? `live-${index}`}
+                      run={run}
+                      live={isLive}
+                      actions={isLive ? undefined : actionsFor}
+                    />
                   ))}
                 </div>
               </>
@@ -444,7 +540,10 @@ function Workspace({ signin }: { signin: SignInState }) {
             hasData={datasets.length > 0}
             followUp={runs.length > 0}
             onAsk={(question) => void ask(question)}
-            onStop={() => liveHere?.controller.abort()}
+            onRunCode={(code) => runCells([code])}
+            mode={mode}
+            onMode={setMode}
+            onStop={stop}
           />
         </div>
       </main>
@@ -453,6 +552,7 @@ function Workspace({ signin }: { signin: SignInState }) {
           Drop files to add them to this analysis
         </div>
       )}
+      {keysOpen && <KeysDialog onClose={() => setKeysOpen(false)} />}
       {tokenAsk && (
         <TokenDialog
           rejected={tokenAsk.rejected}

@@ -25,6 +25,8 @@ export interface UiResult {
   image?: UiImage
   /** The data behind a chart, drawn by the UI (the image is the fallback). */
   chart?: Chart
+  /** The whole DataFrame as the kernel keeps it, for the grid to page (stored results only). */
+  frame?: { id: string; rows: number; columns: number }
 }
 
 export interface UiStep {
@@ -88,6 +90,7 @@ function fromStoredStep(step: StepView): UiStep {
       data: isTable(result.data) ? result.data : undefined,
       image: imageOfStored(result),
       chart: parseChart(result.chart),
+      frame: result.frame,
     })),
     artifacts: step.artifacts,
     violations: step.violations,

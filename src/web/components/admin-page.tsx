@@ -61,7 +61,7 @@ export function AdminPage({ selfId, onProblem }: { selfId: string; onProblem: (e
                         type="button"
                         class="link"
                         aria-expanded={open === user.id}
-                        aria-label={`Sessions of ${user.name}`}
+                        aria-label={`${user.usage.sessions}: sessions of ${user.name}`}
                         onClick={() => setOpen(open === user.id ? null : user.id)}
                       >
                         {user.usage.sessions}

@@ -4,6 +4,7 @@
  * contains are marked.
  */
 import type { ComponentChild } from 'preact'
+import { ScrollBox } from './scroll-box.js'
 
 const UNSUPPORTED_TITLE = 'Not found in any output of the code: check it before you rely on it'
 
@@ -82,9 +83,9 @@ export function Markdown({ text, numbers = [] }: { text: string; numbers?: strin
         body.push(lines[i++] as string)
       i++
       blocks.push(
-        <pre key={key} class="plain">
+        <ScrollBox key={key} class="plain" pre>
           {body.join('\n')}
-        </pre>,
+        </ScrollBox>,
       )
       continue
     }
@@ -105,7 +106,7 @@ export function Markdown({ text, numbers = [] }: { text: string; numbers?: strin
       while (i < lines.length && (lines[i] as string).includes('|') && (lines[i] as string).trim() !== '')
         rows.push(cells(lines[i++] as string))
       blocks.push(
-        <div key={key} class="table-wrap">
+        <ScrollBox key={key} class="table-wrap">
           <table class="data">
             <thead>
               <tr>
@@ -124,7 +125,7 @@ export function Markdown({ text, numbers = [] }: { text: string; numbers?: strin
               ))}
             </tbody>
           </table>
-        </div>,
+        </ScrollBox>,
       )
       continue
     }

@@ -17,6 +17,7 @@ import {
   show,
   type Tick,
 } from '../chart-layout.js'
+import { ScrollBox } from './scroll-box.js'
 
 const WIDTH = 640
 const HEIGHT = 320
@@ -315,7 +316,7 @@ const MAX_TABLE_ROWS = 500
 function ValuesTable({ chart }: { chart: Chart }) {
   const { columns, rows } = chartRows(chart)
   return (
-    <div class="table-wrap chart-table">
+    <ScrollBox class="table-wrap chart-table">
       <table class="data">
         <thead>
           <tr>
@@ -341,7 +342,7 @@ function ValuesTable({ chart }: { chart: Chart }) {
           first {MAX_TABLE_ROWS} of {rows.length} rows
         </div>
       )}
-    </div>
+    </ScrollBox>
   )
 }
 

@@ -7,6 +7,7 @@ import python from 'highlight.js/lib/languages/python'
 import { createLowlight } from 'lowlight'
 import type { ComponentChild } from 'preact'
 import { useMemo } from 'preact/hooks'
+import { ScrollBox } from './scroll-box.js'
 
 const lowlight = createLowlight({ python })
 
@@ -33,8 +34,8 @@ export function Code({ code }: { code: string }) {
     }
   }, [code])
   return (
-    <pre class="code">
+    <ScrollBox class="code" pre>
       <code class="hljs language-python">{tree ? render(tree.children as ElementContent[]) : code}</code>
-    </pre>
+    </ScrollBox>
   )
 }

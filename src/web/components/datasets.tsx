@@ -3,6 +3,7 @@ import type { ColumnProfile, DatasetProfile } from '../../data/types.js'
 import type { DatasetInfo } from '../../server/types.js'
 import { withToken } from '../api.js'
 import { bytes, count, num } from '../format.js'
+import { ScrollBox } from './scroll-box.js'
 
 function summary(column: ColumnProfile): string {
   if (column.dates) return `${column.dates.min} → ${column.dates.max}`
@@ -28,7 +29,7 @@ function Profile({ profile }: { profile: DatasetProfile }) {
   if (profile.error) return <p class="alert">{profile.error}</p>
   return (
     <div class="profile">
-      <div class="table-wrap">
+      <ScrollBox class="table-wrap">
         <table class="columns">
           <thead>
             <tr>
@@ -62,7 +63,7 @@ function Profile({ profile }: { profile: DatasetProfile }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollBox>
       {profile.warnings.length > 0 && (
         <ul class="warnings">
           {profile.warnings.map((warning) => (
@@ -89,27 +90,46 @@ export function DownloadLink({ url, name }: { url: string; name: string }) {
   )
 }
 
+/**
+ * A file's profile folds under its name; its download link sits beside the fold, not inside it
+ * (a link inside a <summary> is a control inside a control, which screen readers cannot reach).
+ */
 function Dataset({ dataset, open, url }: { dataset: DatasetInfo; open: boolean; url?: string }) {
   const { profile } = dataset
   const rows = profile.rows ? `${profile.rowsEstimated ? '≈' : ''}${count(profile.rows)} rows` : ''
   return (
-    <details class="dataset" open={open}>
-      <summary>
-        <span class="dataset-name">{dataset.name}</span>
-        <span class="muted">
-          {[
-            rows,
-            profile.columns.length ? `${profile.columns.length} columns` : '',
-            bytes(dataset.bytes),
-            profile.format,
-          ]
-            .filter(Boolean)
-            .join(' · ')}
-        </span>
-        {url && <DownloadLink url={url} name={dataset.name} />}
-      </summary>
-      <Profile profile={profile} />
-    </details>
+    <div class={`dataset-item${url ? ' downloadable' : ''}`}>
+      <details class="dataset" open={open}>
+        <summary>
+          <span class="dataset-name">{dataset.name}</span>
+          <span class="muted">
+            {[
+              rows,
+              profile.columns.length ? `${profile.columns.length} columns` : '',
+              bytes(dataset.bytes),
+              profile.format,
+            ]
+              .filter(Boolean)
+              .join(' · ')}
+          </span>
+        </summary>
+        <Profile profile={profile} />
+      </details>
+      {url && (
+        <a
+          class="file-chip dataset-download"
+          href={withToken(url)}
+          download={dataset.name}
+          aria-label={`Download ${dataset.name}`}
+          title={`Download ${dataset.name} as it was uploaded`}
+        >
+          <span class="file-icon" aria-hidden="true">
+            ↓
+          </span>
+          Download
+        </a>
+      )}
+    </div>
   )
 }
 

@@ -1,6 +1,7 @@
 /** One question and everything that answered it: the steps (code, output, tables, charts) and the answer. */
-import { useState } from 'preact/hooks'
-import type { ArtifactView } from '../../server/types.js'
+import { useRef, useState } from 'preact/hooks'
+import type { Violation } from '../../agent/events.js'
+import { type ArtifactView, PERSON_CELL } from '../../server/types.js'
 import { queryLine } from '../../store/export/sql.js'
 import { withToken } from '../api.js'
 import { bytes, count, seconds } from '../format.js'
@@ -8,6 +9,9 @@ import { proseOf, type UiImage, type UiRun, type UiStep } from '../run-state.js'
 import { Markdown } from './answer.js'
 import { ChartView } from './chart-view.js'
 import { Code } from './code.js'
+import { CodeEditor, type CodeEditorHandle } from './code-editor.js'
+import { FrameGrid } from './frame-grid.js'
+import { ScrollBox } from './scroll-box.js'
 import { DataTable } from './table.js'
 
 function imageSrc(image: UiImage): string {
@@ -56,10 +60,156 @@ function summaryOf(step: UiStep): string {
   return step.code.split('\n').find((line) => line.trim() !== '') ?? ''
 }
 
-function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
+/** How a person's cell went, as the step that was edited shows it. */
+export interface CellOutcome {
+  violations: Violation[]
+  error?: { name: string; value: string }
+  /** It did not finish: stopped, or the request failed (the message says which). */
+  problem?: string
+  /** How many cells ran (Run below runs several). */
+  ran: number
+}
+
+/** What a person may do with a step's code: run it edited, or run it and every later step. */
+export interface StepActions {
+  /** The owner's session: its kernel's tables can be paged. */
+  sessionId: string
+  run(code: string): Promise<CellOutcome>
+  runBelow(code: string): Promise<CellOutcome>
+}
+
+function Violations({ violations }: { violations: Violation[] }) {
+  return (
+    <ul class="violations">
+      {violations.map((v) => (
+        <li key={`${v.line}:${v.column}:${v.rule}`}>
+          line {v.line}:{v.column} <code>{v.rule}</code> {v.message}
+        </li>
+      ))}
+    </ul>
+  )
+}
+
+function Outcome({ outcome }: { outcome: CellOutcome }) {
+  if (outcome.violations.length > 0)
+    return (
+      <div class="cell-outcome blocked" role="alert">
+        <strong>The guard refused this cell; nothing ran.</strong>
+        <Violations violations={outcome.violations} />
+      </div>
+    )
+  if (outcome.error)
+    return (
+      <div class="cell-outcome error" role="alert">
+        <strong>
+          {outcome.error.name}: {outcome.error.value}
+        </strong>
+        {outcome.ran > 1 && <span> (cell {outcome.ran}; the cells after it did not run)</span>}
+      </div>
+    )
+  if (outcome.problem)
+    return (
+      <div class="cell-outcome error" role="alert">
+        {outcome.problem}
+      </div>
+    )
+  return (
+    <p class="cell-outcome ok" role="status">
+      Ran {outcome.ran === 1 ? 'as a new cell' : `${outcome.ran} cells`}: the output is at the end of the
+      conversation.
+    </p>
+  )
+}
+
+/** The code of a step: read, or (with actions) edited and run again. */
+function StepCode({ step, actions }: { step: UiStep; actions?: StepActions }) {
+  const [editing, setEditing] = useState(false)
+  const [busy, setBusy] = useState(false)
+  const [outcome, setOutcome] = useState<CellOutcome | null>(null)
+  const editor = useRef<CodeEditorHandle | null>(null)
+  if (!actions || !editing)
+    return (
+      <div class="step-code">
+        <Code code={step.code} />
+        {actions && (
+          <button type="button" class="button secondary small edit" onClick={() => setEditing(true)}>
+            Edit
+          </button>
+        )}
+      </div>
+    )
+  const go = async (how: 'run' | 'runBelow') => {
+    if (busy) return
+    const code = editor.current?.text() ?? step.code
+    setBusy(true)
+    setOutcome(null)
+    try {
+      setOutcome(await actions[how](code))
+    } finally {
+      setBusy(false)
+    }
+  }
+  return (
+    <div class="step-code editing">
+      <CodeEditor
+        code={step.code}
+        label={`Code of step ${step.step}`}
+        autoFocus
+        handle={editor}
+        onRun={() => void go('run')}
+      />
+      <div class="editor-actions">
+        <button type="button" class="button small" disabled={busy} onClick={() => void go('run')}>
+          Run <kbd>Ctrl+Enter</kbd>
+        </button>
+        <button
+          type="button"
+          class="button secondary small"
+          disabled={busy}
+          onClick={() => void go('runBelow')}
+        >
+          Run below
+        </button>
+        <button
+          type="button"
+          class="button secondary small"
+          disabled={busy}
+          onClick={() => {
+            setEditing(false)
+            setOutcome(null)
+          }}
+        >
+          Done
+        </button>
+        {busy && (
+          <span class="muted" role="status">
+            <span class="spinner" aria-hidden="true" /> running… (Esc stops it)
+          </span>
+        )}
+      </div>
+      {outcome && <Outcome outcome={outcome} />}
+    </div>
+  )
+}
+
+function Step({
+  step,
+  open: initiallyOpen,
+  actions,
+}: {
+  step: UiStep
+  open: boolean
+  actions?: StepActions
+}) {
   const [open, setOpen] = useState(initiallyOpen)
   // Tables and charts are what a step is for: they show with the step closed too.
-  const tables = step.results.flatMap((result) => (result.data && !result.image ? [result.data] : []))
+  const tables = step.results.filter((result) => result.data && !result.image)
+  // The expression a main result came from, for the grid's Copy as code.
+  const lastLine =
+    step.code
+      .split('\n')
+      .filter((line) => line.trim() !== '')
+      .pop() ?? ''
   const images = step.results.filter((result) => result.image)
   // Charts saved to files show inline when the code displayed none itself.
   const imageFiles = images.length === 0 ? step.artifacts.filter(isImage) : []
@@ -84,44 +234,56 @@ function Step({ step, open: initiallyOpen }: { step: UiStep; open: boolean }) {
       {open && (
         <div class="step-body">
           {step.prose?.includes('\n') && <p class="prose">{step.prose}</p>}
-          <Code code={step.code} />
+          <StepCode step={step} actions={actions} />
           {step.queries?.map((query, index) => (
             <details key={index} class={`query${query.error ? ' failed' : ''}`}>
               <summary>{queryLine(query)}</summary>
-              <pre class="output sql">{query.query}</pre>
+              <ScrollBox class="output sql" pre>
+                {query.query}
+              </ScrollBox>
             </details>
           ))}
-          {step.violations && step.violations.length > 0 && (
-            <ul class="violations">
-              {step.violations.map((v) => (
-                <li key={`${v.line}:${v.column}:${v.rule}`}>
-                  line {v.line}:{v.column} <code>{v.rule}</code> {v.message}
-                </li>
-              ))}
-            </ul>
+          {step.violations && step.violations.length > 0 && <Violations violations={step.violations} />}
+          {step.stdout && (
+            <ScrollBox class="output stdout" pre>
+              {step.stdout}
+            </ScrollBox>
           )}
-          {step.stdout && <pre class="output stdout">{step.stdout}</pre>}
-          {step.stderr && <pre class="output stderr">{step.stderr}</pre>}
+          {step.stderr && (
+            <ScrollBox class="output stderr" pre>
+              {step.stderr}
+            </ScrollBox>
+          )}
           {step.results.map((result, index) =>
             result.image || result.data ? null : result.text !== undefined ? (
-              <pre key={index} class="output result">
+              <ScrollBox key={index} class="output result" pre>
                 {result.isMainResult && <span class="out-label">Out </span>}
                 {result.text}
-              </pre>
+              </ScrollBox>
             ) : null,
           )}
           {step.error && (
-            <pre class="output error">
+            <ScrollBox class="output error" pre>
               {step.error.traceback || `${step.error.name}: ${step.error.value}`}
-            </pre>
+            </ScrollBox>
           )}
         </div>
       )}
       {tables.length > 0 && (
         <div class="outputs">
-          {tables.map((data, index) => (
-            <DataTable key={index} data={data} />
-          ))}
+          {tables.map((result, index) =>
+            actions && result.frame ? (
+              <FrameGrid
+                key={result.frame.id}
+                sessionId={actions.sessionId}
+                frame={result.frame}
+                source={result.isMainResult ? lastLine : '_'}
+                onRunAgain={() => void actions.run(step.code)}
+              />
+            ) : (
+              <DataTable key={index} data={result.data as Record<string, unknown[]>} />
+            ),
+          )}
         </div>
       )}
       {images.map((result, index) => (
@@ -149,17 +311,30 @@ function phaseOf(run: UiRun): string {
   return `${where}waiting for the model`
 }
 
-export function Run({ run, live }: { run: UiRun; live: boolean }) {
+export function Run({
+  run,
+  live,
+  actions,
+}: {
+  run: UiRun
+  live: boolean
+  /** What a person may do with each step's code (none on a shared page or while it runs). */
+  actions?: (step: UiStep) => StepActions
+}) {
   const draft = run.status === 'running' ? proseOf(run.draft) : ''
+  const person = run.question === PERSON_CELL
   return (
-    <article class="run" aria-label={`Question: ${run.question}`}>
+    <article
+      class={`run${person ? ' person' : ''}`}
+      aria-label={person ? 'A cell you ran' : `Question: ${run.question}`}
+    >
       <div class="question">
-        <p>{run.question}</p>
+        <p>{person ? 'You ran a cell' : run.question}</p>
       </div>
       {run.steps.length > 0 && (
         <div class="steps">
           {run.steps.map((step) => (
-            <Step key={step.step} step={step} open={live} />
+            <Step key={step.step} step={step} open={live || person} actions={actions?.(step)} />
           ))}
         </div>
       )}

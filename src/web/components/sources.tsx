@@ -3,6 +3,7 @@
  * server's defaults ticked); once it exists, the ones it has. Each opens to what the model is told.
  */
 import type { SourceInfo } from '../../server/types.js'
+import { ScrollBox } from './scroll-box.js'
 
 function Source({ source, control }: { source: SourceInfo; control?: preact.ComponentChildren }) {
   return (
@@ -16,7 +17,9 @@ function Source({ source, control }: { source: SourceInfo; control?: preact.Comp
       {source.error ? (
         <p class="alert">{source.error}</p>
       ) : (
-        <pre class="output description">{source.description}</pre>
+        <ScrollBox class="output description" pre>
+          {source.description}
+        </ScrollBox>
       )}
       <p class="read-call">
         <code>sql("SELECT …", source="{source.name}")</code>

@@ -1,5 +1,6 @@
 /** A table from a result's `data` ({ column: values[] }): cells as text, never HTML. */
 import { useState } from 'preact/hooks'
+import { ScrollBox } from './scroll-box.js'
 
 const FIRST_ROWS = 12
 const MAX_ROWS = 500
@@ -22,7 +23,7 @@ export function DataTable({ data }: { data: Record<string, unknown[]> }) {
   )
   return (
     <div class="table-block">
-      <div class="table-wrap">
+      <ScrollBox class="table-wrap">
         <table class="data">
           <thead>
             <tr>
@@ -48,7 +49,7 @@ export function DataTable({ data }: { data: Record<string, unknown[]> }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </ScrollBox>
       <div class="table-foot">
         {rows} row{rows === 1 ? '' : 's'} × {columns.length} column{columns.length === 1 ? '' : 's'}
         {rows > shown && !all && (

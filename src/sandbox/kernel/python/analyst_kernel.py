@@ -35,7 +35,7 @@ import types
 import analyst_commands
 import analyst_languages
 import analyst_sql  # pandas only when a query's rows arrive
-from analyst_data import json_safe_columns
+from analyst_data import finite as _finite, json_safe_columns, keep_frame
 
 REQUEST_FD = 3
 MESSAGE_FD = 4
@@ -44,17 +44,6 @@ CELL_PREFIX = '<cell-'
 
 _send_lock = threading.Lock()
 _real_exit = os._exit
-
-
-def _finite(value):
-    """NaN and infinities, which JSON has no words for, as None: the host drops a line it cannot parse."""
-    if isinstance(value, float):
-        return value if value == value and value not in (float('inf'), float('-inf')) else None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
-    return value
 
 
 def send(message):
@@ -361,6 +350,7 @@ def mime_bundle(obj):
         if isinstance(obj, (pd.DataFrame, pd.Series)):
             try:
                 bundle['analyst/data'] = json_safe_columns(obj)
+                bundle['analyst/frame'] = keep_frame(obj)
             except Exception:
                 pass
     if 'text/plain' not in bundle:

@@ -1,0 +1,70 @@
+/**
+ * A DataFrame result as the session's kernel holds it, for the grid: `GET
+ * /api/sessions/:id/results/:rid/rows?offset&limit&sort&filter&search` (a page; `format=csv|xlsx`
+ * downloads the whole selection) and `.../columns` (each column's statistics). The owner's only,
+ * as every session route; a table the kernel no longer holds is a 410 that says to run its step again.
+ * @module
+ */
+import { type Context, Hono } from 'hono'
+import { InvalidArgumentError } from '../errors.js'
+import { type FrameSelection, frameFile, framePage, frameStats, kernelVariables } from '../session/frames.js'
+import type { SessionService } from '../session/index.js'
+
+const TYPES = {
+  csv: 'text/csv; charset=utf-8',
+  xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
+} as const
+
+function selectionOf(c: Context): FrameSelection {
+  const pick = (name: string) => {
+    const value = c.req.query(name)
+    if (value !== undefined && value.length > 10_000) throw new InvalidArgumentError(`${name} is too long`)
+    return value || undefined
+  }
+  return { sort: pick('sort'), filter: pick('filter'), search: pick('search') }
+}
+
+function integer(c: Context, name: string, fallback: number, max: number): number {
+  const text = c.req.query(name)
+  if (text === undefined || text === '') return fallback
+  const value = Number(text)
+  if (!Number.isInteger(value) || value < 0 || value > max)
+    throw new InvalidArgumentError(`${name} must be a whole number from 0 to ${max}`)
+  return value
+}
+
+export function frameRoutes(options: {
+  service: SessionService
+  ownerOf: (c: Context) => string | null
+}): Hono {
+  const { service } = options
+  const app = new Hono()
+  const sandboxOf = (c: Context) => service.openSandbox(c.req.param('id') as string, options.ownerOf(c))
+
+  app.get('/api/sessions/:id/results/:rid/rows', async (c) => {
+    const sandbox = await sandboxOf(c)
+    const id = c.req.param('rid') as string
+    const selection = selectionOf(c)
+    const format = c.req.query('format')
+    if (format === 'csv' || format === 'xlsx') {
+      const { content } = await frameFile(sandbox, id, selection, format)
+      return c.body(content as Uint8Array<ArrayBuffer>, 200, {
+        'content-type': TYPES[format],
+        'content-disposition': `attachment; filename="table.${format}"`,
+      })
+    }
+    if (format !== undefined)
+      throw new InvalidArgumentError(`Unknown format "${format}"`, { hint: 'Use format=csv or format=xlsx' })
+    const offset = integer(c, 'offset', 0, Number.MAX_SAFE_INTEGER)
+    const limit = integer(c, 'limit', 50, 1000)
+    return c.json(await framePage(sandbox, id, { ...selection, offset, limit }))
+  })
+
+  // What the kernel holds now (an empty list when the session's kernel is not running).
+  app.get('/api/sessions/:id/variables', async (c) => c.json(await kernelVariables(await sandboxOf(c))))
+
+  app.get('/api/sessions/:id/results/:rid/columns', async (c) =>
+    c.json(await frameStats(await sandboxOf(c), c.req.param('rid') as string, selectionOf(c))),
+  )
+  return app
+}

@@ -1,0 +1,280 @@
+/**
+ * A DataFrame as the session's kernel holds it: the server pages, sorts, filters (a pandas query)
+ * and searches the whole frame there, and sends only the page shown. Column statistics on demand,
+ * the selection downloads as CSV or XLSX, and Copy as code turns the sort and filter into a pandas
+ * cell. A table the kernel no longer holds says so and offers to run its step again.
+ */
+import { useEffect, useState } from 'preact/hooks'
+import { ApiError, json, withToken } from '../api.js'
+import { ScrollBox } from './scroll-box.js'
+
+const PAGE = 25
+
+interface Page {
+  rows: number
+  offset: number
+  data: Record<string, unknown[]>
+}
+
+interface Stats {
+  type: string
+  nulls: number
+  min?: number
+  max?: number
+  histogram?: { counts: number[] }
+  top?: [string, number][]
+}
+
+function text(value: unknown): string {
+  if (value === null || value === undefined) return 'NaN'
+  if (typeof value === 'boolean') return value ? 'True' : 'False'
+  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : JSON.stringify(value)
+}
+
+/** The grid's sort and filter as a pandas cell, from the expression that made the table. */
+export function gridCode(source: string, state: { sort: string; filter: string; search: string }): string {
+  const lines = [`table = ${source.trim() || '_'}`]
+  if (state.filter) lines.push(`table = table.query(${JSON.stringify(state.filter)})`)
+  if (state.search)
+    lines.push(
+      `table = table[table.astype(str).apply(lambda column: column.str.contains(${JSON.stringify(state.search)}, case=False, regex=False)).any(axis=1)]`,
+    )
+  if (state.sort) {
+    const descending = state.sort.startsWith('-')
+    const column = descending ? state.sort.slice(1) : state.sort
+    lines.push(
+      `table = table.sort_values(${JSON.stringify(column)}, ascending=${descending ? 'False' : 'True'})`,
+    )
+  }
+  lines.push('table')
+  return lines.join('\n')
+}
+
+function Histogram({ counts }: { counts: number[] }) {
+  const top = Math.max(1, ...counts)
+  return (
+    <svg class="histogram" viewBox={`0 0 ${counts.length * 6} 20`} aria-hidden="true">
+      {counts.map((count, i) => (
+        <rect key={i} x={i * 6} y={20 - (count / top) * 20} width={5} height={(count / top) * 20} />
+      ))}
+    </svg>
+  )
+}
+
+export function FrameGrid({
+  sessionId,
+  frame,
+  source,
+  onRunAgain,
+}: {
+  sessionId: string
+  frame: { id: string; rows: number }
+  /** The expression the table came from, for Copy as code. */
+  source: string
+  onRunAgain?: () => void
+}) {
+  const [sort, setSort] = useState('')
+  const [filter, setFilter] = useState('')
+  const [filterDraft, setFilterDraft] = useState('')
+  const [search, setSearch] = useState('')
+  const [offset, setOffset] = useState(0)
+  const [page, setPage] = useState<Page | null>(null)
+  const [problem, setProblem] = useState<{ message: string; gone: boolean } | null>(null)
+  const [stats, setStats] = useState<Record<string, Stats> | null>(null)
+  const [copied, setCopied] = useState<string | null>(null)
+  const base = `/api/sessions/${encodeURIComponent(sessionId)}/results/${encodeURIComponent(frame.id)}`
+  const query = new URLSearchParams({
+    ...(sort ? { sort } : {}),
+    ...(filter ? { filter } : {}),
+    ...(search ? { search } : {}),
+  })
+
+  useEffect(() => {
+    let gone = false
+    json<Page>(`${base}/rows?${query}&offset=${offset}&limit=${PAGE}`).then(
+      (next) => {
+        if (gone) return
+        setPage(next)
+        setProblem(null)
+      },
+      (error: unknown) => {
+        if (gone) return
+        setProblem({
+          message: error instanceof Error ? error.message : String(error),
+          gone: error instanceof ApiError && error.status === 410,
+        })
+      },
+    )
+    return () => {
+      gone = true
+    }
+  }, [base, sort, filter, search, offset])
+  useEffect(() => setStats(null), [filter, search])
+
+  const columns = page ? Object.keys(page.data) : []
+  const shown = page ? Math.max(0, ...columns.map((c) => page.data[c]?.length ?? 0)) : 0
+  const cycle = (column: string) => {
+    setOffset(0)
+    setSort(sort === column ? `-${column}` : sort === `-${column}` ? '' : column)
+  }
+  const loadStats = () =>
+    json<{ columns: Record<string, Stats> }>(`${base}/columns?${query}`).then(
+      (answer) => setStats(answer.columns),
+      (error: unknown) =>
+        setProblem({ message: error instanceof Error ? error.message : String(error), gone: false }),
+    )
+
+  if (problem?.gone)
+    return (
+      <div class="grid-gone" role="status">
+        {problem.message}.{' '}
+        {onRunAgain && (
+          <button type="button" class="button secondary small" onClick={onRunAgain}>
+            Run its step again
+          </button>
+        )}
+      </div>
+    )
+  return (
+    <section class="frame-grid" aria-label="Table">
+      <div class="grid-tools">
+        <input
+          type="search"
+          aria-label="Search the table"
+          placeholder="Search"
+          value={search}
+          onChange={(event) => {
+            setOffset(0)
+            setSearch(event.currentTarget.value)
+          }}
+        />
+        <form
+          class="grid-filter"
+          onSubmit={(event) => {
+            event.preventDefault()
+            setOffset(0)
+            setFilter(filterDraft.trim())
+          }}
+        >
+          <input
+            aria-label="Filter (a pandas query)"
+            placeholder="Filter, e.g. order_value > 100"
+            value={filterDraft}
+            onInput={(event) => setFilterDraft(event.currentTarget.value)}
+          />
+          <button type="submit" class="button secondary small">
+            Filter
+          </button>
+        </form>
+        <button type="button" class="button secondary small" onClick={() => void loadStats()}>
+          Column stats
+        </button>
+        <a
+          class="button secondary small"
+          href={withToken(`${base}/rows?${query}&format=csv`)}
+          download="table.csv"
+        >
+          CSV
+        </a>
+        <a
+          class="button secondary small"
+          href={withToken(`${base}/rows?${query}&format=xlsx`)}
+          download="table.xlsx"
+        >
+          XLSX
+        </a>
+        <button
+          type="button"
+          class="button secondary small"
+          onClick={() => {
+            const code = gridCode(source, { sort, filter, search })
+            setCopied(code)
+            void navigator.clipboard?.writeText(code).catch(() => undefined)
+          }}
+        >
+          Copy as code
+        </button>
+      </div>
+      {problem && (
+        <p class="grid-problem" role="alert">
+          {problem.message}
+        </p>
+      )}
+      {copied && (
+        <ScrollBox class="code copied" pre>
+          {copied}
+        </ScrollBox>
+      )}
+      <ScrollBox class="table-wrap">
+        <table class="data">
+          <thead>
+            <tr>
+              {columns.map((name) => (
+                <th
+                  key={name}
+                  aria-sort={sort === name ? 'ascending' : sort === `-${name}` ? 'descending' : undefined}
+                >
+                  <button type="button" class="sort" onClick={() => cycle(name)}>
+                    {name}
+                    <span aria-hidden="true">{sort === name ? ' ▲' : sort === `-${name}` ? ' ▼' : ''}</span>
+                  </button>
+                  {stats?.[name] && (
+                    <div class="column-stats">
+                      <span>
+                        {stats[name].type} · {stats[name].nulls} null
+                      </span>
+                      {stats[name].histogram && <Histogram counts={stats[name].histogram.counts} />}
+                      {stats[name].top && (
+                        <span class="muted">
+                          {stats[name].top.map(([value, n]) => `${value} (${n})`).join(', ')}
+                        </span>
+                      )}
+                    </div>
+                  )}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {Array.from({ length: shown }, (_, r) => (
+              <tr key={r}>
+                {columns.map((name) => (
+                  <td key={name}>{text(page?.data[name]?.[r])}</td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollBox>
+      <div class="table-foot">
+        {page ? (
+          <>
+            <span role="status">
+              {page.rows === 0
+                ? 'No rows'
+                : `Rows ${page.offset + 1}–${page.offset + shown} of ${page.rows}${page.rows !== frame.rows ? ` (of ${frame.rows})` : ''}`}
+            </span>
+            <button
+              type="button"
+              class="link"
+              disabled={offset === 0}
+              onClick={() => setOffset(Math.max(0, offset - PAGE))}
+            >
+              Previous
+            </button>
+            <button
+              type="button"
+              class="link"
+              disabled={offset + PAGE >= page.rows}
+              onClick={() => setOffset(offset + PAGE)}
+            >
+              Next
+            </button>
+          </>
+        ) : (
+          <span class="muted">Loading…</span>
+        )}
+      </div>
+    </section>
+  )
+}

@@ -1,0 +1,46 @@
+/** What the session's kernel holds: each variable's name, type, and a frame's or array's shape and memory. */
+import { useEffect, useState } from 'preact/hooks'
+import type { KernelVariable } from '../../session/frames.js'
+import { json } from '../api.js'
+import { bytes } from '../format.js'
+
+export function Variables({ sessionId, version }: { sessionId: string; version: string }) {
+  const [variables, setVariables] = useState<KernelVariable[] | null>(null)
+  // Refreshed after each cell and question (`version` changes with the steps the session has).
+  useEffect(() => {
+    let gone = false
+    json<KernelVariable[]>(`/api/sessions/${encodeURIComponent(sessionId)}/variables`).then(
+      (listed) => !gone && setVariables(listed),
+      () => !gone && setVariables(null),
+    )
+    return () => {
+      gone = true
+    }
+  }, [sessionId, version])
+  if (!variables || variables.length === 0) return null
+  return (
+    <details class="variables">
+      <summary>Variables ({variables.length})</summary>
+      <table class="data" aria-label="Variables">
+        <thead>
+          <tr>
+            <th>name</th>
+            <th>type</th>
+            <th>shape</th>
+            <th>memory</th>
+          </tr>
+        </thead>
+        <tbody>
+          {variables.map((variable) => (
+            <tr key={variable.name}>
+              <td>{variable.name}</td>
+              <td>{variable.type}</td>
+              <td>{variable.shape ? variable.shape.join(' × ') : (variable.length ?? '')}</td>
+              <td>{variable.bytes !== undefined ? bytes(variable.bytes) : ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </details>
+  )
+}

@@ -1,0 +1,217 @@
+/**
+ * The grid over a frame the kernel keeps, in Chromium (playwright-core) against the real server,
+ * a scripted model and the real kernel: a 100,000-row DataFrame result is sorted and filtered in
+ * the kernel and its pages checked against pandas; the selection downloads as CSV and XLSX and
+ * reads back; a bad column or filter is a 400 with the reason; a closed kernel's table is a 410.
+ */
+import { execFileSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import type { Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { ScriptedModel } from '../../src/models/scripted.js'
+import type { RunningServer } from '../../src/server/index.js'
+import type { SessionDetail } from '../../src/server/types.js'
+import { hasChromium } from '../support/chromium.js'
+import { startWebWorkspace, type WebWorkspace } from '../support/web-workspace.js'
+
+const MAKE = [
+  'import numpy as np',
+  'import pandas as pd',
+  'rng = np.random.default_rng(7)',
+  "big = pd.DataFrame({'id': np.arange(100_000), 'value': rng.normal(size=100_000).round(4), 'group': rng.choice(list('abcde'), 100_000)})",
+].join('\n')
+
+/** What pandas says, on the host's Python with the same seed. */
+function pandas(expression: string): unknown {
+  const script = `${MAKE}\nimport json, sys\nprint(json.dumps(${expression}))`
+  return JSON.parse(execFileSync('/usr/bin/python3', ['-c', script], { encoding: 'utf8' }))
+}
+
+describe.skipIf(!hasChromium)('the grid in Chromium', () => {
+  let web: WebWorkspace | undefined
+  let server: RunningServer | undefined
+  let home: string
+  let page: Page
+  let sessionId: string
+  let frameId: string
+  const model = new ScriptedModel([
+    { text: 'A big table.', code: `${MAKE}\nbig` },
+    { text: 'There are 100,000 rows.' },
+    // The keyboard's path: a question stopped while its cell runs, then one answered with a table.
+    { text: 'This takes a while.', code: 'import time\nfor _ in range(600): time.sleep(0.1)' },
+    {
+      text: 'The orders.',
+      code: "import pandas as pd\norders = pd.read_csv('data/sales.csv')\norders[['order_id', 'region', 'order_value']]",
+    },
+    { text: 'Those are the orders.' },
+  ])
+  const get = (path: string) => (web as WebWorkspace).get(path)
+
+  beforeAll(async () => {
+    web = await startWebWorkspace('grid', model)
+    ;({ server, page, home } = web)
+    const box = page.getByRole('textbox', { name: 'Question', exact: true })
+    await box.fill('Make a big table')
+    await box.press('Enter')
+    await page.locator('.answer', { hasText: 'There are 100,000 rows.' }).waitFor()
+    sessionId = decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')
+    const detail = (await (await get(`/api/sessions/${sessionId}`)).json()) as SessionDetail
+    frameId = detail.runs[0]?.steps[0]?.results.find((result) => result.frame)?.frame?.id as string
+    expect(frameId).toBeTruthy()
+  }, 120_000)
+
+  afterAll(() => web?.close())
+
+  const column = (name: string) =>
+    page.evaluate((index) => {
+      const grid = document.querySelector('.frame-grid table') as HTMLTableElement
+      return Array.from(grid.tBodies[0]?.rows ?? []).map((row) => row.cells[index]?.textContent ?? '')
+    }, ['id', 'value', 'group'].indexOf(name))
+
+  it('sorts and filters the whole frame in the kernel; the pages match pandas', async () => {
+    const grid = page.getByRole('region', { name: 'Table' })
+    await expect.poll(() => grid.getByRole('status').textContent()).toBe('Rows 1–25 of 100000')
+    // By keyboard: the column's sort button, twice, is descending.
+    const sortValue = grid.getByRole('button', { name: 'value' })
+    await sortValue.focus()
+    await page.keyboard.press('Enter')
+    await expect
+      .poll(() => column('value'))
+      .toEqual(
+        (pandas("big.sort_values('value', kind='stable')['value'].head(25).tolist()") as number[]).map(
+          String,
+        ),
+      )
+    await page.keyboard.press('Enter')
+    await expect.poll(() => grid.locator('th[aria-sort=descending]').textContent()).toContain('value')
+    const filter = "group == 'c' and value > 1"
+    await grid.getByRole('textbox', { name: 'Filter (a pandas query)' }).fill(filter)
+    await grid.getByRole('textbox', { name: 'Filter (a pandas query)' }).press('Enter')
+    const expected = pandas(
+      `big.query("${filter}").sort_values('value', ascending=False, kind='stable')[['id', 'value']].head(50).values.tolist()`,
+    ) as [number, number][]
+    const count = pandas(`len(big.query("${filter}"))`) as number
+    await expect.poll(() => grid.getByRole('status').textContent()).toBe(`Rows 1–25 of ${count} (of 100000)`)
+    expect(await column('id')).toEqual(expected.slice(0, 25).map(([id]) => String(id)))
+    await grid.getByRole('button', { name: 'Next' }).click()
+    await expect.poll(() => column('id')).toEqual(expected.slice(25, 50).map(([id]) => String(id)))
+    expect(new Set(await column('group'))).toEqual(new Set(['c']))
+
+    // The selection downloads whole, as CSV and as XLSX, and reads back as pandas has it.
+    const csvHref = (await grid.getByRole('link', { name: 'CSV' }).getAttribute('href')) as string
+    const csv = await page.request.get(new URL(csvHref, server?.url).href)
+    expect(csv.status()).toBe(200)
+    const csvLines = (await csv.text()).trim().split('\n')
+    expect(csvLines[0]).toBe('id,value,group')
+    expect(csvLines.length - 1).toBe(count)
+    expect(csvLines[1]?.split(',')[0]).toBe(String(expected[0]?.[0]))
+    const xlsxHref = (await grid.getByRole('link', { name: 'XLSX' }).getAttribute('href')) as string
+    const xlsx = await page.request.get(new URL(xlsxHref, server?.url).href)
+    const file = join(home, 'table.xlsx')
+    writeFileSync(file, await xlsx.body())
+    const back = execFileSync(
+      '/usr/bin/python3',
+      [
+        '-c',
+        `import pandas as pd, json; t = pd.read_excel(${JSON.stringify(file)}); print(json.dumps([len(t), t['id'].head(3).tolist()]))`,
+      ],
+      { encoding: 'utf8' },
+    )
+    expect(JSON.parse(back)).toEqual([count, expected.slice(0, 3).map(([id]) => id)])
+
+    // Copy as code: a pandas cell that gives the same rows.
+    await grid.getByRole('button', { name: 'Copy as code' }).click()
+    const code = (await grid.locator('pre.copied').textContent()) as string
+    expect(code).toContain(`table.query(${JSON.stringify(filter)})`)
+    expect(code).toContain('sort_values("value", ascending=False)')
+  }, 90_000)
+
+  it('goes the whole path by keyboard: upload, ask, stop, open a step, edit, run, sort the grid, download', async () => {
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+    await page.keyboard.press('?')
+    const keys = page.getByRole('dialog', { name: 'Keys' })
+    expect(await keys.textContent()).toContain('Stop the question or cell that is running')
+    await page.keyboard.press('Escape')
+    await keys.waitFor({ state: 'detached' })
+    await page.keyboard.press('n')
+    await page.getByRole('heading', { name: 'Ask your data a question' }).waitFor()
+    await page.keyboard.press('u')
+    const chooser = page.waitForEvent('filechooser')
+    await page.keyboard.press('Enter')
+    await (await chooser).setFiles(resolve('examples/sales.csv'))
+    await page.locator('.dataset-name', { hasText: 'sales.csv' }).waitFor()
+
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+    await page.keyboard.press('/')
+    await page.keyboard.type('Take a while')
+    await page.keyboard.press('Enter')
+    await page.getByRole('status').filter({ hasText: 'running the code' }).waitFor()
+    await page.keyboard.press('Escape')
+    await page.getByRole('alert').filter({ hasText: 'The analysis was interrupted' }).waitFor()
+
+    // The focus is still in the question box.
+    await page.keyboard.type('The orders')
+    await page.keyboard.press('Enter')
+    await page.locator('.answer', { hasText: 'Those are the orders.' }).waitFor()
+    const run = page.getByRole('article', { name: 'Question: The orders' })
+    const head = run.locator('.step-head')
+    if ((await head.getAttribute('aria-expanded')) === 'false') {
+      await head.focus()
+      await page.keyboard.press('Enter')
+    }
+    await run.getByRole('button', { name: 'Edit' }).focus()
+    await page.keyboard.press('Enter')
+    await run.getByRole('textbox', { name: 'Code of step 1' }).waitFor()
+    await page.keyboard.press('ControlOrMeta+End')
+    await page.keyboard.type(".query('order_value > 100')")
+    await page.keyboard.press('ControlOrMeta+Enter')
+    const mine = page.getByRole('article', { name: 'A cell you ran' }).last()
+    const grid = mine.getByRole('region', { name: 'Table' })
+    await grid.getByRole('status').filter({ hasText: 'Rows 1–25 of' }).waitFor()
+    const sessionPath = `/api/sessions/${decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')}`
+    const stored = (await (await get(sessionPath)).json()) as SessionDetail
+    const rows = stored.runs.at(-1)?.steps[0]?.results.find((result) => result.frame)?.frame?.rows as number
+    expect(rows).toBe(
+      pandas("len(__import__('pandas').read_csv('examples/sales.csv').query('order_value > 100'))"),
+    )
+    await expect.poll(() => grid.getByRole('status').textContent()).toBe(`Rows 1–25 of ${rows}`)
+    await grid.getByRole('button', { name: 'order_value' }).focus()
+    await page.keyboard.press('Enter')
+    await expect.poll(() => grid.locator('th[aria-sort=ascending]').textContent()).toContain('order_value')
+    await grid.getByRole('link', { name: 'CSV' }).focus()
+    const download = page.waitForEvent('download')
+    await page.keyboard.press('Enter')
+    const csv = readFileSync((await (await download).path()) as string, 'utf8')
+      .trim()
+      .split('\n')
+    // A filtered frame's index carries labels (the rows it kept): the table shows it as a column.
+    expect(csv[0]).toBe('index,order_id,region,order_value')
+    expect(csv.length - 1).toBe(rows)
+    const values = csv.slice(1).map((line) => Number(line.split(',').at(-1)))
+    expect(values).toEqual([...values].sort((a, b) => a - b))
+    expect(Math.min(...values)).toBeGreaterThan(100)
+  }, 120_000)
+
+  it('answers a bad column or filter with a 400 that says why, and a table the kernel lost with a 410', async () => {
+    const rows = `/api/sessions/${sessionId}/results/${frameId}/rows`
+    const badSort = await get(`${rows}?sort=nope`)
+    expect(badSort.status).toBe(400)
+    expect(((await badSort.json()) as { error: { message: string } }).error.message).toContain(
+      "no column 'nope'",
+    )
+    const badFilter = await get(`${rows}?filter=${encodeURIComponent('value >')}`)
+    expect(badFilter.status).toBe(400)
+    expect(((await badFilter.json()) as { error: { message: string } }).error.message).toContain(
+      'does not work',
+    )
+    expect(
+      (await fetch(`${server?.url}${rows}`, { headers: { authorization: 'Bearer other' } })).status,
+    ).toBe(401)
+    await server?.service.close(sessionId)
+    const gone = await get(rows)
+    expect(gone.status).toBe(410)
+    expect(((await gone.json()) as { error: { hint: string } }).error.hint).toContain('Run its step again')
+  }, 60_000)
+})

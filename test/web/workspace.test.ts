@@ -1,0 +1,171 @@
+/**
+ * The page as a workspace, in Chromium (playwright-core) against the real server, a scripted model
+ * and the real kernel: a person edits a step's code and runs it (a cell of their own, in the
+ * history, the export and the model's next prompt), runs the steps below an edit again, writes a
+ * cell in Code mode, sees the guard's refusal and a cell's error beside the code, and stops a cell
+ * with Esc without losing the kernel's state.
+ */
+import type { Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+import { ScriptedModel } from '../../src/models/scripted.js'
+import { PERSON_CELL, type SessionDetail } from '../../src/server/types.js'
+import { hasChromium } from '../support/chromium.js'
+import { startWebWorkspace, type WebWorkspace } from '../support/web-workspace.js'
+
+describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
+  let web: WebWorkspace | undefined
+  let page: Page
+  let sessionId: string
+  /** What the model saw when asked the question after the person's cells. */
+  let laterPrompt = ''
+
+  const model = new ScriptedModel([
+    { text: 'Setting x.', code: 'x = 41\nprint("x is", x)' },
+    { text: 'x is 41.' },
+    { text: 'One more than x.', code: 'y = x + 1' },
+    { text: 'Ten times that.', code: 'print("ten y:", y * 10)' },
+    { text: 'That is ten times y.' },
+    (prompt) => {
+      laterPrompt = JSON.stringify(prompt)
+      return { text: 'I saw your cells.' }
+    },
+  ])
+
+  const api = async <T>(path: string): Promise<T> => {
+    const response = await (web as WebWorkspace).get(path)
+    if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`)
+    return (response.headers.get('content-type')?.includes('json') ? response.json() : response.text()) as T
+  }
+  const ask = async (question: string, answer: string) => {
+    const box = page.getByRole('textbox', { name: 'Question', exact: true })
+    await box.fill(question)
+    await box.press('Enter')
+    await page.locator('.answer', { hasText: answer }).waitFor()
+    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' })
+  }
+  /** Replaces everything in a CodeMirror editor by typing, as a person would. */
+  const typeInto = async (label: string, code: string) => {
+    const editor = page.getByRole('textbox', { name: label, exact: true })
+    await editor.waitFor()
+    await editor.click()
+    await page.keyboard.press('ControlOrMeta+a')
+    await page.keyboard.press('Delete')
+    await page.keyboard.type(code)
+  }
+  /** Opens a step (a live step is open already) and its editor. */
+  const editStep = async (step: ReturnType<Page['locator']>) => {
+    const head = step.locator('.step-head')
+    if ((await head.getAttribute('aria-expanded')) === 'false') await head.click()
+    await step.getByRole('button', { name: 'Edit' }).click()
+  }
+  const personRuns = () => page.getByRole('article', { name: 'A cell you ran' })
+
+  beforeAll(async () => {
+    web = await startWebWorkspace('workspace', model)
+    page = web.page
+    await ask('Set x', 'x is 41.')
+    sessionId = decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')
+  }, 120_000)
+
+  afterAll(() => web?.close())
+
+  it("edits a step and runs it as the person's cell: output, history, export, the model's next prompt", async () => {
+    const step = page.getByRole('region', { name: 'Step 1' }).first()
+    await editStep(step)
+    await typeInto('Code of step 1', 'x = 42\nprint("twice x is", x * 2)')
+    await page.keyboard.press('ControlOrMeta+Enter')
+    await step.getByRole('status').filter({ hasText: 'Ran as a new cell' }).waitFor()
+    await personRuns().last().locator('pre.output.stdout', { hasText: 'twice x is 84' }).waitFor()
+    // The step's own output is still there, as it was.
+    expect(await step.locator('pre.output.stdout').textContent()).toContain('x is 41')
+
+    const detail = await api<SessionDetail>(`/api/sessions/${sessionId}`)
+    const person = detail.runs.filter((run) => run.question === PERSON_CELL)
+    expect(person.map((run) => run.steps[0]?.code)).toEqual(['x = 42\nprint("twice x is", x * 2)'])
+    expect(person[0]?.steps[0]?.stdout).toContain('twice x is 84')
+    const { cells } = await api<{ cells: { source: string | string[] }[] }>(
+      `/api/sessions/${sessionId}/export?format=ipynb`,
+    )
+    const sources = cells.map((cell) => (Array.isArray(cell.source) ? cell.source.join('') : cell.source))
+    expect(sources).toContain(`## ${PERSON_CELL}\n`)
+    expect(sources).toContain('x = 42\nprint("twice x is", x * 2)')
+  }, 60_000)
+
+  it('shows a refused cell and a failed cell beside the code; Code mode runs a cell without the model', async () => {
+    const step = page.getByRole('region', { name: 'Step 1' }).first()
+    await typeInto('Code of step 1', "import socket\nsocket.create_connection(('example.com', 80))")
+    await step.getByRole('button', { name: 'Run', exact: false }).first().click()
+    const refused = step.getByRole('alert')
+    await refused.filter({ hasText: 'The guard refused this cell' }).waitFor()
+    expect(await refused.textContent()).toMatch(/network|socket/i)
+    await typeInto('Code of step 1', 'print("before")\n1 / 0')
+    await page.keyboard.press('ControlOrMeta+Enter')
+    await step.getByRole('alert').filter({ hasText: 'ZeroDivisionError: division by zero' }).waitFor()
+    expect(await step.locator('pre.output.stdout').first().textContent()).toContain('x is 41')
+    await step.getByRole('button', { name: 'Done' }).click()
+
+    // Code mode: a cell of one's own, in the same kernel (x is 42 since the edit).
+    await page.getByRole('radio', { name: 'Code' }).check()
+    await typeInto('Cell', 'print("x plus one is", x + 1)')
+    await page.keyboard.press('ControlOrMeta+Enter')
+    await personRuns().last().locator('pre.output.stdout', { hasText: 'x plus one is 43' }).waitFor()
+    expect(model.remaining).toBe(4)
+  }, 60_000)
+
+  it('stops a cell with Esc and keeps the kernel state', async () => {
+    const before = await personRuns().count()
+    await typeInto('Cell', 'import time\nfor _ in range(600): time.sleep(0.1)')
+    await page.keyboard.press('ControlOrMeta+Enter')
+    await page.getByRole('button', { name: 'Stop' }).waitFor()
+    await page.keyboard.press('Escape')
+    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' })
+    await expect.poll(() => personRuns().count()).toBe(before + 1)
+    await typeInto('Cell', 'print("still", x)')
+    await page.keyboard.press('ControlOrMeta+Enter')
+    await personRuns().last().locator('pre.output.stdout', { hasText: 'still 42' }).waitFor()
+    const detail = await api<SessionDetail>(`/api/sessions/${sessionId}`)
+    expect(detail.runs.filter((run) => run.question === PERSON_CELL).map((run) => run.status)).toContain(
+      'interrupted',
+    )
+  }, 60_000)
+
+  it('runs the steps below an edit again, in order; the model sees the cells at the next question', async () => {
+    await page.getByRole('radio', { name: 'Ask' }).check()
+    await ask('Ten times one more', 'That is ten times y.')
+    const run = page.getByRole('article', { name: 'Question: Ten times one more' })
+    const first = run.getByRole('region', { name: 'Step 1' })
+    await editStep(first)
+    const count = await personRuns().count()
+    await typeInto('Code of step 1', 'y = x + 100')
+    await first.getByRole('button', { name: 'Run below' }).click()
+    await first.getByRole('status').filter({ hasText: 'Ran 2 cells' }).waitFor()
+    await expect.poll(() => personRuns().count()).toBe(count + 2)
+    expect(await personRuns().last().locator('pre.output.stdout').textContent()).toContain('ten y: 1420')
+
+    await ask('What did I run?', 'I saw your cells.')
+    expect(laterPrompt).toContain('y = x + 100')
+    expect(laterPrompt).toContain('ten y: 1420')
+  }, 90_000)
+
+  it("lists the kernel's variables after a cell: name, type, a frame's shape and memory", async () => {
+    await page.getByRole('radio', { name: 'Code' }).check()
+    await typeInto(
+      'Cell',
+      "import numpy as np\nimport pandas as pd\nframe = pd.DataFrame({'a': np.arange(1000)})",
+    )
+    await page.keyboard.press('ControlOrMeta+Enter')
+    const panel = page.locator('details.variables')
+    await panel.locator('summary').click()
+    const row = (name: string) => panel.getByRole('row', { name: new RegExp(`^${name} `) })
+    await row('frame').waitFor()
+    expect(await row('frame').locator('td').allTextContents()).toEqual([
+      'frame',
+      'DataFrame',
+      '1000 × 1',
+      '7.9 KB',
+    ])
+    expect(await row('y').locator('td').allTextContents()).toEqual(['y', 'int', '', ''])
+    expect(await panel.textContent()).not.toContain('np')
+  }, 60_000)
+})
