@@ -16,6 +16,10 @@
 //                                       none is)
 //   node scripts/image.mjs --prune-modules DIR   what the server never reads, out of DIR (the
 //                                       Containerfile's build stage)
+//   npm run image -- --with-template NAME  the template NAME of ANALYST_HOME (analyst template
+//                                       list) baked in: exported as an OCI archive to
+//                                       /opt/analyst-templates, imported into /data when the
+//                                       server starts (ANALYST_TEMPLATE_IMPORT); repeatable
 //   npm run image -- --check-reproducible   build again from nothing and compare, layer by layer
 //   npm run image -- --print-packages   the resolved package list of the last build
 //   npm run image -- --no-build         dist/ as it is (npm run build runs first otherwise)
@@ -351,11 +355,33 @@ function commit(base, name, epoch, copies, config) {
   }
 }
 
+/** Where the image keeps template archives, imported into ANALYST_HOME when the server starts. */
+const TEMPLATES_IN_IMAGE = '/opt/analyst-templates'
+
+/**
+ * --with-template: each template exported from ANALYST_HOME with the built CLI into a folder of the
+ * cache (an archive per template, by its id, so an unchanged template is not exported again).
+ */
+function templateArchives(target, names) {
+  if (names.length === 0) return undefined
+  const folder = join(target.cache, 'templates', hash(...names))
+  rmSync(folder, { recursive: true, force: true })
+  mkdirSync(folder, { recursive: true })
+  const cli = join(ROOT, 'dist/cli/bin.js')
+  if (!existsSync(cli)) fail('dist/cli/bin.js is not built: run npm run build (or leave out --no-build)')
+  for (const name of names) {
+    say(`template ${name}: exporting from ${process.env.ANALYST_HOME ?? '~/.analyst'}`)
+    run(process.execPath, [cli, 'template', 'export', name, join(folder, `${name}.tar`)])
+  }
+  return folder
+}
+
 function buildAnalyst(target, epoch, options) {
   const image = target.names.analyst
   const base = baseImage(target, 'analyst', [join(DEPLOY, 'packages.txt')])
   const node = nodeDir(target)
   const app = appDir(target, node, options.build)
+  const templates = templateArchives(target, options.templates ?? [])
   commit(
     base,
     image,
@@ -363,8 +389,10 @@ function buildAnalyst(target, epoch, options) {
     [
       [app, APP],
       [join(node, 'bin/node'), `${APP}/bin/node`],
+      ...(templates ? [[templates, TEMPLATES_IN_IMAGE]] : []),
     ],
     [
+      ...(templates ? ['--env', `ANALYST_TEMPLATE_IMPORT=${TEMPLATES_IN_IMAGE}`] : []),
       '--user',
       '1000:1000',
       '--env',
@@ -708,6 +736,7 @@ function main() {
       'no-build': { type: 'boolean', default: false },
       'check-reproducible': { type: 'boolean', default: false },
       'prune-modules': { type: 'string' },
+      'with-template': { type: 'string', multiple: true, default: [] },
     },
   })
   // deploy/Containerfile's build stage: the same trim of node_modules as here.
@@ -728,7 +757,7 @@ function main() {
   for (const name of names)
     if (!BUILDERS[name]) fail(`unknown image ${name}: choose among ${Object.keys(BUILDERS).join(', ')}`)
   checkTools()
-  const options = { build: !values['no-build'] }
+  const options = { build: !values['no-build'], templates: values['with-template'] }
   if (values['check-reproducible']) checkReproducible(names, options)
   else buildAll({ cache: CACHE, prefix: 'localhost/', names: imageNames() }, names, options)
 }

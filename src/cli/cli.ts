@@ -377,6 +377,10 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       'give E2B clients that ask for allowInternetAccess: true a sandbox with network (off: refused)',
     )
     .option(
+      '--allow-template-builds',
+      "let API clients build templates (/api/templates, E2B's Template.build): their steps run in a build jail with network for package fetches, bounded by ANALYST_TEMPLATE_BUILD_TIMEOUT (s), _DISK_MB and _MEMORY_MB (off: refused with 403)",
+    )
+    .option(
       '--data <source>',
       "a source every session's code may query with sql(): postgres://…, mysql://…, sqlite:FILE, duckdb:FILE or a CSV/Parquet/NDJSON file, NAME=… to name it (repeatable; named sources: ANALYST_SOURCES)",
       collect,
@@ -397,6 +401,7 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
         databaseUrl: options.databaseUrl,
         allowDir: (options.allowDir as string[] | undefined) ?? [],
         allowNetwork: options.allowNetwork === true,
+        allowTemplateBuilds: options.allowTemplateBuilds === true,
         data: (options.data as string[] | undefined) ?? [],
         cwd: process.cwd(),
       })

@@ -44,6 +44,7 @@ import type { ServerMetrics } from './metrics.js'
 import { openApiDocument } from './openapi.js'
 import type { Quotas } from './quotas.js'
 import { jsonBody, parse } from './request-body.js'
+import { type TemplateRoutesOptions, templateRoutes } from './templates.js'
 import type { ApiError, RunWatchStreamEvent, StreamOnlyEvent } from './types.js'
 import { receiveFile } from './uploads.js'
 import { artifactUrl, datasetInfo, runView, sessionDetail, sessionSummary, stepView } from './views.js'
@@ -76,6 +77,8 @@ export interface AppOptions {
   e2b?: { handles(request: Request): boolean; fetch(request: Request): Response | Promise<Response> }
   /** Sign-in (src/server/auth): users, their API keys and shares, beside the tokens. @default tokens only */
   signin?: SignIn
+  /** /api/templates: the templates built here, and builds when the server allows them. */
+  templates?: Omit<TemplateRoutesOptions, 'signIn'>
 }
 
 type Env = {
@@ -254,6 +257,9 @@ export function createApp(options: AppOptions): Hono<Env> {
     app.route('/', signInRoutes(options.signin, service.history, quotasOf) as unknown as Hono<Env>)
     app.route('/', shareRoutes(options.signin, service) as unknown as Hono<Env>)
   }
+
+  if (options.templates)
+    app.route('/', templateRoutes({ ...options.templates, signIn: !!options.signin }) as unknown as Hono<Env>)
 
   // MCP over Streamable HTTP (src/mcp), behind the same tokens: an MCP session belongs to its token.
   const { mcp } = options

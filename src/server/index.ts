@@ -18,11 +18,16 @@ import { type AnalystSettings, type LargeFiles, SessionService } from '../sessio
 import type { NamedSource, SourceDirectory, SourceSpec } from '../sources/index.js'
 import { isQueryableFile, sqlOnlyBytes, tableNameOf } from '../sources/spec.js'
 import { analystHome, openStores, type Stores } from '../store/index.js'
+import { openTemplates } from '../templates/store.js'
 import { createApp, ownerOf } from './app.js'
 import { SignIn, type SignInSettings, signInSettingsFromEnv } from './auth/index.js'
 import { createE2BApi } from './e2b/index.js'
+import { TemplateFiles } from './e2b/template-files.js'
 import { createMetrics, type ServerMetrics } from './metrics.js'
 import { type QuotaConfig, Quotas, quotasFromEnv } from './quotas.js'
+import { buildLimitsFromEnv, type TemplateBuildLimits, TemplateBuilds } from './template-builds.js'
+import { importTemplatesAtStart } from './template-import.js'
+import { apiRun, type BuildTemplate, e2bRun, type ParseSpec } from './template-runs.js'
 
 export { createApp, ownerOf } from './app.js'
 export { createLogger } from './logging.js'
@@ -76,6 +81,12 @@ export interface ServerOptions {
   allowDirs?: string[]
   /** Give E2B clients that ask for `allowInternetAccess: true` a sandbox with network (--allow-network). @default false */
   allowNetwork?: boolean
+  /** API clients may build templates (/api/templates, E2B's Template.build): untrusted code, in a build jail (--allow-template-builds). @default false */
+  allowTemplateBuilds?: boolean
+  /** Each build's bounds. @default ANALYST_TEMPLATE_BUILD_TIMEOUT, _DISK_MB, _MEMORY_MB, else 30 min, 8 GiB, 4 GiB */
+  templateBuildLimits?: Partial<TemplateBuildLimits>
+  /** The template builder and spec reader. @default src/templates' own */
+  templateBuilder?: { build: BuildTemplate; parseSpec: ParseSpec }
   /**
    * Sources sessions may query with sql(): `named` ones picked by name (default: the file that
    * ANALYST_SOURCES names), and `defaults` (--data) that every session gets unless it picks.
@@ -166,6 +177,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   const folders = await AllowedFolders.open(options.allowDirs ?? [])
   const home = options.home ?? analystHome()
+  // The templates an image or a replica carries as archives, into the store before anything starts.
+  await importTemplatesAtStart(home, process.env.ANALYST_TEMPLATE_IMPORT, (line) =>
+    options.logger ? options.logger.info(line) : console.error(`analyst serve: ${line}`),
+  )
   const env = options.databaseUrl
     ? { ...process.env, ANALYST_DATABASE_URL: options.databaseUrl }
     : process.env
@@ -257,6 +272,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const signin = signInSettings
     ? new SignIn({ settings: signInSettings, store: stores.auth, tokens, logger: options.logger })
     : undefined
+  // Templates: those in ANALYST_HOME/templates, and builds by API clients when the operator allows them.
+  const catalog = openTemplates(home)
+  const builds = new TemplateBuilds({
+    allowed: options.allowTemplateBuilds === true,
+    limits: { ...buildLimitsFromEnv(), ...options.templateBuildLimits },
+  })
+  const builder = options.templateBuilder ?? (await loadTemplateBuilder())
+  const runs = { home, store: catalog, ...builder }
   // E2B-compatible API over the same provider as the sessions; users' API keys work as E2B_API_KEY.
   const e2b = createE2BApi({
     provider,
@@ -264,7 +287,22 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     allowNetwork: options.allowNetwork,
     limits: sandbox.limits,
     budget,
-    ...(signin ? { authenticate: async (key: string) => (await signin.bearer(key))?.owner } : {}),
+    templates: {
+      catalog,
+      builds,
+      files: new TemplateFiles(join(home, 'template-files')),
+      run: e2bRun(runs),
+    },
+    ...(signin
+      ? {
+          authenticate: async (key: string) => {
+            const identity = await signin.bearer(key)
+            if (!identity) return undefined
+            // An ANALYST_TOKEN token is the operator's own; a user's key builds when the user is an admin.
+            return { owner: identity.owner, builder: identity.via === 'token' || identity.user.admin }
+          },
+        }
+      : {}),
   })
   const app = createApp({
     e2b,
@@ -283,6 +321,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     mcp,
     sources,
     signin,
+    templates: { catalog, builds, buildSpec: apiRun(runs) },
   })
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const started = serve({ fetch: app.fetch, hostname: host, port: options.port ?? 8787 }, () =>
@@ -322,6 +361,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           server.close(() => resolve())
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
+        builds.close()
         await mcp.close()
         await mcpSources?.close()
         await service.shutdown()
@@ -333,6 +373,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       })()),
   }
   return running
+}
+
+/** src/templates' builder and spec reader, loaded when the server starts. */
+async function loadTemplateBuilder(): Promise<{ build: BuildTemplate; parseSpec: ParseSpec }> {
+  const { buildTemplate, parseSpec } = await import('../templates/index.js')
+  return { build: buildTemplate, parseSpec }
 }
 
 /** The same names, in any order. */

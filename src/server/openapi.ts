@@ -102,6 +102,71 @@ export const openApiDocument = {
         responses: { 200: { description: 'SourceInfo[]' }, 401: error },
       },
     },
+    '/api/templates': {
+      get: {
+        summary:
+          'The templates built here, newest first: name, id, base, languages, Python, main packages and their versions, size',
+        responses: { 200: { description: 'TemplateView[]' }, 401: error },
+      },
+      post: {
+        summary:
+          'Build a template: { name, spec (as a spec file holds it: base, apt, pip, env, run, workdir, start), force? }. Off unless the server runs with --allow-template-builds (403 otherwise); administrators only when sign-in is on. A spec may not name files on the server (files, pip requirements, local find-links, archive bases). Answers at once with the build; follow it at /api/templates/builds/{id}',
+        requestBody: {
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['name', 'spec'],
+                properties: {
+                  name: { type: 'string' },
+                  spec: { type: 'object' },
+                  force: { type: 'boolean' },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          202: { description: 'TemplateBuildView' },
+          400: error,
+          403: error,
+          409: error,
+          429: error,
+        },
+      },
+    },
+    '/api/templates/{name}': {
+      parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }],
+      get: {
+        summary: 'A template, by name or id',
+        responses: { 200: { description: 'TemplateView' }, 404: error },
+      },
+      delete: {
+        summary:
+          'Remove a name (and the template, when no name is left on it); administrators only when sign-in is on',
+        responses: { 204: { description: 'Removed' }, 403: error, 404: error },
+      },
+    },
+    '/api/templates/builds/{id}': {
+      parameters: [sessionId],
+      get: {
+        summary:
+          "A build of the caller's: status (waiting, building, ready, error, cancelled), the step it runs, why it failed, and its log from ?logsOffset= (1,000 lines a page)",
+        responses: { 200: { description: 'TemplateBuildView & { log, logsOffset }' }, 404: error },
+      },
+      delete: {
+        summary: 'Cancel the build: its processes end and nothing of it is kept (409 when it had ended)',
+        responses: { 204: { description: 'Cancelled' }, 404: error, 409: error },
+      },
+    },
+    '/api/templates/builds/{id}/events': {
+      parameters: [sessionId],
+      get: {
+        summary:
+          'The build as server-sent events: its log so far, then each `log` line and `progress` (step, total, title) as they come, and `end` with the build',
+        responses: { 200: { description: 'text/event-stream' }, 404: error },
+      },
+    },
     '/api/sessions/{id}': {
       parameters: [sessionId],
       get: {

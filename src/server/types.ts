@@ -148,3 +148,35 @@ export interface SharedSessionView {
     datasets: Array<{ name: string; bytes: number; profile?: DatasetInfo['profile'] }>
   }
 }
+
+/** A template GET /api/templates lists: what a session can be created in. */
+export interface TemplateView {
+  /** Its hash (hex sha256). */
+  id: string
+  /** Its first name (or the id's start when it has none). */
+  name: string
+  names: string[]
+  /** host, debian:<suite>, or an OCI image. */
+  base: string
+  languages: string[]
+  /** The Python its kernels run (e.g. 3.13.5). */
+  python: string
+  /** The main packages and their versions. */
+  packages: Record<string, string>
+  sizeBytes: number
+  createdAt: string
+}
+
+/** A template build (POST /api/templates, GET /api/templates/builds/:id). */
+export interface TemplateBuildView {
+  id: string
+  name: string
+  status: 'waiting' | 'building' | 'ready' | 'error' | 'cancelled'
+  /** The step that runs (1-based) of how many. */
+  progress?: { step: number; total: number; title: string }
+  /** Why it failed, and at which step (0-based) of the spec's. */
+  reason?: { message: string; step?: number }
+  template?: TemplateView
+  createdAt: string
+  finishedAt?: string
+}

@@ -12,6 +12,7 @@ import type {
   SessionSummary,
   SourceInfo,
   StreamOnlyEvent,
+  TemplateView,
 } from '../server/types.js'
 import { readSse } from './sse.js'
 
@@ -167,14 +168,15 @@ export { send }
 export const api = {
   listSessions: () => json<SessionSummary[]>('/api/sessions'),
   getSession: (id: string) => json<SessionDetail>(sessionPath(id)),
-  /** Sources left out: the server's defaults. */
-  createSession: (options: { title?: string; sources?: string[] } = {}) =>
+  /** Sources left out: the server's defaults; template left out: the server's default environment. */
+  createSession: (options: { title?: string; sources?: string[]; template?: string } = {}) =>
     json<{ id: string; sources: string[] }>('/api/sessions', {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify(options),
     }),
   listSources: () => json<SourceInfo[]>('/api/sources'),
+  listTemplates: () => json<TemplateView[]>('/api/templates'),
   deleteSession: async (id: string) => {
     await send(sessionPath(id), { method: 'DELETE' })
   },

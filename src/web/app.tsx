@@ -4,7 +4,7 @@
  * page needs no server-side routes.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
-import type { SessionDetail, SessionSummary, SourceInfo } from '../server/types.js'
+import type { SessionDetail, SessionSummary, SourceInfo, TemplateView } from '../server/types.js'
 import { account, type SignInState, signInState, signInUrl } from './account.js'
 import { ApiError, api, dataFileUrl, exportUrl, onTokenNeeded, setSignIn, token, withToken } from './api.js'
 import { AccountBar } from './components/account-bar.js'
@@ -18,6 +18,7 @@ import { ShareButton } from './components/share-button.js'
 import { SharedPage } from './components/shared-page.js'
 import { Sidebar } from './components/sidebar.js'
 import { Sources } from './components/sources.js'
+import { TemplatePicker } from './components/template-picker.js'
 import { TokenDialog } from './components/token-dialog.js'
 import { Variables } from './components/variables.js'
 import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun, type UiStep } from './run-state.js'
@@ -100,6 +101,9 @@ function Workspace({ signin }: { signin: SignInState }) {
   /** The server's sources this caller may use, and those a new session will get. */
   const [sources, setSources] = useState<SourceInfo[]>([])
   const [chosen, setChosen] = useState<string[]>([])
+  /** The templates built on the server, and the one a new session will run in (undefined: the default). */
+  const [templates, setTemplates] = useState<TemplateView[]>([])
+  const [template, setTemplate] = useState<string | undefined>(undefined)
   /** Finished live runs by id: the model's prose, which stored runs do not keep. */
   const finished = useRef(new Map<string, UiRun>())
   const currentRef = useRef(currentId)
@@ -187,7 +191,10 @@ function Workspace({ signin }: { signin: SignInState }) {
 
   const ensureSession = async (): Promise<string> => {
     if (currentRef.current) return currentRef.current
-    const { id } = await api.createSession(sources.length ? { sources: chosen } : {})
+    const { id } = await api.createSession({
+      ...(sources.length ? { sources: chosen } : {}),
+      ...(template ? { template } : {}),
+    })
     currentRef.current = id
     go(id)
     void refreshList()
@@ -336,6 +343,7 @@ function Workspace({ signin }: { signin: SignInState }) {
       },
       () => setSources([]),
     )
+    api.listTemplates().then(setTemplates, () => setTemplates([]))
   }, [hasToken])
 
   const runs: { run: UiRun; live: boolean }[] = []
@@ -487,6 +495,9 @@ function Workspace({ signin }: { signin: SignInState }) {
             )}
             {!page && (
               <>
+                {!currentId && (
+                  <TemplatePicker templates={templates} chosen={template} onChoose={setTemplate} />
+                )}
                 <Sources
                   available={sources}
                   chosen={detail && detail.id === currentId ? detail.sources : chosen}

@@ -2,12 +2,12 @@
  * `analyst serve` on 127.0.0.1 for the E2B SDK tests: a real server on a free port, a local
  * provider, and the SDK pointed at it through its own environment variables.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
-import { type RunningServer, startServer } from '../../src/server/index.js'
+import { type RunningServer, type ServerOptions, startServer } from '../../src/server/index.js'
 
 export interface E2BServer {
   server: RunningServer
@@ -21,9 +21,13 @@ export interface E2BServer {
 
 /** Starts the server with one token and sets E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY. */
 export async function startE2BServer(
-  options: { poolSize?: number; allowNetwork?: boolean } = {},
+  options: Pick<ServerOptions, 'allowNetwork' | 'allowTemplateBuilds' | 'templateBuilder'> & {
+    poolSize?: number
+  } = {},
 ): Promise<E2BServer> {
   const home = mkdtempSync(join(tmpdir(), 'analyst-e2b-'))
+  // A template's files are read by the sandbox's uid, not root's: its folder must be open to it.
+  chmodSync(home, 0o755)
   const provider = new LocalProvider({ poolSize: options.poolSize ?? 1, interruptGraceMs: 1000 })
   void provider.warm()
   const token = `tok-${Math.random().toString(36).slice(2)}`
@@ -34,6 +38,8 @@ export async function startE2BServer(
     tokens: [token, otherToken],
     provider,
     allowNetwork: options.allowNetwork,
+    allowTemplateBuilds: options.allowTemplateBuilds,
+    ...(options.templateBuilder ? { templateBuilder: options.templateBuilder } : {}),
   })
   process.env.E2B_API_URL = server.url
   process.env.E2B_SANDBOX_URL = server.url

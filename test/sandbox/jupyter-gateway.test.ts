@@ -13,6 +13,7 @@ import {
   JUPYTER_GATEWAY_CAPABILITIES,
   JupyterProvider,
 } from '../../src/sandbox/jupyter/index.js'
+import type { BuiltTemplate } from '../../src/templates/types.js'
 import { describeConformance } from '../../src/test/conformance.js'
 import { type RunningJupyter, startJupyterServer } from '../../src/test/support/jupyter-server.js'
 import { type FakeGateway, startFakeGateway } from '../support/fake-gateway.js'
@@ -60,6 +61,23 @@ describe('jupyter engine on Enterprise Gateway', () => {
     } finally {
       await sandbox.kill()
     }
+  })
+
+  it("starts a template as the kernel's image (KERNEL_IMAGE); a built template is refused", async () => {
+    const sandbox = await Sandbox.create({ provider, template: 'registry.example/analyst-modern:1' })
+    try {
+      expect(gateway.startEnvs.at(-1)).toEqual({
+        ...KERNEL_ENV,
+        KERNEL_IMAGE: 'registry.example/analyst-modern:1',
+      })
+      expect((await sandbox.runCode('1 + 1')).text).toBe('2')
+    } finally {
+      await sandbox.kill()
+    }
+    const built = { id: 'f'.repeat(64), names: ['modern'] } as unknown as BuiltTemplate
+    await expect(Sandbox.create({ provider, template: built })).rejects.toThrow(
+      /starts its own templates by name, not Analyst's built ones/,
+    )
   })
 
   it('refuses a KERNEL_* value the gateway would refuse, before asking it', () => {

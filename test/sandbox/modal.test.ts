@@ -5,6 +5,7 @@
  * shared conformance suite, then what is the provider's own.
  */
 import { execFile } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -28,6 +29,7 @@ import {
 } from '../../src/sandbox/modal/index.js'
 import { sessionDetail } from '../../src/server/views.js'
 import { loadSessionHistory } from '../../src/store/index.js'
+import { openTemplates, writeManifest } from '../../src/templates/store.js'
 import { describeConformance } from '../../src/test/conformance.js'
 import { type FakeModal, startFakeModal } from '../../src/test/support/modal-control-plane.js'
 import { askAll, openTestService } from '../support/service.js'
@@ -149,6 +151,86 @@ describe('modal provider', () => {
       await sandbox.kill()
     }
   }, 60_000)
+})
+
+describe('modal templates', () => {
+  /** A template in a store of its own, as a build leaves it: its manifest and the recipe it was built from. */
+  function storeWith(name: string, recipe: unknown, env: Record<string, string> = {}) {
+    const home = mkdtempSync(join(tmpdir(), 'analyst-modal-templates-'))
+    const store = openTemplates(home)
+    const folder = store.scratch('test')
+    writeFileSync(join(folder, 'recipe.json'), JSON.stringify(recipe))
+    const id = createHash('sha256').update(JSON.stringify(recipe)).digest('hex')
+    writeManifest(folder, {
+      id,
+      base: { kind: 'debian', suite: 'trixie' },
+      hasRootfs: false,
+      // The fake runs the kernel with the host's Python; on Modal it is the image's.
+      python: { path: 'python3', version: '3.13.5' },
+      languages: ['python'],
+      packages: {},
+      env,
+      sizeBytes: 0,
+      createdAt: new Date().toISOString(),
+    })
+    store.commit(folder, id)
+    store.setName(name, id)
+    return home
+  }
+
+  it("builds a template's recipe as a Modal image (Debian's image, the kernel's packages, the venv, its steps) and runs in it with its env", async () => {
+    const home = storeWith(
+      'jq',
+      {
+        base: { kind: 'debian', suite: 'trixie', slim: true },
+        steps: [
+          { type: 'run', command: 'apt-get update && apt-get install -y jq' },
+          { type: 'run', command: 'pip install polars==1.9.0', user: 'root' },
+          { type: 'env', vars: { TEMPLATE_SAYS: 'hello there' } },
+        ],
+      },
+      { FROM_MANIFEST: 'yes' },
+    )
+    const withHome = new ModalProvider({ tokenId: fake.tokenId, tokenSecret: fake.tokenSecret, home })
+    const before = fake.calls.length
+    const sandbox = await Sandbox.create({ provider: withHome, template: 'jq' })
+    try {
+      expect((await sandbox.runCode("import os\nos.environ['FROM_MANIFEST']")).text).toBe("'yes'")
+      const builds = fake.calls.slice(before).filter((call) => call.method === 'ImageGetOrCreate')
+      expect(builds.map((call) => call.request.image.dockerfileCommands)).toContainEqual([
+        'FROM base',
+        expect.stringMatching(/apt-get install -y --no-install-recommends python3 python3-venv python3-pip/),
+        'RUN python3 -m venv --system-site-packages /opt/venv',
+        'ENV PATH=/opt/venv/bin:$PATH VIRTUAL_ENV=/opt/venv',
+        'RUN apt-get update && apt-get install -y jq',
+        'RUN pip install polars==1.9.0',
+        'ENV TEMPLATE_SAYS="hello there"',
+      ])
+      expect(builds.map((call) => call.request.image.dockerfileCommands)).toContainEqual([
+        'FROM debian:trixie-slim',
+      ])
+    } finally {
+      await sandbox.kill()
+      rmSync(home, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses a template that copies files in, saying why, before anything is made on Modal', async () => {
+    const home = storeWith('files', {
+      base: { kind: 'debian', suite: 'trixie', slim: false },
+      steps: [{ type: 'copy', src: 'lib', dest: '/opt/lib' }],
+    })
+    try {
+      const withHome = new ModalProvider({ tokenId: fake.tokenId, tokenSecret: fake.tokenSecret, home })
+      const before = fake.calls.length
+      await expect(Sandbox.create({ provider: withHome, template: 'files' })).rejects.toThrow(
+        /copies files in \(COPY lib\), which a Modal image cannot take from this host/,
+      )
+      expect(fake.calls.slice(before).filter((call) => call.method === 'SandboxCreateV2')).toEqual([])
+    } finally {
+      rmSync(home, { recursive: true, force: true })
+    }
+  })
 })
 
 describe('modal kernels deaf to the interrupt and to EOF', () => {

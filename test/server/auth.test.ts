@@ -627,6 +627,21 @@ describe('API keys', () => {
 })
 
 describe('admins', () => {
+  it('alone remove templates; anyone signed in lists them', async () => {
+    const alice = await signIn('alice')
+    const bob = await signIn('bob')
+    expect((await get(bob, '/api/templates')).status).toBe(200)
+    const refused = await call(bob, '/api/templates/modern', 'DELETE')
+    expect(refused.status).toBe(403)
+    expect((await json<{ error: { message: string } }>(refused)).error.message).toMatch(/Only administrators/)
+    // Alice may: there is no such template here, so she is told that.
+    expect((await call(alice, '/api/templates/modern', 'DELETE')).status).toBe(404)
+    // A build is refused to anyone while the server does not allow builds, with how to allow them.
+    const build = await call(alice, '/api/templates', 'POST', { name: 'x', spec: { base: 'debian:trixie' } })
+    expect(build.status).toBe(403)
+    expect(JSON.stringify(await json(build))).toMatch(/--allow-template-builds/)
+  })
+
   it("see each user's runs and tokens by model", async () => {
     const alice = await signIn('alice')
     const bob = await signIn('bob')

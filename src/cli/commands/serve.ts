@@ -33,6 +33,8 @@ export interface ServeOptions {
   databaseUrl?: string
   /** E2B clients that ask for allowInternetAccess get a sandbox with network. @default false */
   allowNetwork?: boolean
+  /** API clients (/api/templates, E2B's Template.build) may build templates: code they send runs in a build jail. @default false */
+  allowTemplateBuilds?: boolean
   /** --data: sources every session may query (named ones come from ANALYST_SOURCES). */
   data?: string[]
   cwd?: string
@@ -61,6 +63,7 @@ export async function serve(options: ServeOptions): Promise<number> {
     logger: createLogger(),
     allowDirs: options.allowDir,
     allowNetwork: options.allowNetwork,
+    allowTemplateBuilds: options.allowTemplateBuilds,
     ...(defaults.length ? { sources: { defaults } } : {}),
   })
   process.stderr.write(

@@ -81,8 +81,9 @@ export const JUPYTER_CAPABILITIES: SandboxCapabilities = {
   hostQueries: true,
   terminals: false,
   rebuildsKernelState: false,
-  // The server's kernels are its own (a kernel image for Enterprise Gateway is not mapped yet).
-  templates: 'none',
+  // On Enterprise Gateway a template is the kernel's image (KERNEL_IMAGE), by name; a plain
+  // Jupyter Server's kernels are its own, and it refuses one (doCreate, once it knows which it is).
+  templates: 'named',
 }
 
 /** On a server without a Contents API (Enterprise Gateway), files and commands go through the busy kernel. */
@@ -708,6 +709,31 @@ function toInfo(folder: string, entry: FileEntry): EntryInfo {
   return { name: entry.name, type: entry.type, path: `${SANDBOX_HOME}/${relative}`, size: entry.size }
 }
 
+/**
+ * The kernel start settings for a sandbox in a template: on Enterprise Gateway, the template's name
+ * is the kernel's image (KERNEL_IMAGE, which the gateway's kernelspec pulls). A plain Jupyter
+ * Server has no notion of one.
+ */
+function kernelSettings(
+  settings: JupyterSettings,
+  server: ServerInfo,
+  template: SandboxCreateOptions['template'],
+): JupyterSettings {
+  if (template === undefined) return settings
+  if (server.kind !== 'enterprise-gateway')
+    throw new InvalidArgumentError(
+      "A Jupyter Server's kernels run in its own environment: it cannot start a template",
+      {
+        hint: 'Leave out the template (install packages on that server), use Enterprise Gateway, where a template is the kernel image, or the local engine (--sandbox local).',
+      },
+    )
+  // A built template is refused before (assertSupported): the cluster cannot pull it from this host.
+  if (typeof template !== 'string') return settings
+  const kernelEnv = { ...settings.kernelEnv, KERNEL_IMAGE: template }
+  checkKernelEnv(kernelEnv)
+  return { ...settings, kernelEnv }
+}
+
 export class JupyterProvider implements SandboxProvider {
   readonly specificationVersion = 'v1'
   readonly name = 'jupyter'
@@ -767,16 +793,15 @@ export class JupyterProvider implements SandboxProvider {
   }
 
   async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
-    assertSupported(
-      'jupyter',
-      this.capabilities,
-      options,
-      "Leave out the template: the Jupyter server's kernel decides the environment (install packages on that server), or use the local engine (--sandbox local), which runs templates.",
-    )
+    assertSupported('jupyter', this.capabilities, options)
     options.signal?.throwIfAborted()
     const server = await this.connect()
     const sandboxId = randomBytes(6).toString('hex')
-    const kernels = new JupyterKernels(server, this.settings, this.records)
+    const kernels = new JupyterKernels(
+      server,
+      kernelSettings(this.settings, server, options.template),
+      this.records,
+    )
     const main = await kernels.start('', options.signal)
     let sandbox: JupyterSandbox | undefined
     try {

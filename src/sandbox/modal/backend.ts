@@ -9,7 +9,11 @@
  */
 import { randomBytes } from 'node:crypto'
 import { createReadStream } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
 import type { App, Image, ModalClient, Sandbox as ModalSdkSandbox } from 'modal'
+import { resolveTemplate } from '../../templates/store.js'
+import type { BuiltTemplate } from '../../templates/types.js'
 import type {
   CommandProcess,
   DoStartCommandOptions,
@@ -34,6 +38,7 @@ import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
 import { createModalClient, ModalFunctions } from './functions.js'
 import { type KernelStopped, ModalKernel } from './kernel.js'
 import { DEFAULT_BASE_IMAGE, DEFAULT_PACKAGES, fromModal, parseGpu } from './settings.js'
+import { templateImageCommands } from './template-image.js'
 
 export interface ModalProviderOptions {
   /** @default MODAL_TOKEN_ID, else ~/.modal.toml */
@@ -61,6 +66,8 @@ export interface ModalProviderOptions {
   interruptGraceMs?: number
   /** How long the kernel may take to start in a new sandbox. @default 120000 */
   readyTimeoutMs?: number
+  /** Where templates named by `create({ template })` are looked up (its templates/). @default ANALYST_HOME */
+  home?: string
 }
 
 /**
@@ -75,8 +82,8 @@ export const MODAL_CAPABILITIES: SandboxCapabilities = {
   limits: ['memoryBytes', 'fileSizeBytes', 'cpuSeconds', 'openFiles', 'outputBytes', 'resultBytes'],
   // Its kernel could make one, but Modal's container is not known to give it /dev/pts.
   terminals: false,
-  // A Modal image from the template's spec is not built yet.
-  templates: 'none',
+  // A template is built as a Modal image from its recipe's steps (template-image.ts).
+  templates: 'built',
 }
 
 const DATA = `${SANDBOX_HOME}/data`
@@ -319,6 +326,8 @@ export class ModalProvider implements SandboxProvider {
   private client: Promise<ModalClient> | undefined
   private app: Promise<App> | undefined
   private image: Promise<Image> | undefined
+  /** Templates' images, by template id, each built once per provider. */
+  private readonly templateImages = new Map<string, Promise<Image>>()
   private told = false
 
   constructor(options: ModalProviderOptions = {}) {
@@ -365,13 +374,39 @@ export class ModalProvider implements SandboxProvider {
     }
   }
 
+  /** A template's image: its recipe's steps as Dockerfile commands, built on Modal once. */
+  private async templateImage(client: ModalClient, app: App, template: BuiltTemplate): Promise<Image> {
+    const known = this.templateImages.get(template.id)
+    if (known) return known
+    const commands = templateImageCommands(template, {
+      baseImage: DEFAULT_BASE_IMAGE,
+      packages: this.options.packages ?? DEFAULT_PACKAGES,
+    })
+    const [from, ...rest] = commands as [string, ...string[]]
+    const image = client.images
+      .fromRegistry(from.replace(/^FROM /, ''))
+      .dockerfileCommands(rest)
+      .build(app)
+    this.templateImages.set(template.id, image)
+    image.catch(() => this.templateImages.delete(template.id))
+    return image
+  }
+
   async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
-    assertSupported(
-      'modal',
-      this.capabilities,
-      options,
-      "Leave out the template (Modal's image is Analyst's own: debian_slim with the analysis stack), or use the local engine (--sandbox local), which runs templates.",
-    )
+    assertSupported('modal', this.capabilities, options)
+    const template =
+      typeof options.template === 'string'
+        ? resolveTemplate(
+            this.options.home ?? process.env.ANALYST_HOME ?? join(homedir(), '.analyst'),
+            options.template,
+          )
+        : options.template
+    // Said before anything is made on Modal: a template its image cannot hold.
+    if (template)
+      templateImageCommands(template, {
+        baseImage: DEFAULT_BASE_IMAGE,
+        packages: this.options.packages ?? DEFAULT_PACKAGES,
+      })
     if (options.isolation === 'none') {
       throw new InvalidArgumentError("isolation 'none' does not apply to Modal: its sandboxes are containers")
     }
@@ -380,7 +415,8 @@ export class ModalProvider implements SandboxProvider {
     let sdk: ModalSdkSandbox
     try {
       const client = await this.sdkClient()
-      const [app, image] = await this.appAndImage(client)
+      const [app, defaultImage] = await this.appAndImage(client)
+      const image = template ? await this.templateImage(client, app, template) : defaultImage
       const memoryMiB = options.limits?.memoryBytes
         ? Math.ceil(options.limits.memoryBytes / 1024 ** 2)
         : undefined
@@ -397,9 +433,13 @@ export class ModalProvider implements SandboxProvider {
     const interruptGraceMs = this.options.interruptGraceMs ?? 3000
     const startKernel = () =>
       ModalKernel.start(sdk, {
-        python: this.options.python ?? 'python3',
+        python: template ? template.python.path : (this.options.python ?? 'python3'),
         // A clean environment: nothing of the host's enters (not even its CPU tuning).
-        env: kernelEnv(SANDBOX_HOME, { ...(this.gpu ? { ANALYST_GPU: this.gpu } : {}), ...options.envs }, {}),
+        env: kernelEnv(
+          SANDBOX_HOME,
+          { ...template?.env, ...(this.gpu ? { ANALYST_GPU: this.gpu } : {}), ...options.envs },
+          {},
+        ),
         home: SANDBOX_HOME,
         config: {
           limits: {
@@ -410,6 +450,8 @@ export class ModalProvider implements SandboxProvider {
           outputCap: limits.outputBytes,
           resultCap: limits.resultBytes,
           preload: ['numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'],
+          ...(template?.workdir ? { workdir: template.workdir } : {}),
+          ...(template?.start ? { start: template.start } : {}),
         },
         readyTimeoutMs: this.options.readyTimeoutMs ?? 120_000,
         maxMessageBytes: 64 * 1024 * 1024,

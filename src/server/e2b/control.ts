@@ -8,10 +8,13 @@
 import { availableParallelism } from 'node:os'
 import { type Context, Hono } from 'hono'
 import { z } from 'zod'
-import { AnalystError, statusOf } from '../../errors.js'
+import { AnalystError, NotFoundError, statusOf } from '../../errors.js'
 import { advice } from '../../fixes.js'
-import type { SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
+import { capabilitiesOf } from '../../sandbox/capabilities.js'
+import type { SandboxCreateOptions, SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
 import { resolveLimits } from '../../sandbox/kernel/limits.js'
+import type { BuiltTemplate } from '../../templates/types.js'
+import type { TemplateCatalog } from '../template-builds.js'
 import { ENVD_VERSION, type Registry, type SandboxEntry, unguessable } from './registry.js'
 import { ServedSandbox } from './served.js'
 
@@ -26,6 +29,15 @@ const PAGE_LIMIT = 100
 /** E2B's error body: `{ code, message }`. */
 export function e2bError(c: Context, status: number, message: string) {
   return c.json({ code: status, message }, status as 400)
+}
+
+/** An error as E2B's body, with its status and what to do (every E2B route answers errors so). */
+export function answerError(error: Error, c: Context) {
+  const status = statusOf(error)
+  if (status >= 500 && !AnalystError.isInstance(error)) console.error('analyst serve: E2B API error:', error)
+  const what = AnalystError.isInstance(error) ? advice(error, 'http') : undefined
+  const hint = what ? ` ${what}` : ''
+  return e2bError(c, status, `${error.message}${hint}`)
 }
 
 const Timeout = z.number().int().min(0).max(MAX_TIMEOUT_SECONDS)
@@ -168,6 +180,8 @@ export interface ControlOptions {
   limits?: Partial<SandboxLimits>
   /** Refuse new sandboxes (the server is stopping). */
   closing: () => boolean
+  /** The templates built here: `Sandbox.create(name)` starts one. */
+  templates?: TemplateCatalog
 }
 
 export function controlRoutes({
@@ -176,16 +190,27 @@ export function controlRoutes({
   allowNetwork = false,
   limits: defaults = {},
   closing,
+  templates,
 }: ControlOptions) {
   const app = new Hono<ControlEnv>()
-  app.onError((error, c) => {
-    const status = statusOf(error)
-    if (status >= 500 && !AnalystError.isInstance(error))
-      console.error('analyst serve: E2B API error:', error)
-    const what = AnalystError.isInstance(error) ? advice(error, 'http') : undefined
-    const hint = what ? ` ${what}` : ''
-    return e2bError(c, status, `${error.message}${hint}`)
-  })
+  /**
+   * What a template id starts: undefined for the server's own (the engine's default), the built
+   * template (or its name, for an engine with templates of its own), or null when there is none.
+   */
+  const templateFor = (id: string): SandboxCreateOptions['template'] | null => {
+    const name = id.replace(/:latest$/, '')
+    if (TEMPLATES.includes(name)) return undefined
+    if (!templates || !/^[a-z0-9][a-z0-9._-]{0,62}$/.test(name)) return null
+    let built: BuiltTemplate
+    try {
+      built = templates.resolve(name)
+    } catch (error) {
+      if (NotFoundError.isInstance(error)) return null
+      throw error
+    }
+    return capabilitiesOf(provider).templates === 'named' ? name : built
+  }
+  app.onError(answerError)
 
   const owned = (c: Context<ControlEnv>) => registry.owned(c.req.param('id') as string, c.env.owner)
   const missing = (c: Context<ControlEnv>) =>
@@ -194,11 +219,13 @@ export function controlRoutes({
   app.post('/v2/sandboxes', async (c) => {
     if (closing()) return e2bError(c, 503, 'The server is shutting down')
     const request = await body(c, NewSandbox)
-    if (!TEMPLATES.includes(request.templateID)) {
+    const template = templateFor(request.templateID)
+    if (template === null) {
+      const built = templates?.list().flatMap((t) => t.names) ?? []
       return e2bError(
         c,
         400,
-        `Template "${request.templateID}" is not available on this server: Analyst serves ${TEMPLATES.join(' and ')} (Python with pandas, numpy and matplotlib).`,
+        `Template "${request.templateID}" is not available on this server: Analyst serves ${[...TEMPLATES, ...built].join(', ')} (${TEMPLATES.join(' and ')}: Python with pandas, numpy and matplotlib).${templates ? ' Build one with Template.build (on a server started with --allow-template-builds) or analyst template build.' : ''}`,
       )
     }
     const refused = unsupported(request)
@@ -216,7 +243,13 @@ export function controlRoutes({
     if (request.memoryMB) limits.memoryBytes = request.memoryMB * 1024 ** 2
     if (request.cpuCount) limits.milliCpus = request.cpuCount * 1000
     await registry.admit(c.env.owner)
-    const sandbox = await ServedSandbox.start(provider, { envs, network, limits, signal: c.req.raw.signal })
+    const sandbox = await ServedSandbox.start(provider, {
+      envs,
+      network,
+      limits,
+      ...(template ? { template } : {}),
+      signal: c.req.raw.signal,
+    })
     const entry = registry.add(
       {
         id: unguessable('i'),
@@ -226,6 +259,7 @@ export function controlRoutes({
         envs,
         network,
         limits,
+        ...(template ? { template } : {}),
         autoPause: request.autoPause === true,
         autoResume: request.autoResume?.enabled === true,
         metadata: request.metadata ?? {},

@@ -12,17 +12,23 @@
 import { Hono } from 'hono'
 import type { MemoryBudget, SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
 import { ownerOf } from '../auth/secrets.js'
-import { controlRoutes, e2bError } from './control.js'
+import type { TemplateBuilds, TemplateCatalog } from '../template-builds.js'
+import { answerError, controlRoutes, e2bError } from './control.js'
 import { envdRoutes } from './envd.js'
 import { interpreterRoutes } from './interpreter.js'
 import { Registry, type SandboxEntry, sameSecret } from './registry.js'
 import { refusal, signedRequest } from './signing.js'
+import type { TemplateFiles } from './template-files.js'
+import { type RunE2BBuild, templateRoutes } from './templates.js'
 
 export { ENVD_VERSION } from './registry.js'
 
 export const ENVD_PORT = '49983'
 export const INTERPRETER_PORT = '49999'
-const CONTROL_PATH = /^\/(v2\/)?(sandboxes|snapshots|templates|volumes)(\/|$)/
+const CONTROL_PATH = /^\/(v2\/|v3\/)?(sandboxes|snapshots|templates|volumes)(\/|$)/
+const TEMPLATE_PATH = /^\/(v2\/|v3\/)?templates(\/|$)/
+/** The URL a COPY step's files are PUT to: no API key, a one-time secret instead (template-files.ts). */
+const FILE_UPLOAD_PATH = /^\/templates\/[^/]+\/files\/([0-9a-f]{64})$/
 /** How long a sandbox resumed by a call into it (autoResume) runs, as a connect without a timeout. */
 const RESUMED_SECONDS = 300
 
@@ -30,8 +36,11 @@ export interface E2BApiOptions {
   provider: SandboxProvider
   /** The server's tokens (ANALYST_TOKEN); empty: any key is accepted (loopback only). */
   tokens: string[]
-  /** Sign-in's check of a key (a user's API key, or a token): the owner, or undefined when it is not valid. */
-  authenticate?: (key: string) => Promise<string | undefined>
+  /**
+   * Sign-in's check of a key (a user's API key, or a token): its owner and whether it may build
+   * templates (an administrator's, or one of ANALYST_TOKEN), or undefined when it is not valid.
+   */
+  authenticate?: (key: string) => Promise<{ owner: string; builder: boolean } | undefined>
   /** Let a client that asks for `allowInternetAccess: true` have network. @default false */
   allowNetwork?: boolean
   /** The memory budget shared with the sessions: idle sandboxes are paused for it (resumed at their next call). */
@@ -40,6 +49,13 @@ export interface E2BApiOptions {
   limits?: Partial<SandboxLimits>
   /** Largest upload through `files.write`. @default 256 MiB */
   maxUploadBytes?: number
+  /** Templates: those built here start with Sandbox.create(name); Template.build makes more, when builds are allowed. */
+  templates?: {
+    catalog: TemplateCatalog
+    builds: TemplateBuilds
+    files: TemplateFiles
+    run: RunE2BBuild
+  }
 }
 
 export interface E2BApi {
@@ -66,9 +82,16 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
     allowNetwork: options.allowNetwork,
     limits: options.limits,
     closing: () => closing,
+    ...(options.templates ? { templates: options.templates.catalog } : {}),
   })
   const envd = envdRoutes({ registry, maxUploadBytes: options.maxUploadBytes })
   const interpreter = interpreterRoutes(registry)
+  const templates = options.templates ? templateRoutes(options.templates) : undefined
+  /** Template calls go to their routes, the rest to the sandboxes' control plane. */
+  const controlFor = (request: Request, owner: string | null, builder: boolean) =>
+    templates && TEMPLATE_PATH.test(new URL(request.url).pathname)
+      ? templates.fetch(request, { owner, builder })
+      : control.fetch(request, { owner })
 
   /** The running sandbox a call goes into; a paused one is resumed first when it asked for that. */
   const reach = async (entry: SandboxEntry | undefined): Promise<SandboxEntry | undefined> => {
@@ -80,6 +103,7 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
   }
 
   const app = new Hono()
+  app.onError(answerError)
   app.all('*', async (c) => {
     const sandboxId = c.req.header('e2b-sandbox-id')
     if (sandboxId === undefined && isSignedFile(c.req.raw)) {
@@ -91,11 +115,16 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
       if (!running) return c.text(`The sandbox ${entry.id} is paused: resume it with Sandbox.connect()`, 502)
       return envd.fetch(c.req.raw, { entry: running })
     }
+    const upload = c.req.method === 'PUT' ? c.req.path.match(FILE_UPLOAD_PATH)?.[1] : undefined
+    if (sandboxId === undefined && upload && options.templates) {
+      await options.templates.files.receive(c.req.query('upload') ?? '', upload, c.req.raw.body)
+      return c.body(null, 200)
+    }
     if (sandboxId === undefined) {
       const key = c.req.header('x-api-key')
       if (options.authenticate) {
-        const owner = key ? await options.authenticate(key) : undefined
-        if (owner === undefined)
+        const caller = key ? await options.authenticate(key) : undefined
+        if (caller === undefined)
           return e2bError(
             c,
             401,
@@ -103,7 +132,7 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
               ? 'The API key is not valid'
               : 'An API key is required: set E2B_API_KEY to an API key of yours',
           )
-        return control.fetch(c.req.raw, { owner })
+        return controlFor(c.req.raw, caller.owner, caller.builder)
       }
       const token = options.tokens.length === 0 ? '' : options.tokens.find((t) => sameSecret(key, t))
       if (token === undefined) {
@@ -115,7 +144,7 @@ export function createE2BApi(options: E2BApiOptions): E2BApi {
             : 'An API key is required: set E2B_API_KEY to one of ANALYST_TOKEN',
         )
       }
-      return control.fetch(c.req.raw, { owner: token === '' ? null : ownerOf(token) })
+      return controlFor(c.req.raw, token === '' ? null : ownerOf(token), true)
     }
     // A sandbox's own calls: its id is unguessable, and its access tokens are checked as well.
     const known = registry.get(sandboxId)

@@ -11,6 +11,7 @@ import type {
   Language,
   MemoryBudget,
   ResidentHandle,
+  SandboxCreateOptions,
   SandboxLimits,
   SandboxProvider,
 } from '../../sandbox/index.js'
@@ -50,6 +51,8 @@ export interface SandboxEntry {
   network: boolean
   /** Its own memory and CPU (memoryMB, cpuCount), kept across resumes. */
   limits: Partial<SandboxLimits>
+  /** The template it runs in (undefined: the engine's default). */
+  template?: SandboxCreateOptions['template']
   /** Pause rather than kill at the deadline (E2B's lifecycle onTimeout: 'pause'). */
   autoPause: boolean
   /** Resume a paused sandbox when a call reaches it (E2B's autoResume). */
@@ -260,6 +263,7 @@ export class Registry {
         envs: entry.envs,
         network: entry.network,
         limits: entry.limits,
+        ...(entry.template ? { template: entry.template } : {}),
       })
       try {
         const snapshot = entry.snapshot

@@ -1,0 +1,161 @@
+/**
+ * /api/templates: the templates built here (list, show), and for those who may build (an
+ * administrator when sign-in is on; any caller with a token otherwise) builds and removal. A build
+ * is untrusted code: off unless the server allows it (--allow-template-builds), then it runs in
+ * the background with its log kept (GET …/builds/:id, with `logsOffset`), streamed as server-sent
+ * events (GET …/builds/:id/events), and cancelled with DELETE …/builds/:id.
+ * @module
+ */
+import { type Context, Hono } from 'hono'
+import { streamSSE } from 'hono/streaming'
+import { z } from 'zod'
+import { ForbiddenError } from '../errors.js'
+import type { BuiltTemplate } from '../templates/types.js'
+import type { AuthVariables } from './auth/index.js'
+import { jsonBody, parse } from './request-body.js'
+import {
+  type BuildEvent,
+  ended,
+  type RunBuild,
+  type TemplateBuild,
+  type TemplateBuilds,
+  type TemplateCatalog,
+} from './template-builds.js'
+import type { TemplateBuildView, TemplateView } from './types.js'
+
+type Env = { Variables: AuthVariables }
+
+export interface TemplateRoutesOptions {
+  builds: TemplateBuilds
+  catalog: TemplateCatalog
+  /** The build of a spec (as a spec file holds it, JSON) under a name. */
+  buildSpec: (name: string, spec: Record<string, unknown>, force: boolean) => RunBuild
+  /** Sign-in is on: only administrators (and ANALYST_TOKEN tokens) build and remove. */
+  signIn: boolean
+}
+
+const NewBuild = z
+  .object({
+    name: z.string().min(1).max(63),
+    /** The spec, as a spec file holds it (analyst template build SPEC). */
+    spec: z.record(z.string(), z.unknown()),
+    /** Rebuild whatever the cache holds. */
+    force: z.boolean().optional(),
+  })
+  .strict()
+
+/** What a client sees of a template: no host paths. */
+export function templateView(template: BuiltTemplate): TemplateView {
+  return {
+    id: template.id,
+    name: template.names[0] ?? template.id.slice(0, 12),
+    names: template.names,
+    base:
+      template.base.kind === 'debian'
+        ? `debian:${template.base.suite}`
+        : template.base.kind === 'oci'
+          ? template.base.image
+          : 'host',
+    languages: template.languages,
+    python: template.python.version,
+    packages: template.packages,
+    sizeBytes: template.sizeBytes,
+    createdAt: template.createdAt,
+  }
+}
+
+export function buildView(build: TemplateBuild): TemplateBuildView {
+  return {
+    id: build.id,
+    name: build.name,
+    status: build.status,
+    ...(build.progress ? { progress: build.progress } : {}),
+    ...(build.reason ? { reason: build.reason } : {}),
+    ...(build.template ? { template: templateView(build.template) } : {}),
+    createdAt: build.createdAt.toISOString(),
+    ...(build.finishedAt ? { finishedAt: build.finishedAt.toISOString() } : {}),
+  }
+}
+
+export function templateRoutes({ builds, catalog, buildSpec, signIn }: TemplateRoutesOptions) {
+  const app = new Hono<Env>()
+  const builder = (c: Context<Env>) => {
+    if (!signIn) return
+    const identity = c.get('identity')
+    if (identity?.via === 'token' || identity?.user.admin) return
+    throw new ForbiddenError(
+      'Only administrators build and remove templates on this server (ANALYST_OIDC_ADMIN_GROUPS)',
+    )
+  }
+
+  app.get('/api/templates', (c) => c.json(catalog.list().map(templateView)))
+
+  app.get('/api/templates/:name', (c) => c.json(templateView(catalog.resolve(c.req.param('name')))))
+
+  app.post('/api/templates', async (c) => {
+    builds.assertAllowed()
+    builder(c)
+    const body = parse(NewBuild, await jsonBody(c))
+    const run = buildSpec(body.name, body.spec, body.force === true)
+    const build = builds.start(body.name, c.get('owner'), run)
+    return c.json(buildView(build), 202, { location: `/api/templates/builds/${build.id}` })
+  })
+
+  app.delete('/api/templates/:name', (c) => {
+    builder(c)
+    catalog.remove(c.req.param('name'))
+    return c.body(null, 204)
+  })
+
+  app.get('/api/templates/builds/:id', (c) => {
+    const build = builds.get(c.req.param('id'), c.get('owner'))
+    const offset = Math.max(0, Number(c.req.query('logsOffset') ?? 0) || 0)
+    return c.json({ ...buildView(build), log: build.log.slice(offset, offset + 1000), logsOffset: offset })
+  })
+
+  // The log so far, then each line, progress and the end as they come (one event per SSE message).
+  app.get('/api/templates/builds/:id/events', (c) => {
+    const build = builds.get(c.req.param('id'), c.get('owner'))
+    return streamSSE(c, async (stream) => {
+      const queue: BuildEvent[] = []
+      let wake: (() => void) | undefined
+      const unsubscribe = builds.subscribe(build.id, (event) => {
+        queue.push(event)
+        wake?.()
+      })
+      stream.onAbort(() => {
+        unsubscribe()
+        wake?.()
+      })
+      try {
+        // The backlog as it is now; lines logged while it goes out come through the listener.
+        for (const line of build.log.slice(0, build.log.length))
+          await stream.writeSSE({ event: 'log', data: JSON.stringify({ type: 'log', line }) })
+        if (ended(build)) queue.push({ type: 'end', build })
+        while (!stream.aborted) {
+          const event = queue.shift()
+          if (!event) {
+            await new Promise<void>((resolve) => {
+              wake = resolve
+            })
+            continue
+          }
+          const data = event.type === 'end' ? { type: 'end', build: buildView(event.build) } : event
+          await stream.writeSSE({ event: event.type, data: JSON.stringify(data) })
+          if (event.type === 'end') break
+        }
+      } finally {
+        unsubscribe()
+      }
+    })
+  })
+
+  app.delete('/api/templates/builds/:id', (c) => {
+    const cancelled = builds.cancel(c.req.param('id'), c.get('owner'))
+    return cancelled
+      ? c.body(null, 204)
+      : c.json(buildView(builds.get(c.req.param('id'), c.get('owner'))), 409)
+  })
+
+  return app
+}

@@ -1,0 +1,72 @@
+/**
+ * E2B's Template builder (the e2b SDK, unchanged) against `analyst serve`: refused unless the
+ * server allows builds; a base that cannot be had here refused at once, with the bases that work.
+ */
+import { BuildError, Template } from 'e2b'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type E2BServer, startE2BServer } from './server.js'
+
+describe("E2B's Template.build, refused", () => {
+  let e2b: E2BServer
+  beforeAll(async () => {
+    e2b = await startE2BServer({ poolSize: 0 })
+  })
+  afterAll(async () => {
+    await e2b?.close()
+  })
+
+  it('says builds are off, and how the operator turns them on, when the server was not started with --allow-template-builds', async () => {
+    const template = Template().fromDebianImage('trixie').aptInstall('jq')
+    const error = await Template.build(template, 'refused').catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(Error)
+    expect(String((error as Error).message)).toMatch(
+      /Template builds from API clients are off.*--allow-template-builds/s,
+    )
+    expect(await Template.exists('refused')).toBe(false)
+    expect(await Template.exists('code-interpreter-v1')).toBe(true)
+  })
+})
+
+describe("E2B's Template.build, a base that cannot be had", () => {
+  let e2b: E2BServer
+  let built = 0
+  beforeAll(async () => {
+    e2b = await startE2BServer({
+      poolSize: 0,
+      allowTemplateBuilds: true,
+      templateBuilder: {
+        build: async () => {
+          built++
+          throw new Error('no build should start')
+        },
+        parseSpec: () => {
+          throw new Error('no spec here')
+        },
+      },
+    })
+  })
+  afterAll(async () => {
+    await e2b?.close()
+  })
+
+  it('refuses a registry image at once, naming the bases that work, and starts no build', async () => {
+    const logs: string[] = []
+    const template = Template().fromPythonImage('3.12').pipInstall('polars')
+    const error = await Template.build(template, 'py312', {
+      onBuildLogs: (entry) => void logs.push(entry.message),
+    }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(BuildError)
+    expect((error as Error).message).toMatch(
+      /python:3\.12" cannot be had here.*Bases that work: fromDebianImage\('bookworm'/s,
+    )
+    expect(built).toBe(0)
+    expect(await Template.exists('py312')).toBe(false)
+  })
+
+  it('keeps one build per name: a tag other than latest is refused with a name to use', async () => {
+    const error = await Template.build(Template().fromDebianImage('trixie'), 'mine:v2').catch(
+      (e: unknown) => e,
+    )
+    expect((error as Error).message).toMatch(/one build per template name.*mine-v2/s)
+  })
+})
