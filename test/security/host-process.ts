@@ -60,7 +60,8 @@ export function buildStandaloneHost(): string {
   const emit = (path: string) => {
     const target = join(out, 'src', path.slice(source.length + 1))
     mkdirSync(dirname(target), { recursive: true })
-    if (path.endsWith('.py')) return copyFileSync(path, target)
+    // Python, R and JavaScript kernels, recipes: as they are.
+    if (!path.endsWith('.ts')) return copyFileSync(path, target)
     const js = ts.transpileModule(readFileSync(path, 'utf8'), {
       compilerOptions: {
         module: ts.ModuleKind.ESNext,
@@ -76,10 +77,7 @@ export function buildStandaloneHost(): string {
       const path = join(dir, entry.name)
       if (entry.isDirectory()) {
         if (entry.name !== '__pycache__' && path !== join(source, 'web')) copy(path)
-      } else if (
-        entry.name.endsWith('.py') ||
-        (entry.name.endsWith('.ts') && !/\.(test|case)\.ts$/.test(entry.name))
-      ) {
+      } else if (!/\.(test|case)\.ts$/.test(entry.name)) {
         emit(path)
       }
     }
