@@ -6,15 +6,30 @@
  */
 import { execFile } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import { openTemplates, type TemplateStore, writeManifest } from '../../src/templates/store.js'
 import type { BuiltTemplate } from '../../src/templates/types.js'
 
 const run = promisify(execFile)
-const CACHE = join(import.meta.dirname, '..', '..', '.cache')
+
+/**
+ * The repo's .cache when sandboxes can reach it, else a folder under /var/tmp: bubblewrap runs as
+ * the sandbox's uid, which cannot bind a template under a folder closed to other users (a clone
+ * in a mkdtemp folder, or under /root; src/sandbox/local/template.ts refuses those).
+ */
+function reachableCache(): string {
+  const cache = join(import.meta.dirname, '..', '..', '.cache')
+  let path = ''
+  for (const part of dirname(cache).split('/').filter(Boolean)) {
+    path += `/${part}`
+    if ((statSync(path).mode & 0o001) === 0) return `/var/tmp/analyst-test-cache-${process.getuid?.() ?? 0}`
+  }
+  return cache
+}
+const CACHE = reachableCache()
 /** The Analyst home whose store holds the test templates. */
 export const TEMPLATE_HOME = join(CACHE, 'analyst-home')
 export const TRIXIE = 'test-trixie'
