@@ -508,7 +508,10 @@ export function describeConformance({
         "kept *= 10\nprint('before', flush=True)\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
       )
       expect(execution.error?.name).toBe('KernelDied')
-      expect(execution.logs.stdout).toEqual(['before\n'])
+      // Analyst's kernel writes output to its pipe before the next line runs. A Jupyter kernel
+      // hands it to ZMQ's I/O thread, which a SIGKILL right after may beat on a busy machine.
+      if (rebuilds) expect(execution.logs.stdout).toEqual(['before\n'])
+      else expect(['', 'before\n']).toContain(execution.logs.stdout.join(''))
       if (rebuilds) {
         expect(execution.error?.value).toMatch(/killed by SIGKILL/)
         expect(execution.error?.value).toMatch(/cells that ran without error before run again/)
