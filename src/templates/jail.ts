@@ -8,7 +8,8 @@
  * unprivileged user. Pure functions: what the jail lets in can be read here.
  * @module
  */
-import { existsSync, lstatSync, readlinkSync } from 'node:fs'
+import { existsSync } from 'node:fs'
+import { systemArgs } from '../sandbox/local/jail.js'
 import { VENV } from './steps.js'
 
 /** What dpkg, apt and pip need as root in a root of their own (a container build's default set, less raw sockets and mknod). */
@@ -27,28 +28,6 @@ export const BUILD_CAPABILITIES = [
 
 /** The PATH of every step: the template's venv first, so that a plain `pip install` lands in it. */
 export const BUILD_PATH = `${VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`
-
-/** Of the host's /etc, what the host's Python and pip need over base host (no secrets). */
-const HOST_ETC = [
-  '/etc/alternatives',
-  '/etc/ld.so.cache',
-  '/etc/ld.so.conf',
-  '/etc/ld.so.conf.d',
-  '/etc/localtime',
-  '/etc/python3',
-  '/etc/python3.11',
-  '/etc/python3.12',
-  '/etc/python3.13',
-]
-/** Of the host's /etc, what a fetch step needs to reach a package index. */
-const NETWORK_ETC = [
-  '/etc/resolv.conf',
-  '/etc/ssl',
-  '/etc/ca-certificates',
-  '/etc/nsswitch.conf',
-  '/etc/gai.conf',
-  '/etc/hosts',
-]
 
 export interface BuildJailSpec {
   /** The template's root, writable: the step runs in it, as root. */
@@ -97,38 +76,14 @@ export function buildJailArgs(spec: BuildJailSpec, command: string[]): string[] 
       args.push('--ro-bind', '/etc/resolv.conf', '/etc/resolv.conf')
   } else if (spec.hostVenv) {
     args.push('--unshare-user', '--uid', '1000', '--gid', '1000', '--cap-drop', 'ALL')
-    args.push(
-      '--ro-bind',
-      '/usr',
-      '/usr',
-      ...topLevelLinks(),
-      '--proc',
-      '/proc',
-      '--dev',
-      '/dev',
-      '--tmpfs',
-      '/tmp',
-    )
-    for (const path of [...HOST_ETC, ...(spec.network ? NETWORK_ETC : [])])
-      if (existsSync(path)) args.push('--ro-bind', path, path)
+    // The host's system files as a sandbox sees them (and, for the fetch steps, what reaches an index).
+    args.push(...systemArgs(undefined, spec.network), '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp')
+    if (spec.network && existsSync('/etc/hosts')) args.push('--ro-bind', '/etc/hosts', '/etc/hosts')
     args.push('--bind', spec.hostVenv, VENV)
   } else throw new Error('a build jail needs a root or a host venv')
   for (const bind of spec.binds) args.push('--ro-bind', bind.src, bind.dest)
   for (const [name, value] of Object.entries(spec.env)) args.push('--setenv', name, value)
   args.push('--chdir', spec.cwd, '--', ...command)
-  return args
-}
-
-/** /bin, /lib and the like as the host has them (links into /usr on a merged /usr). */
-function topLevelLinks(): string[] {
-  const args: string[] = []
-  for (const name of ['bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32']) {
-    const path = `/${name}`
-    if (!existsSync(path)) continue
-    const stat = lstatSync(path)
-    if (stat.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path)
-    else if (stat.isDirectory()) args.push('--ro-bind', path, path)
-  }
   return args
 }
 
