@@ -1,5 +1,17 @@
 import { defineConfig } from 'vitest/config'
 
+/** Files that run sandboxes in the trixie test template (test/support/templates.ts), besides the hostile suite. */
+const IN_TRIXIE = ['test/sandbox/local-template.test.ts', 'test/web/templates.test.ts']
+/**
+ * The projects in the trixie template run after the others (groupOrder): its build, when it is
+ * not cached yet, is started by their globalSetup and goes on while the others run.
+ */
+const inTrixie = {
+  globalSetup: ['test/support/template-setup.ts'],
+  setupFiles: ['test/support/template-wait.ts'],
+  sequence: { groupOrder: 1 },
+}
+
 export default defineConfig({
   test: {
     // Sandboxes are real processes: a few test files at a time on a 2-core machine.
@@ -18,7 +30,7 @@ export default defineConfig({
         test: {
           name: 'all',
           include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-          exclude: ['test/image/**'],
+          exclude: ['test/image/**', ...IN_TRIXIE],
         },
       },
       // As root, sandboxes are forked from a zygote; the hostile suite also runs on the other
@@ -42,8 +54,13 @@ export default defineConfig({
           include: ['test/security/**/*.test.ts'],
           exclude: ['test/security/zygote.test.ts', 'test/security/fds.test.ts'],
           env: { ANALYST_TEST_TEMPLATE: 'test-trixie' },
-          globalSetup: ['test/support/template-setup.ts'],
+          ...inTrixie,
         },
+      },
+      // The other files that run in the trixie template.
+      {
+        extends: true,
+        test: { name: 'trixie', include: IN_TRIXIE, ...inTrixie },
       },
     ],
   },

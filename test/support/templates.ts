@@ -91,8 +91,17 @@ async function build(store: TemplateStore, id: string): Promise<BuiltTemplate> {
     const rootfs = join(folder, 'rootfs')
     await run(
       'mmdebstrap',
-      ['--quiet', '--variant=apt', `--include=${PACKAGES.join(',')}`, 'trixie', rootfs, MIRROR],
-      { timeout: 600_000, maxBuffer: 64 << 20 },
+      [
+        '--quiet',
+        '--variant=apt',
+        `--include=${PACKAGES.join(',')}`,
+        // No fsync per unpacked file: a throwaway root, and much faster on a busy disk.
+        '--dpkgopt=force-unsafe-io',
+        'trixie',
+        rootfs,
+        MIRROR,
+      ],
+      { timeout: 1_500_000, maxBuffer: 64 << 20 },
     )
     const python = readdirSync(join(rootfs, 'usr/bin')).find((name) => /^python3\.\d+$/.test(name)) as string
     writeManifest(folder, {
