@@ -300,6 +300,18 @@ export const openApiDocument = {
         },
       },
     },
+    '/api/sessions/{id}/restart': {
+      parameters: [sessionId],
+      post: {
+        summary:
+          "Restart the session's kernel: its sandbox ends now, and the next question or cell rebuilds the state by replaying the session's cells that ran without error",
+        responses: {
+          200: { description: '{ replaying: the number of cells the next start replays }' },
+          404: error,
+          409: error,
+        },
+      },
+    },
     '/api/sessions/{id}/variables': {
       parameters: [sessionId],
       get: {

@@ -14,13 +14,13 @@ import { Datasets } from './components/datasets.js'
 import { isTyping, KeysDialog } from './components/keys-dialog.js'
 import { KeysPage } from './components/keys-page.js'
 import { type CellOutcome, Run, type StepActions } from './components/run.js'
+import { SessionPanel } from './components/session-panel.js'
 import { ShareButton } from './components/share-button.js'
 import { SharedPage } from './components/shared-page.js'
 import { Sidebar } from './components/sidebar.js'
 import { Sources } from './components/sources.js'
 import { TemplatePicker } from './components/template-picker.js'
 import { TokenDialog } from './components/token-dialog.js'
-import { Variables } from './components/variables.js'
 import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun, type UiStep } from './run-state.js'
 
 interface Problem {
@@ -94,6 +94,8 @@ function Workspace({ signin }: { signin: SignInState }) {
   const [uploading, setUploading] = useState<string[]>([])
   const [problem, setProblem] = useState<Problem | null>(null)
   const [dragging, setDragging] = useState(false)
+  // The session panel as a sheet (narrow screens; a wide one shows it beside the conversation).
+  const [panelOpen, setPanelOpen] = useState(false)
   const [tokenAsk, setTokenAsk] = useState<{ rejected: boolean; resolve: (t: string | null) => void } | null>(
     null,
   )
@@ -170,6 +172,12 @@ function Workspace({ signin }: { signin: SignInState }) {
     setDetail(null)
     if (currentId) void refreshDetail(currentId)
   }, [currentId, refreshDetail])
+
+  // Timed by bench/webui.mjs: a session's steps are on the screen and the page takes input.
+  const shownId = detail && detail.id === currentId ? detail.id : null
+  useEffect(() => {
+    if (shownId) performance.mark('analyst:session-shown', { detail: shownId })
+  }, [shownId])
 
   // A run that another tab (or an earlier page) started: follow it until it ends.
   const runningElsewhere =
@@ -417,7 +425,9 @@ function Workspace({ signin }: { signin: SignInState }) {
   const title = detail && detail.id === currentId ? detail.title || 'Untitled analysis' : 'New analysis'
 
   return (
-    <div class={`app${dragging ? ' dragging' : ''}`}>
+    <div
+      class={`app${dragging ? ' dragging' : ''}${!page && currentId && detail?.id === currentId ? ' with-panel' : ''}`}
+    >
       <Sidebar
         sessions={sessions}
         currentId={currentId}
@@ -439,6 +449,16 @@ function Workspace({ signin }: { signin: SignInState }) {
               sessionId={detail.id}
               onProblem={(error) => setProblem(problemOf(error))}
             />
+          )}
+          {!page && detail && detail.id === currentId && (
+            <button
+              type="button"
+              class="button secondary small panel-toggle"
+              aria-expanded={panelOpen}
+              onClick={() => setPanelOpen(!panelOpen)}
+            >
+              Session
+            </button>
           )}
           {!page && detail && detail.id === currentId && detail.runs.length > 0 && (
             <nav class="exports" aria-label="Export">
@@ -513,12 +533,6 @@ function Workspace({ signin }: { signin: SignInState }) {
                   onChoose={(files) => void upload(files)}
                   fileUrl={currentId ? (name) => dataFileUrl({ sessionId: currentId }, name) : undefined}
                 />
-                {currentId && detail?.id === currentId && !running && (
-                  <Variables
-                    sessionId={currentId}
-                    version={`${detail.runs.length}:${detail.runs.reduce((n, run) => n + run.steps.length, 0)}`}
-                  />
-                )}
                 <div class="conversation">
                   {runs.map(({ run, live: isLive }, index) => (
                     <Run
@@ -547,6 +561,15 @@ function Workspace({ signin }: { signin: SignInState }) {
           />
         </div>
       </main>
+      {!page && currentId && detail?.id === currentId && (
+        <SessionPanel
+          detail={detail}
+          running={running}
+          open={panelOpen}
+          onClose={() => setPanelOpen(false)}
+          onUpload={(files) => void upload(files)}
+        />
+      )}
       {dragging && (
         <div class="drop-hint" aria-hidden="true">
           Drop files to add them to this analysis
