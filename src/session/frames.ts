@@ -54,6 +54,14 @@ type Context = Awaited<ReturnType<Sandbox['createContext']>>
 
 /** Each sandbox's context for the host's questions (made at the first; the default where none can be). */
 const contexts = new WeakMap<Sandbox, Promise<Context | undefined>>()
+/** Questions asked in each sandbox since its context was last cleared. */
+const asked = new WeakMap<Sandbox, number>()
+/**
+ * The kernel keeps each cell that worked, to run again if it dies (src/sandbox/kernel/kept-cells.ts),
+ * up to a bound past which it keeps none: the questions' context is cleared now and then (its
+ * namespace holds nothing; the frames live in analyst_data), so paging never crowds out the cells.
+ */
+const CLEAR_EVERY = 50
 
 function contextOf(sandbox: Sandbox): Promise<Context | undefined> {
   let context = contexts.get(sandbox)
@@ -76,6 +84,9 @@ async function ask(sandbox: Sandbox, request: Record<string, unknown>): Promise<
 async function answerOf(sandbox: Sandbox, code: string): Promise<Record<string, unknown>> {
   const context = await contextOf(sandbox)
   const execution = await sandbox.runCode(code, { timeoutMs: TIMEOUT_MS, ...(context ? { context } : {}) })
+  const count = (asked.get(sandbox) ?? 0) + 1
+  asked.set(sandbox, count % CLEAR_EVERY)
+  if (context && count === CLEAR_EVERY) await sandbox.restartCodeContext(context).catch(() => undefined)
   if (execution.error)
     throw new SandboxError(
       `The kernel could not answer about the table: ${execution.error.name}: ${execution.error.value}`,
