@@ -6,11 +6,22 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import type { SessionDetail, SessionSummary, SourceInfo, TemplateView } from '../server/types.js'
 import { account, type SignInState, signInState, signInUrl } from './account.js'
-import { ApiError, api, dataFileUrl, exportUrl, onTokenNeeded, setSignIn, token, withToken } from './api.js'
+import {
+  ApiError,
+  api,
+  apiUrl,
+  dataFileUrl,
+  exportUrl,
+  onTokenNeeded,
+  setSignIn,
+  token,
+  withToken,
+} from './api.js'
 import { AccountBar } from './components/account-bar.js'
 import { AdminPage } from './components/admin-page.js'
 import { Composer } from './components/composer.js'
 import { Datasets } from './components/datasets.js'
+import { Deferred } from './components/deferred.js'
 import { isTyping, KeysDialog } from './components/keys-dialog.js'
 import { KeysPage } from './components/keys-page.js'
 import { type CellOutcome, Run, type StepActions } from './components/run.js'
@@ -32,6 +43,33 @@ interface Live {
   sessionId: string
   run: UiRun
   controller: AbortController
+}
+
+/** Sessions with this many runs or fewer are drawn whole at once; longer ones as they are scrolled to. */
+const EAGER_RUNS = 10
+
+/** About how tall a run is drawn (its steps closed): its question and answer, a line a step, its charts and tables. */
+function standInHeight(run: UiRun): number {
+  const results = run.steps.flatMap((step) => step.results)
+  const charts = results.filter((result) => result.image).length
+  const tables = results.filter((result) => result.data && !result.image).length
+  return 140 + 44 * run.steps.length + 360 * charts + 380 * tables
+}
+
+/**
+ * The session in the address, asked for as the page starts, beside the sign-in check rather than
+ * after it: a plain request (no token prompt, no sign-in redirect), used once if it worked.
+ */
+let early: { id: string; detail: Promise<SessionDetail | undefined> } | null = null
+function askEarly(id: string | null) {
+  if (!id) return
+  const headers: Record<string, string> = {}
+  const value = token.get()
+  if (value) headers.Authorization = `Bearer ${value}`
+  const detail = fetch(apiUrl(`/api/sessions/${encodeURIComponent(id)}`), { headers })
+    .then((response) => (response.ok ? (response.json() as Promise<SessionDetail>) : undefined))
+    .catch(() => undefined)
+  early = { id, detail }
 }
 
 function sessionFromHash(): string | null {
@@ -66,6 +104,7 @@ export function App() {
   const shareId = /\/s\/([^/]+)$/.exec(location.pathname)?.[1]
   const [signin, setSigninState] = useState<SignInState | null>(null)
   useEffect(() => {
+    if (!shareId) askEarly(sessionFromHash())
     signInState().then(
       (state) => {
         if (state.kind === 'out') {
@@ -145,7 +184,9 @@ function Workspace({ signin }: { signin: SignInState }) {
 
   const refreshDetail = useCallback(async (id: string): Promise<SessionDetail | undefined> => {
     try {
-      const next = await api.getSession(id)
+      const asked = early?.id === id ? await early.detail : undefined
+      early = null
+      const next = asked ?? (await api.getSession(id))
       if (currentRef.current === id) setDetail(next)
       return next
     } catch (error) {
@@ -535,12 +576,14 @@ function Workspace({ signin }: { signin: SignInState }) {
                 />
                 <div class="conversation">
                   {runs.map(({ run, live: isLive }, index) => (
-                    <Run
+                    <Deferred
                       key={run.id ?? `live-${index}`}
-                      run={run}
-                      live={isLive}
-                      actions={isLive ? undefined : actionsFor}
-                    />
+                      eager={isLive || runs.length <= EAGER_RUNS || index === runs.length - 1}
+                      height={standInHeight(run)}
+                      stand={<p class="question">{run.question}</p>}
+                    >
+                      <Run run={run} live={isLive} actions={isLive ? undefined : actionsFor} />
+                    </Deferred>
                   ))}
                 </div>
               </>
