@@ -122,6 +122,14 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     await typeInto('Cell', 'import time\nfor _ in range(600): time.sleep(0.1)')
     await page.keyboard.press('ControlOrMeta+Enter')
     await page.getByRole('button', { name: 'Stop' }).waitFor()
+    // No restart while a cell runs: a 409 that says to stop it first.
+    await expect.poll(() => web?.server.service.busy).toBeGreaterThan(0)
+    const restart = await fetch(`${web?.server.url}/api/sessions/${sessionId}/restart`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer workspace-token' },
+    })
+    expect(restart.status).toBe(409)
+    expect(((await restart.json()) as { error: { hint: string } }).error.hint).toContain('Stop it first')
     await page.keyboard.press('Escape')
     await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' })
     await expect.poll(() => personRuns().count()).toBe(before + 1)
