@@ -44,6 +44,7 @@ import type { ServerMetrics } from './metrics.js'
 import { openApiDocument } from './openapi.js'
 import type { Quotas } from './quotas.js'
 import { jsonBody, parse } from './request-body.js'
+import { restartRoutes } from './restart.js'
 import { type TemplateRoutesOptions, templateRoutes } from './templates.js'
 import type { ApiError, RunWatchStreamEvent, StreamOnlyEvent } from './types.js'
 import { receiveFile } from './uploads.js'
@@ -358,6 +359,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   )
 
   app.route('/', frameRoutes({ service, ownerOf: (c) => (c as Context<Env>).get('owner') }))
+  app.route('/', restartRoutes({ service, ownerOf: (c) => (c as Context<Env>).get('owner') }))
 
   app.post('/api/sessions/:id/ask', async (c) => {
     const id = await sessionOf(c)

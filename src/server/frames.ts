@@ -1,19 +1,49 @@
 /**
  * A DataFrame result as the session's kernel holds it, for the grid: `GET
- * /api/sessions/:id/results/:rid/rows?offset&limit&sort&filter&search` (a page; `format=csv|xlsx`
- * downloads the whole selection) and `.../columns` (each column's statistics). The owner's only,
- * as every session route; a table the kernel no longer holds is a 410 that says to run its step again.
+ * /api/sessions/:id/results/:rid/rows?offset&limit&sort&filter&search` (a page;
+ * `format=csv|xlsx|parquet` downloads the whole selection, streamed as it is made) and
+ * `.../columns` (each column's statistics). The owner's only, as every session route; a table the
+ * kernel no longer holds is a 410 that says to run its step again.
  * @module
  */
 import { type Context, Hono } from 'hono'
 import { InvalidArgumentError } from '../errors.js'
-import { type FrameSelection, frameFile, framePage, frameStats, kernelVariables } from '../session/frames.js'
+import {
+  type FrameFormat,
+  type FrameSelection,
+  frameFile,
+  framePage,
+  frameStats,
+  kernelVariables,
+} from '../session/frames.js'
 import type { SessionService } from '../session/index.js'
 
-const TYPES = {
+const TYPES: Record<FrameFormat, string> = {
   csv: 'text/csv; charset=utf-8',
   xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
-} as const
+  parquet: 'application/vnd.apache.parquet',
+}
+
+const isFormat = (format: string | undefined): format is FrameFormat =>
+  format !== undefined && Object.hasOwn(TYPES, format)
+
+/** The parts as a response body, each sent as soon as it is made (pulled: one part in memory). */
+function streamOf(parts: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    async pull(controller) {
+      try {
+        const next = await parts.next()
+        if (next.done) controller.close()
+        else controller.enqueue(next.value)
+      } catch (error) {
+        controller.error(error)
+      }
+    },
+    async cancel() {
+      await parts.return(undefined)
+    },
+  })
+}
 
 function selectionOf(c: Context): FrameSelection {
   const pick = (name: string) => {
@@ -46,15 +76,19 @@ export function frameRoutes(options: {
     const id = c.req.param('rid') as string
     const selection = selectionOf(c)
     const format = c.req.query('format')
-    if (format === 'csv' || format === 'xlsx') {
-      const { content } = await frameFile(sandbox, id, selection, format)
-      return c.body(content as Uint8Array<ArrayBuffer>, 200, {
-        'content-type': TYPES[format],
-        'content-disposition': `attachment; filename="table.${format}"`,
+    if (isFormat(format)) {
+      const parts = await frameFile(sandbox, id, selection, format)
+      return new Response(streamOf(parts), {
+        headers: {
+          'content-type': TYPES[format],
+          'content-disposition': `attachment; filename="table.${format}"`,
+        },
       })
     }
     if (format !== undefined)
-      throw new InvalidArgumentError(`Unknown format "${format}"`, { hint: 'Use format=csv or format=xlsx' })
+      throw new InvalidArgumentError(`Unknown format "${format}"`, {
+        hint: 'Use format=csv, format=xlsx or format=parquet',
+      })
     const offset = integer(c, 'offset', 0, Number.MAX_SAFE_INTEGER)
     const limit = integer(c, 'limit', 50, 1000)
     return c.json(await framePage(sandbox, id, { ...selection, offset, limit }))

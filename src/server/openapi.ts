@@ -266,7 +266,7 @@ export const openApiDocument = {
       parameters: [sessionId, { name: 'resultId', in: 'path', required: true, schema: { type: 'string' } }],
       get: {
         summary:
-          "A page of a DataFrame result as the session's kernel keeps it (its result's frame.id), sorted, filtered and searched there; format=csv or xlsx downloads the whole selection",
+          "A page of a DataFrame result as the session's kernel keeps it (its result's frame.id), sorted, filtered and searched there; format=csv, xlsx or parquet downloads the whole selection, streamed as it is made",
         parameters: [
           { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
           { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 50 } },
@@ -288,7 +288,7 @@ export const openApiDocument = {
             schema: { type: 'string' },
             description: 'Rows with this text in any column',
           },
-          { name: 'format', in: 'query', schema: { type: 'string', enum: ['csv', 'xlsx'] } },
+          { name: 'format', in: 'query', schema: { type: 'string', enum: ['csv', 'xlsx', 'parquet'] } },
         ],
         responses: {
           200: {
@@ -297,6 +297,18 @@ export const openApiDocument = {
           400: error,
           404: error,
           410: error,
+        },
+      },
+    },
+    '/api/sessions/{id}/restart': {
+      parameters: [sessionId],
+      post: {
+        summary:
+          "Restart the session's kernel: its sandbox ends now, and the next question or cell rebuilds the state by replaying the session's cells that ran without error",
+        responses: {
+          200: { description: '{ replaying: the number of cells the next start replays }' },
+          404: error,
+          409: error,
         },
       },
     },

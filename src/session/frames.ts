@@ -1,12 +1,19 @@
 /**
  * The tables a session's kernel keeps (each DataFrame result, by its id: analyst_data.py's
  * keep_frame): a page of rows, sorted, filtered and searched where the frame lives; column
- * statistics; the selection as a CSV or XLSX file. Each request runs in the session's sandbox as a
- * cell that is not recorded, so a filter (a pandas query expression, untrusted like any cell) runs
- * behind the sandbox's walls, after whatever cell is running.
+ * statistics; the selection as a CSV, XLSX or Parquet file, sent part by part as it is made. Each
+ * request runs in the session's sandbox as a cell that is not recorded, so a filter (a pandas
+ * query expression, untrusted like any cell) runs behind the sandbox's walls.
+ *
+ * Requests run in a context of their own, so they add nothing to the session's execution count
+ * (the default context's). They still wait behind a running cell: the kernel runs one cell at a
+ * time, whatever its context. Answering beside a running cell would need a protocol message that
+ * the kernel's IO thread answers (as it answers commands), reading a frame another thread may be
+ * changing; that is left for later.
  * @module
  */
 import { randomUUID } from 'node:crypto'
+import { ByteWriter, ParquetWriter, schemaFromColumnData } from 'hyparquet-writer'
 import { GoneError, InvalidArgumentError, SandboxError } from '../errors.js'
 import type { Sandbox } from '../sandbox/index.js'
 
@@ -43,6 +50,28 @@ const TIMEOUT_MS = 120_000
 /** What to do once the table is gone from the kernel. */
 const RUN_AGAIN = 'Run its step again to get the table back.'
 
+type Context = Awaited<ReturnType<Sandbox['createContext']>>
+
+/** Each sandbox's context for the host's questions (made at the first; the default where none can be). */
+const contexts = new WeakMap<Sandbox, Promise<Context | undefined>>()
+/** Questions asked in each sandbox since its context was last cleared. */
+const asked = new WeakMap<Sandbox, number>()
+/**
+ * The kernel keeps each cell that worked, to run again if it dies (src/sandbox/kernel/kept-cells.ts),
+ * up to a bound past which it keeps none: the questions' context is cleared now and then (its
+ * namespace holds nothing; the frames live in analyst_data), so paging never crowds out the cells.
+ */
+const CLEAR_EVERY = 50
+
+function contextOf(sandbox: Sandbox): Promise<Context | undefined> {
+  let context = contexts.get(sandbox)
+  if (!context) {
+    context = sandbox.createContext().catch(() => undefined)
+    contexts.set(sandbox, context)
+  }
+  return context
+}
+
 async function ask(sandbox: Sandbox, request: Record<string, unknown>): Promise<Record<string, unknown>> {
   // The request reaches Python as a JSON string literal (a JSON string is a Python string too).
   return answerOf(
@@ -53,17 +82,23 @@ async function ask(sandbox: Sandbox, request: Record<string, unknown>): Promise<
 
 /** Runs `code` (a call that prints one marked JSON line) in the kernel, unrecorded; its answer. */
 async function answerOf(sandbox: Sandbox, code: string): Promise<Record<string, unknown>> {
-  const execution = await sandbox.runCode(code, { timeoutMs: TIMEOUT_MS })
+  const context = await contextOf(sandbox)
+  const execution = await sandbox.runCode(code, { timeoutMs: TIMEOUT_MS, ...(context ? { context } : {}) })
+  const count = (asked.get(sandbox) ?? 0) + 1
+  asked.set(sandbox, count % CLEAR_EVERY)
+  if (context && count === CLEAR_EVERY) await sandbox.restartCodeContext(context).catch(() => undefined)
   if (execution.error)
     throw new SandboxError(
       `The kernel could not answer about the table: ${execution.error.name}: ${execution.error.value}`,
     )
-  const line = execution.logs.stdout
-    .join('')
-    .split('\n')
-    .find((text) => text.startsWith(MARK))
-  if (!line) throw new SandboxError('The kernel did not answer about the table')
-  const answer = JSON.parse(line.slice(MARK.length)) as Record<string, unknown>
+  const text = execution.logs.stdout.join('')
+  const start = text.indexOf(MARK)
+  if (start < 0) throw new SandboxError('The kernel did not answer about the table')
+  const end = text.indexOf('\n', start)
+  const answer = JSON.parse(text.slice(start + MARK.length, end < 0 ? undefined : end)) as Record<
+    string,
+    unknown
+  >
   if (answer.error === 'gone') throw new GoneError(String(answer.message), { hint: RUN_AGAIN })
   if (answer.error) throw new InvalidArgumentError(String(answer.message))
   return answer
@@ -80,7 +115,7 @@ export interface KernelVariable {
 /** The kernel's variables (name, type, shape and memory for frames and arrays); none when it is closed. */
 export async function kernelVariables(sandbox: Sandbox | undefined): Promise<KernelVariable[]> {
   if (!sandbox) return []
-  const answer = await answerOf(sandbox, "__import__('analyst_data').print_variables(globals())")
+  const answer = await answerOf(sandbox, "__import__('analyst_data').print_variables()")
   return answer.variables as KernelVariable[]
 }
 
@@ -109,22 +144,132 @@ export async function frameStats(
   return (await ask(needSandbox(sandbox), { kind: 'stats', id, ...selection })) as never
 }
 
+export type FrameFormat = 'csv' | 'xlsx' | 'parquet'
+
+/** Rows per part of a download: a few MB of text at most, well under a cell's output cap. */
+const PART_ROWS = 50_000
+/** Bytes per part of a file the kernel wrote (base64 on stdout: a third more). */
+const FILE_PART_BYTES = 4 * 1024 * 1024
+
 /**
- * The selected rows as a file, written in the sandbox's /tmp (outside the workspace, so no cell
- * sees it as an artifact), read, and removed.
+ * The selected rows as a file, part by part as it is made, so a big table never sits whole in
+ * the server's memory: CSV text from pandas; Parquet written here (the sandbox has no pyarrow)
+ * from typed columns, a row group per part; XLSX written by pandas in the sandbox's /tmp (outside
+ * the workspace, so no cell sees it as an artifact), then read in parts and removed. The first
+ * part is asked for before the generator is returned, so a bad request throws before any byte.
  */
 export async function frameFile(
   sandbox: Sandbox | undefined,
   id: string,
   selection: FrameSelection,
-  format: 'csv' | 'xlsx',
-): Promise<{ rows: number; content: Uint8Array }> {
+  format: FrameFormat,
+): Promise<AsyncGenerator<Uint8Array>> {
   const box = needSandbox(sandbox)
-  const path = `/tmp/analyst-table-${randomUUID()}.${format}`
-  const answer = await ask(box, { kind: format, id, path, ...selection })
-  try {
-    return { rows: Number(answer.rows), content: await box.files.read(path, { format: 'bytes' }) }
-  } finally {
-    await box.files.remove(path).catch(() => undefined)
+  if (format === 'xlsx') {
+    const path = `/tmp/analyst-table-${randomUUID()}.xlsx`
+    try {
+      await ask(box, { kind: 'xlsx', id, path, ...selection })
+    } catch (error) {
+      await removeFile(box, path)
+      throw error
+    }
+    return filePartsOf(box, path)
   }
+  const kind = format === 'csv' ? 'csv-part' : 'columns-part'
+  const first = await ask(box, { kind, id, ...selection, offset: 0, limit: PART_ROWS })
+  const parts = partsOf(box, { kind, id, ...selection }, first)
+  return format === 'csv' ? csvOf(parts) : parquetOf(parts)
+}
+
+interface Part {
+  rows: number
+  offset: number
+  count: number
+  text?: string
+  kinds?: Record<string, ColumnKind>
+  data?: Record<string, unknown[]>
+}
+
+type ColumnKind = 'int' | 'float' | 'bool' | 'datetime' | 'string'
+
+async function* partsOf(
+  sandbox: Sandbox,
+  request: Record<string, unknown>,
+  first: Record<string, unknown>,
+): AsyncGenerator<Part> {
+  let part = first as unknown as Part
+  for (;;) {
+    yield part
+    const next = part.offset + part.count
+    if (part.count === 0 || next >= part.rows) return
+    part = (await ask(sandbox, { ...request, offset: next, limit: PART_ROWS })) as unknown as Part
+  }
+}
+
+async function* csvOf(parts: AsyncGenerator<Part>): AsyncGenerator<Uint8Array> {
+  const encoder = new TextEncoder()
+  for await (const part of parts) yield encoder.encode(part.text ?? '')
+}
+
+/** How each kind of column is written: its Parquet type, and its values as the writer takes them. */
+const PARQUET: Record<ColumnKind, { type: 'INT64' | 'DOUBLE' | 'BOOLEAN' | 'STRING' | 'TIMESTAMP' }> = {
+  int: { type: 'INT64' },
+  float: { type: 'DOUBLE' },
+  bool: { type: 'BOOLEAN' },
+  datetime: { type: 'TIMESTAMP' },
+  string: { type: 'STRING' },
+}
+
+function parquetValues(kind: ColumnKind, values: unknown[]): unknown[] {
+  if (kind === 'int') return values.map((v) => (v === null ? null : BigInt(v as number)))
+  if (kind === 'datetime') return values.map((v) => (v === null ? null : new Date(v as number)))
+  return values
+}
+
+async function* parquetOf(parts: AsyncGenerator<Part>): AsyncGenerator<Uint8Array> {
+  const out: Uint8Array[] = []
+  // Each row group is handed on as soon as it is written (ParquetWriter flushes after each).
+  const writer: ByteWriter & { flush?: () => void } = new ByteWriter()
+  const flushed = () => {
+    out.push(writer.getBytes().slice())
+    writer.index = 0
+  }
+  writer.flush = flushed
+  let parquet: ParquetWriter | undefined
+  for await (const part of parts) {
+    const kinds = part.kinds ?? {}
+    const columnData = Object.entries(kinds).map(([name, kind]) => ({
+      name,
+      data: parquetValues(kind, part.data?.[name] ?? []),
+      type: PARQUET[kind].type,
+      nullable: true,
+    }))
+    if (!parquet) {
+      parquet = new ParquetWriter({ writer, schema: schemaFromColumnData({ columnData }) })
+    }
+    if (part.count > 0) await parquet.write({ columnData, rowGroupSize: part.count })
+    yield* out.splice(0)
+  }
+  await parquet?.finish()
+  flushed()
+  yield* out.splice(0)
+}
+
+async function* filePartsOf(sandbox: Sandbox, path: string): AsyncGenerator<Uint8Array> {
+  try {
+    for (let offset = 0; ; offset += FILE_PART_BYTES) {
+      const answer = await answerOf(
+        sandbox,
+        `__import__('analyst_data').print_file_part(${JSON.stringify(path)}, ${offset}, ${FILE_PART_BYTES})`,
+      )
+      yield Buffer.from(String(answer.data), 'base64')
+      if (answer.end) return
+    }
+  } finally {
+    await removeFile(sandbox, path)
+  }
+}
+
+function removeFile(sandbox: Sandbox, path: string): Promise<void> {
+  return sandbox.files.remove(path).catch(() => undefined)
 }

@@ -12,7 +12,13 @@
 import type { Readable } from 'node:stream'
 import type { AskResult, StepRecord, Violation } from '../agent/index.js'
 import type { DatasetProfile } from '../data/index.js'
-import { ForbiddenError, InvalidArgumentError, NotFoundError, ShuttingDownError } from '../errors.js'
+import {
+  ConflictError,
+  ForbiddenError,
+  InvalidArgumentError,
+  NotFoundError,
+  ShuttingDownError,
+} from '../errors.js'
 import type { ModelChoice } from '../models/index.js'
 import type { FindPython } from '../python.js'
 import {
@@ -789,6 +795,22 @@ export class SessionService {
     await this.getSession(sessionId, owner)
     const opening = this.live.get(sessionId)
     return (await opening?.catch(() => undefined))?.sandbox
+  }
+
+  /**
+   * Restarts the session's kernel, as a person asks for it: its sandbox ends now, and the next
+   * question or cell starts a new one and rebuilds the state by replaying the session's cells that
+   * ran without error (the count it says). Refused while a question or cell is running.
+   */
+  async restartKernel(sessionId: string, owner?: string | null): Promise<{ replaying: number }> {
+    await this.getSession(sessionId, owner)
+    if (this.turns.get(sessionId)?.pending)
+      throw new ConflictError('A question or cell is running in this session', {
+        hint: 'Stop it first (or wait for it to end), then restart the kernel.',
+      })
+    await this.close(sessionId)
+    const steps = await this.options.history.steps(sessionId)
+    return { replaying: steps.filter((step) => step.success).length }
   }
 
   /** Ends a live session's sandbox (its history stays in the store). */

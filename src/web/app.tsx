@@ -6,21 +6,32 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import type { SessionDetail, SessionSummary, SourceInfo, TemplateView } from '../server/types.js'
 import { account, type SignInState, signInState, signInUrl } from './account.js'
-import { ApiError, api, dataFileUrl, exportUrl, onTokenNeeded, setSignIn, token, withToken } from './api.js'
+import {
+  ApiError,
+  api,
+  apiUrl,
+  dataFileUrl,
+  exportUrl,
+  onTokenNeeded,
+  setSignIn,
+  token,
+  withToken,
+} from './api.js'
 import { AccountBar } from './components/account-bar.js'
 import { AdminPage } from './components/admin-page.js'
 import { Composer } from './components/composer.js'
 import { Datasets } from './components/datasets.js'
+import { Deferred } from './components/deferred.js'
 import { isTyping, KeysDialog } from './components/keys-dialog.js'
 import { KeysPage } from './components/keys-page.js'
 import { type CellOutcome, Run, type StepActions } from './components/run.js'
+import { SessionPanel } from './components/session-panel.js'
 import { ShareButton } from './components/share-button.js'
 import { SharedPage } from './components/shared-page.js'
 import { Sidebar } from './components/sidebar.js'
 import { Sources } from './components/sources.js'
 import { TemplatePicker } from './components/template-picker.js'
 import { TokenDialog } from './components/token-dialog.js'
-import { Variables } from './components/variables.js'
 import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun, type UiStep } from './run-state.js'
 
 interface Problem {
@@ -32,6 +43,33 @@ interface Live {
   sessionId: string
   run: UiRun
   controller: AbortController
+}
+
+/** Sessions with this many runs or fewer are drawn whole at once; longer ones as they are scrolled to. */
+const EAGER_RUNS = 10
+
+/** About how tall a run is drawn (its steps closed): its question and answer, a line a step, its charts and tables. */
+function standInHeight(run: UiRun): number {
+  const results = run.steps.flatMap((step) => step.results)
+  const charts = results.filter((result) => result.image).length
+  const tables = results.filter((result) => result.data && !result.image).length
+  return 140 + 44 * run.steps.length + 360 * charts + 380 * tables
+}
+
+/**
+ * The session in the address, asked for as the page starts, beside the sign-in check rather than
+ * after it: a plain request (no token prompt, no sign-in redirect), used once if it worked.
+ */
+let early: { id: string; detail: Promise<SessionDetail | undefined> } | null = null
+function askEarly(id: string | null) {
+  if (!id) return
+  const headers: Record<string, string> = {}
+  const value = token.get()
+  if (value) headers.Authorization = `Bearer ${value}`
+  const detail = fetch(apiUrl(`/api/sessions/${encodeURIComponent(id)}`), { headers })
+    .then((response) => (response.ok ? (response.json() as Promise<SessionDetail>) : undefined))
+    .catch(() => undefined)
+  early = { id, detail }
 }
 
 function sessionFromHash(): string | null {
@@ -66,6 +104,7 @@ export function App() {
   const shareId = /\/s\/([^/]+)$/.exec(location.pathname)?.[1]
   const [signin, setSigninState] = useState<SignInState | null>(null)
   useEffect(() => {
+    if (!shareId) askEarly(sessionFromHash())
     signInState().then(
       (state) => {
         if (state.kind === 'out') {
@@ -94,6 +133,8 @@ function Workspace({ signin }: { signin: SignInState }) {
   const [uploading, setUploading] = useState<string[]>([])
   const [problem, setProblem] = useState<Problem | null>(null)
   const [dragging, setDragging] = useState(false)
+  // The session panel as a sheet (narrow screens; a wide one shows it beside the conversation).
+  const [panelOpen, setPanelOpen] = useState(false)
   const [tokenAsk, setTokenAsk] = useState<{ rejected: boolean; resolve: (t: string | null) => void } | null>(
     null,
   )
@@ -143,7 +184,9 @@ function Workspace({ signin }: { signin: SignInState }) {
 
   const refreshDetail = useCallback(async (id: string): Promise<SessionDetail | undefined> => {
     try {
-      const next = await api.getSession(id)
+      const asked = early?.id === id ? await early.detail : undefined
+      early = null
+      const next = asked ?? (await api.getSession(id))
       if (currentRef.current === id) setDetail(next)
       return next
     } catch (error) {
@@ -170,6 +213,12 @@ function Workspace({ signin }: { signin: SignInState }) {
     setDetail(null)
     if (currentId) void refreshDetail(currentId)
   }, [currentId, refreshDetail])
+
+  // Timed by bench/webui.mjs: a session's steps are on the screen and the page takes input.
+  const shownId = detail && detail.id === currentId ? detail.id : null
+  useEffect(() => {
+    if (shownId) performance.mark('analyst:session-shown', { detail: shownId })
+  }, [shownId])
 
   // A run that another tab (or an earlier page) started: follow it until it ends.
   const runningElsewhere =
@@ -417,7 +466,9 @@ function Workspace({ signin }: { signin: SignInState }) {
   const title = detail && detail.id === currentId ? detail.title || 'Untitled analysis' : 'New analysis'
 
   return (
-    <div class={`app${dragging ? ' dragging' : ''}`}>
+    <div
+      class={`app${dragging ? ' dragging' : ''}${!page && currentId && detail?.id === currentId ? ' with-panel' : ''}`}
+    >
       <Sidebar
         sessions={sessions}
         currentId={currentId}
@@ -439,6 +490,16 @@ function Workspace({ signin }: { signin: SignInState }) {
               sessionId={detail.id}
               onProblem={(error) => setProblem(problemOf(error))}
             />
+          )}
+          {!page && detail && detail.id === currentId && (
+            <button
+              type="button"
+              class="button secondary small panel-toggle"
+              aria-expanded={panelOpen}
+              onClick={() => setPanelOpen(!panelOpen)}
+            >
+              Session
+            </button>
           )}
           {!page && detail && detail.id === currentId && detail.runs.length > 0 && (
             <nav class="exports" aria-label="Export">
@@ -513,20 +574,16 @@ function Workspace({ signin }: { signin: SignInState }) {
                   onChoose={(files) => void upload(files)}
                   fileUrl={currentId ? (name) => dataFileUrl({ sessionId: currentId }, name) : undefined}
                 />
-                {currentId && detail?.id === currentId && !running && (
-                  <Variables
-                    sessionId={currentId}
-                    version={`${detail.runs.length}:${detail.runs.reduce((n, run) => n + run.steps.length, 0)}`}
-                  />
-                )}
                 <div class="conversation">
                   {runs.map(({ run, live: isLive }, index) => (
-                    <Run
+                    <Deferred
                       key={run.id ?? `live-${index}`}
-                      run={run}
-                      live={isLive}
-                      actions={isLive ? undefined : actionsFor}
-                    />
+                      eager={isLive || runs.length <= EAGER_RUNS || index === runs.length - 1}
+                      height={standInHeight(run)}
+                      stand={<p class="question">{run.question}</p>}
+                    >
+                      <Run run={run} live={isLive} actions={isLive ? undefined : actionsFor} />
+                    </Deferred>
                   ))}
                 </div>
               </>
@@ -547,6 +604,15 @@ function Workspace({ signin }: { signin: SignInState }) {
           />
         </div>
       </main>
+      {!page && currentId && detail?.id === currentId && (
+        <SessionPanel
+          detail={detail}
+          running={running}
+          open={panelOpen}
+          onClose={() => setPanelOpen(false)}
+          onUpload={(files) => void upload(files)}
+        />
+      )}
       {dragging && (
         <div class="drop-hint" aria-hidden="true">
           Drop files to add them to this analysis

@@ -1,12 +1,14 @@
 /**
  * The grid over a frame the kernel keeps, in Chromium (playwright-core) against the real server,
  * a scripted model and the real kernel: a 100,000-row DataFrame result is sorted and filtered in
- * the kernel and its pages checked against pandas; the selection downloads as CSV and XLSX and
- * reads back; a bad column or filter is a 400 with the reason; a closed kernel's table is a 410.
+ * the kernel and its pages checked against pandas, without adding to the kernel's execution
+ * count; the selection downloads as CSV, XLSX and Parquet (streamed) and reads back; a bad column
+ * or filter is a 400 with the reason; a closed kernel's table is a 410.
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { parquetReadObjects } from 'hyparquet'
 import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
@@ -70,9 +72,14 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       return Array.from(grid.tBodies[0]?.rows ?? []).map((row) => row.cells[index]?.textContent ?? '')
     }, ['id', 'value', 'group'].indexOf(name))
 
+  /** The session kernel's execution count, by running a cell of nothing (which adds one). */
+  const executionCount = async () =>
+    (await (await server?.service.openSandbox(sessionId))?.runCode('None'))?.executionCount ?? -1
+
   it('sorts and filters the whole frame in the kernel; the pages match pandas', async () => {
     const grid = page.getByRole('region', { name: 'Table' })
     await expect.poll(() => grid.getByRole('status').textContent()).toBe('Rows 1–25 of 100000')
+    const countBefore = await executionCount()
     // By keyboard: the column's sort button, twice, is descending.
     const sortValue = grid.getByRole('button', { name: 'value' })
     await sortValue.focus()
@@ -120,6 +127,19 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       { encoding: 'utf8' },
     )
     expect(JSON.parse(back)).toEqual([count, expected.slice(0, 3).map(([id]) => id)])
+    const parquetHref = (await grid.getByRole('link', { name: 'Parquet' }).getAttribute('href')) as string
+    const parquet = await page.request.get(new URL(parquetHref, server?.url).href)
+    expect(parquet.headers()['content-type']).toBe('application/vnd.apache.parquet')
+    const bytes = await parquet.body()
+    const read = (await parquetReadObjects({
+      file: new Uint8Array(bytes).buffer,
+    })) as { id: bigint; value: number; group: string }[]
+    expect(read.length).toBe(count)
+    expect(read.slice(0, 50).map((row) => [Number(row.id), row.value])).toEqual(expected)
+    expect(new Set(read.map((row) => row.group))).toEqual(new Set(['c']))
+
+    // Pages, statistics and downloads ran in the kernel as no cell of the session's.
+    expect(await executionCount()).toBe(countBefore + 1)
 
     // Copy as code: a pandas cell that gives the same rows.
     await grid.getByRole('button', { name: 'Copy as code' }).click()
@@ -186,8 +206,8 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     const csv = readFileSync((await (await download).path()) as string, 'utf8')
       .trim()
       .split('\n')
-    // A filtered frame's index carries labels (the rows it kept): the table shows it as a column.
-    expect(csv[0]).toBe('index,order_id,region,order_value')
+    // A filtered frame's index is the row numbers it kept, not labels: no column of its own.
+    expect(csv[0]).toBe('order_id,region,order_value')
     expect(csv.length - 1).toBe(rows)
     const values = csv.slice(1).map((line) => Number(line.split(',').at(-1)))
     expect(values).toEqual([...values].sort((a, b) => a - b))

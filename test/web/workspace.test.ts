@@ -2,14 +2,18 @@
  * The page as a workspace, in Chromium (playwright-core) against the real server, a scripted model
  * and the real kernel: a person edits a step's code and runs it (a cell of their own, in the
  * history, the export and the model's next prompt), runs the steps below an edit again, writes a
- * cell in Code mode, sees the guard's refusal and a cell's error beside the code, and stops a cell
- * with Esc without losing the kernel's state.
+ * cell in Code mode, sees the guard's refusal and a cell's error beside the code, stops a cell
+ * with Esc without losing the kernel's state; the session's side panel lists the kernel's
+ * variables and the workspace's files (preview, download, a file dropped in), restarts the kernel
+ * (its state rebuilt by replay), and is a sheet at 390×844.
  */
+import { readFileSync } from 'node:fs'
 import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { ScriptedModel } from '../../src/models/scripted.js'
 import { PERSON_CELL, type SessionDetail } from '../../src/server/types.js'
+import { sidewaysOverflow } from '../support/axe.js'
 import { hasChromium } from '../support/chromium.js'
 import { startWebWorkspace, type WebWorkspace } from '../support/web-workspace.js'
 
@@ -118,6 +122,14 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     await typeInto('Cell', 'import time\nfor _ in range(600): time.sleep(0.1)')
     await page.keyboard.press('ControlOrMeta+Enter')
     await page.getByRole('button', { name: 'Stop' }).waitFor()
+    // No restart while a cell runs: a 409 that says to stop it first.
+    await expect.poll(() => web?.server.service.busy).toBeGreaterThan(0)
+    const restart = await fetch(`${web?.server.url}/api/sessions/${sessionId}/restart`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer workspace-token' },
+    })
+    expect(restart.status).toBe(409)
+    expect(((await restart.json()) as { error: { hint: string } }).error.hint).toContain('Stop it first')
     await page.keyboard.press('Escape')
     await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' })
     await expect.poll(() => personRuns().count()).toBe(before + 1)
@@ -155,8 +167,7 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
       "import numpy as np\nimport pandas as pd\nframe = pd.DataFrame({'a': np.arange(1000)})",
     )
     await page.keyboard.press('ControlOrMeta+Enter')
-    const panel = page.locator('details.variables')
-    await panel.locator('summary').click()
+    const panel = page.getByRole('complementary', { name: 'Session' }).locator('details.variables')
     const row = (name: string) => panel.getByRole('row', { name: new RegExp(`^${name} `) })
     await row('frame').waitFor()
     expect(await row('frame').locator('td').allTextContents()).toEqual([
@@ -168,4 +179,64 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     expect(await row('y').locator('td').allTextContents()).toEqual(['y', 'int', '', ''])
     expect(await panel.textContent()).not.toContain('np')
   }, 60_000)
+
+  it('shows the files of the workspace: a preview, a download, and a file dropped in goes to data/', async () => {
+    const panel = page.getByRole('complementary', { name: 'Session' })
+    await typeInto('Cell', "open('notes.txt', 'w').write('hello from the kernel\\n' * 3)")
+    await page.keyboard.press('ControlOrMeta+Enter')
+    await panel.getByRole('button', { name: 'Preview notes.txt' }).click()
+    await panel.locator('pre.file-preview', { hasText: 'hello from the kernel' }).waitFor()
+    const download = page.waitForEvent('download')
+    await panel.getByRole('link', { name: 'Download notes.txt' }).click()
+    expect(readFileSync((await (await download).path()) as string, 'utf8')).toBe(
+      'hello from the kernel\n'.repeat(3),
+    )
+
+    await panel.locator('.drop-zone').evaluate((zone) => {
+      const dropped = new DataTransfer()
+      dropped.items.add(new File(['a,b\n1,2\n3,4\n'], 'dropped.csv', { type: 'text/csv' }))
+      zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dropped, bubbles: true, cancelable: true }))
+    })
+    await panel.getByRole('button', { name: 'Preview data/dropped.csv' }).click()
+    await panel.locator('pre.file-preview', { hasText: '3,4' }).waitFor()
+    const detail = await api<SessionDetail>(`/api/sessions/${sessionId}`)
+    expect(detail.datasets.map((dataset) => dataset.name)).toContain('dropped.csv')
+    await typeInto('Cell', "print(open('data/dropped.csv').read().count(','))")
+    await page.keyboard.press('ControlOrMeta+Enter')
+    await personRuns()
+      .last()
+      .locator('pre.output.stdout', { hasText: /^3\s*$/ })
+      .waitFor()
+  }, 60_000)
+
+  it('restarts the kernel; the next cell finds the state rebuilt by replay', async () => {
+    const panel = page.getByRole('complementary', { name: 'Session' })
+    await panel.getByRole('button', { name: 'Restart kernel' }).click()
+    await panel.getByRole('status').filter({ hasText: 'rebuilt by replay' }).waitFor()
+    expect(await (web as WebWorkspace).server.service.openSandbox(sessionId)).toBeUndefined()
+    await panel.getByText('No variables').waitFor()
+    await typeInto('Cell', 'print("after the restart", x, y, frame.shape)')
+    await page.keyboard.press('ControlOrMeta+Enter')
+    await personRuns()
+      .last()
+      .locator('pre.output.stdout', { hasText: 'after the restart 42 142 (1000, 1)' })
+      .waitFor()
+  }, 90_000)
+
+  it('at 390×844 never scrolls sideways, and the side panel is a sheet', async () => {
+    await page.setViewportSize({ width: 390, height: 844 })
+    try {
+      const panel = page.getByRole('complementary', { name: 'Session' })
+      await panel.waitFor({ state: 'hidden' })
+      await page.getByRole('button', { name: 'Session', exact: true }).click()
+      await panel.waitFor()
+      expect(await panel.evaluate((element) => getComputedStyle(element).position)).toBe('fixed')
+      expect(await sidewaysOverflow(page)).toBe(0)
+      await panel.getByRole('button', { name: 'Close the session panel' }).click()
+      await panel.waitFor({ state: 'hidden' })
+      expect(await sidewaysOverflow(page)).toBe(0)
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 })
+    }
+  }, 30_000)
 })

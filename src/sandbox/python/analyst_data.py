@@ -8,10 +8,13 @@ DATA_ROWS_CAP = 10_000
 
 
 def with_index_columns(frame):
-    """The frame with its labelled index levels as columns (a plain 0, 1, 2… index is dropped)."""
+    """The frame with its labelled index levels as columns. An unnamed integer index is dropped: a
+    plain 0, 1, 2…, or the row numbers a filter kept, which are positions rather than labels."""
     import pandas as pd
 
-    if isinstance(frame.index, pd.RangeIndex) and frame.index.name is None:
+    index = frame.index
+    if index.nlevels == 1 and index.name is None and (
+            isinstance(index, pd.RangeIndex) or pd.api.types.is_integer_dtype(index.dtype)):
         return frame
     names = [n if n is not None else ('index' if frame.index.nlevels == 1 else 'level_%d' % i)
              for i, n in enumerate(frame.index.names)]
@@ -116,6 +119,86 @@ def _select(frame, request):
     return frame
 
 
+def _selected(kept, request):
+    """_select, remembered for the last selection of each frame: a download asks for its rows part
+    by part, and the pages of one sort come one after another."""
+    key = tuple((request.get(name) or '').strip() for name in ('filter', 'search', 'sort'))
+    last = kept.get('selected')
+    if last is not None and last[0] == key:
+        return last[1]
+    frame = _select(_flat(kept), request)
+    kept['selected'] = (key, frame)
+    return frame
+
+
+PART_ROWS_CAP = 200_000
+
+
+def _kinds(frame):
+    """Each column's kind for a typed file (Parquet): int, float, bool, datetime or string."""
+    import pandas as pd
+
+    kinds = {}
+    for name in frame.columns:
+        dtype = frame[name].dtype
+        if pd.api.types.is_bool_dtype(dtype):
+            kinds[name] = 'bool'
+        elif pd.api.types.is_integer_dtype(dtype):
+            kinds[name] = 'int'
+        elif pd.api.types.is_float_dtype(dtype):
+            kinds[name] = 'float'
+        elif pd.api.types.is_datetime64_any_dtype(dtype):
+            kinds[name] = 'datetime'
+        else:
+            kinds[name] = 'string'
+    return kinds
+
+
+def _part(frame, kind, request):
+    """Rows offset… of the selection, for a download sent as it is made: CSV text (the header with
+    the first part), or typed columns (dates as epoch milliseconds, other objects as text)."""
+    import pandas as pd
+
+    offset = max(0, int(request.get('offset') or 0))
+    limit = min(PART_ROWS_CAP, max(1, int(request.get('limit') or 50_000)))
+    part = frame.iloc[offset:offset + limit]
+    answer = {'rows': int(len(frame)), 'offset': offset, 'count': int(len(part))}
+    if kind == 'csv-part':
+        answer['text'] = part.to_csv(header=offset == 0, index=False)
+        return answer
+    kinds = _kinds(frame)
+    data = {}
+    for name in part.columns:
+        column = part[name]
+        if kinds[name] == 'datetime':
+            stamps = pd.to_datetime(column)
+            if getattr(stamps.dt, 'tz', None) is not None:
+                stamps = stamps.dt.tz_convert('UTC').dt.tz_localize(None)
+            values = stamps.to_numpy(dtype='datetime64[ms]').astype('int64').tolist()
+            data[name] = [None if missing else value for value, missing in zip(values, stamps.isna().tolist())]
+        elif kinds[name] == 'string':
+            data[name] = [None if value is None or value != value else str(value) for value in column.tolist()]
+        else:
+            data[name] = [None if missing else value
+                          for value, missing in zip(column.tolist(), column.isna().tolist())]
+    answer.update(kinds=kinds, data=data)
+    return answer
+
+
+def print_file_part(path, offset, size):
+    """Bytes offset… of a file the host asked the kernel to write (an XLSX download), in base64."""
+    import base64
+    import sys
+
+    if not path.startswith('/tmp/analyst-table-'):
+        raise ValueError('not a table download')
+    with open(path, 'rb') as file:
+        file.seek(offset)
+        chunk = file.read(size)
+    sys.stdout.write(FRAME_MARK + json.dumps({'data': base64.b64encode(chunk).decode('ascii'),
+                                              'end': len(chunk) < size}) + '\n')
+
+
 def _stats(frame):
     """Per column: its type, nulls, and a small histogram (numbers) or the top values (the rest)."""
     import numpy as np
@@ -148,10 +231,12 @@ def frame_request(request):
     if kept is None:
         return {'error': 'gone', 'message': 'This table is no longer in the kernel (it restarted since)'}
     try:
-        frame = _select(_flat(kept), request)
+        frame = _selected(kept, request)
         kind = request.get('kind', 'rows')
         if kind == 'stats':
             return {'rows': int(len(frame)), 'columns': _stats(frame)}
+        if kind in ('csv-part', 'columns-part'):
+            return _part(frame, kind, request)
         if kind in ('csv', 'xlsx'):
             if kind == 'csv':
                 frame.to_csv(request['path'], index=False)
@@ -219,8 +304,13 @@ def variables(namespace):
     return sorted(listed, key=lambda entry: entry['name'])
 
 
-def print_variables(namespace):
-    """variables() for a host that runs it as a cell, on stdout."""
+def print_variables(namespace=None):
+    """variables() for a host that runs it as a cell, on stdout: of the kernel's default context
+    (the host asks from a context of its own, so that asking is no cell of the session's)."""
     import sys
 
+    if namespace is None:
+        kernel = sys.modules.get('analyst_kernel')
+        default = getattr(kernel, 'contexts', {}).get('default') if kernel else None
+        namespace = default.namespace if default is not None else sys.modules['__main__'].__dict__
     sys.stdout.write(FRAME_MARK + json.dumps(finite({'variables': variables(namespace)}), default=str) + '\n')

@@ -1,11 +1,13 @@
 /**
  * A DataFrame as the session's kernel holds it: the server pages, sorts, filters (a pandas query)
- * and searches the whole frame there, and sends only the page shown. Column statistics on demand,
- * the selection downloads as CSV or XLSX, and Copy as code turns the sort and filter into a pandas
- * cell. A table the kernel no longer holds says so and offers to run its step again.
+ * and searches the whole frame there, and sends only the page shown (drawn by GridTable, TanStack
+ * Table in manual mode). Column statistics on demand, the selection downloads as CSV, XLSX or
+ * Parquet, and Copy as code turns the sort and filter into a pandas cell. A table the kernel no
+ * longer holds says so and offers to run its step again.
  */
 import { useEffect, useState } from 'preact/hooks'
 import { ApiError, json, withToken } from '../api.js'
+import { GridTable } from './grid-table.js'
 import { ScrollBox } from './scroll-box.js'
 
 const PAGE = 25
@@ -23,12 +25,6 @@ interface Stats {
   max?: number
   histogram?: { counts: number[] }
   top?: [string, number][]
-}
-
-function text(value: unknown): string {
-  if (value === null || value === undefined) return 'NaN'
-  if (typeof value === 'boolean') return value ? 'True' : 'False'
-  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : JSON.stringify(value)
 }
 
 /** The grid's sort and filter as a pandas cell, from the expression that made the table. */
@@ -111,12 +107,7 @@ export function FrameGrid({
   }, [base, sort, filter, search, offset])
   useEffect(() => setStats(null), [filter, search])
 
-  const columns = page ? Object.keys(page.data) : []
-  const shown = page ? Math.max(0, ...columns.map((c) => page.data[c]?.length ?? 0)) : 0
-  const cycle = (column: string) => {
-    setOffset(0)
-    setSort(sort === column ? `-${column}` : sort === `-${column}` ? '' : column)
-  }
+  const shown = page ? Math.max(0, ...Object.values(page.data).map((values) => values.length)) : 0
   const loadStats = () =>
     json<{ columns: Record<string, Stats> }>(`${base}/columns?${query}`).then(
       (answer) => setStats(answer.columns),
@@ -183,6 +174,13 @@ export function FrameGrid({
         >
           XLSX
         </a>
+        <a
+          class="button secondary small"
+          href={withToken(`${base}/rows?${query}&format=parquet`)}
+          download="table.parquet"
+        >
+          Parquet
+        </a>
         <button
           type="button"
           class="button secondary small"
@@ -205,47 +203,31 @@ export function FrameGrid({
           {copied}
         </ScrollBox>
       )}
-      <ScrollBox class="table-wrap">
-        <table class="data">
-          <thead>
-            <tr>
-              {columns.map((name) => (
-                <th
-                  key={name}
-                  aria-sort={sort === name ? 'ascending' : sort === `-${name}` ? 'descending' : undefined}
-                >
-                  <button type="button" class="sort" onClick={() => cycle(name)}>
-                    {name}
-                    <span aria-hidden="true">{sort === name ? ' ▲' : sort === `-${name}` ? ' ▼' : ''}</span>
-                  </button>
-                  {stats?.[name] && (
-                    <div class="column-stats">
-                      <span>
-                        {stats[name].type} · {stats[name].nulls} null
-                      </span>
-                      {stats[name].histogram && <Histogram counts={stats[name].histogram.counts} />}
-                      {stats[name].top && (
-                        <span class="muted">
-                          {stats[name].top.map(([value, n]) => `${value} (${n})`).join(', ')}
-                        </span>
-                      )}
-                    </div>
-                  )}
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {Array.from({ length: shown }, (_, r) => (
-              <tr key={r}>
-                {columns.map((name) => (
-                  <td key={name}>{text(page?.data[name]?.[r])}</td>
-                ))}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </ScrollBox>
+      {page && (
+        <GridTable
+          data={page.data}
+          sort={sort}
+          onSort={(next) => {
+            setOffset(0)
+            setSort(next)
+          }}
+          headExtra={(name) =>
+            stats?.[name] && (
+              <div class="column-stats">
+                <span>
+                  {stats[name].type} · {stats[name].nulls} null
+                </span>
+                {stats[name].histogram && <Histogram counts={stats[name].histogram.counts} />}
+                {stats[name].top && (
+                  <span class="muted">
+                    {stats[name].top.map(([value, n]) => `${value} (${n})`).join(', ')}
+                  </span>
+                )}
+              </div>
+            )
+          }
+        />
+      )}
       <div class="table-foot">
         {page ? (
           <>

@@ -17,9 +17,11 @@ export function Variables({ sessionId, version }: { sessionId: string; version: 
       gone = true
     }
   }, [sessionId, version])
-  if (!variables || variables.length === 0) return null
+  if (!variables) return null
+  if (variables.length === 0)
+    return <p class="muted small">No variables: the kernel holds none, or is not running.</p>
   return (
-    <details class="variables">
+    <details class="variables" open>
       <summary>Variables ({variables.length})</summary>
       <table class="data" aria-label="Variables">
         <thead>
