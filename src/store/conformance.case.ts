@@ -106,6 +106,7 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
       })
       await history.finishRun(run.id, {
         answer: 'The total is 42 (and 99).',
+        followUps: ['By month?', 'Which region?'],
         incomplete: false,
         unsupportedNumbers: ['99'],
         usage,
@@ -130,6 +131,8 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
         { name: 'sales.csv', bytes: 8, profile: { readCall: expect.any(String) } },
       ])
       const run = loaded?.runs[0]
+      // Follow-ups are kept with the answer, and come back apart from it.
+      expect(run?.followUps).toEqual(['By month?', 'Which region?'])
       expect([run?.seq, run?.status, run?.answer, run?.unsupportedNumbers, run?.usage.totalTokens]).toEqual([
         1,
         'done',

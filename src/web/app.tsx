@@ -526,6 +526,9 @@ function Workspace({ signin }: { signin: SignInState }) {
                       run={run}
                       live={isLive}
                       actions={isLive ? undefined : actionsFor}
+                      onFollowUp={
+                        !running && index === runs.length - 1 ? (question) => void ask(question) : undefined
+                      }
                     />
                   ))}
                 </div>

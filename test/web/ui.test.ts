@@ -37,7 +37,7 @@ function scriptedModel(): ModelChoice {
   const model = new ScriptedModel([
     { text: 'Summing revenue by region and plotting it.', code: CHART_CODE },
     {
-      text: 'There are **400 orders**. Revenue by region is in the chart above; the West grew 12.5% (a number no output shows).',
+      text: 'There are **400 orders**. Revenue by region is in the chart above; the West grew 12.5% (a number no output shows).\n\nFollow-ups:\n- And as a table?\n- Which segment orders most?',
     },
     { text: 'The regions as a table:', code: 'by_region.sort_values(ascending=False).reset_index()' },
     { text: 'The table above lists the regions from the most revenue to the least.' },
@@ -154,9 +154,18 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
 
     await page.screenshot({ path: join(tmpdir(), 'analyst-web-ui-answer.png') })
 
-    // A follow-up in the same session: the kernel still has by_region; its table is rendered.
-    await box.fill('And as a table?')
-    await box.press('Enter')
+    // The model suggested follow-ups with its answer (not in the answer's text); one click asks one.
+    // In the same session: the kernel still has by_region; its table is rendered.
+    const followUps = page.getByRole('navigation', { name: 'Follow-up questions' })
+    expect(await followUps.getByRole('button').allTextContents()).toEqual([
+      'And as a table?',
+      'Which segment orders most?',
+    ])
+    expect(await answer.textContent()).not.toContain('Follow-ups')
+    await followUps.getByRole('button', { name: 'And as a table?' }).click()
+    await expect
+      .poll(() => page.locator('.run').nth(1).locator('.question').textContent())
+      .toBe('And as a table?')
     const table = page.locator('.run').nth(1).locator('table.data')
     await table.waitFor()
     await expect.poll(() => table.locator('th').allTextContents()).toContain('order_value')
