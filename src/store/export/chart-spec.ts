@@ -7,7 +7,13 @@
  * expressions.
  * @module
  */
-import { barsPlaced, type Chart, type PointChart, type ReferenceLine } from '../../sandbox/charts.js'
+import {
+  barsPlaced,
+  type Chart,
+  type PointChart,
+  parseChart,
+  type ReferenceLine,
+} from '../../sandbox/charts.js'
 
 /** A Vega-Lite spec as JSON (the UI hands it to vega-embed; the exports write it). */
 export type VegaLiteSpec = Record<string, unknown>
@@ -429,4 +435,10 @@ export function chartSpec(chart: Chart, edit: ChartEdit = {}): VegaLiteSpec | un
   }
   const unit = unitSpec(chart, edit, 'zoom')
   return unit && { $schema: VEGA_LITE_SCHEMA, width: 'container', height: HEIGHT, ...unit }
+}
+
+/** The spec of a stored result's chart data (untrusted: read through parseChart), if it can be drawn. */
+export function specOf(chart: unknown): VegaLiteSpec | undefined {
+  const parsed = parseChart(chart)
+  return parsed && chartSpec(parsed)
 }
