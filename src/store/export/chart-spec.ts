@@ -90,6 +90,9 @@ export function drawable(chart: Chart | undefined): boolean {
   return ['line', 'scatter', 'pie', 'box_and_whisker'].includes(chart.type)
 }
 
+/** Columns titled by their field's name. */
+const titled = (...fields: string[]) => fields.map((field) => ({ field, title: field }))
+
 /** Every value of the chart, with the columns' titles. */
 export function chartTable(chart: Chart): ChartTable {
   switch (chart.type) {
@@ -115,12 +118,7 @@ export function chartTable(chart: Chart): ChartTable {
           rows: chart.elements.map((b) => ({ series: b.group, label: b.label, value: b.value })),
         }
       return {
-        columns: [
-          ...columns,
-          { field: 'start', title: 'start' },
-          { field: 'end', title: 'end' },
-          { field: 'bottom', title: 'bottom' },
-        ],
+        columns: [...columns, ...titled('start', 'end', 'bottom')],
         rows: chart.elements.map((b) => ({
           series: b.group,
           label: b.label,
@@ -137,10 +135,7 @@ export function chartTable(chart: Chart): ChartTable {
     case 'pie': {
       const total = chart.elements.reduce((sum, p) => sum + p.angle, 0) || 1
       return {
-        columns: [
-          { field: 'label', title: 'label' },
-          { field: 'share', title: 'share %' },
-        ],
+        columns: [...titled('label'), { field: 'share', title: 'share %' }],
         rows: chart.elements.map((p) => ({
           label: p.label,
           share: Number(((p.angle / total) * 100).toPrecision(12)),
@@ -151,11 +146,7 @@ export function chartTable(chart: Chart): ChartTable {
       return {
         columns: [
           { field: 'label', title: chart.x_label || 'label' },
-          { field: 'min', title: 'min' },
-          { field: 'q1', title: 'q1' },
-          { field: 'median', title: 'median' },
-          { field: 'q3', title: 'q3' },
-          { field: 'max', title: 'max' },
+          ...titled('min', 'q1', 'median', 'q3', 'max'),
         ],
         rows: chart.elements.map((b) => ({
           label: b.label,
@@ -173,7 +164,7 @@ export function chartTable(chart: Chart): ChartTable {
       }))
       const fields = [...new Set(parts.flatMap((p) => p.table.columns.map((c) => c.field)))]
       return {
-        columns: [{ field: 'chart', title: 'chart' }, ...fields.map((field) => ({ field, title: field }))],
+        columns: titled('chart', ...fields),
         rows: parts.flatMap((p) => p.table.rows.map((row) => ({ chart: p.name, ...row }))),
       }
     }

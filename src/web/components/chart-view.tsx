@@ -213,22 +213,17 @@ function ChartTools({
             {two && field('yTitle', 'Y axis title')}
           </div>
         </details>
-        <button
-          type="button"
-          class="button secondary small"
-          disabled={!view}
-          onClick={() => void view?.image('png').then((url) => save(url, `${name}.png`))}
-        >
-          PNG
-        </button>
-        <button
-          type="button"
-          class="button secondary small"
-          disabled={!view}
-          onClick={() => void view?.image('svg').then((url) => save(url, `${name}.svg`))}
-        >
-          SVG
-        </button>
+        {(['png', 'svg'] as const).map((format) => (
+          <button
+            key={format}
+            type="button"
+            class="button secondary small"
+            disabled={!view}
+            onClick={() => void view?.image(format).then((url) => save(url, `${name}.${format}`))}
+          >
+            {format.toUpperCase()}
+          </button>
+        ))}
         <button
           type="button"
           class="button secondary small"
