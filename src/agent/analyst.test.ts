@@ -321,6 +321,26 @@ describe('replies that are not code', () => {
     expect(JSON.stringify(last?.content)).toMatch(told)
   })
 
+  it('follow-ups come with the final answer, in the same model call, off its text and its numbers', async () => {
+    const model = contentModel([
+      [runPython('c1', 'print(12)')],
+      [{ type: 'text', text: 'The total is 12.\n\nFollow-ups:\n- Which month had 99 sales?\n- By region?' }],
+    ])
+    const { session } = await analyst(model, { stream: false })
+    const { events, result } = await ask(session, 'q')
+    // One call for the code, one for the answer: none for the suggestions.
+    expect(model.doGenerateCalls).toHaveLength(2)
+    const followUps = ['Which month had 99 sales?', 'By region?']
+    expect(events.find((e) => e.type === 'answer')).toMatchObject({
+      text: 'The total is 12.',
+      followUps,
+      unsupportedNumbers: [],
+    })
+    expect(result).toMatchObject({ answer: 'The total is 12.', followUps })
+    // The prompt asks for them.
+    expect(JSON.stringify(model.doGenerateCalls[1]?.prompt[0])).toContain('Follow-ups:')
+  })
+
   it('a final answer that shows code it already ran answers, and the code does not run again', async () => {
     const { session, provider } = await analyst(
       [{ code: 'print(total)' }, { text: 'The total is 12.\n```python\nprint(total)\n```' }],

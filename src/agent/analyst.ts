@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto'
 import type { LanguageModel, ModelMessage, ToolSet } from 'ai'
 import { ConflictError, InvalidArgumentError, ModelCallError } from '../errors.js'
+import { splitFollowUps } from '../follow-ups.js'
 import type { CodeMode } from '../models/index.js'
 import type { Artifact, Execution, Sandbox } from '../sandbox/index.js'
 import type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
@@ -159,6 +160,7 @@ export class Analyst {
     const artifacts: Artifact[] = []
     const repeats = new Repeats()
     let answer: string | undefined
+    let followUps: string[] = []
     for (let step = 1; step <= maxSteps && answer === undefined; step++) {
       signal?.throwIfAborted()
       yield { type: 'step-start', step, maxSteps }
@@ -172,7 +174,8 @@ export class Analyst {
         language: this.language,
       })
       if (plan.type === 'answer') {
-        answer = plan.text
+        // The suggested questions come off the answer: the answer's numbers and history are its own.
+        ;({ answer, followUps } = splitFollowUps(plan.text))
         break
       }
       this.messages.push(...replyMessages(reply.messages, plan.runs))
@@ -201,9 +204,16 @@ export class Analyst {
     const text = answer ?? findingsSoFar(steps, maxSteps)
     if (!incomplete) this.messages.push({ role: 'assistant', content: text })
     const unsupported = incomplete ? [] : unsupportedNumbers(text, this.evidence)
-    yield { type: 'answer', text, incomplete, unsupportedNumbers: unsupported }
+    yield {
+      type: 'answer',
+      text,
+      incomplete,
+      unsupportedNumbers: unsupported,
+      ...(followUps.length ? { followUps } : {}),
+    }
     const result: AskResult = {
       answer: text,
+      ...(followUps.length ? { followUps } : {}),
       incomplete,
       steps,
       artifacts,

@@ -49,6 +49,8 @@ export interface AskResult {
   artifacts: Artifact[]
   /** Numbers in the answer that no output of the session contains. */
   unsupportedNumbers: string[]
+  /** Up to three questions to ask next, written by the model with its answer (follow-ups.ts). */
+  followUps?: string[]
   /** Tokens this question used. */
   usage: Usage
   sessionId: string
@@ -71,5 +73,5 @@ export type AgentEvent =
   | { type: 'usage'; step: number; usage: Usage; total: Usage }
   /** A step that had code is over (ran, failed, or was stopped by the guard); committed to history here. */
   | { type: 'step-end'; step: number; record: StepRecord }
-  | { type: 'answer'; text: string; incomplete: boolean; unsupportedNumbers: string[] }
+  | { type: 'answer'; text: string; incomplete: boolean; unsupportedNumbers: string[]; followUps?: string[] }
   | { type: 'done'; result: AskResult }

@@ -41,6 +41,7 @@ export function runView(run: SessionHistory['runs'][number], urlFor: (name: stri
     id: run.id,
     question: run.question,
     answer: run.answer,
+    ...(run.followUps ? { followUps: run.followUps } : {}),
     incomplete: run.incomplete,
     unsupportedNumbers: run.unsupportedNumbers,
     status: run.status,

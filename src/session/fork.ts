@@ -50,6 +50,7 @@ export async function forkSession(
     if (run.status === 'done')
       await history.finishRun(started.id, {
         answer: run.answer ?? '',
+        followUps: run.followUps,
         incomplete: run.incomplete,
         unsupportedNumbers: run.unsupportedNumbers,
         usage: run.usage,

@@ -15,6 +15,19 @@ import { exportSession } from './export/index.js'
 import { loadSessionHistory, loadSessionStats } from './history.js'
 import type { BlobStore, HistoryStore } from './types.js'
 
+/** A bar chart as the kernel's extractor gives it: drawable, so the exports carry its spec. */
+const BAR_CHART = {
+  type: 'bar',
+  title: 'Total',
+  x_label: null,
+  y_label: null,
+  x_unit: null,
+  y_unit: null,
+  x_scale: 'categorical',
+  orientation: 'vertical',
+  elements: [{ label: 'a', group: 'total', value: 42, start: -0.4, end: 0.4, bottom: 0 }],
+}
+
 export interface OpenedStores {
   history: HistoryStore
   blobs: BlobStore
@@ -76,7 +89,7 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
           stderr: '',
           results: [
             { isMainResult: true, text: '4' },
-            { isMainResult: false, image: 'step-1-chart-1.png', chart: { type: 'bar', elements: [] } },
+            { isMainResult: false, image: 'step-1-chart-1.png', chart: BAR_CHART },
           ],
           queries: [{ source: 'shop', query: 'SELECT sum(total) FROM orders', rows: 1, durationMs: 4 }],
           durationMs: 12,
@@ -106,6 +119,7 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
       })
       await history.finishRun(run.id, {
         answer: 'The total is 42 (and 99).',
+        followUps: ['By month?', 'Which region?'],
         incomplete: false,
         unsupportedNumbers: ['99'],
         usage,
@@ -130,6 +144,8 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
         { name: 'sales.csv', bytes: 8, profile: { readCall: expect.any(String) } },
       ])
       const run = loaded?.runs[0]
+      // Follow-ups are kept with the answer, and come back apart from it.
+      expect(run?.followUps).toEqual(['By month?', 'Which region?'])
       expect([run?.seq, run?.status, run?.answer, run?.unsupportedNumbers, run?.usage.totalTokens]).toEqual([
         1,
         'done',
@@ -434,6 +450,17 @@ print(json.dumps([[o.output_type for o in c.outputs] for c in code]))`
         // First the sql() that reaches the session's sources from the reader's machine (not run).
         expect(outputs).toEqual([[], ['stream', 'execute_result', 'display_data'], ['stream', 'error']])
         const notebook = readFileSync(path, 'utf8')
+        // The chart's Vega-Lite spec beside its PNG, with its values: what JupyterLab draws.
+        const display = (
+          JSON.parse(notebook) as {
+            cells: Array<{ outputs?: Array<{ data?: Record<string, { data?: { values?: unknown } }> }> }>
+          }
+        ).cells
+          .flatMap((cell) => cell.outputs ?? [])
+          .find((output) => output.data?.['image/png'])
+        expect(display?.data?.['application/vnd.vegalite.v6+json']?.data?.values).toMatchObject([
+          { label: 'a', value: 42 },
+        ])
         expect(notebook).toContain('def sql(query, source=None, params=None)')
         expect(notebook).toContain('sql() on shop: 1 row in 4 ms')
       })
@@ -454,6 +481,10 @@ print(json.dumps([[o.output_type for o in c.outputs] for c in code]))`
       it('writes a self-contained report that escapes what the code printed and marks unsupported numbers', async () => {
         const html = await exportSession(await load(await seed()), 'html', blobs)
         expect(html).not.toContain('<script>')
+        // The chart's spec as a data block (the report's CSP runs no script).
+        const block =
+          /<script type="application\/vnd\.vegalite\.v6\+json" class="chart-spec">(.*?)<\/script>/.exec(html)
+        expect(JSON.parse(block?.[1] ?? '{}').data.values).toMatchObject([{ label: 'a', value: 42 }])
         expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
         expect(html).toContain('<mark title="not found in any output of the code">99</mark>')
         expect(html).toContain(`src="data:image/png;base64,${PNG.toString('base64')}"`)

@@ -71,6 +71,8 @@ export interface StoredRun {
   seq: number
   question: string
   answer?: string
+  /** Questions to ask next that the model suggested with its answer. */
+  followUps?: string[]
   incomplete: boolean
   unsupportedNumbers: string[]
   status: RunStatus
@@ -170,6 +172,8 @@ export interface StoredBlocked extends BlockedInput {
 
 export interface RunOutcome {
   answer: string
+  /** Kept at the end of the answer's text (follow-ups.ts): no column of their own. */
+  followUps?: string[]
   incomplete: boolean
   unsupportedNumbers: string[]
   usage: TokenUsage

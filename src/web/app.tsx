@@ -582,7 +582,14 @@ function Workspace({ signin }: { signin: SignInState }) {
                       height={standInHeight(run)}
                       stand={<p class="question">{run.question}</p>}
                     >
-                      <Run run={run} live={isLive} actions={isLive ? undefined : actionsFor} />
+                      <Run
+                        run={run}
+                        live={isLive}
+                        actions={isLive ? undefined : actionsFor}
+                        onFollowUp={
+                          !running && index === runs.length - 1 ? (question) => void ask(question) : undefined
+                        }
+                      />
                     </Deferred>
                   ))}
                 </div>

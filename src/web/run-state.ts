@@ -54,6 +54,8 @@ export interface UiRun {
   /** The model's reply as it streams in, before it turns out to be code or the answer. */
   draft: string
   answer?: string
+  /** Questions to ask next, suggested with the answer. */
+  followUps?: string[]
   incomplete: boolean
   unsupportedNumbers: string[]
   error?: string
@@ -109,6 +111,7 @@ export function fromStored(run: RunView): UiRun {
     steps: run.steps.map(fromStoredStep),
     draft: '',
     answer: run.answer,
+    followUps: run.followUps,
     incomplete: run.incomplete,
     unsupportedNumbers: run.unsupportedNumbers,
     error: run.error,
@@ -236,6 +239,7 @@ export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): U
         ...run,
         draft: '',
         answer: event.text,
+        followUps: event.followUps,
         incomplete: event.incomplete,
         unsupportedNumbers: event.unsupportedNumbers,
       }
@@ -256,6 +260,7 @@ export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): U
         status: 'done',
         draft: '',
         answer: result.answer,
+        followUps: result.followUps,
         incomplete: result.incomplete,
         unsupportedNumbers: result.unsupportedNumbers,
         totalTokens: result.usage.totalTokens,

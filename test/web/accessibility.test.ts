@@ -124,6 +124,8 @@ describe.skipIf(!hasChromium)('accessibility and small screens in Chromium', () 
     await page.goto(url)
     if (name === 'session') {
       await page.locator('.run figure.chart').first().waitFor()
+      // The chart drawn by Vega (loaded with the first chart), and its tools, are checked too.
+      await page.locator('.run figure.chart .chart-canvas svg .mark-rect path').first().waitFor()
       // Every step open: the code, the table, the error's traceback are all checked.
       const closed = page.locator('.step-head[aria-expanded=false]')
       while ((await closed.count()) > 0) await closed.first().click()

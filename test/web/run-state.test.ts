@@ -89,6 +89,28 @@ describe('applyEvent', () => {
     expect(step?.artifacts[0]?.url).toBe('/api/sessions/s%201/artifacts/out/my%20chart.png')
   })
 
+  it('keeps the follow-ups that come with the answer, live and stored', () => {
+    const followUps = ['By month?', 'Which region?']
+    const live = play([
+      { type: 'run-start', runId: 'r1', queued: false },
+      { type: 'answer', text: 'It is 42.', incomplete: false, unsupportedNumbers: [], followUps },
+    ])
+    expect([live.answer, live.followUps]).toEqual(['It is 42.', followUps])
+    const stored = fromStored({
+      id: 'r1',
+      question: 'Why?',
+      answer: 'It is 42.',
+      followUps,
+      incomplete: false,
+      unsupportedNumbers: [],
+      status: 'done',
+      startedAt: '2026-12-06T00:00:00Z',
+      usage,
+      steps: [],
+    })
+    expect(stored.followUps).toEqual(followUps)
+  })
+
   it('marks a blocked step, an error, and a failed run', () => {
     const run = play([
       { type: 'step-start', step: 1, maxSteps: 8 },

@@ -11,12 +11,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import type { ModelChoice } from '../../src/models/index.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
+import type { BarChart, PointChart } from '../../src/sandbox/charts.js'
 import { AnalystError } from '../../src/sandbox/errors.js'
 import { LocalProvider } from '../../src/sandbox/local/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
+import { PERSON_CELL, type SessionDetail } from '../../src/server/types.js'
 import { hasChromium, launchChromium } from '../support/chromium.js'
 
 const SALES = resolve('examples/sales.csv')
+/** Vega draws a bar mark as paths in its `mark-rect` group. */
+const BARS = '.chart-canvas svg .mark-rect path'
 const WEB = resolve('dist/web/index.html')
 const TOKEN = 'web-test-token'
 
@@ -33,7 +37,7 @@ function scriptedModel(): ModelChoice {
   const model = new ScriptedModel([
     { text: 'Summing revenue by region and plotting it.', code: CHART_CODE },
     {
-      text: 'There are **400 orders**. Revenue by region is in the chart above; the West grew 12.5% (a number no output shows).',
+      text: 'There are **400 orders**. Revenue by region is in the chart above; the West grew 12.5% (a number no output shows).\n\nFollow-ups:\n- And as a table?\n- Which segment orders most?',
     },
     { text: 'The regions as a table:', code: 'by_region.sort_values(ascending=False).reset_index()' },
     { text: 'The table above lists the regions from the most revenue to the least.' },
@@ -128,13 +132,15 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     expect(await page.locator('pre.code .hljs-string').count()).toBeGreaterThan(0)
     // The chart is drawn from its data: bars with their values on hover, a table of them, the PNG behind.
     const figure = page.locator('figure.chart').first()
-    const bars = figure.locator('.chart-canvas svg rect')
+    const bars = figure.locator(BARS)
     await bars.first().waitFor()
     const barCount = await bars.count()
     expect(barCount).toBeGreaterThanOrEqual(2)
-    expect(await figure.locator('.chart-title').textContent()).toBe('Revenue by region')
+    expect(await figure.locator('.chart-canvas svg .role-title-text').textContent()).toBe('Revenue by region')
     await bars.first().hover()
-    await expect.poll(() => figure.locator('.chart-tooltip').textContent()).toMatch(/^East: 55045\.86$/)
+    await expect
+      .poll(() => page.locator('#vg-tooltip-element.visible').textContent())
+      .toMatch(/East.*55,?045\.86/)
     await figure.screenshot({ path: join(tmpdir(), 'analyst-web-ui-chart.png') })
     await figure.getByRole('tab', { name: 'Values' }).click()
     await expect.poll(() => figure.locator('table.data tbody tr').count()).toBe(barCount)
@@ -148,9 +154,18 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
 
     await page.screenshot({ path: join(tmpdir(), 'analyst-web-ui-answer.png') })
 
-    // A follow-up in the same session: the kernel still has by_region; its table is rendered.
-    await box.fill('And as a table?')
-    await box.press('Enter')
+    // The model suggested follow-ups with its answer (not in the answer's text); one click asks one.
+    // In the same session: the kernel still has by_region; its table is rendered.
+    const followUps = page.getByRole('navigation', { name: 'Follow-up questions' })
+    expect(await followUps.getByRole('button').allTextContents()).toEqual([
+      'And as a table?',
+      'Which segment orders most?',
+    ])
+    expect(await answer.textContent()).not.toContain('Follow-ups')
+    await followUps.getByRole('button', { name: 'And as a table?' }).click()
+    await expect
+      .poll(() => page.locator('.run').nth(1).locator('.question').textContent())
+      .toBe('And as a table?')
     const table = page.locator('.run').nth(1).locator('table.data')
     await table.waitFor()
     await expect.poll(() => table.locator('th').allTextContents()).toContain('order_value')
@@ -184,7 +199,7 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     await firstRun.locator('pre.code', { hasText: "groupby('region')" }).waitFor()
     // Stored with its data: drawn again, and its image is there behind it.
     const storedFigure = firstRun.locator('figure.chart').first()
-    await storedFigure.locator('.chart-canvas svg rect').first().waitFor()
+    await storedFigure.locator(BARS).first().waitFor()
     await storedFigure.getByRole('tab', { name: 'Image' }).click()
     const storedChart = storedFigure.locator('img.chart-image')
     await expect
@@ -198,6 +213,78 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     process.stderr.write(`[web test] screenshot: ${shot}\n`)
     expect(errors).toEqual([])
   }, 240_000)
+
+  it('shapes a chart: another type and title, PNG, SVG and CSV, and Copy as code that draws it again', async () => {
+    // The session from the test above, reopened: its chart drawn from its data.
+    const sessionId = decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')
+    const api = async (path: string, init: RequestInit = {}) => {
+      const response = await fetch(`${server?.url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      })
+      expect(response.status, path).toBe(200)
+      return response.json()
+    }
+    const detail = async () => (await api(`/api/sessions/${encodeURIComponent(sessionId)}`)) as SessionDetail
+    const shown = (await detail()).runs[0]?.steps[0]?.results.find((r) => r.chart)?.chart as BarChart
+    expect(shown.type).toBe('bar')
+    const figure = page.locator('.run').first().locator('figure.chart').first()
+    await figure.getByRole('tab', { name: 'Chart' }).click()
+    await figure.locator(BARS).first().waitFor()
+
+    // Another type, another title: the chart is drawn again from the edited spec.
+    await figure.getByLabel('Chart type').selectOption('line')
+    await figure.locator('.chart-canvas svg .mark-line path').waitFor()
+    await figure.getByText('Titles').click()
+    const titleBox = figure.getByRole('textbox', { name: 'Chart title' })
+    await titleBox.fill('Revenue, as a line')
+    await titleBox.press('Tab')
+    const title = figure.locator('.chart-canvas svg .role-title-text')
+    await expect.poll(() => title.textContent()).toBe('Revenue, as a line')
+
+    // Downloads: a PNG, an SVG that parses with the new title, the values as CSV.
+    const download = async (name: string) => {
+      const [file] = await Promise.all([
+        page.waitForEvent('download'),
+        figure.getByRole('button', { name }).click(),
+      ])
+      return readFileSync(await file.path())
+    }
+    const png = await download('PNG')
+    expect([...png.subarray(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+    expect(png.length).toBeGreaterThan(5_000)
+    const svg = (await download('SVG')).toString('utf8')
+    const parsed = await page.evaluate((text) => {
+      const doc = new DOMParser().parseFromString(text, 'image/svg+xml')
+      return { root: doc.documentElement.nodeName, error: doc.querySelector('parsererror') !== null }
+    }, svg)
+    expect(parsed).toEqual({ root: 'svg', error: false })
+    expect(svg).toContain('Revenue, as a line')
+    const csv = (await download('CSV')).toString('utf8').trim().split('\r\n')
+    expect(csv[0]?.split(',').slice(0, 3)).toEqual([
+      'group',
+      shown.x_label ?? 'label',
+      shown.y_label ?? 'value',
+    ])
+    expect(csv.slice(1).map((line) => line.split(',').slice(1, 3))).toEqual(
+      shown.elements.map((bar) => [bar.label, String(Number(bar.value.toPrecision(12)))]),
+    )
+
+    // Copy as code, run as the person's cell: its figure's chart data is the edited chart's.
+    await figure.getByRole('button', { name: 'Copy as code' }).click()
+    const code = (await figure.locator('pre.code.copied').textContent()) as string
+    expect(code).toContain('ax.plot(')
+    const cell = (await api(`/api/sessions/${encodeURIComponent(sessionId)}/cells`, {
+      method: 'POST',
+      body: JSON.stringify({ code }),
+    })) as { error?: unknown }
+    expect(cell.error).toBeUndefined()
+    const ran = (await detail()).runs.at(-1)
+    expect(ran?.question).toBe(PERSON_CELL)
+    const redrawn = ran?.steps[0]?.results.find((r) => r.chart)?.chart as PointChart
+    expect([redrawn.type, redrawn.title]).toEqual(['line', 'Revenue, as a line'])
+    expect(redrawn.elements[0]?.points).toEqual(shown.elements.map((bar) => [bar.label, bar.value]))
+  }, 120_000)
 
   it('shows why a question failed before it started, with the hint', async () => {
     const unconfigured = await startServer({

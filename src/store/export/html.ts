@@ -8,6 +8,7 @@ import hljs from 'highlight.js/lib/core'
 import python from 'highlight.js/lib/languages/python'
 import sqlLanguage from 'highlight.js/lib/languages/sql'
 import type { HistoryStep, SessionHistory, StoredArtifact } from '../types.js'
+import { specOf, VEGA_LITE_MIME } from './chart-spec.js'
 import { queryLine } from './sql.js'
 
 hljs.registerLanguage('python', python)
@@ -41,8 +42,14 @@ function result(
   image: (artifact: StoredArtifact) => Buffer | undefined,
 ): string {
   const png = view.image ? image(view.image) : undefined
-  if (png)
-    return `<img alt="${escapeHtml(view.image?.name ?? 'chart')}" src="data:image/png;base64,${png.toString('base64')}">`
+  if (png) {
+    // The chart's Vega-Lite spec rides along as a data block (never run: the page has no scripts).
+    const spec = specOf(view.chart)
+    const block = spec
+      ? `<script type="${VEGA_LITE_MIME}" class="chart-spec">${JSON.stringify(spec).replace(/</g, '\\u003c')}</script>`
+      : ''
+    return `<img alt="${escapeHtml(view.image?.name ?? 'chart')}" src="data:image/png;base64,${png.toString('base64')}">${block}`
+  }
   if (view.data && Object.keys(view.data).length > 0) return table(view.data)
   if (view.text !== undefined) return `<pre class="out">${escapeHtml(view.text)}</pre>`
   return ''

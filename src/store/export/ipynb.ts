@@ -5,6 +5,7 @@
  * @module
  */
 import type { SessionHistory, StoredArtifact } from '../types.js'
+import { specOf, VEGA_LITE_MIME } from './chart-spec.js'
 import { queryLine, sessionSources, sourcesNote, sqlFunction } from './sql.js'
 
 type Source = string[]
@@ -85,6 +86,9 @@ export function toNotebook(
         if (result.text !== undefined) data['text/plain'] = lines(result.text)
         const png = result.image ? image(result.image) : undefined
         if (png) data['image/png'] = png.toString('base64')
+        // The chart's portable form beside its picture: JupyterLab draws it, others show the PNG.
+        const spec = specOf(result.chart)
+        if (spec) data[VEGA_LITE_MIME] = spec
         if (Object.keys(data).length === 0) continue
         outputs.push(
           result.isMainResult && !png

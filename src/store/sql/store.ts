@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { type ExpressionBuilder, type Kysely, type RawBuilder, type Selectable, sql } from 'kysely'
 import { AnalystError } from '../../errors.js'
+import { joinFollowUps, splitFollowUps } from '../../follow-ups.js'
 import type {
   HistoryStore,
   LeaseGrant,
@@ -48,13 +49,20 @@ function preview(text: string): string {
 
 const INTERRUPTED = 'The server stopped while this question was being answered.'
 
+/** The stored answer and the follow-ups kept at its end. */
+function answerOf(stored: string | null): Pick<StoredRun, 'answer' | 'followUps'> {
+  if (stored === null) return {}
+  const { answer, followUps } = splitFollowUps(stored)
+  return followUps.length ? { answer, followUps } : { answer: stored }
+}
+
 function toRun(row: Selectable<RunsTable>): StoredRun {
   return {
     id: row.id,
     sessionId: row.session_id,
     seq: row.seq,
     question: row.question,
-    answer: row.answer ?? undefined,
+    ...answerOf(row.answer),
     incomplete: row.incomplete === 1,
     unsupportedNumbers: JSON.parse(row.unsupported),
     status: row.status as StoredRun['status'],
@@ -482,7 +490,7 @@ export class SqlHistoryStore implements HistoryStore {
       await trx
         .updateTable('runs')
         .set({
-          answer: outcome.answer,
+          answer: joinFollowUps(outcome.answer, outcome.followUps),
           incomplete: outcome.incomplete ? 1 : 0,
           unsupported: JSON.stringify(outcome.unsupportedNumbers),
           status: 'done',

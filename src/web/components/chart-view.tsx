@@ -1,336 +1,83 @@
 /**
- * A chart drawn from its data (`Result.chart`): line, scatter, bar and pie charts as SVG with the
- * values on hover, a table of every value, and the PNG the sandbox rendered as the fallback (and
- * the only view for box plots, several axes, data that cannot be drawn, and bars that do not say
- * where they stand: E2B's own extractor pairs them with tick labels). Bars are drawn at their own
- * extents (chart-layout.ts), so a histogram shows its bins. The data is untrusted sandbox output:
- * it becomes text and numbers in elements, never markup.
+ * A chart drawn from its data (`Result.chart`) as a Vega-Lite spec (chart-spec.ts), by vega-embed:
+ * values on hover, zoom and pan on continuous axes (drag, wheel; double-click resets), another mark
+ * where the data allows, titles and axis titles a person can change, downloads as PNG, SVG and CSV,
+ * and Copy as code (the shown chart as a matplotlib cell). Vega loads with the first chart shown
+ * (charts/draw.ts). Values lists every value; the PNG the sandbox rendered stays as Image, and is
+ * the only view of a chart whose data cannot be drawn. The data is untrusted sandbox output: it
+ * reaches the spec as values and the page as text, never as markup.
  */
-import { useState } from 'preact/hooks'
-import { barsPlaced, type Chart, type PlacedBarChart, type PointChart } from '../../sandbox/charts.js'
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
+import type { Chart } from '../../sandbox/charts.js'
 import {
-  placeBars,
-  referenceSegments,
-  referenceValues,
-  type Segment,
-  scaleOf,
-  show,
-  type Tick,
-} from '../chart-layout.js'
+  type ChartEdit,
+  type ChartMark,
+  chartMarks,
+  chartSpec,
+  chartTable,
+  drawable,
+} from '../../store/export/chart-spec.js'
+import type { DrawnChart } from '../charts/draw.js'
+import { matplotlibCell } from '../charts/matplotlib.js'
 import { ScrollBox } from './scroll-box.js'
-
-const WIDTH = 640
-const HEIGHT = 320
-const MARGIN = { top: 16, right: 16, bottom: 44, left: 64 }
-const PLOT_W = WIDTH - MARGIN.left - MARGIN.right
-const PLOT_H = HEIGHT - MARGIN.top - MARGIN.bottom
-const COLORS = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563']
 
 type Mode = 'chart' | 'table' | 'image'
 
-/** A value as plotted (float noise aside): for the tooltip and the table. */
-function exact(value: number | string): string {
+const MARK_NAMES: Record<ChartMark, string> = { bar: 'Bar', line: 'Line', scatter: 'Scatter', area: 'Area' }
+const MAX_TABLE_ROWS = 500
+
+/** A value as plotted (float noise aside): for the table and the CSV. */
+function exact(value: number | string | undefined): string {
+  if (value === undefined) return ''
   if (typeof value === 'string') return value
   return Number(value.toPrecision(12)).toString()
 }
 
-/** Tick labels centred on their tick, but kept inside the figure at its right edge. */
-const anchor = (pos: number, width: number) => (pos > width - 24 ? 'end' : 'middle')
+/** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
+const csvField = (text: string) => (/[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text)
 
-function Axes({
-  x,
-  y,
-  xLabel,
-  yLabel,
-}: {
-  x: Tick[]
-  y: Tick[]
-  xLabel?: string | null
-  yLabel?: string | null
-}) {
-  return (
-    <g class="axes">
-      <line x1={0} y1={PLOT_H} x2={PLOT_W} y2={PLOT_H} />
-      <line x1={0} y1={0} x2={0} y2={PLOT_H} />
-      {x.map((tick) => (
-        <text key={`x${tick.label}`} x={tick.pos} y={PLOT_H + 16} text-anchor={anchor(tick.pos, PLOT_W)}>
-          {tick.label}
-        </text>
-      ))}
-      {y.map((tick) => (
-        <text key={`y${tick.label}`} x={-6} y={tick.pos + 4} text-anchor="end">
-          {tick.label}
-        </text>
-      ))}
-      {xLabel && (
-        <text class="axis-label" x={PLOT_W / 2} y={PLOT_H + 34} text-anchor="middle">
-          {xLabel}
-        </text>
-      )}
-      {yLabel && (
-        <text
-          class="axis-label"
-          transform={`translate(${-MARGIN.left + 12},${PLOT_H / 2}) rotate(-90)`}
-          text-anchor="middle"
-        >
-          {yLabel}
-        </text>
-      )}
-    </g>
-  )
+/** The chart's values as CSV, under the columns' titles. */
+export function chartCsv(chart: Chart): string {
+  const { columns, rows } = chartTable(chart)
+  const lines = [columns.map((c) => csvField(c.title))]
+  for (const row of rows) lines.push(columns.map((c) => csvField(exact(row[c.field]))))
+  return `${lines.map((line) => line.join(',')).join('\r\n')}\r\n`
 }
 
-/** Lines across the plot (axvline, axhline): dashed, named at their end. */
-function References({ segments }: { segments: Segment[] }) {
-  return (
-    <g class="references">
-      {segments.map(({ line, x1, y1, x2, y2 }, i) => (
-        <g key={i}>
-          <line x1={x1} y1={y1} x2={x2} y2={y2} stroke="#111827" stroke-width={1.5} stroke-dasharray="5 4" />
-          {line.label && (
-            <text
-              x={line.orientation === 'vertical' ? x1 + 4 : x2 - 4}
-              y={line.orientation === 'vertical' ? 12 : y1 - 4}
-              text-anchor={line.orientation === 'vertical' ? 'start' : 'end'}
-            >
-              {line.label}
-            </text>
-          )}
-        </g>
-      ))}
-    </g>
-  )
+function save(url: string, name: string) {
+  const link = document.createElement('a')
+  link.href = url
+  link.download = name
+  document.body.append(link)
+  link.click()
+  link.remove()
 }
 
-interface Hover {
-  x: number
-  y: number
-  text: string
-}
-
-function Points({ chart, onHover }: { chart: PointChart; onHover: (hover?: Hover) => void }) {
-  const points = chart.elements.flatMap((series) => series.points)
-  const across = referenceValues(chart.reference_lines)
-  const x = scaleOf([...points.map((p) => p[0]), ...across.x], PLOT_W, { log: chart.x_scale === 'log' })
-  const y = scaleOf([...points.map((p) => p[1]), ...across.y], PLOT_H, {
-    flip: true,
-    log: chart.y_scale === 'log',
-  })
-  const marks = chart.elements.flatMap((series, s) =>
-    series.points.map((p) => ({ series: series.label, s, px: x.at(p[0]), py: y.at(p[1]), p })),
-  )
-  const nearest = (event: MouseEvent) => {
-    const svg = (event.currentTarget as SVGGElement).ownerSVGElement
-    const box = svg?.getBoundingClientRect()
-    if (!box) return
-    const mx = ((event.clientX - box.left) / box.width) * WIDTH - MARGIN.left
-    const my = ((event.clientY - box.top) / box.height) * HEIGHT - MARGIN.top
-    let best: (typeof marks)[number] | undefined
-    let bestDistance = Number.POSITIVE_INFINITY
-    for (const mark of marks) {
-      const distance = (mark.px - mx) ** 2 + (chart.type === 'scatter' ? (mark.py - my) ** 2 : 0)
-      if (distance < bestDistance) [best, bestDistance] = [mark, distance]
-    }
-    if (best)
-      onHover({
-        x: best.px + MARGIN.left,
-        y: best.py + MARGIN.top,
-        text: `${best.series}: ${chart.x_label ?? 'x'} ${exact(best.p[0])}, ${chart.y_label ?? 'y'} ${exact(best.p[1])}`,
-      })
-  }
-  return (
-    <g>
-      <Axes x={x.ticks} y={y.ticks} xLabel={chart.x_label} yLabel={chart.y_label} />
-      {chart.elements.map((series, s) =>
-        chart.type === 'line' && !series.markers_only ? (
-          <polyline
-            key={series.label}
-            fill="none"
-            stroke={COLORS[s % COLORS.length]}
-            stroke-width={2}
-            points={series.points.map((p) => `${x.at(p[0])},${y.at(p[1])}`).join(' ')}
-          />
-        ) : (
-          <g key={series.label} fill={COLORS[s % COLORS.length]}>
-            {series.points.map((p, i) => (
-              <circle key={i} cx={x.at(p[0])} cy={y.at(p[1])} r={3.5} />
-            ))}
-          </g>
-        ),
-      )}
-      {/* biome-ignore lint/a11y/noStaticElementInteractions: hover is a convenience for the mouse; the Values tab gives every value to keyboards and screen readers */}
-      <rect
-        class="hover-area"
-        width={PLOT_W}
-        height={PLOT_H}
-        fill="transparent"
-        onMouseMove={nearest}
-        onMouseLeave={() => onHover(undefined)}
-      />
-      <References segments={referenceSegments(chart.reference_lines, x, y, PLOT_W, PLOT_H)} />
-    </g>
-  )
-}
-
-function Bars({ chart, onHover }: { chart: PlacedBarChart; onHover: (hover?: Hover) => void }) {
-  const groups = [...new Set(chart.elements.map((b) => b.group))]
-  const { marks, xTicks, yTicks, references } = placeBars(chart, PLOT_W, PLOT_H)
-  // E2B's x_* fields are the category axis's, which stands upright for horizontal bars.
-  const horizontal = chart.orientation === 'horizontal'
-  return (
-    <g>
-      <Axes
-        x={xTicks}
-        y={yTicks}
-        xLabel={horizontal ? chart.y_label : chart.x_label}
-        yLabel={horizontal ? chart.x_label : chart.y_label}
-      />
-      {marks.map(({ bar, x, y, width, height }, i) => {
-        const text = `${groups.length > 1 ? `${bar.group} · ` : ''}${bar.label}: ${exact(bar.value)}`
-        return (
-          // biome-ignore lint/a11y/noStaticElementInteractions: as for the points, the Values tab is the accessible view
-          <rect
-            key={i}
-            x={x}
-            y={y}
-            width={width}
-            height={height}
-            fill={COLORS[groups.indexOf(bar.group) % COLORS.length]}
-            stroke={chart.histogram ? '#fff' : undefined}
-            stroke-width={chart.histogram ? 0.5 : undefined}
-            onMouseEnter={() => onHover({ x: x + width / 2 + MARGIN.left, y: y + MARGIN.top, text })}
-            onMouseLeave={() => onHover(undefined)}
-          />
-        )
-      })}
-      <References segments={references} />
-    </g>
-  )
-}
-
-function Pie({
-  chart,
-  onHover,
-}: {
-  chart: Extract<Chart, { type: 'pie' }>
-  onHover: (hover?: Hover) => void
-}) {
-  const radius = PLOT_H / 2
-  const cx = PLOT_W / 2
-  const cy = PLOT_H / 2
-  let start = -90
-  return (
-    <g>
-      {chart.elements.map((slice, i) => {
-        const from = (start * Math.PI) / 180
-        start += slice.angle
-        const to = (start * Math.PI) / 180
-        const large = slice.angle > 180 ? 1 : 0
-        const path = `M${cx},${cy} L${cx + radius * Math.cos(from)},${cy + radius * Math.sin(from)} A${radius},${radius} 0 ${large} 1 ${cx + radius * Math.cos(to)},${cy + radius * Math.sin(to)} Z`
-        const mid = (from + to) / 2
-        const text = `${slice.label}: ${exact((slice.angle / 360) * 100)}%`
-        return (
-          // biome-ignore lint/a11y/noStaticElementInteractions: as for the points, the Values tab is the accessible view
-          <path
-            key={i}
-            d={path}
-            fill={COLORS[i % COLORS.length]}
-            stroke="#fff"
-            onMouseEnter={() =>
-              onHover({
-                x: cx + (radius / 2) * Math.cos(mid) + MARGIN.left,
-                y: cy + (radius / 2) * Math.sin(mid) + MARGIN.top,
-                text,
-              })
-            }
-            onMouseLeave={() => onHover(undefined)}
-          />
-        )
-      })}
-    </g>
-  )
-}
-
-/** Every value of the chart as rows: what the table view shows. */
-export function chartRows(chart: Chart): { columns: string[]; rows: Array<Array<number | string>> } {
-  switch (chart.type) {
-    case 'line':
-    case 'scatter':
-      return {
-        columns: ['series', chart.x_label ?? 'x', chart.y_label ?? 'y'],
-        rows: chart.elements.flatMap((s) => s.points.map((p) => [s.label, p[0], p[1]])),
-      }
-    case 'bar': {
-      const columns = [
-        'group',
-        chart.x_label ?? (chart.histogram ? 'bin' : 'label'),
-        chart.y_label ?? 'value',
-      ]
-      if (!barsPlaced(chart)) return { columns, rows: chart.elements.map((b) => [b.group, b.label, b.value]) }
-      // Where each bar stands: a histogram's bin edges, a stacked bar's base.
-      const based = chart.elements.some((b) => b.bottom !== 0)
-      return {
-        columns: [...columns, 'start', 'end', ...(based ? ['bottom'] : [])],
-        rows: chart.elements.map((b) => [
-          b.group,
-          b.label,
-          b.value,
-          b.start,
-          b.end,
-          ...(based ? [b.bottom] : []),
-        ]),
-      }
-    }
-    case 'pie':
-      return {
-        columns: ['label', 'share %', 'angle'],
-        rows: chart.elements.map((p) => [p.label, (p.angle / 360) * 100, p.angle]),
-      }
-    case 'box_and_whisker':
-      return {
-        columns: [chart.x_label ?? 'label', 'min', 'q1', 'median', 'q3', 'max', 'outliers'],
-        rows: chart.elements.map((b) => [
-          b.label,
-          b.min,
-          b.first_quartile,
-          b.median,
-          b.third_quartile,
-          b.max,
-          b.outliers.map(show).join(' '),
-        ]),
-      }
-    case 'superchart':
-      return {
-        columns: ['chart', ...['column 1', 'column 2', 'column 3']],
-        rows: chart.elements.flatMap((c, i) =>
-          chartRows(c).rows.map((row) => [c.title ?? `chart ${i + 1}`, ...row.slice(0, 3)]),
-        ),
-      }
-    default:
-      return { columns: [], rows: [] }
-  }
-}
-
-const MAX_TABLE_ROWS = 500
+/** A file name from the chart's title: letters, digits and dashes. */
+const fileName = (title: string | null | undefined) =>
+  (title ?? '')
+    .replace(/[^\p{L}\p{N}]+/gu, '-')
+    .replace(/^-|-$/g, '')
+    .slice(0, 60) || 'chart'
 
 function ValuesTable({ chart }: { chart: Chart }) {
-  const { columns, rows } = chartRows(chart)
+  const { columns, rows } = chartTable(chart)
   return (
     <ScrollBox class="table-wrap chart-table">
       <table class="data">
         <thead>
           <tr>
-            {columns.map((name) => (
-              <th key={name}>{name}</th>
+            {columns.map((column) => (
+              <th key={column.field}>{column.title}</th>
             ))}
           </tr>
         </thead>
         <tbody>
           {rows.slice(0, MAX_TABLE_ROWS).map((row, r) => (
             <tr key={r}>
-              {row.map((value, c) => (
-                <td key={c} class={typeof value === 'number' ? 'num' : 'str'}>
-                  {exact(value)}
+              {columns.map((column) => (
+                <td key={column.field} class={typeof row[column.field] === 'number' ? 'num' : 'str'}>
+                  {exact(row[column.field])}
                 </td>
               ))}
             </tr>
@@ -346,24 +93,186 @@ function ValuesTable({ chart }: { chart: Chart }) {
   )
 }
 
-function drawable(chart: Chart | undefined): boolean {
-  if (chart?.type === 'bar') return barsPlaced(chart)
-  return chart !== undefined && ['line', 'scatter', 'pie'].includes(chart.type)
+const darkQuery = () => window.matchMedia?.('(prefers-color-scheme: dark)')
+
+/** Whether the page is dark, following the system's setting as style.css does. */
+function useDark(): boolean {
+  const [dark, setDark] = useState(() => darkQuery()?.matches ?? false)
+  useEffect(() => {
+    const query = darkQuery()
+    if (!query) return
+    const change = () => setDark(query.matches)
+    query.addEventListener('change', change)
+    return () => query.removeEventListener('change', change)
+  }, [])
+  return dark
+}
+
+/** The spec drawn into a box; the drawn view, for the downloads. */
+function Canvas({
+  spec,
+  alt,
+  onDrawn,
+}: {
+  spec: Record<string, unknown>
+  alt: string
+  onDrawn: (view?: DrawnChart) => void
+}) {
+  const box = useRef<HTMLDivElement>(null)
+  const dark = useDark()
+  const [problem, setProblem] = useState<string>()
+  useEffect(() => {
+    const element = box.current
+    if (!element) return
+    let view: DrawnChart | undefined
+    let current = true
+    import('../charts/draw.js')
+      .then(({ drawChart }) => drawChart(element, spec, { dark, description: alt }))
+      .then((drawn) => {
+        if (!current) return drawn.finalize()
+        view = drawn
+        setProblem(undefined)
+        onDrawn(drawn)
+      })
+      .catch((error: unknown) => {
+        if (current) setProblem(error instanceof Error ? error.message : String(error))
+      })
+    return () => {
+      current = false
+      view?.finalize()
+      onDrawn(undefined)
+    }
+  }, [spec, dark, alt, onDrawn])
+  return (
+    <>
+      <div class="chart-canvas" ref={box} />
+      {problem && (
+        <p class="note warn" role="alert">
+          The chart could not be drawn ({problem}): its values and image are above.
+        </p>
+      )}
+    </>
+  )
+}
+
+/** Mark, titles, downloads and Copy as code, for a chart drawn from its data. */
+function ChartTools({
+  chart,
+  edit,
+  onEdit,
+  spec,
+  view,
+}: {
+  chart: Chart
+  edit: ChartEdit
+  onEdit: (edit: ChartEdit) => void
+  spec: Record<string, unknown>
+  view?: DrawnChart
+}) {
+  const [copied, setCopied] = useState<string>()
+  const marks = chartMarks(chart)
+  const two = chart.type !== 'pie' && chart.type !== 'superchart'
+  const own = {
+    title: chart.title ?? '',
+    xTitle: ('x_label' in chart ? chart.x_label : null) ?? '',
+    yTitle: ('y_label' in chart ? chart.y_label : null) ?? '',
+  }
+  const name = fileName(edit.title ?? chart.title)
+  const field = (key: 'title' | 'xTitle' | 'yTitle', label: string) => (
+    <label class="chart-field">
+      {label}
+      <input
+        value={edit[key] ?? own[key]}
+        onChange={(event) => onEdit({ ...edit, [key]: event.currentTarget.value })}
+      />
+    </label>
+  )
+  return (
+    <div class="chart-tools">
+      <div class="chart-toolbar">
+        {marks.length > 1 && (
+          <label class="chart-field">
+            Chart type
+            <select
+              value={edit.mark ?? marks[0]}
+              onChange={(event) => onEdit({ ...edit, mark: event.currentTarget.value as ChartMark })}
+            >
+              {marks.map((mark) => (
+                <option key={mark} value={mark}>
+                  {MARK_NAMES[mark]}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+        <details class="chart-edit">
+          <summary class="chart-edit-toggle">Titles</summary>
+          <div class="chart-fields">
+            {field('title', 'Chart title')}
+            {two && field('xTitle', 'X axis title')}
+            {two && field('yTitle', 'Y axis title')}
+          </div>
+        </details>
+        {(['png', 'svg'] as const).map((format) => (
+          <button
+            key={format}
+            type="button"
+            class="button secondary small"
+            disabled={!view}
+            onClick={() => void view?.image(format).then((url) => save(url, `${name}.${format}`))}
+          >
+            {format.toUpperCase()}
+          </button>
+        ))}
+        <button
+          type="button"
+          class="button secondary small"
+          onClick={() => {
+            const url = URL.createObjectURL(new Blob([chartCsv(chart)], { type: 'text/csv' }))
+            save(url, `${name}.csv`)
+            setTimeout(() => URL.revokeObjectURL(url), 60_000)
+          }}
+        >
+          CSV
+        </button>
+        <button
+          type="button"
+          class="button secondary small"
+          onClick={() => {
+            const code = matplotlibCell(spec)
+            setCopied(code)
+            void navigator.clipboard?.writeText(code).catch(() => undefined)
+          }}
+        >
+          Copy as code
+        </button>
+      </div>
+      {copied && (
+        <ScrollBox class="code copied" pre>
+          {copied}
+        </ScrollBox>
+      )}
+    </div>
+  )
 }
 
 export function ChartView({ chart, src, alt }: { chart?: Chart; src?: string; alt: string }) {
-  const [mode, setMode] = useState<Mode>(drawable(chart) ? 'chart' : 'image')
-  const [hover, setHover] = useState<Hover | undefined>()
+  const canDraw = drawable(chart)
+  const [mode, setMode] = useState<Mode>(canDraw ? 'chart' : 'image')
+  const [edit, setEdit] = useState<ChartEdit>({})
+  const [view, setView] = useState<DrawnChart>()
+  const spec = useMemo(() => (chart && canDraw ? chartSpec(chart, edit) : undefined), [chart, canDraw, edit])
   const modes: Mode[] = [
-    ...(drawable(chart) ? (['chart'] as const) : []),
+    ...(spec ? (['chart'] as const) : []),
     ...(chart && chart.type !== 'unknown' ? (['table'] as const) : []),
     ...(src ? (['image'] as const) : []),
   ]
+  const title = edit.title ?? chart?.title
   return (
-    <figure class="chart">
-      {chart?.title && <figcaption class="chart-title">{chart.title}</figcaption>}
+    <figure class="chart" aria-label={title || alt}>
+      {mode !== 'chart' && title && <figcaption class="chart-title">{title}</figcaption>}
       {modes.length > 1 && (
-        <div class="chart-modes" role="tablist">
+        <div class="chart-modes" role="tablist" aria-label="Show the chart as">
           {modes.map((m) => (
             <button key={m} type="button" role="tab" aria-selected={mode === m} onClick={() => setMode(m)}>
               {m === 'chart' ? 'Chart' : m === 'table' ? 'Values' : 'Image'}
@@ -371,35 +280,11 @@ export function ChartView({ chart, src, alt }: { chart?: Chart; src?: string; al
           ))}
         </div>
       )}
-      {mode === 'chart' && chart && (
-        <div class="chart-canvas">
-          <svg viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-label={alt}>
-            <g transform={`translate(${MARGIN.left},${MARGIN.top})`}>
-              {(chart.type === 'line' || chart.type === 'scatter') && (
-                <Points chart={chart} onHover={setHover} />
-              )}
-              {chart.type === 'bar' && barsPlaced(chart) && <Bars chart={chart} onHover={setHover} />}
-              {chart.type === 'pie' && <Pie chart={chart} onHover={setHover} />}
-            </g>
-          </svg>
-          {hover && (
-            <div
-              class="chart-tooltip"
-              style={{ left: `${(hover.x / WIDTH) * 100}%`, top: `${(hover.y / HEIGHT) * 100}%` }}
-            >
-              {hover.text}
-            </div>
-          )}
-          {(chart.type === 'line' || chart.type === 'scatter') && chart.elements.length > 1 && (
-            <div class="chart-legend">
-              {chart.elements.map((series, s) => (
-                <span key={series.label}>
-                  <i style={{ background: COLORS[s % COLORS.length] }} /> {series.label}
-                </span>
-              ))}
-            </div>
-          )}
-        </div>
+      {mode === 'chart' && chart && spec && (
+        <>
+          <ChartTools chart={chart} edit={edit} onEdit={setEdit} spec={spec} view={view} />
+          <Canvas spec={spec} alt={alt} onDrawn={setView} />
+        </>
       )}
       {mode === 'table' && chart && <ValuesTable chart={chart} />}
       {mode === 'image' && src && <img class="chart-image" src={src} alt={alt} loading="lazy" />}

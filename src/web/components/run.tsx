@@ -315,11 +315,14 @@ export function Run({
   run,
   live,
   actions,
+  onFollowUp,
 }: {
   run: UiRun
   live: boolean
   /** What a person may do with each step's code (none on a shared page or while it runs). */
   actions?: (step: UiStep) => StepActions
+  /** Asks a suggested follow-up (only under the last answer, when a question may be asked). */
+  onFollowUp?: (question: string) => void
 }) {
   const draft = run.status === 'running' ? proseOf(run.draft) : ''
   const person = run.question === PERSON_CELL
@@ -364,6 +367,20 @@ export function Run({
             <p class="note">
               The analysis reached its step limit before a final answer; ask a follow-up to go on.
             </p>
+          )}
+          {onFollowUp && run.followUps && run.followUps.length > 0 && (
+            <nav class="follow-ups" aria-label="Follow-up questions">
+              {run.followUps.map((question) => (
+                <button
+                  key={question}
+                  type="button"
+                  class="button secondary small follow-up"
+                  onClick={() => onFollowUp(question)}
+                >
+                  {question}
+                </button>
+              ))}
+            </nav>
           )}
           {run.totalTokens !== undefined && run.status !== 'running' && (
             <p class="meta">
