@@ -14,6 +14,7 @@ import { capabilitiesOf } from '../../sandbox/capabilities.js'
 import type { SandboxCreateOptions, SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
 import { resolveLimits } from '../../sandbox/kernel/limits.js'
 import type { BuiltTemplate } from '../../templates/types.js'
+import { readText } from '../request-body.js'
 import type { TemplateCatalog } from '../template-builds.js'
 import { ENVD_VERSION, type Registry, type SandboxEntry, unguessable } from './registry.js'
 import { ServedSandbox } from './served.js'
@@ -109,7 +110,7 @@ const When = z.iso.datetime({ offset: true })
 
 async function body<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
   let value: unknown = {}
-  const text = await c.req.text()
+  const text = await readText(c.req.raw)
   if (text.trim()) {
     try {
       value = JSON.parse(text)

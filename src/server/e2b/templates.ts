@@ -248,6 +248,13 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     return c.body(null, 204)
   })
 
+  app.all('*', (c) =>
+    e2bFail(
+      c,
+      404,
+      `${c.req.method} ${new URL(c.req.url).pathname} is not part of Analyst's E2B template API`,
+    ),
+  )
   return app
 }
 
