@@ -7,7 +7,7 @@
  * @module
  */
 import { gunzipSync } from 'node:zlib'
-import { type DescMessage, fromBinary, type MessageInitShape } from '@bufbuild/protobuf'
+import { type DescMethod, fromBinary, type MessageInitShape } from '@bufbuild/protobuf'
 import { timestampFromDate } from '@bufbuild/protobuf/wkt'
 import { Code, ConnectError, createConnectRouter, type HandlerContext } from '@connectrpc/connect'
 import { createFetchHandler } from '@connectrpc/connect/protocol'
@@ -472,7 +472,7 @@ function connectRouter(registry: Registry) {
   return new Map(
     router.handlers.map((handler) => [
       handler.requestPath,
-      { input: handler.method.input, fetch: createFetchHandler(handler) },
+      { method: handler.method, fetch: createFetchHandler(handler) },
     ]),
   )
 }
@@ -492,14 +492,16 @@ function connectRefusal(message: string, code: Code, status = codeToHttpStatus(c
  * with no body (a protobuf that does not parse, a compressed envelope without compression, a
  * content type it does not take): the refusal, or the request to serve.
  */
-async function checkedRpc(request: Request, input: DescMessage): Promise<Request | Response> {
+async function checkedRpc(request: Request, method: DescMethod): Promise<Request | Response> {
   const type = RPC_CONTENT.exec(request.headers.get('content-type') ?? '')
-  if (!type)
+  const stream = method.methodKind !== 'unary'
+  if (!type || Boolean(type[1]) !== stream)
     return connectRefusal(
-      'Send a Connect request: Content-Type application/json or application/proto (application/connect+json or +proto for a stream)',
+      `${method.name} is ${stream ? 'a stream' : 'unary'}: send Content-Type ${stream ? 'application/connect+json or application/connect+proto' : 'application/json or application/proto'}`,
       Code.InvalidArgument,
       415,
     )
+  const input = method.input
   let body: Uint8Array
   try {
     body = await readBody(request, RPC_MAX_BYTES)
@@ -655,7 +657,7 @@ export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdO
     const path = new URL(c.req.url).pathname
     const rpc = rpcHandlers.get(path)
     if (!rpc) return c.json({ code: 404, message: 'No such RPC' }, 404)
-    const request = await checkedRpc(c.req.raw, rpc.input)
+    const request = await checkedRpc(c.req.raw, rpc.method)
     if (request instanceof Response) return request
     // Streams end with the sandbox: cut off, as E2B's edge cuts them, not ended as a result.
     const life = c.env.entry.life.signal
