@@ -21,7 +21,10 @@ export interface E2BServer {
 
 /** Starts the server with one token and sets E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY. */
 export async function startE2BServer(
-  options: Pick<ServerOptions, 'allowNetwork' | 'allowTemplateBuilds' | 'templateBuilder' | 'maxUploadBytes'> & {
+  options: Pick<
+    ServerOptions,
+    'allowNetwork' | 'allowTemplateBuilds' | 'templateBuilder' | 'maxUploadBytes'
+  > & {
     poolSize?: number
   } = {},
 ): Promise<E2BServer> {
