@@ -8,6 +8,7 @@ import { SandboxError } from '../errors.js'
 export {
   AnalystError,
   CapacityError,
+  ConflictError,
   InvalidArgumentError,
   NotFoundError,
   SandboxError,

@@ -452,7 +452,13 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.get('/api/sessions/:id/artifacts/*', async (c) => {
     const id = await sessionOf(c)
     const path = new URL(c.req.url).pathname
-    const name = decodeURIComponent(path.slice(path.indexOf('/artifacts/') + '/artifacts/'.length))
+    const encoded = path.slice(path.indexOf('/artifacts/') + '/artifacts/'.length)
+    let name: string
+    try {
+      name = decodeURIComponent(encoded)
+    } catch {
+      throw new InvalidArgumentError(`${encoded} is not a URL-encoded artifact name`)
+    }
     const { artifact, content } = await service.openArtifact(id, name, c.get('owner'))
     return artifactResponse(artifact, content)
   })

@@ -1,14 +1,44 @@
 /**
- * A request's JSON body, read and checked against a zod schema: a mistake is a 400 that says
- * which field is wrong.
+ * A request's body, read up to a limit (past it a 413, without reading the rest), and a JSON body
+ * checked against a zod schema: a mistake is a 400 that says which field is wrong.
  * @module
  */
 import type { Context } from 'hono'
 import type { z } from 'zod'
-import { InvalidArgumentError } from '../errors.js'
+import { InvalidArgumentError, TooLargeError } from '../errors.js'
 
-export async function jsonBody(c: Context): Promise<unknown> {
-  const text = await c.req.text()
+/** The most a JSON body may hold: a question, a cell or a setting is far smaller. */
+export const MAX_JSON_BYTES = 4 * 1024 ** 2
+
+/** The request body, up to `maxBytes`; past that a 413, without reading the rest. */
+export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
+  const tooLarge = () =>
+    new TooLargeError(`The body is larger than ${maxBytes} bytes`, { hint: 'Send a smaller body.' })
+  if (Number(request.headers.get('content-length') ?? 0) > maxBytes) throw tooLarge()
+  const reader = request.body?.getReader()
+  if (!reader) return new Uint8Array()
+  const chunks: Uint8Array[] = []
+  let total = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    total += value.length
+    if (total > maxBytes) {
+      await reader.cancel()
+      throw tooLarge()
+    }
+    chunks.push(value)
+  }
+  return new Uint8Array(Buffer.concat(chunks))
+}
+
+/** The request body as text, up to `maxBytes`. */
+export async function readText(request: Request, maxBytes = MAX_JSON_BYTES): Promise<string> {
+  return new TextDecoder().decode(await readBody(request, maxBytes))
+}
+
+export async function jsonBody(c: Context, maxBytes = MAX_JSON_BYTES): Promise<unknown> {
+  const text = await readText(c.req.raw, maxBytes)
   if (!text.trim()) return {}
   try {
     return JSON.parse(text)

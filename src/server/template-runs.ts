@@ -68,6 +68,7 @@ export function e2bRun({ home, store, build }: TemplateRunsOptions): RunE2BBuild
         context: folder,
         name,
         ...(request.start ? { start: request.start } : {}),
+        ...(request.resources ? { resources: request.resources } : {}),
       }
       return (await build(recipe, builderOptions(home, name, context, request.force))).template
     } finally {

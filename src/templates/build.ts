@@ -684,6 +684,7 @@ class Builder {
       env,
       ...(this.#workdir !== '/' ? { workdir: this.#workdir } : {}),
       ...(this.#recipe.start ? { start: this.#recipe.start } : {}),
+      ...(this.#recipe.resources ? { resources: this.#recipe.resources } : {}),
       sizeBytes: await diskUsage(this.#scratch),
       createdAt: new Date().toISOString(),
     }

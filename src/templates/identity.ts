@@ -91,6 +91,7 @@ export function templateId({ recipe, baseIdentity, pip }: IdentityInputs): strin
       },
       start: recipe.start,
       languages: recipe.languages,
+      resources: recipe.resources,
     }),
   )
 }

@@ -62,6 +62,16 @@ describe('template spec files', () => {
     expect(() => parseSpec(text, '/ctx')).toThrow(InvalidArgumentError)
   })
 
+  it("carries each sandbox's default memory and cores, and refuses a size that is none", () => {
+    expect(parseSpec('base: host\nmemory: 300M\ncpus: 1.5', '/ctx').resources).toEqual({
+      memoryBytes: 300 * 1024 ** 2,
+      milliCpus: 1500,
+    })
+    expect(parseSpec('base: host', '/ctx').resources).toBeUndefined()
+    expect(() => parseSpec('base: host\nmemory: lots', '/ctx')).toThrow(/memory: a size such as 512M or 2G/)
+    expect(() => parseSpec('base: host\ncpus: 0', '/ctx')).toThrow(/cpus: a number of cores/)
+  })
+
   it('reads JSON too, and tells a Containerfile from a spec by its name or its first line', () => {
     expect(parseSpec('{"base": "host", "pip": ["tinypkg==0.1"]}', '/ctx').steps).toEqual([
       { type: 'run', command: 'pip install tinypkg==0.1' },

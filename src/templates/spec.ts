@@ -14,6 +14,8 @@
  * run: ["python3 -m compileall /opt/lib"]
  * workdir: /home/user
  * start: import pandas as pd     # Python run once; sandboxes fork from the state it leaves
+ * memory: 2G                     # each sandbox's memory and cores, unless its creator sets its own
+ * cpus: 1.5
  * ```
  * Steps run in this order: env, apt, pip, files, run, workdir.
  * @module
@@ -23,6 +25,7 @@ import { basename, dirname, resolve } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
 import { InvalidArgumentError } from '../errors.js'
+import { parseCpus, parseSize } from '../sandbox/kernel/limits.js'
 import { parseBase } from './base.js'
 import { parseContainerfile } from './containerfile.js'
 import { aptCommand, type Step, type TemplateRecipe } from './steps.js'
@@ -74,6 +77,15 @@ const specSchema = z
     workdir: absolute.optional(),
     start: z.string().optional(),
     languages: z.array(z.enum(['python', 'r', 'js', 'ts', 'bash'])).optional(),
+    memory: z
+      .union([z.string(), z.number()])
+      .transform((value, context) => {
+        const bytes = parseSize(String(value))
+        if (bytes === undefined) context.addIssue({ code: 'custom', message: 'a size such as 512M or 2G' })
+        return bytes ?? 0
+      })
+      .optional(),
+    cpus: z.number().positive('a number of cores such as 2 or 0.5').optional(),
   })
   .strict()
 
@@ -112,7 +124,7 @@ export function parseSpec(text: string, context: string, source = 'the spec'): T
     throw new InvalidArgumentError(
       `${source} has ${lines.length === 1 ? 'a mistake' : 'mistakes'}: ${lines.join('; ')}`,
       {
-        hint: 'The keys a spec takes: name, base, apt, pip, files, env, run, workdir, start, languages.',
+        hint: 'The keys a spec takes: name, base, apt, pip, files, env, run, workdir, start, languages, memory, cpus.',
       },
     )
   }
@@ -168,6 +180,14 @@ function lower(spec: z.output<typeof specSchema>, context: string): TemplateReci
     ...(spec.start ? { start: spec.start } : {}),
     ...(spec.languages ? { languages: spec.languages } : {}),
     ...(spec.name ? { name: spec.name } : {}),
+    ...(spec.memory !== undefined || spec.cpus !== undefined
+      ? {
+          resources: {
+            ...(spec.memory !== undefined ? { memoryBytes: spec.memory } : {}),
+            ...(spec.cpus !== undefined ? { milliCpus: parseCpus(String(spec.cpus)) } : {}),
+          },
+        }
+      : {}),
   }
 }
 

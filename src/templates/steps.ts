@@ -4,6 +4,7 @@
  * RUN, WORKDIR and USER. The builder is a function of this shape alone.
  * @module
  */
+import type { TemplateResources } from './types.js'
 
 /**
  * What a template starts from, as a recipe names it. `debian` is made from Debian's archive;
@@ -47,6 +48,8 @@ export interface TemplateRecipe {
   languages?: Array<'python' | 'r' | 'js' | 'ts' | 'bash'>
   /** The name a spec file gives itself (the CLI's --name wins). */
   name?: string
+  /** Each sandbox's default memory and CPUs, unless its creator sets its own. */
+  resources?: TemplateResources
 }
 
 /** Where a template's pip layers go (in its root; for base host, <id>/venv is mounted here). */

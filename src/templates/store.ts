@@ -41,6 +41,12 @@ const manifestSchema = z.object({
   env: z.record(z.string(), z.string()),
   workdir: z.string().optional(),
   start: z.string().optional(),
+  resources: z
+    .object({
+      memoryBytes: z.number().int().positive().optional(),
+      milliCpus: z.number().int().positive().optional(),
+    })
+    .optional(),
   sizeBytes: z.number(),
   createdAt: z.string(),
 })

@@ -28,6 +28,13 @@ export type TemplateBase =
   /** An OCI image in local podman storage or in an image archive. */
   | { kind: 'oci'; image: string }
 
+/** The memory and CPUs a template's sandboxes get unless whoever creates one sets their own. */
+export interface TemplateResources {
+  readonly memoryBytes?: number
+  /** Thousandths of a core, as SandboxLimits.milliCpus. */
+  readonly milliCpus?: number
+}
+
 /** The languages a template's kernels speak. */
 export type TemplateLanguage = 'python' | 'r' | 'js' | 'ts' | 'bash'
 
@@ -53,6 +60,8 @@ export interface BuiltTemplate {
   readonly workdir?: string
   /** Code run once in the kernel; every sandbox forks from the state it leaves. */
   readonly start?: string
+  /** Each sandbox's default memory and CPUs (the spec's memory and cpus, E2B's memoryMB and cpuCount). */
+  readonly resources?: TemplateResources
   readonly sizeBytes: number
   /** ISO 8601. */
   readonly createdAt: string

@@ -21,7 +21,10 @@ export interface E2BServer {
 
 /** Starts the server with one token and sets E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY. */
 export async function startE2BServer(
-  options: Pick<ServerOptions, 'allowNetwork' | 'allowTemplateBuilds' | 'templateBuilder'> & {
+  options: Pick<
+    ServerOptions,
+    'allowNetwork' | 'allowTemplateBuilds' | 'templateBuilder' | 'maxUploadBytes'
+  > & {
     poolSize?: number
   } = {},
 ): Promise<E2BServer> {
@@ -39,6 +42,7 @@ export async function startE2BServer(
     provider,
     allowNetwork: options.allowNetwork,
     allowTemplateBuilds: options.allowTemplateBuilds,
+    maxUploadBytes: options.maxUploadBytes,
     ...(options.templateBuilder ? { templateBuilder: options.templateBuilder } : {}),
   })
   process.env.E2B_API_URL = server.url

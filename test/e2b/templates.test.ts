@@ -2,7 +2,7 @@
  * E2B's Template builder (the e2b SDK, unchanged) against `analyst serve`: refused unless the
  * server allows builds; a base that cannot be had here refused at once, with the bases that work.
  */
-import { BuildError, Template } from 'e2b'
+import { BuildError, Sandbox, Template } from 'e2b'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type E2BServer, startE2BServer } from './server.js'
 
@@ -69,4 +69,45 @@ describe("E2B's Template.build, a base that cannot be had", () => {
     )
     expect((error as Error).message).toMatch(/one build per template name.*mine-v2/s)
   })
+})
+
+describe("E2B's Template.build with memoryMB and cpuCount, over the host's Python", () => {
+  let e2b: E2BServer
+  beforeAll(async () => {
+    e2b = await startE2BServer({ poolSize: 0, allowTemplateBuilds: true })
+  })
+  afterAll(async () => {
+    await e2b?.close()
+  })
+
+  it.runIf(process.getuid?.() === 0)(
+    "gives the template's sandboxes its memory and cores, unless the caller sets its own",
+    async () => {
+      // Its sandboxes' default memory and cores (a build over the host needs no root file system).
+      await Template.build(Template().fromTemplate('code-interpreter-v1'), 'small', {
+        memoryMB: 1000,
+        cpuCount: 1,
+      })
+      const sandbox = await Sandbox.create('small')
+      try {
+        expect(await sandbox.getInfo()).toMatchObject({ memoryMB: 1000, cpuCount: 1 })
+        // The limit the engine was given (its cgroup's memory.max, as root), not only what is shown.
+        const [metrics] = await sandbox.getMetrics()
+        expect(metrics?.memTotal).toBe(1000 * 1024 ** 2)
+      } finally {
+        await sandbox.kill()
+      }
+      // The caller's own memory wins over the template's.
+      const own = await fetch(`${e2b.url}/v2/sandboxes`, {
+        method: 'POST',
+        headers: { 'x-api-key': e2b.token, 'content-type': 'application/json' },
+        body: JSON.stringify({ templateID: 'small', memoryMB: 400 }),
+      })
+      const { sandboxID } = (await own.json()) as { sandboxID: string }
+      const info = await Sandbox.getInfo(sandboxID)
+      await Sandbox.kill(sandboxID)
+      expect(info).toMatchObject({ memoryMB: 400, cpuCount: 1 })
+    },
+    180_000,
+  )
 })

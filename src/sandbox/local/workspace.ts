@@ -31,7 +31,7 @@ import {
 import { posix } from 'node:path'
 import mime from 'mime-types'
 import type { EntryInfo } from '../backend.js'
-import { InvalidArgumentError, NotFoundError } from '../errors.js'
+import { ConflictError, InvalidArgumentError, NotFoundError } from '../errors.js'
 import type { Artifact } from '../messaging.js'
 import { SANDBOX_HOME, splitPath } from '../paths.js'
 import { ChangeTracker, fileState } from './changes.js'
@@ -71,6 +71,37 @@ export function permissionString(mode: number): string {
 
 export function mimeType(name: string): string {
   return mime.lookup(name) || 'application/octet-stream'
+}
+
+/**
+ * A file-system call's failure on a sandbox path, as what is wrong with the path: names that
+ * are too long, a file where a folder is wanted, a fifo with no one at the other end. Anything
+ * else (the host's own trouble, a full disk) stays as it is.
+ */
+function pathError(path: string, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code
+  const invalid = (what: string) => new InvalidArgumentError(`${path}: ${what}`)
+  switch (code) {
+    case 'ENOENT':
+      return new NotFoundError(`${path}: no such file or folder in the sandbox`)
+    case 'ENAMETOOLONG':
+      return invalid('a name in it is longer than 255 bytes')
+    case 'ENOTDIR':
+      return invalid('a part of it is not a folder')
+    case 'EISDIR':
+      return invalid('it is a folder; name a file')
+    case 'ELOOP':
+      return invalid('it is a link, which the host does not follow')
+    case 'ENXIO':
+      return invalid('it is a fifo or a socket, not a file')
+    case 'EEXIST':
+    case 'ENOTEMPTY':
+      return new ConflictError(`${path}: something is there already`)
+    case 'EINVAL':
+      return invalid('a folder cannot be moved into itself')
+    default:
+      return error
+  }
 }
 
 function readOnly(path: string): InvalidArgumentError {
@@ -117,11 +148,17 @@ export class Workspace {
         } catch (error) {
           const code = (error as NodeJS.ErrnoException).code
           if (code === 'ENOENT' && create) {
-            mkdirSync(at(fd, part), { mode: 0o755 })
+            try {
+              mkdirSync(at(fd, part), { mode: 0o755 })
+            } catch (error) {
+              throw pathError(part, error)
+            }
             next = openSync(at(fd, part), DIR_FLAGS)
             if (this.owner) fchownSync(next, this.owner.uid, this.owner.gid)
           } else if (code === 'ENOENT') {
             throw new NotFoundError(`${part}: no such folder in the sandbox`)
+          } else if (code === 'ENAMETOOLONG') {
+            throw pathError(part, error)
           } else {
             throw new InvalidArgumentError(
               `${part} is not a folder (or is a link, which the host does not follow)`,
@@ -200,7 +237,7 @@ export class Workspace {
           area === 'data' ? 0o644 : 0o644,
         )
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw pathError(path, error)
         try {
           fd = openSync(at(dir, name), O_WRONLY | O_NOFOLLOW | O_NONBLOCK)
         } catch {
@@ -276,8 +313,8 @@ export class Workspace {
       if (!name)
         return this.detailed(area === 'data' ? 'data' : posix.basename(this.root), full, fstatSync(dir))
       const stat = lstatSync(at(dir, name))
-      if (options.details && (stat.isFile() || stat.isDirectory() || stat.isSymbolicLink()))
-        return this.detailed(name, full, stat)
+      // With details, any kind of entry (a fifo or a socket too, as envd answers for them).
+      if (options.details) return this.detailed(name, full, stat)
       if (!stat.isFile() && !stat.isDirectory()) return undefined
       return { name, type: stat.isFile() ? 'file' : 'dir', path: full, size: stat.size }
     } catch {
@@ -380,7 +417,7 @@ export class Workspace {
       try {
         mkdirSync(at(parent, name), { mode: 0o755 })
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw pathError(path, error)
         if (!lstatSync(at(parent, name)).isDirectory()) {
           throw new InvalidArgumentError(`${path} exists and is not a folder`)
         }
@@ -413,19 +450,28 @@ export class Workspace {
       try {
         renameSync(at(sourceDir, source.name), at(targetDir, target.name))
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT')
-          throw new NotFoundError(`${from}: no such file in the sandbox`)
-        throw new InvalidArgumentError(
-          `${from} cannot be moved to ${to} (${(error as NodeJS.ErrnoException).code})`,
-        )
+        const code = (error as NodeJS.ErrnoException).code
+        if (code === 'ENOENT') throw new NotFoundError(`${from}: no such file in the sandbox`)
+        const refused = pathError(`${from} → ${to}`, error)
+        if (refused !== error) throw refused
+        throw new InvalidArgumentError(`${from} cannot be moved to ${to} (${code})`)
       } finally {
         closeSync(targetDir)
       }
     } finally {
       closeSync(sourceDir)
     }
-    // A link has no plain entry: it answers with its details, as a listing gives them.
-    return (this.stat(to) ?? this.stat(to, { details: true })) as EntryInfo
+    // A link, a fifo or a socket has no plain entry: it answers with its details; and something
+    // gone at once (code in the sandbox moved it on) with what was moved.
+    return (
+      this.stat(to) ??
+      this.stat(to, { details: true }) ?? {
+        name: target.name,
+        type: 'file',
+        path: [this.root, ...target.dirs, target.name].join('/'),
+        size: 0,
+      }
+    )
   }
 
   /** Puts a host file at data/<name>: a hard link when it is cheap and safe, else a copy. */
@@ -529,6 +575,7 @@ function removeAt(dir: number, name: string | Buffer) {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ENOENT') throw new NotFoundError(`${name}: no such file in the sandbox`)
+    if (code === 'ENAMETOOLONG') throw pathError(String(name), error)
     unlinkSync(at(dir, name)) // a file or a link: the link itself goes, not its target
     return
   }

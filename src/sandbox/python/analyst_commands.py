@@ -120,8 +120,8 @@ class Command:
         if master is not None:
             try:
                 resize(master, size)
-            except OSError:
-                pass  # the terminal is closing
+            except (OSError, ValueError, OverflowError, struct.error):
+                pass  # the terminal is closing, or the size is none a terminal can have
 
     def run(self):
         self.send({'type': 'proc-started', 'id': self.id, 'pid': self.pid})
@@ -262,7 +262,9 @@ def handle(request, send, base_env):
     if kind == 'spawn':
         try:
             spawn(request, send, base_env)
-        except OSError as error:
+        # A NUL in the command or its env (ValueError), a terminal size past 65535 (struct.error):
+        # the command cannot start, and the kernel goes on reading requests.
+        except (OSError, ValueError, OverflowError, struct.error) as error:
             send({'type': 'proc-exit', 'id': request['id'], 'code': -1,
                   'error': 'could not start the command: %s' % error})
         return True

@@ -13,7 +13,8 @@ import { advice } from '../../fixes.js'
 import { capabilitiesOf } from '../../sandbox/capabilities.js'
 import type { SandboxCreateOptions, SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
 import { resolveLimits } from '../../sandbox/kernel/limits.js'
-import type { BuiltTemplate } from '../../templates/types.js'
+import type { BuiltTemplate, TemplateResources } from '../../templates/types.js'
+import { readText } from '../request-body.js'
 import type { TemplateCatalog } from '../template-builds.js'
 import { ENVD_VERSION, type Registry, type SandboxEntry, unguessable } from './registry.js'
 import { ServedSandbox } from './served.js'
@@ -109,7 +110,7 @@ const When = z.iso.datetime({ offset: true })
 
 async function body<T>(c: Context, schema: z.ZodType<T>): Promise<T> {
   let value: unknown = {}
-  const text = await c.req.text()
+  const text = await readText(c.req.raw)
   if (text.trim()) {
     try {
       value = JSON.parse(text)
@@ -194,12 +195,15 @@ export function controlRoutes({
 }: ControlOptions) {
   const app = new Hono<ControlEnv>()
   /**
-   * What a template id starts: undefined for the server's own (the engine's default), the built
-   * template (or its name, for an engine with templates of its own), or null when there is none.
+   * What a template id starts: nothing for the server's own (the engine's default), the built
+   * template (or its name, for an engine with templates of its own) with its sandboxes' default
+   * memory and cores, or null when there is none.
    */
-  const templateFor = (id: string): SandboxCreateOptions['template'] | null => {
+  const templateFor = (
+    id: string,
+  ): { template?: SandboxCreateOptions['template']; resources?: TemplateResources } | null => {
     const name = id.replace(/:latest$/, '')
-    if (TEMPLATES.includes(name)) return undefined
+    if (TEMPLATES.includes(name)) return {}
     if (!templates || !/^[a-z0-9][a-z0-9._-]{0,62}$/.test(name)) return null
     let built: BuiltTemplate
     try {
@@ -208,7 +212,10 @@ export function controlRoutes({
       if (NotFoundError.isInstance(error)) return null
       throw error
     }
-    return capabilitiesOf(provider).templates === 'named' ? name : built
+    return {
+      template: capabilitiesOf(provider).templates === 'named' ? name : built,
+      ...(built.resources ? { resources: built.resources } : {}),
+    }
   }
   app.onError(answerError)
 
@@ -219,8 +226,8 @@ export function controlRoutes({
   app.post('/v2/sandboxes', async (c) => {
     if (closing()) return e2bError(c, 503, 'The server is shutting down')
     const request = await body(c, NewSandbox)
-    const template = templateFor(request.templateID)
-    if (template === null) {
+    const found = templateFor(request.templateID)
+    if (found === null) {
       const built = templates?.list().flatMap((t) => t.names) ?? []
       return e2bError(
         c,
@@ -239,7 +246,9 @@ export function controlRoutes({
     }
     const envs = request.envVars ?? {}
     const network = request.allow_internet_access === true
-    const limits: Partial<SandboxLimits> = { ...defaults }
+    const { template, resources } = found
+    // The caller's memoryMB and cpuCount, else the template's, else the server's.
+    const limits: Partial<SandboxLimits> = { ...defaults, ...resources }
     if (request.memoryMB) limits.memoryBytes = request.memoryMB * 1024 ** 2
     if (request.cpuCount) limits.milliCpus = request.cpuCount * 1000
     await registry.admit(c.env.owner)

@@ -7,12 +7,20 @@
  * @module
  */
 import { gunzipSync } from 'node:zlib'
-import type { MessageInitShape } from '@bufbuild/protobuf'
+import { type DescMethod, fromBinary, type MessageInitShape } from '@bufbuild/protobuf'
 import { timestampFromDate } from '@bufbuild/protobuf/wkt'
 import { Code, ConnectError, createConnectRouter, type HandlerContext } from '@connectrpc/connect'
 import { createFetchHandler } from '@connectrpc/connect/protocol'
+import { codeToHttpStatus, errorToJson } from '@connectrpc/connect/protocol-connect'
 import { Hono, type Context as HonoContext } from 'hono'
-import { AnalystError, NotFoundError, statusOf, TooLargeError } from '../../errors.js'
+import {
+  AnalystError,
+  InvalidArgumentError,
+  NotFoundError,
+  statusOf,
+  TooLargeError,
+  UnsupportedMediaError,
+} from '../../errors.js'
 import { advice } from '../../fixes.js'
 import {
   CommandExitError,
@@ -21,9 +29,10 @@ import {
   type EntryInfo,
   type WatchEvent,
 } from '../../sandbox/index.js'
+import { readBody } from '../request-body.js'
 import { cutOffWhen } from './cutoff.js'
 import { EventType, Filesystem, FileType, type WatchDirResponseSchema } from './envd/filesystem_pb.js'
-import { Process, type ProcessEvent } from './envd/process_pb.js'
+import { Process, type ProcessConfig, type ProcessEvent } from './envd/process_pb.js'
 import type { SandboxEnv } from './interpreter.js'
 import { type Registry, sameSecret } from './registry.js'
 import type { ServedSandbox } from './served.js'
@@ -259,6 +268,28 @@ async function* follow(
   }
 }
 
+/** A process's command, arguments, env and folder go to execve: no NUL in them, no `=` in a name. */
+function checkProcess(config: ProcessConfig) {
+  const invalid = (message: string) => new ConnectError(message, Code.InvalidArgument)
+  const words = [config.cmd, ...config.args, ...Object.entries(config.envs).flat(), config.cwd ?? '']
+  if (words.some((word) => word.includes('\0')))
+    throw invalid('A command, its arguments, env and folder cannot hold a NUL byte')
+  for (const name of Object.keys(config.envs))
+    if (!name || name.includes('='))
+      throw invalid(`${JSON.stringify(name)} cannot name an environment variable (empty, or with =)`)
+}
+
+/** A terminal's size, as a terminal can have it (1 to 65535 columns and rows). */
+function terminalSize(size: { cols: number; rows: number } | undefined, fallback = { cols: 80, rows: 24 }) {
+  const { cols, rows } = size ?? fallback
+  if (![cols, rows].every((n) => Number.isInteger(n) && n >= 1 && n <= 65535))
+    throw new ConnectError(
+      `A terminal of ${cols}×${rows}: columns and rows are 1 to 65535`,
+      Code.InvalidArgument,
+    )
+  return { cols, rows }
+}
+
 /** The shell line for an envd process config: the SDK sends `/bin/bash -l -c CMD`. */
 function commandLine(cmd: string, args: string[]): string {
   if (cmd === '/bin/bash' && args.length === 3 && args[0] === '-l' && args[1] === '-c')
@@ -370,7 +401,8 @@ function connectRouter(registry: Registry) {
     async *start(request, context) {
       const config = request.process
       if (!config) throw new ConnectError('process is required', Code.InvalidArgument)
-      const size = request.pty?.size
+      checkProcess(config)
+      const pty = request.pty ? terminalSize(request.pty.size) : undefined
       const sandbox = sandboxOf(context)
       yield* follow(
         (onData) =>
@@ -381,7 +413,7 @@ function connectRouter(registry: Registry) {
               envs: config.envs,
               cwd: config.cwd,
               timeoutMs: 0,
-              pty: request.pty ? { cols: size?.cols ?? 80, rows: size?.rows ?? 24 } : undefined,
+              pty,
               onStdout: (text) => onData('stdout', text),
               onStderr: (text) => onData('stderr', text),
             }),
@@ -420,7 +452,7 @@ function connectRouter(registry: Registry) {
       rpc(async () => {
         const size = request.pty?.size
         if (!size) throw new ConnectError('Nothing to update but a terminal size', Code.InvalidArgument)
-        await sandboxOf(context).commands.resize(pidOf(request.process), { cols: size.cols, rows: size.rows })
+        await sandboxOf(context).commands.resize(pidOf(request.process), terminalSize(size))
         return {}
       }),
     closeStdin: (request, context) =>
@@ -437,7 +469,71 @@ function connectRouter(registry: Registry) {
         return {}
       }),
   })
-  return new Map(router.handlers.map((handler) => [handler.requestPath, createFetchHandler(handler)]))
+  return new Map(
+    router.handlers.map((handler) => [
+      handler.requestPath,
+      { method: handler.method, fetch: createFetchHandler(handler) },
+    ]),
+  )
+}
+
+/** What Connect's content types a request may have: unary (JSON, protobuf) and enveloped streams. */
+const RPC_CONTENT = /^application\/(connect\+)?(json|proto)\s*(;|$)/
+/** envd's messages are paths, commands and input: far smaller than this. */
+const RPC_MAX_BYTES = 16 * 1024 ** 2
+
+/** A refusal in Connect's unary error body: `{ code, message }`, with the status of its code unless told. */
+function connectRefusal(message: string, code: Code, status = codeToHttpStatus(code)): Response {
+  return Response.json(errorToJson(new ConnectError(message, code), undefined), { status })
+}
+
+/**
+ * A Connect request checked where the library would answer a client's mistake as `internal` or
+ * with no body (a protobuf that does not parse, a compressed envelope without compression, a
+ * content type it does not take): the refusal, or the request to serve.
+ */
+async function checkedRpc(request: Request, method: DescMethod): Promise<Request | Response> {
+  const type = RPC_CONTENT.exec(request.headers.get('content-type') ?? '')
+  const stream = method.methodKind !== 'unary'
+  if (!type || Boolean(type[1]) !== stream)
+    return connectRefusal(
+      `${method.name} is ${stream ? 'a stream' : 'unary'}: send Content-Type ${stream ? 'application/connect+json or application/connect+proto' : 'application/json or application/proto'}`,
+      Code.InvalidArgument,
+      415,
+    )
+  const input = method.input
+  let body: Uint8Array
+  try {
+    body = await readBody(request, RPC_MAX_BYTES)
+  } catch (error) {
+    return connectRefusal((error as Error).message, Code.ResourceExhausted, 413)
+  }
+  let message = body
+  if (type[1]) {
+    const length = body.length >= 5 ? new DataView(body.buffer, body.byteOffset).getUint32(1) : -1
+    if (body[0] !== 0 || length !== body.length - 5)
+      return connectRefusal(
+        'A stream takes one uncompressed envelope: a flags byte of 0, the message length in 4 bytes (big-endian), then the message',
+        Code.InvalidArgument,
+      )
+    message = body.subarray(5)
+  }
+  if (type[2] === 'proto') {
+    try {
+      fromBinary(input, message)
+    } catch (error) {
+      return connectRefusal(
+        `The message is not a ${input.typeName}: ${(error as Error).message}`,
+        Code.InvalidArgument,
+      )
+    }
+  }
+  return new Request(request.url, {
+    method: request.method,
+    headers: request.headers,
+    body: body as Uint8Array<ArrayBuffer>,
+    signal: request.signal,
+  })
 }
 
 const METADATA_HEADER = 'x-metadata-'
@@ -451,23 +547,22 @@ function uploadMetadata(headers: Record<string, string>): Record<string, string>
   return metadata
 }
 
-/** The request body, up to `maxBytes`; past that a 413, without reading the rest. */
-async function readBody(c: HonoContext, maxBytes: number): Promise<Uint8Array> {
-  const chunks: Uint8Array[] = []
-  let total = 0
-  const reader = c.req.raw.body?.getReader()
-  if (!reader) return new Uint8Array()
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.length
-    if (total > maxBytes) {
-      await reader.cancel()
-      throw new TooLargeError(`The upload is larger than ${maxBytes} bytes`)
-    }
-    chunks.push(value)
+/** An upload's bytes as sent (gzip, as the SDK may send them, unpacked up to `maxBytes`). */
+function unpacked(encoding: string | undefined, body: Uint8Array, maxBytes: number): Uint8Array {
+  if (!encoding || encoding === 'identity') return body
+  if (encoding !== 'gzip')
+    throw new UnsupportedMediaError(`Content-Encoding ${encoding} is not taken here`, {
+      hint: 'Send the file as it is, or gzip it.',
+    })
+  try {
+    return new Uint8Array(gunzipSync(body, { maxOutputLength: maxBytes }))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+      throw new TooLargeError(`The upload is larger than ${maxBytes} bytes once unpacked`)
+    throw new InvalidArgumentError('The upload says Content-Encoding: gzip, but it is not gzip', {
+      hint: 'Send gzip data, or leave out Content-Encoding.',
+    })
   }
-  return new Uint8Array(Buffer.concat(chunks))
 }
 
 export interface EnvdOptions {
@@ -517,13 +612,22 @@ export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdO
     const files = sandbox.files
     const path = c.req.query('path')
     const type = c.req.header('content-type') ?? ''
-    let body = await readBody(c, maxUploadBytes)
-    if (c.req.header('content-encoding') === 'gzip') body = new Uint8Array(gunzipSync(body))
+    const body = unpacked(
+      c.req.header('content-encoding'),
+      await readBody(c.req.raw, maxUploadBytes),
+      maxUploadBytes,
+    )
     const uploads: Array<{ path: string; data: Uint8Array }> = []
     if (type.startsWith('multipart/form-data')) {
       const form = await new Response(body as Uint8Array<ArrayBuffer>, {
         headers: { 'content-type': type },
-      }).formData()
+      })
+        .formData()
+        .catch(() => {
+          throw new InvalidArgumentError('The multipart/form-data body cannot be read', {
+            hint: 'Send the file in a form field named "file", with the boundary the Content-Type names.',
+          })
+        })
       for (const part of form.getAll('file')) {
         // A part without a file name (a plain form field, as browsers send text) is the file at `path`.
         if (typeof part === 'string') {
@@ -551,11 +655,13 @@ export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdO
 
   app.post('/:service/:method', async (c) => {
     const path = new URL(c.req.url).pathname
-    const handler = rpcHandlers.get(path)
-    if (!handler) return c.json({ code: 404, message: 'No such RPC' }, 404)
+    const rpc = rpcHandlers.get(path)
+    if (!rpc) return c.json({ code: 404, message: 'No such RPC' }, 404)
+    const request = await checkedRpc(c.req.raw, rpc.method)
+    if (request instanceof Response) return request
     // Streams end with the sandbox: cut off, as E2B's edge cuts them, not ended as a result.
     const life = c.env.entry.life.signal
-    return STREAMS.has(path) ? cutOffWhen(life, await handler(c.req.raw)) : handler(c.req.raw)
+    return STREAMS.has(path) ? cutOffWhen(life, await rpc.fetch(request)) : rpc.fetch(request)
   })
 
   app.all('*', (c) => c.json({ code: 404, message: `No route ${c.req.method} ${c.req.path}` }, 404))

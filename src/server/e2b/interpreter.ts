@@ -10,6 +10,7 @@ import { z } from 'zod'
 import { AnalystError, statusOf } from '../../errors.js'
 import { LANGUAGES, type Language, type MimeBundle, normalizeLanguage } from '../../sandbox/index.js'
 import { KNOWN_MIME } from '../../sandbox/messaging.js'
+import { readText } from '../request-body.js'
 import { cutOffWhen } from './cutoff.js'
 import type { Registry, SandboxEntry, ServedContext } from './registry.js'
 
@@ -24,6 +25,8 @@ const BUFFER_MS = 20
 const SERVER_CELL_LIMIT_MS = 24 * 3600 * 1000
 
 const FIELDS: Record<string, string> = KNOWN_MIME
+/** The largest /execute body: a cell with data pasted in, not a file (files.write takes those). */
+const MAX_CELL_BYTES = 16 * 1024 ** 2
 
 /**
  * One result as E2B's server sends it. Like template/server/api/models/result.py, `text` loses one
@@ -58,7 +61,13 @@ const Execute = z.object({
   code: z.string(),
   context_id: z.string().nullish(),
   language: z.string().nullish(),
-  env_vars: z.record(z.string(), z.string()).nullish(),
+  // A cell's env reaches os.environ: no NUL anywhere, no = in a name.
+  env_vars: z
+    .record(
+      z.string().regex(/^[^=\0]+$/, 'an environment variable name (no = or NUL)'),
+      z.string().regex(/^[^\0]*$/, 'no NUL byte'),
+    )
+    .nullish(),
 })
 
 const NewContext = z.object({ language: z.string().nullish(), cwd: z.string().nullish() })
@@ -66,7 +75,7 @@ const NewContext = z.object({ language: z.string().nullish(), cwd: z.string().nu
 async function json<T>(c: HonoContext, schema: z.ZodType<T>): Promise<T> {
   let value: unknown
   try {
-    value = JSON.parse((await c.req.text()) || '{}')
+    value = JSON.parse((await readText(c.req.raw, MAX_CELL_BYTES)) || '{}')
   } catch {
     throw new AnalystError('The body is not valid JSON')
   }

@@ -8,6 +8,7 @@
 import { z } from 'zod'
 import { InvalidArgumentError } from '../../errors.js'
 import type { RecipeBase, Step } from '../../templates/steps.js'
+import type { TemplateResources } from '../../templates/types.js'
 import { TEMPLATES } from './control.js'
 
 export const TemplateStep = z
@@ -43,6 +44,8 @@ export interface BuildRequest {
   start?: string
   /** Rebuild every step, whatever the cache holds (E2B's skipCache). */
   force: boolean
+  /** Each sandbox's default memory and cores (POST /v3/templates' memoryMB and cpuCount). */
+  resources?: TemplateResources
 }
 
 /** Debian's suites that mmdebstrap builds here, and the names Docker Hub gives them. */

@@ -16,7 +16,7 @@
 import { type Context, Hono } from 'hono'
 import { z } from 'zod'
 import { ForbiddenError, InvalidArgumentError, NotFoundError } from '../../errors.js'
-import type { BuiltTemplate } from '../../templates/types.js'
+import type { BuiltTemplate, TemplateResources } from '../../templates/types.js'
 import type {
   BuildReporter,
   TemplateBuild,
@@ -78,8 +78,8 @@ const NewTemplate = z
     name: z.string().min(1).optional(),
     alias: z.string().min(1).optional(),
     tags: z.array(z.string()).nullish(),
-    cpuCount: z.number().nullish(),
-    memoryMB: z.number().nullish(),
+    cpuCount: z.number().positive().nullish(),
+    memoryMB: z.number().int().min(64).nullish(),
     minFreeDiskMb: z.number().nullish(),
   })
   .loose()
@@ -108,7 +108,10 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
   const app = new Hono<TemplatesEnv>()
   app.onError(answerError)
   /** Builds requested and not yet started (POST /v3/templates, before the build's steps come). */
-  const requested = new Map<string, { name: string; owner: string | null; at: number }>()
+  const requested = new Map<
+    string,
+    { name: string; owner: string | null; at: number; resources?: TemplateResources }
+  >()
 
   const mayBuild = (c: Context<TemplatesEnv>) => {
     builds.assertAllowed()
@@ -132,7 +135,18 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     const buildID = crypto.randomUUID()
     const now = Date.now()
     for (const [id, entry] of requested) if (now - entry.at > 3600_000) requested.delete(id)
-    requested.set(buildID, { name, owner: c.env.owner, at: now })
+    // The template's sandboxes get its memory and cores unless Sandbox.create sets its own.
+    const { memoryMB, cpuCount } = parsed.data
+    const resources = {
+      ...(memoryMB ? { memoryBytes: memoryMB * 1024 ** 2 } : {}),
+      ...(cpuCount ? { milliCpus: Math.round(cpuCount * 1000) } : {}),
+    }
+    requested.set(buildID, {
+      name,
+      owner: c.env.owner,
+      at: now,
+      ...(Object.keys(resources).length > 0 ? { resources } : {}),
+    })
     return c.json(
       { templateID: name, buildID, names: [name], aliases: [name], tags: ['latest'], public: false },
       202,
@@ -169,7 +183,7 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
       pending.name,
       owner,
       (context) =>
-        run(request, {
+        run(pending.resources ? { ...request, resources: pending.resources } : request, {
           name: pending.name,
           unpack: (hash, dir) => files.unpack(owner, hash, dir),
           ...context,
@@ -248,6 +262,13 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     return c.body(null, 204)
   })
 
+  app.all('*', (c) =>
+    e2bFail(
+      c,
+      404,
+      `${c.req.method} ${new URL(c.req.url).pathname} is not part of Analyst's E2B template API`,
+    ),
+  )
   return app
 }
 
