@@ -4,8 +4,8 @@
  * env; the workspace, data/, charts and commands as on the host; a pool per template; unknown names
  * refused with the names there are. The hostile cases run in the template too (test/security/).
  */
-import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -14,6 +14,7 @@ import { buildTemplate } from '../../src/templates/build.js'
 import { parseSpec } from '../../src/templates/spec.js'
 import type { BuiltTemplate } from '../../src/templates/types.js'
 import { canMakeTemplates, TEMPLATE_HOME, TRIXIE, trixieTemplate } from '../support/templates.js'
+import { waitFor } from '../support/wait.js'
 import { buildWheel, type PackageIndex, servePackageIndex } from '../templates/index-server.js'
 
 const provider = new LocalProvider({ poolSize: 0, home: TEMPLATE_HOME })
@@ -137,6 +138,36 @@ async function jailInit(sandbox: Sandbox): Promise<string | undefined> {
 
 const ZYGOTE_INIT = 'zygote'
 
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
+/** The processes whose parent is pid. */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((child) => {
+      try {
+        return readFileSync(`/proc/${child}/stat`, 'utf8').split(') ')[1]?.split(' ')[1] === String(pid)
+      } catch {
+        return false
+      }
+    })
+}
+
+/** Two sandboxes of one template, created together. */
+function twoOf(template: string | BuiltTemplate, from = provider): Promise<[Sandbox, Sandbox]> {
+  return Promise.all([
+    Sandbox.create({ provider: from, template }),
+    Sandbox.create({ provider: from, template }),
+  ])
+}
+
 describe.runIf(canMakeTemplates)("sandboxes forked from a trixie template's own zygote (as root)", () => {
   let started: BuiltTemplate
   beforeAll(async () => {
@@ -151,10 +182,7 @@ describe.runIf(canMakeTemplates)("sandboxes forked from a trixie template's own 
   }, 900_000)
 
   it('run 3.13 and pandas 2 with no capability, each in its own workspace, blind to the other', async () => {
-    const [a, b] = await Promise.all([
-      Sandbox.create({ provider, template: TRIXIE }),
-      Sandbox.create({ provider, template: TRIXIE }),
-    ])
+    const [a, b] = await twoOf(TRIXIE)
     try {
       expect(await jailInit(a)).toBe(ZYGOTE_INIT)
       const look = (mark: string) =>
@@ -192,10 +220,7 @@ describe.runIf(canMakeTemplates)("sandboxes forked from a trixie template's own 
   })
 
   it("inherit the start step's state, run once in the zygote, and a kernel restart starts from it again", async () => {
-    const [a, b] = await Promise.all([
-      Sandbox.create({ provider, template: started }),
-      Sandbox.create({ provider, template: started }),
-    ])
+    const [a, b] = await twoOf(started)
     try {
       expect(await jailInit(a)).toBe(ZYGOTE_INIT)
       const tokenA = (await a.runCode("mine = 'a'\ndrawn()")).text
@@ -213,13 +238,40 @@ describe.runIf(canMakeTemplates)("sandboxes forked from a trixie template's own 
     }
   })
 
+  it('end with their host: a host killed with SIGKILL leaves no template zygote behind', async () => {
+    // The built package, as `analyst` runs it (the test above runs dist/cli too).
+    const script = `import { LocalProvider, Sandbox } from ${JSON.stringify(resolve('dist/index.js'))}
+      const provider = new LocalProvider({ poolSize: 0, home: ${JSON.stringify(TEMPLATE_HOME)} })
+      const sandbox = await Sandbox.create({ provider, template: ${JSON.stringify(TRIXIE)} })
+      console.log((await sandbox.runCode('1 + 1')).text)
+      setInterval(() => {}, 1000)`
+    const host = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    try {
+      let out = ''
+      host.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString()
+      })
+      await waitFor(() => out.includes('2'), {
+        what: 'the host to run a cell in a template sandbox',
+        timeoutMs: 120_000,
+      })
+      const zygote = childrenOf(host.pid as number).filter((pid) => /analyst_userns\.py/.test(cmdline(pid)))
+      expect(zygote).toHaveLength(1)
+      host.kill('SIGKILL')
+      await waitFor(() => !existsSync(`/proc/${zygote[0]}`), {
+        what: 'the template zygote to end with its host',
+      })
+    } finally {
+      host.kill('SIGKILL')
+    }
+  })
+
   it("spawn when told to (ANALYST_COLD_START=spawn's provider option), and run the start step in each kernel", async () => {
     const spawning = new LocalProvider({ poolSize: 0, home: TEMPLATE_HOME, coldStart: 'spawn' })
     try {
-      const [a, b] = await Promise.all([
-        Sandbox.create({ provider: spawning, template: started }),
-        Sandbox.create({ provider: spawning, template: started }),
-      ])
+      const [a, b] = await twoOf(started, spawning)
       expect(await jailInit(a)).toBe('bwrap')
       expect((await a.runCode('token')).text).not.toBe((await b.runCode('token')).text)
       await Promise.all([a.kill(), b.kill()])

@@ -9,7 +9,7 @@ on the host, forks the child that makes the namespace, writes the child's maps f
 waits for it. The child then takes uid 0 of the namespace (an unprivileged uid on the host: every
 host capability goes, those of the namespace stay) and runs the command (bubblewrap). Its mount
 namespace has a /run/user of its own, where bubblewrap makes its folders: nothing is written on
-the host. Killing this process kills the child (PR_SET_PDEATHSIG).
+the host. Killing this process, or the host's, kills the child (PR_SET_PDEATHSIG).
 """
 
 import ctypes
@@ -60,6 +60,9 @@ def child(ready, go, command):
 
 
 def main():
+    check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), 'prctl')  # the host's death ends it
+    if os.getppid() == 1:
+        sys.exit(70)  # the host died already
     maps = sys.argv[1].replace(',', '\n') + '\n'
     command = sys.argv[2:]
     ready_read, ready_write = os.pipe()
