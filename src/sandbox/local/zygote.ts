@@ -146,19 +146,14 @@ async function startZygote(
     own = allocateUid()
     chownSync(socketDir, own.uid, own.uid)
   }
-  const child = own
-    ? spawn(
-        hostPython.executable,
-        ['-I', '-S', join(kernelDir, 'analyst_userns.py'), userNamespaceMap(own.uid), 'bwrap', ...args],
-        {
-          env: kernelEnv(SANDBOX_HOME, root.env, process.env, SANDBOX_BIN_DIRS),
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      )
-    : spawn('bwrap', args, {
-        env: kernelEnv(SANDBOX_HOME, {}, process.env, SANDBOX_BIN_DIRS),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      })
+  const inUserns = own
+    ? [hostPython.executable, '-I', '-S', join(kernelDir, 'analyst_userns.py'), userNamespaceMap(own.uid)]
+    : []
+  const [command, ...rest] = [...inUserns, 'bwrap', ...args] as [string, ...string[]]
+  const child = spawn(command, rest, {
+    env: kernelEnv(SANDBOX_HOME, root.env, process.env, SANDBOX_BIN_DIRS),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   const forget = onExit(() => child.kill('SIGKILL'))
   child.once('exit', forget)
   if (own) child.once('exit', own.release)
