@@ -2,8 +2,9 @@
 import { loadavg } from 'node:os'
 // Sandboxes in a template (Debian trixie, Python 3.13) against the host's, in the same run, turn
 // about, no pool: create, create + first pandas cell, and idle memory (PSS) over many sandboxes.
-// Host sandboxes fork from the zygote (the default as root) and, as a baseline, spawn; a template's
-// spawn (its files never run in the privileged zygote: src/sandbox/local/template.ts).
+// Host sandboxes fork from the host's zygote (the default as root) and, as a baseline, spawn; a
+// template's fork from its own zygote (root of a user namespace only: src/sandbox/local/zygote.ts)
+// and, as a baseline, spawn.
 // Usage: node bench/template.mjs [--quick] [--template NAME]   (root; `npm run build` first; the
 // template from ANALYST_HOME, default the tests' trixie template in .cache/analyst-home)
 import { join } from 'node:path'
@@ -30,7 +31,14 @@ const loadBefore = load()
 const paths = {
   'host, forked': { provider: new LocalProvider({ poolSize: 0, coldStart: 'fork', home }) },
   'host, spawned': { provider: new LocalProvider({ poolSize: 0, coldStart: 'spawn', home }) },
-  [`template ${template}`]: { provider: new LocalProvider({ poolSize: 0, home }), template },
+  [`template ${template}, forked`]: {
+    provider: new LocalProvider({ poolSize: 0, coldStart: 'fork', home }),
+    template,
+  },
+  [`template ${template}, spawned`]: {
+    provider: new LocalProvider({ poolSize: 0, coldStart: 'spawn', home }),
+    template,
+  },
 }
 const create = ({ provider, template }) => Sandbox.create({ provider, ...(template ? { template } : {}) })
 
@@ -54,7 +62,9 @@ for (let i = 0; i < N.create; i++) {
 
 const idle = {}
 for (const [name, path] of Object.entries(paths)) {
-  if (name !== 'host, forked') await stopZygotes()
+  // Only this path's zygote runs while it is measured, started before (it is not a sandbox's).
+  await stopZygotes()
+  if (name.endsWith('forked')) await (await create(path)).kill()
   const before = pssKiB(descendants())
   const sandboxes = []
   for (let i = 0; i < N.idle; i++) sandboxes.push(await create(path))

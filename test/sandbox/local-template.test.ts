@@ -4,15 +4,17 @@
  * env; the workspace, data/, charts and commands as on the host; a pool per template; unknown names
  * refused with the names there are. The hostile cases run in the template too (test/security/).
  */
-import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
 import { buildTemplate } from '../../src/templates/build.js'
 import { parseSpec } from '../../src/templates/spec.js'
+import type { BuiltTemplate } from '../../src/templates/types.js'
 import { canMakeTemplates, TEMPLATE_HOME, TRIXIE, trixieTemplate } from '../support/templates.js'
+import { waitFor } from '../support/wait.js'
 import { buildWheel, type PackageIndex, servePackageIndex } from '../templates/index-server.js'
 
 const provider = new LocalProvider({ poolSize: 0, home: TEMPLATE_HOME })
@@ -121,6 +123,161 @@ describe.runIf(canMakeTemplates)('sandboxes in a trixie template', () => {
       message: expect.stringContaining('No template "no-such-template"'),
       hint: expect.stringContaining(TRIXIE),
     })
+  })
+})
+
+/** The program of the jail's PID 1: the zygote's init when forked, bubblewrap when spawned. */
+async function jailInit(sandbox: Sandbox): Promise<string | undefined> {
+  const cmdline = await sandbox.runCode("open('/proc/1/cmdline', 'rb').read().split(b'\\0')[:3]")
+  return /analyst_zygote\.py/.test(cmdline.text ?? '')
+    ? 'zygote'
+    : /^\[b'bwrap'/.test(cmdline.text ?? '')
+      ? 'bwrap'
+      : cmdline.text
+}
+
+const ZYGOTE_INIT = 'zygote'
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
+/** The processes whose parent is pid. */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((child) => {
+      try {
+        return readFileSync(`/proc/${child}/stat`, 'utf8').split(') ')[1]?.split(' ')[1] === String(pid)
+      } catch {
+        return false
+      }
+    })
+}
+
+/** Two sandboxes of one template, created together. */
+function twoOf(template: string | BuiltTemplate, from = provider): Promise<[Sandbox, Sandbox]> {
+  return Promise.all([
+    Sandbox.create({ provider: from, template }),
+    Sandbox.create({ provider: from, template }),
+  ])
+}
+
+describe.runIf(canMakeTemplates)("sandboxes forked from a trixie template's own zygote (as root)", () => {
+  let started: BuiltTemplate
+  beforeAll(async () => {
+    // The test template with a start step: a token drawn once, in the zygote, before any fork.
+    const trixie = await trixieTemplate()
+    started = {
+      ...trixie,
+      id: `${trixie.id.slice(0, 48)}5741727465640001`,
+      names: ['test-trixie-started'],
+      start: 'import os, pandas\ntoken = os.urandom(8).hex()\ndef drawn():\n    return token\n',
+    }
+  }, 900_000)
+
+  it('run 3.13 and pandas 2 with no capability, each in its own workspace, blind to the other', async () => {
+    const [a, b] = await twoOf(TRIXIE)
+    try {
+      expect(await jailInit(a)).toBe(ZYGOTE_INIT)
+      const look = (mark: string) =>
+        [
+          'import json, os, sys, pandas',
+          "status = dict(line.split(':\\t', 1) for line in open('/proc/self/status').read().splitlines() if ':\\t' in line)",
+          `open('/home/user/mine-${mark}', 'w').write('${mark}')`,
+          "print(json.dumps({'python': sys.version.split()[0], 'pandas': pandas.__version__, 'uid': os.getuid(),",
+          "  'caps': {k: status[k].strip() for k in ('CapEff', 'CapPrm', 'CapBnd', 'NoNewPrivs', 'Seccomp')},",
+          "  'home': sorted(os.listdir('/home/user')), 'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),",
+          "  'zygote': os.path.exists('/tmp/.zygote'), 'host': [p for p in ('/work', '/root', '/run', '/srv/analyst') if os.path.exists(p)]}))",
+        ].join('\n')
+      const seenA = JSON.parse((await a.runCode(look('a'))).logs.stdout.join(''))
+      const seenB = JSON.parse((await b.runCode(look('b'))).logs.stdout.join(''))
+      expect(seenA.home).toEqual(['data', 'mine-a'])
+      expect(seenA.python).toMatch(/^3\.13\./)
+      expect(seenA.pandas).toMatch(/^2\./)
+      expect(seenA.uid).toBe(1000)
+      expect(seenA.caps).toEqual({
+        CapEff: '0000000000000000',
+        CapPrm: '0000000000000000',
+        CapBnd: '0000000000000000',
+        NoNewPrivs: '1',
+        Seccomp: '2',
+      })
+      expect(seenB.home).toEqual(['data', 'mine-b'])
+      // The init, the kernel and the probe's own: nothing of the other sandbox or of the zygote.
+      expect(seenB.pids.slice(0, 2)).toEqual([1, 2])
+      expect(seenB.pids.every((pid: number) => pid < 100)).toBe(true)
+      expect(seenB.zygote).toBe(false)
+      expect(seenB.host).toEqual([])
+    } finally {
+      await Promise.all([a.kill(), b.kill()])
+    }
+  })
+
+  it("inherit the start step's state, run once in the zygote, and a kernel restart starts from it again", async () => {
+    const [a, b] = await twoOf(started)
+    try {
+      expect(await jailInit(a)).toBe(ZYGOTE_INIT)
+      const tokenA = (await a.runCode("mine = 'a'\ndrawn()")).text
+      expect(tokenA).toMatch(/^'[0-9a-f]{16}'$/)
+      expect((await b.runCode('token')).text).toBe(tokenA)
+      await a.files.write('kept.txt', 'kept')
+      const died = await a.runCode('import os\nos._exit(3)')
+      expect(died.error?.name).toBe('KernelDied')
+      // A new kernel, forked again: the start step's state, the workspace, and the cells replayed.
+      const after = await a.runCode("(token, mine, open('kept.txt').read())")
+      expect(after.text).toBe(`(${tokenA}, 'a', 'kept')`)
+      expect(await jailInit(a)).toBe(ZYGOTE_INIT)
+    } finally {
+      await Promise.all([a.kill(), b.kill()])
+    }
+  })
+
+  it('end with their host: a host killed with SIGKILL leaves no template zygote behind', async () => {
+    // The built package, as `analyst` runs it (the test above runs dist/cli too).
+    const script = `import { LocalProvider, Sandbox } from ${JSON.stringify(resolve('dist/index.js'))}
+      const provider = new LocalProvider({ poolSize: 0, home: ${JSON.stringify(TEMPLATE_HOME)} })
+      const sandbox = await Sandbox.create({ provider, template: ${JSON.stringify(TRIXIE)} })
+      console.log((await sandbox.runCode('1 + 1')).text)
+      setInterval(() => {}, 1000)`
+    const host = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    try {
+      let out = ''
+      host.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString()
+      })
+      await waitFor(() => out.includes('2'), {
+        what: 'the host to run a cell in a template sandbox',
+        timeoutMs: 120_000,
+      })
+      const zygote = childrenOf(host.pid as number).filter((pid) => /analyst_userns\.py/.test(cmdline(pid)))
+      expect(zygote).toHaveLength(1)
+      host.kill('SIGKILL')
+      await waitFor(() => !existsSync(`/proc/${zygote[0]}`), {
+        what: 'the template zygote to end with its host',
+      })
+    } finally {
+      host.kill('SIGKILL')
+    }
+  })
+
+  it("spawn when told to (ANALYST_COLD_START=spawn's provider option), and run the start step in each kernel", async () => {
+    const spawning = new LocalProvider({ poolSize: 0, home: TEMPLATE_HOME, coldStart: 'spawn' })
+    try {
+      const [a, b] = await twoOf(started, spawning)
+      expect(await jailInit(a)).toBe('bwrap')
+      expect((await a.runCode('token')).text).not.toBe((await b.runCode('token')).text)
+      await Promise.all([a.kill(), b.kill()])
+    } finally {
+      await spawning.close()
+    }
   })
 })
 

@@ -84,8 +84,9 @@ async function start(config: HomeConfig, keepAlive = true): Promise<Started> {
 }
 
 /**
- * A write by the host into the jail's /tmp. A spawned jail's /tmp belongs to the jail's own user
- * namespace, where the host's uid has no number (EOVERFLOW): only code can create files there.
+ * A write by the host into the jail's /tmp. A spawned jail's /tmp (and a template zygote's
+ * sandbox's) belongs to a user namespace below the host's, where the host's uid has no number
+ * (EOVERFLOW): only code can create files there.
  */
 function hostWrites<T>(path: string, write: () => T): T {
   try {
@@ -95,7 +96,7 @@ function hostWrites<T>(path: string, write: () => T): T {
     throw new InvalidArgumentError(
       `${path}: this sandbox's ${SANDBOX_TMP} takes new files from its own code only`,
       {
-        hint: `Write under ${SANDBOX_HOME}, or create the file with a command (sandboxes forked from the zygote, the default as root, take them).`,
+        hint: `Write under ${SANDBOX_HOME}, or create the file with a command (sandboxes forked from the host's zygote, the default as root without a template, take them).`,
       },
     )
   }

@@ -31,6 +31,7 @@ import { LOCAL_PYTHON_DIR, type PythonInfo } from './python.js'
 import {
   allocateUid,
   CGROUPS_MARK,
+  fontCache,
   getRuntime,
   isRoot,
   MOUNT_MARK,
@@ -39,7 +40,7 @@ import {
   unmountAsync,
 } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
-import type { SandboxRoot } from './template.js'
+import { hostRoot, type SandboxRoot } from './template.js'
 import { Workspace } from './workspace.js'
 import { type ColdStart, forkSpec, forkUnsupported, type Zygote, zygoteFor } from './zygote.js'
 
@@ -141,19 +142,16 @@ function preloadFor(python: PythonInfo): string[] {
   )
 }
 
-/** The zygote of this interpreter, started if it is not running (zygote.ts). */
-export function sandboxZygote(python: PythonInfo): Promise<Zygote> {
-  return zygoteFor(python, installKernel(), preloadFor(python))
+/** The zygote of this root (the host's Python by default), started if it is not running (zygote.ts). */
+export function sandboxZygote(hostPython: PythonInfo, root?: SandboxRoot): Promise<Zygote> {
+  const rooted = root ?? hostRoot(hostPython, fontCache(hostPython))
+  return zygoteFor(hostPython, rooted, installKernel(), preloadFor(rooted.python))
 }
 
-/** Whether a home of this config may fork: a jail without network, over a root the zygote may run. */
+/** Whether a home of this config may fork: a jail without network, where zygotes run (as root). */
 function forkable(config: HomeConfig): boolean {
   return (
-    config.isolation === 'sandbox' &&
-    config.coldStart === 'fork' &&
-    !config.network &&
-    config.root.forkable &&
-    !forkUnsupported()
+    config.isolation === 'sandbox' && config.coldStart === 'fork' && !config.network && !forkUnsupported()
   )
 }
 
@@ -200,10 +198,12 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
   const unregister = onExit(release)
   cleanups.push(unregister)
   try {
-    // Forked sandboxes have no network namespace with the host's network, and a template's code
-    // never runs in the root zygote (template.ts): those spawn.
+    // Forked sandboxes have no network namespace with the host's network: those spawn. A
+    // template's sandboxes fork from its own zygote, which has no host privileges (zygote.ts).
     const python = config.root.python
-    const zygote = forkable(config) ? await sandboxZygote(python).catch(() => undefined) : undefined
+    const zygote = forkable(config)
+      ? await sandboxZygote(config.hostPython, config.root).catch(() => undefined)
+      : undefined
     let owner: { uid: number; gid: number } | undefined
     let cgroup: Cgroup | undefined
     if (sandboxed && isRoot) {
@@ -289,7 +289,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     const envs = { ...config.root.env, ...config.envs }
     let spec: KernelSpawnSpec
     if (zygote && owner) {
-      spec = forkSpec(() => sandboxZygote(python), {
+      spec = forkSpec(() => sandboxZygote(config.hostPython, config.root), {
         work,
         data,
         uid: owner.uid,
@@ -297,7 +297,8 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
         tmpBytes: config.limits.workspaceBytes,
         bootId,
         env: kernelEnv(SANDBOX_HOME, envs, process.env, SANDBOX_BIN_DIRS),
-        kernel: kernelConfigObject,
+        // The template's start step ran once in its zygote: the kernel starts from its state.
+        kernel: { ...kernelConfigObject, start: undefined },
         cgroupProcs: cgroup?.procsFiles ?? [],
       })
     } else if (sandboxed) {

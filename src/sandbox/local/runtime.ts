@@ -252,6 +252,8 @@ export function fontCache(python: PythonInfo): string | undefined {
 
 const UID_BASE = 610_000
 const UID_COUNT = 60_000
+/** The host uids that sandboxes (and template zygotes, zygote.ts) take, one each. */
+export const SANDBOX_UIDS = { base: UID_BASE, count: UID_COUNT }
 
 /**
  * A host uid of its own for one sandbox (root only): the process limit counts per uid across the

@@ -4,10 +4,10 @@
  * and zygotes are kept per root (its key).
  *
  * A template's files are not trusted as the host's are: a build may have run code that a client
- * sent. So nothing of a template runs on the host or with privileges: its Python is probed, and
- * matplotlib's font list built, inside a jail rooted in it as an unprivileged uid; and its
- * sandboxes are spawned (bubblewrap as the sandbox's uid), never forked from the root zygote,
- * which holds real capabilities to build jails (zygote.ts).
+ * sent. So nothing of a template runs on the host or with host privileges: its Python is probed,
+ * and matplotlib's font list built, inside a jail rooted in it as an unprivileged uid; and its
+ * sandboxes fork from a zygote of its own that runs as root of a user namespace only (zygote.ts),
+ * never from the host's, which holds real capabilities to build jails.
  * @module
  */
 import { execFile } from 'node:child_process'
@@ -37,15 +37,13 @@ export interface SandboxRoot {
   workdir?: string
   /** Code run in each kernel before it is ready. */
   start?: string
-  /** Whether sandboxes may be forked from the zygote: only when nothing of a template runs in it. */
-  forkable: boolean
   /** matplotlib's font list for this root, bound into each jail (undefined: each kernel builds it). */
   fontCache?: string
 }
 
 /** The host's Python as a root: today's sandboxes. */
 export function hostRoot(python: PythonInfo, fontCache?: string): SandboxRoot {
-  return { key: `host:${python.executable}`, python, env: {}, binds: [], forkable: true, fontCache }
+  return { key: `host:${python.executable}`, python, env: {}, binds: [], fontCache }
 }
 
 const roots = new Map<string, Promise<SandboxRoot>>()
@@ -102,7 +100,6 @@ async function makeRoot(template: BuiltTemplate): Promise<SandboxRoot> {
     env: template.env,
     workdir: template.workdir,
     start: template.start,
-    forkable: false,
     fontCache,
   }
 }

@@ -1,15 +1,18 @@
 /**
- * The zygote: one Python per interpreter, started once in its own jail with
- * numpy, pandas and matplotlib imported, that forks each sandbox's kernel in a few milliseconds.
- * How a forked sandbox keeps the isolation of a bubblewrap-started one is written at the top of
- * python/analyst_zygote.py. Root only (the zygote builds namespaces and changes uids); where it
- * cannot run, sandboxes start the usual way and `analyst doctor` says why.
+ * The zygote: one Python per root (the host's interpreter, or a template: template.ts), started
+ * once in its own jail with numpy, pandas and matplotlib imported (and a template's start step
+ * run), that forks each sandbox's kernel in a few milliseconds. How a forked sandbox keeps the
+ * isolation of a bubblewrap-started one is written at the top of python/analyst_zygote.py. Root
+ * only (the zygote builds namespaces and changes uids); where it cannot run, sandboxes start the
+ * usual way and `analyst doctor` says why. A template's zygote runs the template's code, which is
+ * not trusted: it is root of a user namespace of its own only (python/analyst_userns.py), never
+ * of the host.
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { mkdirSync } from 'node:fs'
+import { chownSync, mkdirSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import { join } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
@@ -19,8 +22,9 @@ import { bwrapArgs, SANDBOX_BIN_DIRS, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from '.
 import type { KernelProcess, KernelSpawnSpec } from './kernel.js'
 import { canSetHostname } from './probe.js'
 import type { PythonInfo } from './python.js'
-import { fontCache, getRuntime, isRoot, onExit } from './runtime.js'
+import { allocateUid, getRuntime, isRoot, onExit, SANDBOX_UIDS } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
+import type { SandboxRoot } from './template.js'
 
 /** How sandboxes start: forked from the zygote, or a new bubblewrap and Python each (spawn). */
 export type ColdStart = 'fork' | 'spawn'
@@ -50,14 +54,19 @@ export function forkUnsupported(): string | undefined {
   return undefined
 }
 
-/** The running zygote for this interpreter, started (once) when needed. */
-export function zygoteFor(python: PythonInfo, kernelDir: string, preload: string[]): Promise<Zygote> {
-  const key = python.executable
+/** The running zygote of this root (the host's Python, or a template), started (once) when needed. */
+export function zygoteFor(
+  hostPython: PythonInfo,
+  root: SandboxRoot,
+  kernelDir: string,
+  preload: string[],
+): Promise<Zygote> {
+  const key = root.key
   const failed = failures.get(key)
   if (failed && Date.now() - failed.at < RETRY_AFTER_MS) return Promise.reject(failed.error)
   const running = zygotes.get(key)
   if (running) return running
-  const zygote = startZygote(python, kernelDir, preload)
+  const zygote = startZygote(hostPython, root, kernelDir, preload)
   zygotes.set(key, zygote)
   zygote.then(
     (started) => {
@@ -76,26 +85,53 @@ export function zygoteFor(python: PythonInfo, kernelDir: string, preload: string
   return zygote
 }
 
-async function startZygote(python: PythonInfo, kernelDir: string, preload: string[]): Promise<Zygote> {
+/**
+ * A template's zygote runs as root of a user namespace of its own (analyst_userns.py): on the host,
+ * a uid of its own, without capabilities; in its namespace, the sandbox uids, which it gives its
+ * sandboxes as the host's zygote does. The maps' lines: its own uid as 0, the sandbox uids as they are.
+ */
+function userNamespaceMap(own: number): string {
+  const { base, count } = SANDBOX_UIDS
+  const lines = [`0 ${own} 1`]
+  if (own > base) lines.push(`${base} ${base} ${own - base}`)
+  if (own + 1 < base + count) lines.push(`${own + 1} ${own + 1} ${base + count - own - 1}`)
+  return lines.join(',')
+}
+
+async function startZygote(
+  hostPython: PythonInfo,
+  root: SandboxRoot,
+  kernelDir: string,
+  preload: string[],
+): Promise<Zygote> {
   const reason = forkUnsupported()
   if (reason) throw new SandboxUnavailableError(reason)
   const runtime = getRuntime()
-  // One folder per interpreter, the same for the zygote that replaces a dead one: the specs of
+  const python = root.python
+  // One folder per root, the same for the zygote that replaces a dead one: the specs of
   // running sandboxes name its socket, and their kernels restart through it.
-  const key = createHash('sha256').update(python.executable).digest('hex').slice(0, 12)
+  const key = createHash('sha256').update(root.key).digest('hex').slice(0, 12)
   const socketDir = join(runtime.own, `zygote-${key}`)
   mkdirSync(socketDir, { recursive: true, mode: 0o700 })
   const filter = seccompFilter(undefined, { denyUserns: true }) as Buffer
   const hostname = canSetHostname()
-  const config = JSON.stringify({ preload, seccomp: filter.toString('hex'), hostname })
+  const template = root.template !== undefined
+  const config = JSON.stringify({
+    preload,
+    seccomp: filter.toString('hex'),
+    hostname,
+    ...(template ? { userns: true, start: root.start, workdir: root.workdir } : {}),
+  })
   const args = bwrapArgs(
     {
       python,
+      rootfs: root.rootfs,
+      binds: root.binds,
       workspace: '',
       data: '',
       kernelDir,
       etc: runtime.etc,
-      fontCache: fontCache(python),
+      fontCache: root.fontCache,
       network: false,
       tmpBytes: 64 * 1024 * 1024,
       seccomp: false,
@@ -105,12 +141,22 @@ async function startZygote(python: PythonInfo, kernelDir: string, preload: strin
     },
     [python.executable, '-s', `${SANDBOX_KERNEL_DIR}/analyst_zygote.py`, config],
   )
-  const child = spawn('bwrap', args, {
-    env: kernelEnv(SANDBOX_HOME, {}, process.env, SANDBOX_BIN_DIRS),
+  let own: ReturnType<typeof allocateUid> | undefined
+  if (template) {
+    own = allocateUid()
+    chownSync(socketDir, own.uid, own.uid)
+  }
+  const inUserns = own
+    ? [hostPython.executable, '-I', '-S', join(kernelDir, 'analyst_userns.py'), userNamespaceMap(own.uid)]
+    : []
+  const [command, ...rest] = [...inUserns, 'bwrap', ...args] as [string, ...string[]]
+  const child = spawn(command, rest, {
+    env: kernelEnv(SANDBOX_HOME, root.env, process.env, SANDBOX_BIN_DIRS),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const forget = onExit(() => child.kill('SIGKILL'))
   child.once('exit', forget)
+  if (own) child.once('exit', own.release)
   let output = ''
   child.stderr?.on('data', (chunk: Buffer) => {
     output = (output + chunk.toString('utf8')).slice(-4096)
@@ -131,6 +177,7 @@ async function startZygote(python: PythonInfo, kernelDir: string, preload: strin
         clearTimeout(timer)
         child.removeAllListeners('exit')
         child.once('exit', forget)
+        if (own) child.once('exit', own.release)
         resolve()
       }
     })
@@ -139,7 +186,8 @@ async function startZygote(python: PythonInfo, kernelDir: string, preload: strin
   child.unref()
   for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref(): void }).unref()
   const socket = join(socketDir, 'socket')
-  const launcher = new Launcher(python, join(kernelDir, 'analyst_launcher.py'), socket)
+  // The launcher is the host's Python, as root: never the template's.
+  const launcher = new Launcher(hostPython, join(kernelDir, 'analyst_launcher.py'), socket)
   // One goes with the other: sandboxes of a zygote whose launcher died cannot be reached.
   launcher.process.once('exit', () => child.kill('SIGKILL'))
   child.once('exit', () => launcher.process.kill('SIGKILL'))

@@ -467,13 +467,23 @@ def flush_figures():
 # ---------------------------------------------------------------- running cells
 
 
+def start_module():
+    module = types.ModuleType('__main__')
+    module.__dict__['__builtins__'] = builtins
+    return module
+
+
+# A template's start step run once in its zygote (analyst_zygote.py): a forked kernel's default
+# context is the module it left.
+STARTED = None
+
+
 class Context:
-    def __init__(self, context_id, cwd):
+    def __init__(self, context_id, cwd, module=None):
         self.id = context_id
         self.cwd = cwd
         self.count = 0
-        self.module = types.ModuleType('__main__')
-        self.module.__dict__['__builtins__'] = builtins
+        self.module = module or start_module()
         self.namespace = self.module.__dict__
 
 
@@ -917,7 +927,7 @@ def main():
     preload(config.get('preload'))
     import analyst_display_hooks
     analyst_display_hooks.install(display, get_ipython)
-    contexts['default'] = Context('default', WORKDIR)
+    contexts['default'] = Context('default', WORKDIR, STARTED)
     run_start(config.get('start'), contexts['default'].namespace)
     requests = queue.Queue()
     threading.Thread(target=io_loop, args=(requests, threading.get_ident()), daemon=True).start()

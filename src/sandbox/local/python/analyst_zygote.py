@@ -20,6 +20,14 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
      namespaces). It reaps orphans and exits with the kernel's status.
   K  forked by G, with G's (lack of) privileges: the kernel. It reseeds numpy's generator (Python's
      random reseeds itself after fork) and runs analyst_kernel.main(), which closes every fd but 0-4.
+A template's zygote (one per template) is the same T, with the template's Python, files and start
+step (run once, before any fork: every kernel's default context starts from the module it left),
+but run by analyst_userns.py as root of a user namespace of its own: an unprivileged uid on the
+host, with capabilities only over the namespaces it owns. That namespace maps the sandbox uids
+as they are, so that G can take each sandbox's own uid; G's mounts (the launcher's detached
+clones: move_mount accepts them there) and namespaces are built as above, and G mounts the fresh
+/proc over T's (a user namespace may mount a proc only while one is visible) with its host-wide
+parts read-only, as bubblewrap does.
 Sandboxes from one zygote share only read-only mounts and the copy-on-write pages of the
 imported libraries. They cannot see each other or T: each is in its own PID namespace below T's.
 Python's hash seed is T's, shared by every sandbox forked from it.
@@ -39,7 +47,9 @@ HOME = '/home/user'
 BOOT_ID = '/proc/sys/kernel/random/boot_id'
 MAX_CONFIG = 4 << 20
 # Set from the zygote's config in main(): what this machine lets a jail do.
-SETTINGS = {'hostname': True}
+SETTINGS = {'hostname': True, 'userns': False}
+# Read-only in a template zygote's sandboxes, as in bubblewrap's jail.
+PROC_READ_ONLY = ('/proc/sys', '/proc/sysrq-trigger', '/proc/irq', '/proc/bus')
 
 SANDBOX_ID = 1000  # the uid and gid code sees, as in bubblewrap's jail
 CLONE_NEWUSER = 0x10000000
@@ -187,8 +197,18 @@ def build_jail(config, work_fd, data_fd):
     move_mount(data_fd, f'{HOME}/data')
     os.close(data_fd)
     mount(None, f'{HOME}/data', None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    libc.umount2(b'/proc', MNT_DETACH)
-    mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if SETTINGS['userns']:
+        # In a user namespace, the kernel mounts a new proc only while one is visible: the new one
+        # goes over the zygote's (which it hides), and as bubblewrap does, its host-wide parts are
+        # read-only.
+        mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        for path in PROC_READ_ONLY:
+            if os.path.exists(path):
+                mount(path, path, None, MS_BIND | MS_REC)
+                mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    else:
+        libc.umount2(b'/proc', MNT_DETACH)
+        mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
     size = int(config['tmpBytes'])
     libc.umount2(b'/tmp', MNT_DETACH)  # the zygote's, with its socket folder
     mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={size},mode=1777')
@@ -398,6 +418,19 @@ class Zygote:
         conn.close()
 
 
+def run_start(analyst_kernel, config):
+    """A template's start step, once, in the module every sandbox's default context starts from."""
+    cwd = os.getcwd()
+    try:
+        os.chdir(config.get('workdir') or HOME)
+    except OSError:
+        pass  # a working directory under the workspace is there only in a sandbox
+    module = analyst_kernel.start_module()
+    analyst_kernel.run_start(config['start'], module.__dict__)
+    analyst_kernel.STARTED = module
+    os.chdir(cwd)
+
+
 def require_mount_api():
     """Forked sandboxes receive their mounts through open_tree and move_mount (Linux 5.2)."""
     for name, number in (('open_tree', 428), ('move_mount', SYS_MOVE_MOUNT[MACHINE])):
@@ -415,6 +448,9 @@ def main():
     import analyst_kernel  # its imports, and the kernel's preloading, paid once for every sandbox
 
     analyst_kernel.preload(config.get('preload'))
+    SETTINGS['userns'] = bool(config.get('userns'))
+    if config.get('start'):
+        run_start(analyst_kernel, config)
     seccomp = bytes.fromhex(config.get('seccomp') or '')
     Zygote(seccomp).serve()
 
