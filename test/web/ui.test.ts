@@ -112,7 +112,7 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     expect(await profile.textContent()).toContain('float64')
     await page.screenshot({ path: join(tmpdir(), 'analyst-web-ui-profile.png') })
     // The file downloads as it was uploaded, with the token the page holds.
-    const download = page.getByRole('link', { name: 'sales.csv' })
+    const download = page.getByRole('link', { name: 'Download sales.csv', exact: true })
     await download.waitFor()
     const downloaded = await page.evaluate(
       async (href) => {
