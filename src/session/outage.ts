@@ -1,11 +1,16 @@
 /**
- * Writes that must reach the store even when it is gone for a while (PostgreSQL restarting): how a
- * question ended, and its session's lease let go. Tried now; while the store is unreachable, tried
- * again in the background until it is back, so the request that met the outage is answered at once
- * and the record is made as soon as it can be.
+ * Writes that must reach the store even when it cannot take them for a while (PostgreSQL
+ * restarting, the disk under SQLite full): how a question ended, and its session's lease let go.
+ * Tried now; while the store cannot write, tried again in the background until it can, so the
+ * request that met the outage is answered at once and the record is made as soon as it can be.
  * @module
  */
-import { StoreUnavailableError } from '../errors.js'
+import { DiskFullError, StoreUnavailableError } from '../errors.js'
+
+/** The store cannot write now, and will once it is back or space is freed. */
+export function isOutage(error: unknown): boolean {
+  return StoreUnavailableError.isInstance(error) || DiskFullError.isInstance(error)
+}
 
 /** How often an unreachable store is tried again. */
 const RETRY_MS = 500
@@ -24,7 +29,7 @@ export async function unlessUnreachable(
     await work()
     return undefined
   } catch (error) {
-    if (!StoreUnavailableError.isInstance(error)) throw error
+    if (!isOutage(error)) throw error
   }
   const deadline = Date.now() + (options.giveUpMs ?? GIVE_UP_MS)
   const later = (async () => {
@@ -34,7 +39,7 @@ export async function unlessUnreachable(
         await work()
         return true
       } catch (error) {
-        if (!StoreUnavailableError.isInstance(error)) return false
+        if (!isOutage(error)) return false
       }
     }
     return false

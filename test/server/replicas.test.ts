@@ -329,6 +329,8 @@ describe('analyst serve replicas over PostgreSQL', () => {
         if (event.event === 'stdout' && String(event.data.text).includes('sleeping')) sleeping.add(id)
       }),
     )
+    // Awaited below; a failure before then is not also an unhandled rejection.
+    for (const asking of asked) asking.catch(() => {})
     await waitFor(() => sleeping.size === ids.length, {
       what: () => `the 4 runs at step 2 (events: ${seen.join(' ')})`,
     })

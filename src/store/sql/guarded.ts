@@ -19,14 +19,23 @@ import type {
 export type Classify = (error: unknown) => unknown
 
 class GuardedConnection implements DatabaseConnection {
+  /** A query on this connection met a failure the classifier named (the database gone, the disk full). */
+  failed = false
+
   constructor(
     readonly inner: DatabaseConnection,
     private readonly classify: Classify,
   ) {}
 
+  read(error: unknown): unknown {
+    const named = this.classify(error)
+    if (named !== error) this.failed = true
+    return named
+  }
+
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     return this.inner.executeQuery<R>(query).catch((error: unknown) => {
-      throw this.classify(error)
+      throw this.read(error)
     })
   }
 
@@ -34,7 +43,7 @@ class GuardedConnection implements DatabaseConnection {
     try {
       yield* this.inner.streamQuery<R>(query, chunkSize)
     } catch (error) {
-      throw this.classify(error)
+      throw this.read(error)
     }
   }
 }
@@ -45,9 +54,10 @@ class GuardedDriver implements Driver {
     private readonly classify: Classify,
   ) {}
 
-  private guard<T>(work: Promise<T>): Promise<T> {
+  /** `work`'s failure, read by the classifier (and remembered by the connection it happened on). */
+  private guard<T>(work: Promise<T>, connection?: DatabaseConnection): Promise<T> {
     return work.catch((error: unknown) => {
-      throw this.classify(error)
+      throw connection instanceof GuardedConnection ? connection.read(error) : this.classify(error)
     })
   }
 
@@ -58,30 +68,43 @@ class GuardedDriver implements Driver {
     return new GuardedConnection(await this.guard(this.inner.acquireConnection()), this.classify)
   }
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings) {
-    return this.guard(this.inner.beginTransaction(innerOf(connection), settings))
+    return this.guard(this.inner.beginTransaction(innerOf(connection), settings), connection)
   }
   commitTransaction(connection: DatabaseConnection) {
-    return this.guard(this.inner.commitTransaction(innerOf(connection)))
+    return this.guard(this.inner.commitTransaction(innerOf(connection)), connection)
   }
-  rollbackTransaction(connection: DatabaseConnection) {
-    return this.guard(this.inner.rollbackTransaction(innerOf(connection)))
+  async rollbackTransaction(connection: DatabaseConnection) {
+    try {
+      await this.inner.rollbackTransaction(innerOf(connection))
+    } catch (error) {
+      // After SQLITE_FULL (SQLite has rolled back already) or a lost connection, the rollback's own
+      // failure would hide the one that says what happened, which the transaction rethrows.
+      if (connection instanceof GuardedConnection && connection.failed) return
+      throw this.classify(error)
+    }
   }
   async savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']) {
-    await this.guard(Promise.resolve(this.inner.savepoint?.(innerOf(connection), name, compile)))
+    await this.guard(Promise.resolve(this.inner.savepoint?.(innerOf(connection), name, compile)), connection)
   }
   async rollbackToSavepoint(
     connection: DatabaseConnection,
     name: string,
     compile: QueryCompiler['compileQuery'],
   ) {
-    await this.guard(Promise.resolve(this.inner.rollbackToSavepoint?.(innerOf(connection), name, compile)))
+    await this.guard(
+      Promise.resolve(this.inner.rollbackToSavepoint?.(innerOf(connection), name, compile)),
+      connection,
+    )
   }
   async releaseSavepoint(
     connection: DatabaseConnection,
     name: string,
     compile: QueryCompiler['compileQuery'],
   ) {
-    await this.guard(Promise.resolve(this.inner.releaseSavepoint?.(innerOf(connection), name, compile)))
+    await this.guard(
+      Promise.resolve(this.inner.releaseSavepoint?.(innerOf(connection), name, compile)),
+      connection,
+    )
   }
   releaseConnection(connection: DatabaseConnection) {
     return this.inner.releaseConnection(innerOf(connection))
