@@ -83,28 +83,23 @@ class GuardedDriver implements Driver {
       throw this.classify(error)
     }
   }
-  async savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']) {
-    await this.guard(Promise.resolve(this.inner.savepoint?.(innerOf(connection), name, compile)), connection)
-  }
-  async rollbackToSavepoint(
+  /** A savepoint's step on the inner driver (every dialect here has them), read as any query is. */
+  private async onSavepoint(
+    step: 'savepoint' | 'rollbackToSavepoint' | 'releaseSavepoint',
     connection: DatabaseConnection,
     name: string,
     compile: QueryCompiler['compileQuery'],
   ) {
-    await this.guard(
-      Promise.resolve(this.inner.rollbackToSavepoint?.(innerOf(connection), name, compile)),
-      connection,
-    )
+    await this.guard(Promise.resolve(this.inner[step]?.(innerOf(connection), name, compile)), connection)
   }
-  async releaseSavepoint(
-    connection: DatabaseConnection,
-    name: string,
-    compile: QueryCompiler['compileQuery'],
-  ) {
-    await this.guard(
-      Promise.resolve(this.inner.releaseSavepoint?.(innerOf(connection), name, compile)),
-      connection,
-    )
+  savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']) {
+    return this.onSavepoint('savepoint', connection, name, compile)
+  }
+  rollbackToSavepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']) {
+    return this.onSavepoint('rollbackToSavepoint', connection, name, compile)
+  }
+  releaseSavepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']) {
+    return this.onSavepoint('releaseSavepoint', connection, name, compile)
   }
   releaseConnection(connection: DatabaseConnection) {
     return this.inner.releaseConnection(innerOf(connection))
