@@ -397,8 +397,10 @@ export function createApp(options: AppOptions): Hono<Env> {
             log?.info({ steps: event.result.steps.length, usage: event.result.usage }, 'answered')
           await send(event)
         }
-      } catch (error) {
+      } catch (thrown) {
         if (controller.signal.aborted) return
+        // The disk full as the system said it (ENOSPC) is said as a DiskFullError, as a status would be.
+        const error = known(thrown)
         if (!AnalystError.isInstance(error)) logError(c, error)
         else log?.warn({ error: error.name, message: error.message }, 'question failed')
         const message = error instanceof Error ? error.message : String(error)
