@@ -320,6 +320,8 @@ describe('analyst serve replicas over PostgreSQL', () => {
             { content: 'Both steps.' },
           ][Math.min(steps(request), 2)] as FakeReply)
     script.push(...Array.from({ length: 12 }, () => burst))
+    // A was killed by the kill -9 test (when it ran): two live replicas, A started again.
+    if (a.child.exitCode !== null || a.child.signalCode !== null) a = await serve('a')
     const ids = await Promise.all([a, b, a, b].map(newSession))
     const sleeping = new Set<string>()
     const seen: string[] = []
