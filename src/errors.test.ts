@@ -2,15 +2,19 @@ import { describe, expect, it } from 'vitest'
 import {
   AnalystError,
   ConflictError,
+  DiskFullError,
   InvalidArgumentError,
+  known,
   MissingDataError,
   ModelCallError,
   ModelConfigError,
   NotFoundError,
   RateLimitError,
+  retryAfterOf,
   SandboxError,
   SandboxUnavailableError,
   ShuttingDownError,
+  StoreUnavailableError,
   statusOf,
 } from './errors.js'
 
@@ -63,5 +67,37 @@ describe('errors: each class answers isInstance for itself', () => {
   it('a class declared without its own name is refused when it is first made', () => {
     class Unnamed extends NotFoundError {}
     expect(() => new Unnamed('x')).toThrow(/errorName/)
+  })
+})
+
+describe('errors: the machine failing (the disk full, the database gone)', () => {
+  it('a full disk that a layer let through as ENOSPC, EDQUOT or SQLITE_FULL is a DiskFullError (507) at the door', () => {
+    const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' })
+    const named = known(enospc)
+    expect(DiskFullError.isInstance(named)).toBe(true)
+    expect(named).toMatchObject({
+      status: 507,
+      message: expect.stringMatching(/disk is full/),
+      cause: enospc,
+    })
+    expect(statusOf(enospc)).toBe(507)
+    // Found as the cause of another error too.
+    expect(statusOf(new Error('the upload failed', { cause: { code: 'EDQUOT' } }))).toBe(507)
+    expect(statusOf(Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }))).toBe(507)
+    // Anything else is left as it is.
+    const bug = new Error('bug')
+    expect(known(bug)).toBe(bug)
+    const missing = new NotFoundError('x', { cause: enospc })
+    expect(known(missing)).toBe(missing)
+  })
+
+  it('the database gone is a 503 that says when to try again', () => {
+    const gone = new StoreUnavailableError('The database is unavailable (connect ECONNREFUSED)')
+    expect(gone).toMatchObject({ status: 503, retryAfterSeconds: 5, hint: expect.stringMatching(/5 s/) })
+    expect(retryAfterOf(gone)).toBe(5)
+    expect(retryAfterOf(new RateLimitError('slow down', { retryAfterSeconds: 60 }))).toBe(60)
+    expect(retryAfterOf(new RateLimitError('slow down'))).toBeUndefined()
+    expect(retryAfterOf(new DiskFullError())).toBeUndefined()
+    expect(StoreUnavailableError.isInstance(new DiskFullError())).toBe(false)
   })
 })

@@ -177,9 +177,74 @@ export class CapacityError extends AnalystError {
   }
 }
 
+/**
+ * The database that keeps sessions cannot be reached (stopped, restarting, the network cut): each
+ * request is answered at once with 503 and Retry-After, and the server keeps running for when it
+ * is back.
+ */
+export class StoreUnavailableError extends AnalystError {
+  static override readonly errorName: string = 'StoreUnavailableError'
+  override readonly status = 503
+  readonly retryAfterSeconds: number
+  constructor(message: string, options: ErrorOptions & { retryAfterSeconds?: number } = {}) {
+    const retryAfterSeconds = options.retryAfterSeconds ?? 5
+    super(message, {
+      hint: `Try again in ${retryAfterSeconds} s; if it lasts, check that the database (ANALYST_DATABASE_URL) is up.`,
+      ...options,
+    })
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}
+
+/** The server's disk (under ANALYST_HOME, or a sandbox's workspace) has no room for what was written. */
+export class DiskFullError extends AnalystError {
+  static override readonly errorName: string = 'DiskFullError'
+  override readonly status = 507
+  constructor(
+    message = "The server's disk is full: what was sent could not be kept",
+    options: ErrorOptions = {},
+  ) {
+    super(message, {
+      hint: "Try again once space is freed: the server's operator frees disk space under ANALYST_HOME (or the workspace's files are made smaller).",
+      ...options,
+    })
+  }
+}
+
+/** Node's and SQLite's codes for a write that found no room: the disk, or the user's quota, is full. */
+const DISK_FULL_CODES = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL'])
+
+/** Whether `error`, or an error it was caused by, is a write that found no room. */
+export function isDiskFull(error: unknown): boolean {
+  for (let e = error, depth = 0; typeof e === 'object' && e !== null && depth < 8; depth++) {
+    if (DiskFullError.isInstance(e) || DISK_FULL_CODES.has(String((e as { code?: unknown }).code)))
+      return true
+    e = (e as { cause?: unknown }).cause
+  }
+  return false
+}
+
+/**
+ * An error as a door answers it: a full disk that a lower layer let through as the system's own
+ * error (ENOSPC) becomes a DiskFullError, which says what happened and what to do; anything else
+ * is returned as it is.
+ */
+export function known(error: unknown): unknown {
+  if (AnalystError.isInstance(error) || !isDiskFull(error)) return error
+  return new DiskFullError(undefined, { cause: error })
+}
+
+/** The seconds a client should wait before it tries again, for the errors that know them. */
+export function retryAfterOf(error: unknown): number | undefined {
+  if (!AnalystError.isInstance(error)) return undefined
+  const seconds = (error as { retryAfterSeconds?: unknown }).retryAfterSeconds
+  return typeof seconds === 'number' ? seconds : undefined
+}
+
 /** The HTTP status for any error: an AnalystError's own, 500 for anything else (a bug). */
 export function statusOf(error: unknown): number {
-  return AnalystError.isInstance(error) ? error.status : 500
+  const named = known(error)
+  return AnalystError.isInstance(named) ? named.status : 500
 }
 
 /** A template's build failed: at `step` (when one step failed), for the reason the message gives. */

@@ -6,7 +6,7 @@
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
 import type { AskResult } from '../agent/index.js'
-import { AnalystError } from '../errors.js'
+import { AnalystError, known } from '../errors.js'
 import { advice } from '../fixes.js'
 import { type CellImage, cellOutput, imageOf } from '../integrations/cell.js'
 import type { Result } from '../sandbox/index.js'
@@ -67,7 +67,8 @@ export function answerContent(result: AskResult, sessionId: string): CallToolRes
 }
 
 /** An error as a tool result the client's model can read and act on, never a protocol failure. */
-export function errorContent(error: unknown): CallToolResult {
+export function errorContent(thrown: unknown): CallToolResult {
+  const error = known(thrown)
   let text: string
   if (AnalystError.isInstance(error)) {
     const what = advice(error, 'mcp')

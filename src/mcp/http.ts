@@ -11,7 +11,7 @@
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js'
-import { AnalystError } from '../errors.js'
+import { AnalystError, known, retryAfterOf } from '../errors.js'
 import { advice } from '../fixes.js'
 import type { SessionService, SignedInUser } from '../session/index.js'
 import { AllowedFolders } from './folders.js'
@@ -115,11 +115,18 @@ export class McpHttp {
           : {}),
         ...(this.options.sources ? { describeSources: this.options.sources } : {}),
       })
-    } catch (error) {
-      // A source the caller may not use, or none offered: said to the client, with what to do.
+    } catch (thrown) {
+      // A source the caller may not use, or none offered: said to the client, with what to do. The
+      // database or the disk failing is the server's state, not the request's: its own status.
+      const error = known(thrown)
       if (!AnalystError.isInstance(error)) throw error
       const what = advice(error, 'mcp')
-      return jsonRpcError(400, -32602, what ? `${error.message}. ${what}` : error.message)
+      const text = what ? `${error.message}. ${what}` : error.message
+      if (error.status < 500) return jsonRpcError(400, -32602, text)
+      const refused = jsonRpcError(error.status, -32000, text)
+      const retryAfter = retryAfterOf(error)
+      if (retryAfter !== undefined) refused.headers.set('retry-after', String(retryAfter))
+      return refused
     }
     const id = connection.sessionId
     const transport = new WebStandardStreamableHTTPServerTransport({

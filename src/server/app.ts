@@ -15,9 +15,9 @@ import type { Logger } from 'pino'
 import { z } from 'zod'
 import {
   AnalystError,
-  CapacityError,
   InvalidArgumentError,
-  RateLimitError,
+  known,
+  retryAfterOf,
   ShuttingDownError,
   statusOf,
 } from '../errors.js'
@@ -105,6 +105,7 @@ const CODES: Record<number, string> = {
   500: 'internal',
   502: 'bad_gateway',
   503: 'unavailable',
+  507: 'insufficient_storage',
 }
 
 function fail(c: Context, status: number, message: string, hint?: string) {
@@ -144,13 +145,11 @@ export function createApp(options: AppOptions): Hono<Env> {
   }
 
   // One mapping from errors to statuses: each error knows its own (src/errors.ts).
-  app.onError((error, c) => {
+  app.onError((thrown, c) => {
+    const error = known(thrown)
     if (AnalystError.isInstance(error)) {
-      if (
-        (RateLimitError.isInstance(error) || CapacityError.isInstance(error)) &&
-        error.retryAfterSeconds !== undefined
-      )
-        c.header('retry-after', String(error.retryAfterSeconds))
+      const retryAfter = retryAfterOf(error)
+      if (retryAfter !== undefined) c.header('retry-after', String(retryAfter))
       const status = statusOf(error)
       // A browser asking for a page: to the sign-in (not from the sign-in's own pages: no loop),
       // or a page that says why; programs (API routes, any non-browser caller) get JSON.
@@ -160,7 +159,7 @@ export function createApp(options: AppOptions): Hono<Env> {
       }
       return fail(c, status, error.message, advice(error, 'http'))
     }
-    logError(c, error)
+    logError(c, thrown)
     return fail(c, 500, 'Internal error', 'The server logged the details.')
   })
 
@@ -400,8 +399,10 @@ export function createApp(options: AppOptions): Hono<Env> {
             log?.info({ steps: event.result.steps.length, usage: event.result.usage }, 'answered')
           await send(event)
         }
-      } catch (error) {
+      } catch (thrown) {
         if (controller.signal.aborted) return
+        // The disk full as the system said it (ENOSPC) is said as a DiskFullError, as a status would be.
+        const error = known(thrown)
         if (!AnalystError.isInstance(error)) logError(c, error)
         else log?.warn({ error: error.name, message: error.message }, 'question failed')
         const message = error instanceof Error ? error.message : String(error)

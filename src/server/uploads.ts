@@ -7,10 +7,16 @@ import { createWriteStream } from 'node:fs'
 import { mkdir, rename, rm } from 'node:fs/promises'
 import type { IncomingHttpHeaders } from 'node:http'
 import { join } from 'node:path'
-import { Readable } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
+import { Readable, type Writable } from 'node:stream'
+import { finished, pipeline } from 'node:stream/promises'
 import busboy from 'busboy'
-import { InvalidArgumentError, TooLargeError, UnsupportedMediaError } from '../errors.js'
+import {
+  DiskFullError,
+  InvalidArgumentError,
+  isDiskFull,
+  TooLargeError,
+  UnsupportedMediaError,
+} from '../errors.js'
 
 /** `../../etc/passwd` → `passwd`; control characters and separators go; never empty or dot-only. */
 export function safeName(name: string): string {
@@ -23,6 +29,28 @@ export function safeName(name: string): string {
     .trim()
     .slice(0, 200)
   return cleaned && !/^\.+$/.test(cleaned) ? cleaned : 'upload'
+}
+
+/**
+ * Writes `file` to `out`. If `out` fails (the disk is full), the rest of `file` is read and
+ * dropped: busboy goes on to the end of the form only when its file stream is read to the end, so
+ * a stream left unread would leave the request, and its answer, waiting forever.
+ */
+function drainedInto(file: Readable, out: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let failed: unknown
+    out.on('error', (error) => {
+      failed ??= error
+      file.unpipe(out)
+      file.resume()
+    })
+    file.on('error', (error) => {
+      out.destroy()
+      reject(error)
+    })
+    file.on('end', () => (failed ? reject(failed) : finished(out).then(resolve, reject)))
+    file.pipe(out)
+  })
 }
 
 /** Streams the request's `file` field into `dir`; resolves to the saved file's name, path and size. */
@@ -60,7 +88,7 @@ export async function receiveFile(
       stream.on('limit', () => {
         truncated = true
       })
-      pipeline(stream, createWriteStream(partial, { mode: 0o644 })).then(
+      drainedInto(stream, createWriteStream(partial, { mode: 0o644 })).then(
         async () => {
           if (truncated) {
             await rm(partial, { force: true })
@@ -82,7 +110,11 @@ export async function receiveFile(
         },
         async (error: unknown) => {
           await rm(partial, { force: true })
-          reject(error)
+          reject(
+            isDiskFull(error)
+              ? new DiskFullError("The server's disk is full: the upload could not be kept", { cause: error })
+              : error,
+          )
         },
       )
     })

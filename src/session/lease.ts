@@ -7,6 +7,7 @@
  */
 import { hostname } from 'node:os'
 import type { HistoryStore } from '../store/index.js'
+import { unlessUnreachable } from './outage.js'
 
 /** A name for this process among the replicas, unique even across restarts. */
 export function replicaName(): string {
@@ -82,10 +83,11 @@ export class SessionLease {
     }
   }
 
+  /** Lets the session go: at once, or once the store is reachable again (outage.ts). */
   async release(): Promise<void> {
     if (this.released) return
     this.released = true
     clearInterval(this.timer)
-    await this.history.releaseLease(this.sessionId, this.holder).catch(() => {})
+    await unlessUnreachable(() => this.history.releaseLease(this.sessionId, this.holder)).catch(() => {})
   }
 }

@@ -5,9 +5,11 @@
  * @module
  */
 import type { AgentEvent, Analyst, AskResult, StepRecord } from '../agent/index.js'
+import { isDiskFull, StoreUnavailableError } from '../errors.js'
 import type { Sandbox } from '../sandbox/index.js'
 import type { ArtifactInput, BlobStore, HistoryStore, StoredResult, StoredRun } from '../store/index.js'
 import { sandboxBlocks } from './blocked.js'
+import { unlessUnreachable } from './outage.js'
 
 /** A kept frame's handle from a result's extra MIME types (sandbox output: checked, not trusted). */
 function frameOf(extra: unknown): StoredResult['frame'] {
@@ -42,6 +44,9 @@ function storedResults(record: StepRecord): {
   }
   return { results, images }
 }
+
+/** Why a step's file was refused. */
+const DISK_FULL = "the server's disk is full (its operator frees space under ANALYST_HOME)"
 
 export class Recorder {
   private messagesBefore: number
@@ -104,16 +109,32 @@ export class Recorder {
     const { results, images } = storedResults(record)
     const execution = record.execution
     const artifacts: ArtifactInput[] = []
+    // A file that does not fit on the server's disk is refused for this step; the step is kept.
+    const refused: string[] = []
+    const kept = async (name: string, bytes: Uint8Array) => {
+      try {
+        return await blobs.put(bytes)
+      } catch (error) {
+        if (!isDiskFull(error)) throw error
+        refused.push(name)
+        return undefined
+      }
+    }
     for (const image of images) {
-      const bytes = Buffer.from(image.png, 'base64')
-      const { sha256, size } = await blobs.put(bytes)
-      artifacts.push({ name: image.name, kind: 'image', mimeType: 'image/png', size, sha256 })
+      const blob = await kept(image.name, Buffer.from(image.png, 'base64'))
+      if (blob) artifacts.push({ name: image.name, kind: 'image', mimeType: 'image/png', ...blob })
     }
     for (const artifact of record.artifacts) {
       const bytes = await this.sandbox.files.read(artifact.name, { format: 'bytes' }).catch(() => undefined)
       if (!bytes) continue // removed again by a later cell: nothing to keep
-      const { sha256, size } = await blobs.put(bytes)
-      artifacts.push({ name: artifact.name, kind: 'file', mimeType: artifact.mimeType, size, sha256 })
+      const blob = await kept(artifact.name, bytes)
+      if (blob) artifacts.push({ name: artifact.name, kind: 'file', mimeType: artifact.mimeType, ...blob })
+    }
+    const diskFull = refused.length > 0 ? `[not kept: ${refused.join(', ')}: ${DISK_FULL}]\n` : ''
+    if (diskFull) {
+      // The step as the user sees it says so: its stderr, live and stored, and its files without them.
+      execution?.logs.stderr.push(diskFull)
+      record.artifacts = record.artifacts.filter((artifact) => !refused.includes(artifact.name))
     }
     const stderr = execution?.logs.stderr.join('') ?? ''
     await history.commitStep({
@@ -141,20 +162,38 @@ export class Recorder {
           message: v.message,
         })),
         ...sandboxBlocks(execution?.error, stderr).map((block) => ({ source: 'sandbox' as const, ...block })),
+        ...refused.map((name) => ({
+          source: 'sandbox' as const,
+          rule: 'disk',
+          message: `${name} was not kept: ${DISK_FULL}`,
+        })),
       ],
     })
   }
 
-  /** The question ended without an answer: an error, a cancellation, a crash. */
+  /**
+   * How the run's end is being recorded, when the store was unreachable as it ended: settles once
+   * it is recorded (or given up). Undefined when it was recorded at once.
+   */
+  pending?: Promise<boolean>
+
+  /**
+   * The question ended without an answer: an error, a cancellation, a crash. A run cut off by the
+   * store going away is interrupted, with that reason, recorded once the store is back (outage.ts).
+   */
   async fail(error: unknown, status: 'failed' | 'interrupted' = 'failed') {
     if (this.ended) return
     this.ended = true
-    await this.stores.history.failRun(
-      this.run.id,
-      error instanceof Error ? error.message : String(error),
-      status,
-    )
-    // Keep the conversation valid for a later question: what the model saw, minus a dangling turn.
-    await this.saveMessages()
+    const message = error instanceof Error ? error.message : String(error)
+    const storeGone = StoreUnavailableError.isInstance(error)
+    const reason = storeGone
+      ? `Interrupted: the database became unreachable while this question was being answered (${message}); the steps before it were kept.`
+      : message
+    const recording = await unlessUnreachable(async () => {
+      await this.stores.history.failRun(this.run.id, reason, storeGone ? 'interrupted' : status)
+      // Keep the conversation valid for a later question: what the model saw, minus a dangling turn.
+      await this.saveMessages()
+    })
+    this.pending = recording?.later
   }
 }

@@ -497,6 +497,7 @@ export class SessionService {
     this.inFlight.add(stop)
     let live: LiveSession | undefined
     let lease: SessionLease | undefined
+    let recorder: Recorder | undefined
     try {
       const session = await this.getSession(sessionId, options.owner)
       // Checked on every turn, not only when the session was made: a user who has left the group
@@ -575,7 +576,7 @@ export class SessionService {
       if (live.model.spec && session.model !== live.model.spec)
         await this.options.history.updateSession(sessionId, { model: live.model.spec })
       const stores = { history: this.options.history, blobs: this.options.blobs }
-      const recorder = await Recorder.start(stores, live.analyst, live.sandbox, label)
+      recorder = await Recorder.start(stores, live.analyst, live.sandbox, label)
       this.queued--
       waiting = false
       yield { type: 'run-start', runId: recorder.run.id, queued: turn.queued || lease.waited }
@@ -597,7 +598,10 @@ export class SessionService {
         if (!ended) await running.return(undefined as never)
       }
     } finally {
-      await lease?.release()
+      // A run whose end waits for the store to come back keeps its session until it is recorded.
+      const pending = recorder?.pending
+      if (pending) void pending.finally(() => lease?.release())
+      else await lease?.release()
       this.inFlight.delete(stop)
       turn.release()
       this.running--

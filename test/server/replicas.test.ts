@@ -4,7 +4,8 @@
  * Any replica serves any request: state is rebuilt where a session moves, a session's questions
  * are answered one after the other across replicas, a client watching a run reconnects to the
  * other replica, and a replica killed with -9 mid-run leaves an interrupted run that goes on
- * elsewhere with every committed step kept.
+ * elsewhere with every committed step kept. And PostgreSQL restarted under a burst: requests meet a
+ * 503 with Retry-After, not a 500, the runs it cut off end as interrupted, and all answers again.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -15,7 +16,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
 import {
+  type ChatMessage,
+  type ChatRequest,
   type FakeOpenAI,
+  type FakeReply,
   lastObservation,
   type ScriptEntry,
   startFakeOpenAI,
@@ -296,5 +300,111 @@ describe('analyst serve replicas over PostgreSQL', () => {
     const events = await askOverSse(b.url, id, 'Still there?')
     expect(events.find((e) => e.event === 'run-start')?.data.queued).toBe(false)
     expect(answer(events)).toBe('Here.')
+  }, 120_000)
+
+  it('PostgreSQL restarted mid-burst: 503 + Retry-After meanwhile, both replicas up, cut-off runs interrupted, all back within 10 s', async () => {
+    const asks = (message: ChatMessage, question: string) =>
+      message.role === 'user' && JSON.stringify(message.content).includes(question)
+    // Steps of this question so far: the observations (tool results, or user turns without tools) since it was asked.
+    const steps = (request: ChatRequest) =>
+      request.messages
+        .slice(request.messages.findLastIndex((m) => asks(m, 'Two steps.')) + 1)
+        .filter((m) => m.role === 'tool' || m.role === 'user').length
+    // Any order, any session: step 1 commits at once, step 2 is still running when the database stops.
+    const burst: ScriptEntry = (request) =>
+      request.messages.some((m) => asks(m, 'Again.'))
+        ? { content: 'Answered again.' }
+        : ([
+            { code: "print('committed', flush=True)" },
+            { code: "import time\nprint('sleeping', flush=True)\ntime.sleep(6)" },
+            { content: 'Both steps.' },
+          ][Math.min(steps(request), 2)] as FakeReply)
+    script.push(...Array.from({ length: 12 }, () => burst))
+    // A was killed by the kill -9 test (when it ran): two live replicas, A started again.
+    if (a.child.exitCode !== null || a.child.signalCode !== null) a = await serve('a')
+    const ids = await Promise.all([a, b, a, b].map(newSession))
+    const sleeping = new Set<string>()
+    const seen: string[] = []
+    const asked = ids.map((id, i) =>
+      askOverSse([a, b][i % 2]?.url as string, id, 'Two steps.', {}, (event) => {
+        seen.push(`${i}:${event.event}`)
+        if (event.event === 'stdout' && String(event.data.text).includes('sleeping')) sleeping.add(id)
+      }),
+    )
+    // Awaited below; a failure before then is not also an unhandled rejection.
+    for (const asking of asked) asking.catch(() => {})
+    await waitFor(() => sleeping.size === ids.length, {
+      what: () => `the 4 runs at step 2 (events: ${seen.join(' ')})`,
+    })
+    await cluster.halt()
+
+    // The outage: every request that needs the database is refused at once with 503 and Retry-After.
+    const mcpInitialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-03-26',
+        capabilities: {},
+        clientInfo: { name: 'fault', version: '1' },
+      },
+    }
+    for (const replica of [a, b]) {
+      const requests: Array<[string, RequestInit]> = [
+        ['/api/sessions', {}],
+        ['/api/sessions', { method: 'POST', body: '{}' }],
+        [`/api/sessions/${ids[0]}`, {}],
+        [`/api/sessions/${ids[1]}/ask`, { method: 'POST', body: JSON.stringify({ question: 'Now?' }) }],
+        [
+          '/mcp',
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+            body: JSON.stringify(mcpInitialize),
+          },
+        ],
+      ]
+      for (const [path, init] of requests) {
+        const response = await fetch(`${replica.url}${path}`, init)
+        const body = await response.text()
+        expect([path, response.status, response.headers.get('retry-after')], body).toEqual([path, 503, '5'])
+        expect(body).toMatch(/database is unavailable/)
+      }
+    }
+    // The runs in flight end when their next step cannot be recorded: said to their clients.
+    for (const events of await Promise.all(asked)) {
+      expect(events.map((e) => e.event)).not.toContain('done')
+      expect(events.at(-1)).toMatchObject({ event: 'failed', data: { message: /database is unavailable/ } })
+    }
+    for (const replica of [a, b]) {
+      expect(replica.child.exitCode).toBeNull()
+      expect((await fetch(`${replica.url}/healthz`)).status).toBe(200)
+    }
+
+    await cluster.resume()
+    // Within 10 s of the database being back: both replicas answer, each cut-off run is recorded
+    // as interrupted with its reason, and its committed step is there.
+    const runs = await waitFor(
+      async () => {
+        const details = await Promise.all(
+          ids.map(async (id, i) => {
+            const response = await fetch(`${[a, b][(i + 1) % 2]?.url}/api/sessions/${id}`)
+            return response.status === 200 ? ((await response.json()) as SessionDetail) : undefined
+          }),
+        )
+        const all = details.map((d) => d?.runs[0])
+        return all.every((run) => run?.status === 'interrupted') ? all : undefined
+      },
+      { what: 'the cut-off runs to be recorded as interrupted', timeoutMs: 10_000 },
+    )
+    for (const run of runs) {
+      expect(run?.error).toMatch(/database became unreachable/)
+      expect(run?.steps.map((step) => step.stdout)).toEqual(['committed\n'])
+    }
+    // And the sessions go on, on either replica.
+    const again = await Promise.all(
+      ids.slice(0, 2).map((id, i) => askOverSse([b, a][i]?.url as string, id, 'Again.')),
+    )
+    for (const events of again) expect(answer(events)).toBe('Answered again.')
   }, 120_000)
 })

@@ -8,7 +8,7 @@
 import { availableParallelism } from 'node:os'
 import { type Context, Hono } from 'hono'
 import { z } from 'zod'
-import { AnalystError, NotFoundError, statusOf } from '../../errors.js'
+import { AnalystError, known, NotFoundError, retryAfterOf, statusOf } from '../../errors.js'
 import { advice } from '../../fixes.js'
 import { capabilitiesOf } from '../../sandbox/capabilities.js'
 import type { SandboxCreateOptions, SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
@@ -33,11 +33,14 @@ export function e2bError(c: Context, status: number, message: string) {
 }
 
 /** An error as E2B's body, with its status and what to do (every E2B route answers errors so). */
-export function answerError(error: Error, c: Context) {
+export function answerError(thrown: Error, c: Context) {
+  const error = known(thrown) as Error
   const status = statusOf(error)
   if (status >= 500 && !AnalystError.isInstance(error)) console.error('analyst serve: E2B API error:', error)
   const what = AnalystError.isInstance(error) ? advice(error, 'http') : undefined
   const hint = what ? ` ${what}` : ''
+  const retryAfter = retryAfterOf(error)
+  if (retryAfter !== undefined) c.header('retry-after', String(retryAfter))
   return e2bError(c, status, `${error.message}${hint}`)
 }
 

@@ -16,6 +16,7 @@ import { Hono, type Context as HonoContext } from 'hono'
 import {
   AnalystError,
   InvalidArgumentError,
+  known,
   NotFoundError,
   statusOf,
   TooLargeError,
@@ -50,8 +51,9 @@ const WATCH_INTERVAL_MS = 200
 const DEADLINE_SLACK_MS = 1000
 
 /** An Analyst error as the Connect code the SDK maps back to its own errors. */
-function toConnectError(error: unknown): ConnectError {
-  if (error instanceof ConnectError) return error
+function toConnectError(thrown: unknown): ConnectError {
+  if (thrown instanceof ConnectError) return thrown
+  const error = known(thrown)
   const message = error instanceof Error ? error.message : String(error)
   const what = AnalystError.isInstance(error) ? advice(error, 'http') : undefined
   const hint = what ? ` ${what}` : ''
@@ -64,6 +66,7 @@ function toConnectError(error: unknown): ConnectError {
     413: Code.ResourceExhausted,
     429: Code.ResourceExhausted,
     503: Code.FailedPrecondition,
+    507: Code.ResourceExhausted,
   }
   return new ConnectError(`${message}${hint}`, codes[statusOf(error)] ?? Code.Internal)
 }
@@ -574,7 +577,11 @@ export interface EnvdOptions {
 export function envdRoutes({ registry, maxUploadBytes = 256 * 1024 ** 2 }: EnvdOptions) {
   const app = new Hono<SandboxEnv>()
   const rpcHandlers = connectRouter(registry)
-  app.onError((error, c) => c.json({ code: statusOf(error), message: error.message }, statusOf(error) as 400))
+  app.onError((thrown, c) => {
+    // The disk full (the workspace's, or the server's) is said as such: 507, not a 500.
+    const error = known(thrown) as Error
+    return c.json({ code: statusOf(error), message: error.message }, statusOf(error) as 400)
+  })
 
   app.get('/health', (c) => c.body(null, 204))
 

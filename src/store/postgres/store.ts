@@ -7,8 +7,10 @@
 import { Kysely, PostgresDialect, sql } from 'kysely'
 import pg from 'pg'
 import { AnalystError } from '../../errors.js'
+import { guarded } from '../sql/guarded.js'
 import { type AnyDb, type Database, migrate, type SchemaVersion } from '../sql/schema.js'
 import { SqlHistoryStore } from '../sql/store.js'
+import { classifyPostgresError } from './unavailable.js'
 
 /** Any number: the key of the advisory lock that migrations take. */
 const MIGRATION_LOCK = 0x616e6c73
@@ -71,7 +73,10 @@ export class PostgresHistoryStore extends SqlHistoryStore {
     })
     // An idle connection that breaks must not crash the process: the pool replaces it.
     pool.on('error', () => {})
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+    // Every query's failure is read first: a database that went away is a 503, not a 500 (unavailable.ts).
+    const db = new Kysely<Database>({
+      dialect: guarded(new PostgresDialect({ pool }), classifyPostgresError),
+    })
     try {
       await migrate(db, { serial: 'serial', binary: 'bytea' }, postgresVersion)
     } catch (error) {

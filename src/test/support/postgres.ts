@@ -28,6 +28,10 @@ export interface PostgresCluster {
   createDatabase(name?: string): Promise<string>
   /** These roles must then sign in with their password over TCP (the cluster trusts everyone else). */
   requirePassword(roles: string[]): Promise<void>
+  /** Stops the server (a fast shutdown: connections are ended), keeping its data for `resume`. */
+  halt(): Promise<void>
+  /** Starts a halted server again, on the same port with the same data. */
+  resume(): Promise<void>
   /** Stops the server and removes its folder. */
   stop(): Promise<void>
 }
@@ -85,35 +89,49 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
       'max_connections=200',
       ...(options.durable ? [] : ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off']),
     ]
-    child = spawn(join(bin, 'postgres'), ['-D', data, ...settings.flatMap((s) => ['-c', s])], {
-      ...asUser,
-      cwd: dir,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    })
-    let log = ''
-    child.stderr?.on('data', (chunk: Buffer) => {
-      log = (log + chunk.toString()).slice(-4000)
-    })
-    process.once('exit', kill)
-    const exited = new Promise<never>((_, reject) =>
-      child?.once('exit', (code) => reject(new Error(`postgres exited (${code}): ${log}`))),
-    )
-    exited.catch(() => {})
     const url = (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`
-    const deadline = Date.now() + 60_000
-    for (;;) {
-      const client = new pg.Client({ connectionString: url() })
-      try {
-        await Promise.race([client.connect(), exited])
-        await client.end()
-        break
-      } catch (error) {
-        await client.end().catch(() => {})
-        if (child.exitCode !== null || Date.now() > deadline) throw error
-        await new Promise((resolve) => setTimeout(resolve, 100))
+    /** Starts the server on the cluster's folder and port; resolves once it takes connections. */
+    const launch = async (): Promise<ChildProcess> => {
+      const started = spawn(join(bin, 'postgres'), ['-D', data, ...settings.flatMap((s) => ['-c', s])], {
+        ...asUser,
+        cwd: dir,
+        stdio: ['ignore', 'ignore', 'pipe'],
+      })
+      child = started
+      let log = ''
+      started.stderr?.on('data', (chunk: Buffer) => {
+        log = (log + chunk.toString()).slice(-4000)
+      })
+      const exited = new Promise<never>((_, reject) =>
+        started.once('exit', (code) => reject(new Error(`postgres exited (${code}): ${log}`))),
+      )
+      exited.catch(() => {})
+      const deadline = Date.now() + 60_000
+      for (;;) {
+        const client = new pg.Client({ connectionString: url() })
+        try {
+          await Promise.race([client.connect(), exited])
+          await client.end()
+          return started
+        } catch (error) {
+          await client.end().catch(() => {})
+          if (started.exitCode !== null || Date.now() > deadline) throw error
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
       }
     }
-    const started = child
+    /** Fast shutdown (SIGINT: sessions are ended, 57P01), or SIGKILL where it does not end in time. */
+    const halt = async (server: ChildProcess) => {
+      if (server.exitCode !== null || server.signalCode !== null) return
+      const gone = new Promise((resolve) => server.once('exit', resolve))
+      server.kill('SIGINT')
+      // A server that does not stop within a deadline (a machine too busy) is killed.
+      const timer = setTimeout(() => server.kill('SIGKILL'), 20_000)
+      await gone
+      clearTimeout(timer)
+    }
+    process.once('exit', kill)
+    let started = await launch()
     return {
       port,
       url,
@@ -156,16 +174,13 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
           await new Promise((resolve) => setTimeout(resolve, 100))
         }
       },
+      halt: () => halt(started),
+      async resume() {
+        started = await launch()
+      },
       async stop() {
         process.removeListener('exit', kill)
-        if (started.exitCode === null && started.signalCode === null) {
-          const gone = new Promise((resolve) => started.once('exit', resolve))
-          started.kill('SIGINT') // fast shutdown: active connections are closed
-          // A server that does not stop within a deadline (a machine too busy) is killed.
-          const timer = setTimeout(() => started.kill('SIGKILL'), 20_000)
-          await gone
-          clearTimeout(timer)
-        }
+        await halt(started)
         rmSync(dir, { recursive: true, force: true })
       },
     }
