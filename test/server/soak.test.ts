@@ -44,9 +44,10 @@ describe('a short soak of analyst serve', () => {
       expect(after.rssMiB, JSON.stringify(result.samples)).toBeLessThan(warm.rssMiB * 1.5)
       // The heap still referenced once every session is gone, after a full collection, halfway and
       // at the end: the warm-up lies before the first, so what the second half's sessions left
-      // behind shows in the difference.
+      // behind shows in the difference (0.3–0.8 MiB seen; a closed session kept with 160 kB
+      // more, 3.1 MiB in 16 cycles).
       const { middle } = result
-      expect(after.heapUsedMiB, JSON.stringify([middle, after])).toBeLessThan(middle.heapUsedMiB * 1.05 + 1)
+      expect(after.heapUsedMiB, JSON.stringify([middle, after])).toBeLessThan(middle.heapUsedMiB + 2)
     },
     // Each half ends when its last cycles do: a cycle takes up to a minute on a loaded machine.
     SECONDS * 1000 + 180_000,
