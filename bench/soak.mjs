@@ -2,7 +2,8 @@
 // The soak (issue #37): 30 minutes of churn at 16 people at once against `analyst serve` with the
 // fake OpenAI-compatible model, each person over and over creating a session, uploading the sample
 // data, asking three questions and deleting it; every minute the server's RSS, open files and
-// sockets, processes, sandbox cgroups, temporary folders and database handles. Goal: the counts
+// sockets, processes, sandbox cgroups, temporary folders and database handles, and its heap after a
+// full collection (test/support/heap-probe.mjs) beside what V8 keeps committed. Goal: the counts
 // return to their baseline, and RSS grows by no more than 10% after the first five minutes.
 // It runs test/server/soak.test.ts for longer (the fake model and the sampling live in test/support,
 // in TypeScript); CI runs that file's one-minute version.
@@ -34,28 +35,38 @@ const ran = spawnSync('npx', ['vitest', 'run', 'test/server/soak.test.ts'], {
 const result = JSON.parse(readFileSync(report, 'utf8'))
 rmSync(dir, { recursive: true, force: true })
 
-const rows = [...result.samples, { ...result.after, atSeconds: `${result.after.atSeconds} (settled)` }].map(
-  (s) => [
-    typeof s.atSeconds === 'number' ? (s.atSeconds / 60).toFixed(1) : s.atSeconds,
-    s.rssMiB,
-    s.fds,
-    s.sockets,
-    s.processes,
-    s.cgroups,
-    s.tempFolders,
-    s.databaseFiles,
-    s.cycles,
-    s.failures,
-  ],
-)
+const settled = (s, when) => ({ ...s, atSeconds: `${(s.atSeconds / 60).toFixed(1)} (${when}, settled)` })
+const rows = [
+  ...result.samples.filter((s) => s.atSeconds < result.middle.atSeconds),
+  settled(result.middle, 'halfway'),
+  ...result.samples.filter((s) => s.atSeconds > result.middle.atSeconds),
+  settled(result.after, 'end'),
+].map((s) => [
+  typeof s.atSeconds === 'number' ? (s.atSeconds / 60).toFixed(1) : s.atSeconds,
+  s.rssMiB,
+  s.heapUsedMiB,
+  s.heapTotalMiB,
+  s.fds,
+  s.sockets,
+  s.processes,
+  s.cgroups,
+  s.tempFolders,
+  s.databaseFiles,
+  s.cycles,
+  s.failures,
+])
 const atFive = result.samples.find((s) => s.atSeconds >= 300) ?? result.samples[1] ?? result.baseline
 const growth = (result.after.rssMiB / atFive.rssMiB - 1) * 100
+const heapGrowth = (result.after.heapUsedMiB / result.middle.heapUsedMiB - 1) * 100
+const signed = (value) => `${value >= 0 ? '+' : ''}${value.toFixed(1)}%`
 console.log(`### Soak: ${minutes} min at ${people} people, ${machine()}\n`)
 console.log(
   table(
     [
       'minute',
       'RSS MiB',
+      'heap after GC MiB',
+      'heap committed MiB',
       'fds',
       'sockets',
       'processes',
@@ -69,5 +80,5 @@ console.log(
   ),
 )
 console.log(
-  `\nRSS after the churn against minute ${(atFive.atSeconds / 60).toFixed(0)}: ${growth >= 0 ? '+' : ''}${growth.toFixed(1)}% (goal ≤ 10%). Counts against the baseline: processes ${result.after.processes}/${result.baseline.processes}, cgroups ${result.after.cgroups}/${result.baseline.cgroups}, temporary folders ${result.after.tempFolders}/${result.baseline.tempFolders}, fds ${result.after.fds}/${result.baseline.fds}, database handles ${result.after.databaseFiles}/${result.baseline.databaseFiles}. ${result.failures.length} failed cycles${result.failures.length ? `: ${[...new Set(result.failures)].slice(0, 3).join(' | ')}` : ''}. The test's checks: ${ran.status === 0 ? 'passed' : 'FAILED'}.`,
+  `\nRSS after the churn against minute ${(atFive.atSeconds / 60).toFixed(0)}: ${signed(growth)} (goal ≤ 10%); the heap after a full collection, every session gone, at the end against halfway: ${signed(heapGrowth)} (${result.middle.heapUsedMiB} → ${result.after.heapUsedMiB} MiB; ${result.baseline.heapUsedMiB} MiB before the churn). Counts against the baseline: processes ${result.after.processes}/${result.baseline.processes}, cgroups ${result.after.cgroups}/${result.baseline.cgroups}, temporary folders ${result.after.tempFolders}/${result.baseline.tempFolders}, fds ${result.after.fds}/${result.baseline.fds}, database handles ${result.after.databaseFiles}/${result.baseline.databaseFiles}. ${result.failures.length} failed cycles${result.failures.length ? `: ${[...new Set(result.failures)].slice(0, 3).join(' | ')}` : ''}. The test's checks: ${ran.status === 0 ? 'passed' : 'FAILED'}.`,
 )

@@ -1,11 +1,12 @@
 /**
  * A sandbox's own memory and CPU, with real cgroups (as root): --memory and --cpus reach its
  * cgroup, every sandbox sits under the process's parent group at a CPU weight below the host's,
+ * a cell busy for a while gives way to other sandboxes (the batch class) until it ends,
  * the kernel (not the host process) is the OOM killer's first choice, and a cell over the memory
  * limit gets a MemoryError that names it while the session goes on.
  */
 import { spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
@@ -54,6 +55,22 @@ describe.skipIf(!isRoot)("a sandbox's own memory and CPU (real cgroups)", () => 
   it('its kernel is the OOM killer first choice', async () => {
     const adj = await sandbox.runCode("open('/proc/self/oom_score_adj').read().strip()")
     expect(adj.text).toBe(`'${KERNEL_OOM_SCORE_ADJ}'`)
+  })
+
+  it('a cell busy for a while joins the batch class, and leaves it when it ends', async () => {
+    const cpu = cgroups().find((path) => path.includes('/cpu/')) as string
+    // cpu.idle where the kernel has it (5.15 on), else the lowest weight.
+    const batched = () =>
+      existsSync(join(cpu, 'cpu.idle')) ? read(cpu, 'cpu.idle') === '1' : Number(read(cpu, 'cpu.shares')) <= 2
+    expect(batched()).toBe(false)
+    const stop = new AbortController()
+    const spinning = sandbox.runCode('while True:\n    pass', { signal: stop.signal }).catch(() => undefined)
+    await expect.poll(batched, { timeout: 60_000 }).toBe(true)
+    stop.abort()
+    await spinning
+    expect(batched()).toBe(false)
+    expect(Number(read(cpu, 'cpu.shares'))).toBeGreaterThan(2)
+    expect((await sandbox.runCode('1 + 1')).text).toBe('2')
   })
 
   it('a cell over its memory limit gets a MemoryError naming the limit; the next cell says so, its state kept', async () => {

@@ -5,7 +5,7 @@
  * descriptors, processes, its sandboxes' cgroups, temporary folders and database handles. Used by
  * test/server/soak.test.ts (a short run that checks nothing leaks) and bench/soak.mjs (30 minutes).
  */
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { type ChatRequest, startFakeOpenAI } from './fake-openai.js'
@@ -15,6 +15,13 @@ export interface SoakSample {
   /** Seconds since the churn began (negative: before it, the baseline). */
   atSeconds: number
   rssMiB: number
+  /**
+   * The server's heap after a full collection (what is still referenced: a leak grows it): its
+   * own last one during the churn, one of the probe's at the baseline and after (heap-probe.mjs).
+   * And what V8 keeps committed for the heap, which RSS follows.
+   */
+  heapUsedMiB: number
+  heapTotalMiB: number
   /** Open file descriptors other than sockets, and sockets (clients' keep-alive connections among them). */
   fds: number
   sockets: number
@@ -31,6 +38,11 @@ export interface SoakSample {
 export interface SoakResult {
   baseline: SoakSample
   samples: SoakSample[]
+  /**
+   * Halfway, the churn stopped and the server settled, as after it: the warm-up (compiled code,
+   * pools) lies before it, so that what the second half leaves behind is what each cycle leaks.
+   */
+  middle: SoakSample
   /** After the churn stopped and the server settled. */
   after: SoakSample
   failures: string[]
@@ -102,7 +114,40 @@ function sandboxGroupsOf(pid: number): number {
   return 0
 }
 
-function sample(pid: number, tmp: string, started: number, cycles: number, failures: number): SoakSample {
+const PROBE = resolve('test/support/heap-probe.mjs')
+
+/** The server's heap after a full collection, its own or the probe's (`collect`), through the probe loaded into it. */
+async function heapAfterGc(
+  pid: number,
+  file: string,
+  collect: boolean,
+): Promise<{ live: number; heapTotal: number }> {
+  const read = () => {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as { count: number; live: number; heapTotal: number }
+    } catch {
+      return undefined
+    }
+  }
+  const before = read()?.count ?? 0
+  if (collect) writeFileSync(`${file}.collect`, '')
+  process.kill(pid, 'SIGUSR2')
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+    const now = read()
+    if (now && now.count > before) return now
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  throw new Error('The server did not answer the heap probe within 30 s')
+}
+
+async function sample(
+  pid: number,
+  tmp: string,
+  started: number,
+  cycles: number,
+  failures: number,
+  collect = false,
+): Promise<SoakSample> {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
   const fds = readdirSync(`/proc/${pid}/fd`)
   let databaseFiles = 0
@@ -122,9 +167,13 @@ function sample(pid: number, tmp: string, started: number, cycles: number, failu
     for (const own of readdirSync(join(tmp, runtime)).filter((name) => /^\d+-\d+$/.test(name)))
       tempFolders += countDirs(join(tmp, runtime, own))
   }
+  // After RSS was read: a collection of the probe's own gives back pages that the server keeps.
+  const heap = await heapAfterGc(pid, join(tmp, 'heap.json'), collect)
   return {
     atSeconds: Math.round((Date.now() - started) / 1000),
     rssMiB: Math.round(Number(status.match(/^VmRSS:\s+(\d+)/m)?.[1] ?? 0) / 1024),
+    heapUsedMiB: Math.round((heap.live / 2 ** 20) * 10) / 10,
+    heapTotalMiB: Math.round(heap.heapTotal / 2 ** 20),
     fds: fds.length - sockets,
     sockets,
     processes: descendants(pid).length,
@@ -174,6 +223,8 @@ export async function soak(options: {
     ANALYST_MODEL: 'openai-compatible:fake',
     ANALYST_BASE_URL: model.url,
     NO_COLOR: '1',
+    NODE_OPTIONS: `--expose-gc --import ${PROBE}`,
+    ANALYST_HEAP_PROBE: join(tmp, 'heap.json'),
   })
   const pid = served.child.pid as number
   const failures: string[] = []
@@ -183,12 +234,13 @@ export async function soak(options: {
     await cycle(served.url)
     await settle()
     const started = Date.now()
-    const baseline = { ...sample(pid, tmp, started, 0, 0), atSeconds: 0 }
+    const baseline = { ...(await sample(pid, tmp, started, 0, 0, true)), atSeconds: 0 }
     const samples: SoakSample[] = [baseline]
     options.onSample?.(baseline)
+    const half = started + options.seconds * 500
     const deadline = started + options.seconds * 1000
-    const person = async () => {
-      while (Date.now() < deadline) {
+    const person = async (until: number) => {
+      while (Date.now() < until) {
         await cycle(served.url).then(
           () => cycles++,
           (error: Error) => failures.push(error.message),
@@ -196,16 +248,25 @@ export async function soak(options: {
       }
     }
     const timer = setInterval(() => {
-      const taken = sample(pid, tmp, started, cycles, failures.length)
-      samples.push(taken)
-      options.onSample?.(taken)
+      sample(pid, tmp, started, cycles, failures.length).then(
+        (taken) => {
+          samples.push(taken)
+          options.onSample?.(taken)
+        },
+        (error: Error) => failures.push(`sample: ${error.message}`),
+      )
     }, options.sampleSeconds * 1000)
-    await Promise.all(Array.from({ length: options.people }, person))
+    const churn = (until: number) => Promise.all(Array.from({ length: options.people }, () => person(until)))
+    await churn(half)
+    await settle()
+    const middle = await sample(pid, tmp, started, cycles, failures.length, true)
+    options.onSample?.(middle)
+    await churn(deadline)
     clearInterval(timer)
     await settle()
-    const after = sample(pid, tmp, started, cycles, failures.length)
+    const after = await sample(pid, tmp, started, cycles, failures.length, true)
     options.onSample?.(after)
-    return { baseline, samples, after, failures }
+    return { baseline, samples, middle, after, failures }
   } finally {
     served.child.kill('SIGTERM')
     await new Promise((resolve) => served.child.once('exit', resolve))

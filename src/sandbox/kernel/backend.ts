@@ -132,6 +132,8 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
   protected async prepareKernel(_fresh: K): Promise<void> {}
   /** Before each cell, with its kernel ready. */
   protected async beforeCell(): Promise<void> {}
+  /** After each cell that beforeCell began, however it ended. */
+  protected afterCell(): void {}
   /** A command's working folder as the kernel sees it. */
   protected commandCwd(cwd: string | undefined): string {
     if (cwd === undefined) return SANDBOX_HOME
@@ -243,6 +245,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
     ).finally(() => {
       cell.controller.abort()
       this.running = undefined
+      this.afterCell()
     })
     // The records of queries that a stop cancelled, before the cell's end (bounded: a server
     // that does not answer its cancel must not hold the cell).

@@ -58,6 +58,13 @@ export interface LocalProviderOptions {
   home?: string
 }
 
+/**
+ * A cell that has used this much CPU joins the batch class (cgroup.ts) until it ends, so that
+ * other sandboxes' short cells (a `1 + 1`) wait for no busy one; checked this often while it runs.
+ */
+const BATCH_AFTER_CPU_SECONDS = 0.5
+const BATCH_CHECK_MS = 250
+
 interface Started {
   home: Home
   kernel: Kernel
@@ -108,6 +115,9 @@ class LocalSandbox extends KernelBackend<Kernel> {
   /** Folder watches, ended with the sandbox: each holds folders of its workspace open. */
   private readonly watches = new Set<FolderWatch>()
   private oomKillsSeen: number
+  /** While a cell runs: the check of its CPU time, and whether it was moved to the batch class. */
+  private busyCheck: NodeJS.Timeout | undefined
+  private batched = false
 
   constructor(
     private readonly home: Home,
@@ -137,6 +147,27 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   protected stopKernel(kernel: Kernel): Promise<KernelExit> {
     return kernel.kill()
+  }
+
+  protected override async beforeCell(): Promise<void> {
+    const cgroup = this.home.cgroup
+    const from = cgroup?.usage().cpuSeconds
+    if (!cgroup || from === undefined) return
+    this.busyCheck = setInterval(() => {
+      if ((cgroup.usage().cpuSeconds ?? from) - from < BATCH_AFTER_CPU_SECONDS) return
+      clearInterval(this.busyCheck)
+      this.batched = true
+      cgroup.batch(true)
+    }, BATCH_CHECK_MS)
+    this.busyCheck.unref()
+  }
+
+  protected override afterCell(): void {
+    clearInterval(this.busyCheck)
+    this.busyCheck = undefined
+    if (!this.batched) return
+    this.batched = false
+    this.home.cgroup?.batch(false)
   }
 
   protected async describeStop(kernel: Kernel): Promise<string> {
