@@ -236,6 +236,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
             : error
         }))),
     cacheDir: join(home, 'cache'),
+    templates: openTemplates(home),
     idleMs: options.idleMs,
     leaseMs: options.leaseMs,
     observer: metrics.observer,

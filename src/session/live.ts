@@ -28,6 +28,7 @@ import {
 } from '../sandbox/index.js'
 import type { BlobStore, HistoryStore, StoredDataset } from '../store/index.js'
 import { type HostTable, hostTables, type SandboxDataFile, sandboxFiles } from './datasets.js'
+import { sessionLanguage, sessionTemplate, type TemplateCatalog } from './environment.js'
 import type { Replayed } from './events.js'
 
 /** How each session's analyst works: the agent's settings that a door chooses. */
@@ -100,6 +101,8 @@ export interface LiveContext {
   sources?: SessionSources
   /** Where data files too large for the sandbox go, if the door keeps them on the host. */
   largeFiles?: LargeFiles
+  /** Where the build a session was made in is found by its id. */
+  templates?: TemplateCatalog
 }
 
 /**
@@ -192,11 +195,7 @@ export class LiveSession {
     model: ModelChoice,
     signal?: AbortSignal,
   ): Promise<LiveSession> {
-    const { history, analyst: settings } = context
-    // The guard reads Python; an R session has the jail and the limits (agent/language.ts).
-    const guard = settings.guard !== false && languageProfile(settings.language).guarded
-    // The parser loads while the sandbox starts, not during the first step.
-    const guardReady = guard ? warmUp().catch(() => {}) : undefined
+    const { history } = context
     // One snapshot: the conversation and the cells replayed for it agree, over one connection.
     const [session, datasets, messages, steps] = await history.snapshot((at) =>
       Promise.all([
@@ -206,6 +205,16 @@ export class LiveSession {
         at.steps(sessionId),
       ]),
     )
+    // The session's own language and build, whatever the door's are now: its cells replay there.
+    const language = sessionLanguage(session, context.analyst.language)
+    // A session that predates these records (no language kept) starts in the door's template.
+    const { template: doorTemplate, ...sandboxSettings } = context.sandbox
+    const template = sessionTemplate(session, context) ?? (session?.language ? undefined : doorTemplate)
+    const settings = { ...context.analyst, language }
+    // The guard reads Python; an R session has the jail and the limits (agent/language.ts).
+    const guard = settings.guard !== false && languageProfile(language).guarded
+    // The parser loads while the sandbox starts, not during the first step.
+    const guardReady = guard ? warmUp().catch(() => {}) : undefined
     const files = await sandboxFiles(datasets, {
       blobs: context.blobs,
       cacheDir: context.cacheDir,
@@ -221,9 +230,8 @@ export class LiveSession {
     let sandbox: Sandbox
     try {
       sandbox = await Sandbox.create({
-        ...context.sandbox,
-        // The template it was made with, whatever the door's default is now: its cells replay there.
-        ...(session?.template ? { template: session.template } : {}),
+        ...sandboxSettings,
+        ...(template ? { template } : {}),
         ...(sources ? { sources } : {}),
         provider: context.provider,
         data: files.map((file) => ({ path: file.path, name: file.name })),
