@@ -137,9 +137,18 @@ async function openSessionSources(
   return context.sources.open(names)
 }
 
-/** The prompt's text on the session's data: its files' profiles, and the host's sources if it has some. */
-function describeData(profiles: StoredDataset['profile'][], sourcesText: string | undefined): string {
-  const files = profiles.length > 0 ? formatProfiles(profiles) : sourcesText ? '(no files were given)' : ''
+/** The prompt's text on the session's data: its files' profiles (read in its language), and the host's sources if it has some. */
+function describeData(
+  profiles: StoredDataset['profile'][],
+  sourcesText: string | undefined,
+  language: AnalysisLanguage | undefined,
+): string {
+  const files =
+    profiles.length > 0
+      ? formatProfiles(profiles, { language: language ?? 'python' })
+      : sourcesText
+        ? '(no files were given)'
+        : ''
   return [files, sourcesText].filter(Boolean).join('\n\n')
 }
 
@@ -281,7 +290,7 @@ export class LiveSession {
       mode: mode ?? model.mode,
       sandbox,
       sessionId,
-      dataDescription: describeData(profiles, sourcesText),
+      dataDescription: describeData(profiles, sourcesText, language),
       history: messages as ModelMessage[],
       evidence: steps.flatMap((step) => [step.stdout, ...step.results.map((result) => result.text ?? '')]),
       check,
@@ -308,7 +317,7 @@ export class LiveSession {
       await this.sandbox.files.addData(file.path, file.name)
       this.profiles = [...this.profiles.filter((p) => p.name !== file.name), file.profile]
     }
-    this.analyst.setDataDescription(describeData(this.profiles, this.sourcesText))
+    this.analyst.setDataDescription(describeData(this.profiles, this.sourcesText, this.language))
   }
 
   /**
@@ -322,7 +331,7 @@ export class LiveSession {
     )
     if (text === this.sourcesText) return
     this.sourcesText = text
-    this.analyst.setDataDescription(describeData(this.profiles, text))
+    this.analyst.setDataDescription(describeData(this.profiles, text, this.language))
   }
 
   async close(): Promise<void> {

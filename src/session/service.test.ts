@@ -156,7 +156,13 @@ describe('SessionService', () => {
     opened.push(first)
     const { id } = await first.service.createSession()
     expect((await first.service.getSession(id)).language).toBe('r')
+    await first.service.addData(id, [{ path: SALES }])
     await askAll(first.service, id, 'Set a.')
+    // The data is described the R way: its read call, R's types, no pandas.
+    expect(promptText(model, 0)).toContain(
+      'df <- readr::read_csv(\\"data/sales.csv\\", show_col_types = FALSE)',
+    )
+    expect(promptText(model, 0)).not.toContain('pd.read_csv')
     await first.service.shutdown()
 
     // Another process whose door says nothing of languages (python): the session stays in R.
