@@ -153,15 +153,15 @@ export async function buildTemplate(
     committed = true
     if (name) store.setName(name, id)
     const named = store.get(id) as BuiltTemplate
-    // Past its bound (ANALYST_TEMPLATE_CACHE_MB), the cache loses what no template came from.
-    pruneAfterBuild({
+    const elapsedMs = Date.now() - started
+    options.onProgress?.({ type: 'finish', template: named, cached: false, elapsedMs })
+    // Past its bound (ANALYST_TEMPLATE_CACHE_MB), the cache loses what no template came from (after the build's end: it waits for nothing).
+    void pruneAfterBuild({
       home: options.home,
       env: options.env,
       cacheDir,
       onLog: (line) => options.onLog?.({ step: total, stream: 'stderr', line }),
     })
-    const elapsedMs = Date.now() - started
-    options.onProgress?.({ type: 'finish', template: named, cached: false, elapsedMs })
     return { template: { ...template, names: named.names }, cached: false, elapsedMs }
   } finally {
     if (!committed) rmSync(scratch, { recursive: true, force: true })

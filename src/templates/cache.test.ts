@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
 import { CACHE_RECORD, pruneAfterBuild, pruneTemplates, templateCacheDir } from './cache.js'
 import { openTemplates, writeManifest } from './store.js'
 
@@ -89,16 +89,22 @@ describe('template cache pruning', () => {
     ).toEqual([['kept']])
   })
 
-  it('prunes after a build only once the cache is past ANALYST_TEMPLATE_CACHE_MB', () => {
+  it('prunes after a build only once its own cache is past ANALYST_TEMPLATE_CACHE_MB, never a shared one', async () => {
     entry('layer-orphan', 1024)
     template('5'.repeat(64), 'team', [])
     const lines: string[] = []
     const onLog = (line: string) => lines.push(line)
     expect(
-      pruneAfterBuild({ home, env: { ANALYST_TEMPLATE_CACHE_MB: '10' }, cacheDir: cache, onLog }),
+      await pruneAfterBuild({ home, env: { ANALYST_TEMPLATE_CACHE_MB: '10' }, cacheDir: cache, onLog }),
     ).toBeUndefined()
     expect(existsSync(join(cache, 'layer-orphan'))).toBe(true)
-    const pruned = pruneAfterBuild({
+    // A cache that ANALYST_TEMPLATE_CACHE names may hold other homes' roots: left alone.
+    const elsewhere = mkdtempSync(join(tmpdir(), 'analyst-template-cache-other-'))
+    onTestFinished(() => rmSync(elsewhere, { recursive: true, force: true }))
+    const shared = { ANALYST_TEMPLATE_CACHE: cache, ANALYST_TEMPLATE_CACHE_MB: '0.5' }
+    expect(await pruneAfterBuild({ home: elsewhere, env: shared, cacheDir: cache, onLog })).toBeUndefined()
+    expect(existsSync(join(cache, 'layer-orphan'))).toBe(true)
+    const pruned = await pruneAfterBuild({
       home,
       env: { ANALYST_TEMPLATE_CACHE_MB: '0.5' },
       cacheDir: cache,

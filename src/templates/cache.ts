@@ -6,7 +6,7 @@
  * the cache is past ANALYST_TEMPLATE_CACHE_MB.
  * @module
  */
-import { spawnSync } from 'node:child_process'
+import { execFile, spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { openTemplates, templatesRoot } from './store.js'
@@ -111,16 +111,30 @@ export function cacheBoundBytes(env: NodeJS.ProcessEnv = process.env): number {
   return (Number.isFinite(mb) && mb > 0 ? mb : DEFAULT_CACHE_MB) * 1024 ** 2
 }
 
-/** After a build: past its bound, the cache loses what no template came from. Never fails the build. */
-export function pruneAfterBuild(options: {
+/** The cache's size, measured without holding up the event loop (a server answers meanwhile). */
+function cacheBytes(dir: string): Promise<number> {
+  return new Promise((resolve) =>
+    execFile('du', ['-s', '-B1', '--', dir], { timeout: 600_000 }, (_error, stdout) =>
+      resolve(Number(String(stdout).split('\t')[0]) || 0),
+    ),
+  )
+}
+
+/**
+ * After a build: past its bound, the cache loses what no template came from. Only the home's own
+ * cache: one that ANALYST_TEMPLATE_CACHE names may serve other homes, whose templates this one
+ * does not see (`analyst template prune` still prunes it when asked). Never fails the build.
+ */
+export async function pruneAfterBuild(options: {
   home: string
   env?: NodeJS.ProcessEnv
   cacheDir: string
   onLog?: (line: string) => void
-}): PruneResult | undefined {
+}): Promise<PruneResult | undefined> {
   try {
+    if (options.cacheDir !== join(templatesRoot(options.home), 'cache')) return undefined
     const bound = cacheBoundBytes(options.env ?? process.env)
-    const size = diskBytes([options.cacheDir])
+    const size = await cacheBytes(options.cacheDir)
     if (size <= bound) return undefined
     const result = pruneTemplates({ home: options.home, env: options.env, cacheDir: options.cacheDir })
     options.onLog?.(

@@ -163,6 +163,8 @@ describe('a context that ignores interrupts', () => {
       ),
     })
     expect((await sandbox.runCode('kept_in_python + 1')).text).toBe('42')
+    // bash's default-value expansion, not a JavaScript template.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: bash code
     const fresh = await sandbox.runCode('echo "[${LOST:-gone}]"', { context: bash })
     expect(fresh.logs.stdout).toEqual(['[gone]\n'])
   })
