@@ -51,7 +51,7 @@ export const LANGUAGE_PROFILES: Record<AnalysisLanguage, LanguageProfile> = {
     fence: 'r',
     sandbox:
       '- A stateful R session, like an R notebook: variables, functions and loaded libraries persist between your code runs.\n' +
-      '- The tidyverse (dplyr, tidyr, readr, ggplot2), data.table and base R are installed. Read files with read.csv() or readr::read_csv().',
+      '- The tidyverse (dplyr, tidyr, readr, ggplot2), data.table and base R are installed. Read files with readr::read_csv() (or data.table::fread(), read.csv()), Excel with readxl::read_excel(), JSON with jsonlite; each file below shows its read call.',
     sqlResult: 'a data.frame',
     repair: 'for example print names(df) to get the exact column names',
     guarded: false,

@@ -26,10 +26,11 @@ const CHARTS: Record<LanguageProfile['language'], string> = {
 /** How code reaches the host's databases and large files, and what is in them. */
 export function sourcesSection(described: string, language?: LanguageProfile['language']): string {
   const profile = languageProfile(language)
+  const r = profile.language === 'r'
   return `Data sources (databases and files queried with SQL on the host, not copied into the sandbox):
-- sql(query, source=None, params=None) runs one read-only SQL statement and returns ${profile.sqlResult}. Name the source when there are several; pass values as params ($1 or ? placeholders, or :name with a dict), never in the text.
-- Aggregate in SQL (GROUP BY, WHERE, ORDER BY … LIMIT) and pull small results into ${profile.language === 'r' ? 'R' : 'pandas'}: a result is cut at a row and byte cap. Large tables and large files are only reachable this way.
-- describe_table(name, source=None) gives a table's columns, types, keys, row estimate and sample values, for tables listed below by name only.
+- ${r ? 'sql(query, source = NULL, params = NULL)' : 'sql(query, source=None, params=None)'} runs one read-only SQL statement and returns ${profile.sqlResult}. Name the source when there are several; pass values as params ($1 or ? placeholders${r ? ' with a list, or :name with a named list' : ', or :name with a dict'}), never in the text.
+- Aggregate in SQL (GROUP BY, WHERE, ORDER BY … LIMIT) and pull small results into ${r ? 'R' : 'pandas'}: a result is cut at a row and byte cap. Large tables and large files are only reachable this way.
+- ${r ? 'describe_table(name, source = NULL)' : 'describe_table(name, source=None)'} gives a table's columns, types, keys, row estimate and sample values, for tables listed below by name only.
 
 ${described}`
 }

@@ -188,6 +188,10 @@ describe('analyst command line', () => {
       ['template', 'import', 'out.tar', '--name', 'copy'],
       ['template-import', { file: 'out.tar', name: 'copy' }],
     ],
+    [
+      ['template', 'prune', '--all'],
+      ['template-prune', { all: true, json: false }],
+    ],
   ])('template %j', async (argv, [name, expected]) => {
     const { calls } = await parse(argv as string[])
     expect(calls).toHaveLength(1)

@@ -618,6 +618,20 @@ export function program(onCommand: (name: string, options: unknown) => Promise<n
       result = onCommand('template-rm', { names, cwd: process.cwd() })
     })
   template
+    .command('prune')
+    .description(
+      'remove build cache entries (base roots, apt layers) that no built template came from, and say how much space that freed; the cache prunes itself after a build once past ANALYST_TEMPLATE_CACHE_MB (default 10240)',
+    )
+    .option('--all', 'also remove templates that no name points at (then what only they came from)')
+    .option('--json', 'as JSON')
+    .action((options: Record<string, unknown>) => {
+      result = onCommand('template-prune', {
+        all: Boolean(options.all),
+        json: Boolean(options.json),
+        cwd: process.cwd(),
+      })
+    })
+  template
     .command('export')
     .description('write a template as an OCI image archive (podman load takes it too)')
     .argument('<name>', 'a name or an id')
@@ -702,6 +716,10 @@ async function dispatch(name: string, options: unknown): Promise<number> {
     case 'template-rm':
       return (await import('./commands/template.js')).templateRemove(
         options as import('./commands/template.js').TemplateRemoveOptions,
+      )
+    case 'template-prune':
+      return (await import('./commands/template.js')).templatePrune(
+        options as import('./commands/template.js').TemplatePruneOptions,
       )
     case 'template-export':
       return (await import('./commands/template.js')).templateExport(

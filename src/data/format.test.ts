@@ -146,3 +146,62 @@ describe('formatProfiles', () => {
     )
   })
 })
+
+describe('formatProfiles for R', () => {
+  it('reads each file in R: readr with the delimiter, encoding and decimal mark pandas needed', () => {
+    const text = formatProfiles(
+      [
+        profile('a.csv', [column('id'), column('when', 'datetime64[ns]', { nulls: 1, samples: [null] })]),
+        profile('b.csv', [column('flag', 'bool', { samples: [true, false] })], {
+          delimiter: ';',
+          encoding: 'cp1252',
+          readCall: "pd.read_csv('data/b.csv', sep=';', encoding='cp1252', decimal=',', header=None)",
+          warnings: [
+            "'d' holds dates as text (2024-01-05 … 2024-03-01): convert with pd.to_datetime(df['d'], dayfirst=True)",
+            "'n' is mostly numbers (90%) but has text, so pandas keeps it as object: pd.to_numeric(df['n'], errors='coerce') turns the text into NaN",
+            "'p' holds numbers stored as text with symbols such as $ or %: strip them, then pd.to_numeric(df['p'].str.replace(r'[^0-9.eE+-]', '', regex=True))",
+          ],
+        }),
+        profile('c.tsv', [column('x')], { format: 'tsv', delimiter: '\t' }),
+      ],
+      { language: 'r' },
+    )
+    expect(text).toContain('a <- readr::read_csv("data/a.csv", show_col_types = FALSE)')
+    expect(text).toContain(
+      'b <- readr::read_delim("data/b.csv", delim = ";", col_names = FALSE, locale = readr::locale(encoding = "windows-1252", decimal_mark = ","), show_col_types = FALSE)',
+    )
+    expect(text).toContain('c <- readr::read_tsv("data/c.tsv", show_col_types = FALSE)')
+    expect(text).toContain("- 'id' dbl: 1 … 10")
+    expect(text).toContain("- 'when' dttm, 1 null")
+    expect(text).toMatch(/'flag' lgl.*e\.g\. TRUE, FALSE/)
+    expect(text).toContain("convert with lubridate::dmy(df[['d']])")
+    expect(text).toContain("as.numeric(df[['n']]) turns the text into NA")
+    expect(text).toContain("'p' holds numbers stored as text with symbols such as $ or % (convert it in R)")
+    expect(text).not.toMatch(/pd\.|pandas|NaN|True/)
+  })
+
+  it('reads workbooks with readxl, JSON with jsonlite, and keeps sql() for files kept on the host', () => {
+    const book = profile('book.xlsx', [column('a')], {
+      format: 'excel',
+      sheets: [
+        { name: 'Q1', rows: 10, columns: [column('a')], sampleRows: [], warnings: [], readCall: '' },
+        { name: 'Q2', rows: 10, columns: [column('b')], sampleRows: [], warnings: [], readCall: '' },
+      ],
+    })
+    const text = formatProfiles(
+      [
+        book,
+        profile('events.ndjson', [column('id')], { format: 'ndjson', compression: 'gzip' }),
+        profile('big.csv', [column('id')], { rows: 6000, sqlTable: 'big' }),
+      ],
+      { language: 'r' },
+    )
+    expect(text).toContain('readxl::excel_sheets("data/book.xlsx")')
+    expect(text).toContain('book_q1 <- readxl::read_excel("data/book.xlsx")')
+    expect(text).toContain('book_q2 <- readxl::read_excel("data/book.xlsx", sheet = "Q2")')
+    expect(text).toContain('[sheet "Q2"]')
+    expect(text).toContain('events <- jsonlite::stream_in(gzfile("data/events.ndjson"), verbose = FALSE)')
+    expect(text).toContain('sql("SELECT … FROM big")')
+    expect(text).not.toContain('pd.')
+  })
+})

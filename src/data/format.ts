@@ -5,11 +5,14 @@
  * @module
  */
 import { py, thousands } from './python-literal.js'
+import { quoteName, type ReadLanguage, rReadCall, rType, rWarning, rWorkbookIntro } from './r-text.js'
 import type { Cell, ColumnProfile, DatasetProfile, SheetProfile } from './types.js'
 
 export interface FormatOptions {
   /** Budget per file, in tokens (estimated as characters / 4). @default 1500 */
   tokensPerFile?: number
+  /** The language the model reads the files in: its read calls, types and missing values. @default python */
+  language?: ReadLanguage
 }
 
 export const DEFAULT_TOKENS_PER_FILE = 1500
@@ -41,12 +44,18 @@ function when(text: string): string {
   return text.replace(/T00:00:00(?:\.0+)?$/, '').replace(/^(\d{4}-\d{2}-\d{2})T/, '$1 ')
 }
 
-function cellText(value: Cell, dtype?: string): string {
-  if (value === null) return dtype?.startsWith('datetime') ? 'NaT' : 'NaN'
+function cellText(value: Cell, dtype?: string, language: ReadLanguage = 'python'): string {
+  const r = language === 'r'
+  if (value === null) return r ? 'NA' : dtype?.startsWith('datetime') ? 'NaT' : 'NaN'
   if (typeof value === 'string' && dtype?.startsWith('datetime')) return when(value)
   if (typeof value === 'number') return number(value)
-  if (typeof value === 'boolean') return value ? 'True' : 'False'
+  if (typeof value === 'boolean') return r ? (value ? 'TRUE' : 'FALSE') : value ? 'True' : 'False'
   return py(clip(value))
+}
+
+/** The column's type as the language's reader gives it. */
+function typeName(dtype: string, language: ReadLanguage): string {
+  return language === 'r' ? rType(dtype) : dtype
 }
 
 function count(n: number, estimated?: boolean): string {
@@ -54,7 +63,12 @@ function count(n: number, estimated?: boolean): string {
 }
 
 /** `'name' dtype, N nulls: stats; e.g. …` in one line. */
-export function columnLine(column: ColumnProfile, rows: number, sampled = false): string {
+export function columnLine(
+  column: ColumnProfile,
+  rows: number,
+  sampled = false,
+  language: ReadLanguage = 'python',
+): string {
   const parts: string[] = []
   if (column.nulls > 0)
     parts.push(
@@ -86,16 +100,21 @@ export function columnLine(column: ColumnProfile, rows: number, sampled = false)
   const samples =
     (column.top && !column.dates) || (column.dates && !column.dates.asText) || column.samples.length === 0
       ? ''
-      : `; e.g. ${column.samples.map((v) => cellText(v, column.dtype)).join(', ')}`
-  const head = `- ${py(clip(column.name, NAME_CHARS))} ${column.dtype}${parts.length > 0 ? `, ${parts.join(', ')}` : ''}`
+      : `; e.g. ${column.samples.map((v) => cellText(v, column.dtype, language)).join(', ')}`
+  const head = `- ${py(clip(column.name, NAME_CHARS))} ${typeName(column.dtype, language)}${parts.length > 0 ? `, ${parts.join(', ')}` : ''}`
   return `${head}${stats.length > 0 ? `: ${stats.join('; ')}` : ''}${samples}`
 }
 
-function shortColumn(column: ColumnProfile): string {
-  return `${py(clip(column.name, NAME_CHARS))} ${column.dtype}`
+function shortColumn(column: ColumnProfile, language: ReadLanguage): string {
+  return `${py(clip(column.name, NAME_CHARS))} ${typeName(column.dtype, language)}`
 }
 
-function sampleLines(columns: ColumnProfile[], rows: Record<string, Cell>[], n: number): string[] {
+function sampleLines(
+  columns: ColumnProfile[],
+  rows: Record<string, Cell>[],
+  n: number,
+  language: ReadLanguage,
+): string[] {
   if (n === 0 || rows.length === 0 || columns.length === 0) return []
   const shown = columns.slice(0, 12)
   const more = columns.length > shown.length ? ` | … (${columns.length - shown.length} more)` : ''
@@ -105,7 +124,7 @@ function sampleLines(columns: ColumnProfile[], rows: Record<string, Cell>[], n: 
       shown
         .map((c) => {
           const v = row[c.name]
-          return v === undefined ? '' : cellText(v, c.dtype)
+          return v === undefined ? '' : cellText(v, c.dtype, language)
         })
         .join(' | '),
     )
@@ -119,17 +138,19 @@ type Table = Pick<
   'readCall' | 'rows' | 'rowsEstimated' | 'sampled' | 'columns' | 'sampleRows' | 'warnings'
 > & {
   title: string
-  /** The Python variable the section's read call assigns. */
+  /** The variable the section's read call assigns. */
   variable: string
+  language: ReadLanguage
 }
 
 /** The column block, as detailed as `budget` characters allow. */
 function columnBlock(table: Table, budget: number): string[] {
-  const full = table.columns.map((c) => columnLine(c, table.rows, table.sampled))
+  const { language } = table
+  const full = table.columns.map((c) => columnLine(c, table.rows, table.sampled, language))
   const total = full.reduce((n, line) => n + line.length + 1, 0)
   if (total <= budget) return full
   // As many full lines as fit (keeping room for the rest in short form), then the rest in short form.
-  const short = table.columns.map(shortColumn)
+  const short = table.columns.map((c) => shortColumn(c, language))
   const restShort = new Array<number>(short.length + 1).fill(0) // characters of short[i:] joined
   for (let i = short.length - 1; i >= 0; i--)
     restShort[i] = (restShort[i + 1] as number) + (short[i] as string).length + 2
@@ -152,7 +173,10 @@ function columnBlock(table: Table, budget: number): string[] {
   }
   // Too many even by name: list what fits, then summarize the rest by dtype.
   const dtypes = new Map<string, number>()
-  for (const c of table.columns.slice(i)) dtypes.set(c.dtype, (dtypes.get(c.dtype) ?? 0) + 1)
+  for (const c of table.columns.slice(i)) {
+    const type = typeName(c.dtype, language)
+    dtypes.set(type, (dtypes.get(type) ?? 0) + 1)
+  }
   const summary = [...dtypes]
     .sort((a, b) => b[1] - a[1])
     .map(([d, n]) => `${thousands(n)} ${d}`)
@@ -160,7 +184,7 @@ function columnBlock(table: Table, budget: number): string[] {
   const last = table.columns[table.columns.length - 1] as ColumnProfile
   const names: string[] = []
   const tail = (listed: number) =>
-    ` … ${thousands(rest.length - listed)} more up to ${py(clip(last.name, 30))}. Of the ${thousands(rest.length)} columns here: ${summary}; list them with df.columns or df.dtypes.value_counts()`
+    ` … ${thousands(rest.length - listed)} more up to ${py(clip(last.name, 30))}. Of the ${thousands(rest.length)} columns here: ${summary}; list them with ${language === 'r' ? 'names(df) or table(sapply(df, class))' : 'df.columns or df.dtypes.value_counts()'}`
   let length = '- more: '.length + tail(0).length
   for (const item of rest) {
     if (used + length + item.length + 2 > budget) break
@@ -175,15 +199,19 @@ function section(table: Table, budgetTokens: number): string {
   const budget = budgetTokens * CHARS_PER_TOKEN
   const header = [
     `## ${table.title} — ${count(table.rows, table.rowsEstimated)} rows × ${thousands(table.columns.length)} columns`,
-    `${table.variable} = ${table.readCall}`,
+    `${table.variable} ${table.language === 'r' ? '<-' : '='} ${table.readCall}`,
   ]
-  const warnings = table.warnings.slice(0, MAX_WARNINGS).map((w) => `- ${w}`)
+  const said = table.language === 'r' ? table.warnings.map(rWarning) : table.warnings
+  const warnings = said.slice(0, MAX_WARNINGS).map((w) => `- ${w}`)
   if (table.warnings.length > MAX_WARNINGS)
     warnings.push(`- (${table.warnings.length - MAX_WARNINGS} more warnings)`)
   let columnsTitle = 'Columns:'
   if (table.columns.length > 30) {
     const dtypes = new Map<string, number>()
-    for (const c of table.columns) dtypes.set(c.dtype, (dtypes.get(c.dtype) ?? 0) + 1)
+    for (const c of table.columns) {
+      const type = typeName(c.dtype, table.language)
+      dtypes.set(type, (dtypes.get(type) ?? 0) + 1)
+    }
     const counts = [...dtypes].sort((a, b) => b[1] - a[1]).map(([d, n]) => `${thousands(n)} ${d}`)
     columnsTitle = `Columns (${counts.join(', ')}):`
   }
@@ -196,7 +224,7 @@ function section(table: Table, budgetTokens: number): string {
       ...(warn.length > 0 ? ['Warnings:', ...warn] : []),
     ].join('\n')
   for (const n of [5, 3, 0]) {
-    const samples = sampleLines(table.columns, table.sampleRows, n)
+    const samples = sampleLines(table.columns, table.sampleRows, n, table.language)
     const fixed = render([], samples, warnings).length
     const columns = columnBlock(table, budget - fixed)
     const text = render(columns, samples, warnings)
@@ -217,11 +245,18 @@ function section(table: Table, budgetTokens: number): string {
   return render([], [], [])
 }
 
-function sheetTable(profile: DatasetProfile, sheet: SheetProfile, variable: string): Table {
+function sheetTable(
+  profile: DatasetProfile,
+  sheet: SheetProfile,
+  variable: string,
+  language: ReadLanguage,
+): Table {
+  const first = profile.sheets?.[0] === sheet
   return {
-    title: `data/${profile.name} [sheet ${py(sheet.name)}] (Excel)`,
+    title: `data/${profile.name} [sheet ${quoteName(sheet.name, language)}] (Excel)`,
     variable,
-    readCall: sheet.readCall,
+    language,
+    readCall: language === 'r' ? rReadCall(profile, { name: sheet.name, first }) : sheet.readCall,
     rows: sheet.rows,
     rowsEstimated: sheet.rowsEstimated,
     columns: sheet.columns,
@@ -240,7 +275,12 @@ const FORMAT_NAMES: Record<string, string> = {
   unknown: 'unknown format',
 }
 
-function fileSection(profile: DatasetProfile, budgetTokens: number, variables: Variables): string {
+function fileSection(
+  profile: DatasetProfile,
+  budgetTokens: number,
+  variables: Variables,
+  language: ReadLanguage,
+): string {
   if (profile.error) return `## data/${profile.name} — could not be profiled\n${profile.error}`
   if (profile.sqlTable) {
     const columns = profile.columns.map((column) => column.name).join(', ')
@@ -251,15 +291,18 @@ function fileSection(profile: DatasetProfile, budgetTokens: number, variables: V
     // The workbook's sheets share the budget: the first gets half, the others the rest.
     const [first, ...others] = profile.sheets as [SheetProfile, ...SheetProfile[]]
     const each = Math.max(60, Math.floor(budgetTokens / 2 / others.length))
-    const intro = `## data/${profile.name} (Excel workbook, ${profile.sheets.length} sheets; pd.read_excel(${py(`data/${profile.name}`)}, sheet_name=None) reads all as a dict)`
+    const intro =
+      language === 'r'
+        ? rWorkbookIntro(profile, profile.sheets.length)
+        : `## data/${profile.name} (Excel workbook, ${profile.sheets.length} sheets; pd.read_excel(${py(`data/${profile.name}`)}, sheet_name=None) reads all as a dict)`
     return [
       intro,
       section(
-        sheetTable(profile, first, variables.take(`${profile.name}_${first.name}`)),
+        sheetTable(profile, first, variables.take(`${profile.name}_${first.name}`), language),
         Math.floor(budgetTokens / 2),
       ),
       ...others.map((s) =>
-        section(sheetTable(profile, s, variables.take(`${profile.name}_${s.name}`)), each),
+        section(sheetTable(profile, s, variables.take(`${profile.name}_${s.name}`), language), each),
       ),
     ].join('\n')
   }
@@ -267,7 +310,8 @@ function fileSection(profile: DatasetProfile, budgetTokens: number, variables: V
     {
       title: `data/${profile.name} (${kind})`,
       variable: variables.take(profile.name),
-      readCall: profile.readCall,
+      language,
+      readCall: language === 'r' ? rReadCall(profile) : profile.readCall,
       rows: profile.rows,
       rowsEstimated: profile.rowsEstimated,
       sampled: profile.sampled,
@@ -315,7 +359,7 @@ export function joinHints(profiles: DatasetProfile[]): string[] {
 }
 
 const PYTHON_KEYWORDS = new Set(
-  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield pd np plt'.split(
+  'False None True and as assert async await break class continue def del elif else except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield pd np plt function repeat next'.split(
     ' ',
   ),
 )
@@ -345,7 +389,8 @@ export function formatProfiles(profiles: DatasetProfile[], options: FormatOption
   const budget = options.tokensPerFile ?? DEFAULT_TOKENS_PER_FILE
   const tables = profiles.reduce((n, p) => n + (p.error ? 0 : Math.max(1, p.sheets?.length ?? 1)), 0)
   const variables = new Variables(tables <= 1)
-  const sections = profiles.map((profile) => fileSection(profile, budget, variables))
+  const language = options.language ?? 'python'
+  const sections = profiles.map((profile) => fileSection(profile, budget, variables, language))
   const hints = joinHints(profiles)
   if (hints.length > 0) {
     const shown = hints.slice(0, 20)

@@ -236,6 +236,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
             : error
         }))),
     cacheDir: join(home, 'cache'),
+    templates: openTemplates(home),
     idleMs: options.idleMs,
     leaseMs: options.leaseMs,
     observer: metrics.observer,
@@ -276,6 +277,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const catalog = openTemplates(home)
   const builds = new TemplateBuilds({
     allowed: options.allowTemplateBuilds === true,
+    replica: service.replica,
     limits: { ...buildLimitsFromEnv(), ...options.templateBuildLimits },
   })
   const builder = options.templateBuilder ?? (await loadTemplateBuilder())

@@ -6,8 +6,9 @@
  * is in the store under ANALYST_HOME/templates, where every replica that shares it finds it.
  * @module
  */
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import {
+  AnalystError,
   ConflictError,
   ForbiddenError,
   InvalidArgumentError,
@@ -15,6 +16,24 @@ import {
   RateLimitError,
 } from '../errors.js'
 import type { BuiltTemplate } from '../templates/types.js'
+
+/**
+ * A build's status asked of a replica that does not run it: builds live in the memory of the
+ * replica that took them (421 Misdirected Request: this server cannot answer for it).
+ */
+export class BuildElsewhereError extends AnalystError {
+  static override readonly errorName: string = 'BuildElsewhereError'
+  override readonly status = 421
+}
+
+/** What to do when a build's requests reach several replicas. */
+const ELSEWHERE_HINT =
+  "Send a build's requests (POST /v3/templates, its build and status; /api/templates) to one replica: route /templates/, /v2/templates/, /v3/templates and /api/templates with session affinity (or run builds on one replica). The template it makes is in the store every replica shares (or build with analyst template build and carry it with ANALYST_TEMPLATE_IMPORT)."
+
+/** The short tag of a replica in the ids of its builds (hex: safe in a URL). */
+function replicaTag(replica: string): string {
+  return createHash('sha256').update(replica).digest('hex').slice(0, 8)
+}
 
 /** How long, how much disk and how much memory one build may take. */
 export interface TemplateBuildLimits {
@@ -111,6 +130,8 @@ export interface TemplateBuildsOptions {
   maxWaiting?: number
   /** How long an ended build is kept for its status. @default 1 hour */
   keepMs?: number
+  /** This replica's name, tagged in its builds' ids so that another replica can say where one runs. @default this process */
+  replica?: string
 }
 
 /** A build's log is capped: a chatty apt-get should not hold the server's memory. */
@@ -126,12 +147,29 @@ export class TemplateBuilds {
   #running = false
   readonly #maxWaiting: number
   readonly #keepMs: number
+  readonly #tag: string
 
   constructor(options: TemplateBuildsOptions) {
     this.allowed = options.allowed
     this.limits = { ...DEFAULT_BUILD_LIMITS, ...options.limits }
     this.#maxWaiting = options.maxWaiting ?? 4
     this.#keepMs = options.keepMs ?? 3600_000
+    this.#tag = replicaTag(options.replica ?? `${process.pid}:${randomUUID()}`)
+  }
+
+  /** A new build's id: a UUID with this replica's tag, so that another replica can tell it is not its own. */
+  newId(): string {
+    return `${randomUUID()}-${this.#tag}`
+  }
+
+  /** Throws what to do when the id is another replica's build; returns when it may be this one's. */
+  assertHere(id: string): void {
+    const tag = /^[0-9a-f-]{36}-([0-9a-f]{8})$/.exec(id)?.[1]
+    if (tag && tag !== this.#tag)
+      throw new BuildElsewhereError(
+        `Template build ${id} runs on another replica, not this one: builds are kept by the replica that runs them`,
+        { hint: ELSEWHERE_HINT },
+      )
   }
 
   /** Throws the refusal a client gets when builds are off. */
@@ -146,7 +184,7 @@ export class TemplateBuilds {
   }
 
   /** Starts a build (or queues it behind the one running); it runs on after the request ends. */
-  start(name: string, owner: string | null, run: RunBuild, id: string = randomUUID()): TemplateBuild {
+  start(name: string, owner: string | null, run: RunBuild, id: string = this.newId()): TemplateBuild {
     this.assertAllowed()
     this.#forget()
     const waiting = [...this.#builds.values()].filter((b) => b.status === 'waiting').length
@@ -177,7 +215,10 @@ export class TemplateBuilds {
   /** The build of this id if the caller may see it (its owner), else a 404. */
   get(id: string, owner: string | null): TemplateBuild {
     const build = this.#builds.get(id)
-    if (!build || build.owner !== owner) throw new NotFoundError(`No template build ${id}`)
+    if (!build || build.owner !== owner) {
+      this.assertHere(id)
+      throw new NotFoundError(`No template build ${id} (an ended build is kept for its status for a while)`)
+    }
     return build
   }
 

@@ -31,6 +31,8 @@ export async function forkSession(
     ...(source.model ? { model: source.model } : {}),
     ...(source.sources ? { sources: source.sources } : {}),
     ...(source.template ? { template: source.template } : {}),
+    ...(source.templateId ? { templateId: source.templateId } : {}),
+    ...(source.language ? { language: source.language } : {}),
   })
   for (const { createdAt: _, ...dataset } of datasets) await history.putDataset(copy.id, dataset)
   for (const run of runs) {

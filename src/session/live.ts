@@ -28,6 +28,7 @@ import {
 } from '../sandbox/index.js'
 import type { BlobStore, HistoryStore, StoredDataset } from '../store/index.js'
 import { type HostTable, hostTables, type SandboxDataFile, sandboxFiles } from './datasets.js'
+import { sessionLanguage, sessionTemplate, type TemplateCatalog } from './environment.js'
 import type { Replayed } from './events.js'
 
 /** How each session's analyst works: the agent's settings that a door chooses. */
@@ -100,6 +101,8 @@ export interface LiveContext {
   sources?: SessionSources
   /** Where data files too large for the sandbox go, if the door keeps them on the host. */
   largeFiles?: LargeFiles
+  /** Where the build a session was made in is found by its id. */
+  templates?: TemplateCatalog
 }
 
 /**
@@ -134,9 +137,18 @@ async function openSessionSources(
   return context.sources.open(names)
 }
 
-/** The prompt's text on the session's data: its files' profiles, and the host's sources if it has some. */
-function describeData(profiles: StoredDataset['profile'][], sourcesText: string | undefined): string {
-  const files = profiles.length > 0 ? formatProfiles(profiles) : sourcesText ? '(no files were given)' : ''
+/** The prompt's text on the session's data: its files' profiles (read in its language), and the host's sources if it has some. */
+function describeData(
+  profiles: StoredDataset['profile'][],
+  sourcesText: string | undefined,
+  language: AnalysisLanguage | undefined,
+): string {
+  const files =
+    profiles.length > 0
+      ? formatProfiles(profiles, { language: language ?? 'python' })
+      : sourcesText
+        ? '(no files were given)'
+        : ''
   return [files, sourcesText].filter(Boolean).join('\n\n')
 }
 
@@ -192,11 +204,7 @@ export class LiveSession {
     model: ModelChoice,
     signal?: AbortSignal,
   ): Promise<LiveSession> {
-    const { history, analyst: settings } = context
-    // The guard reads Python; an R session has the jail and the limits (agent/language.ts).
-    const guard = settings.guard !== false && languageProfile(settings.language).guarded
-    // The parser loads while the sandbox starts, not during the first step.
-    const guardReady = guard ? warmUp().catch(() => {}) : undefined
+    const { history } = context
     // One snapshot: the conversation and the cells replayed for it agree, over one connection.
     const [session, datasets, messages, steps] = await history.snapshot((at) =>
       Promise.all([
@@ -206,6 +214,16 @@ export class LiveSession {
         at.steps(sessionId),
       ]),
     )
+    // The session's own language and build, whatever the door's are now: its cells replay there.
+    const language = sessionLanguage(session, context.analyst.language)
+    // A session that predates these records (no language kept) starts in the door's template.
+    const { template: doorTemplate, ...sandboxSettings } = context.sandbox
+    const template = sessionTemplate(session, context) ?? (session?.language ? undefined : doorTemplate)
+    const settings = { ...context.analyst, language }
+    // The guard reads Python; an R session has the jail and the limits (agent/language.ts).
+    const guard = settings.guard !== false && languageProfile(language).guarded
+    // The parser loads while the sandbox starts, not during the first step.
+    const guardReady = guard ? warmUp().catch(() => {}) : undefined
     const files = await sandboxFiles(datasets, {
       blobs: context.blobs,
       cacheDir: context.cacheDir,
@@ -221,9 +239,8 @@ export class LiveSession {
     let sandbox: Sandbox
     try {
       sandbox = await Sandbox.create({
-        ...context.sandbox,
-        // The template it was made with, whatever the door's default is now: its cells replay there.
-        ...(session?.template ? { template: session.template } : {}),
+        ...sandboxSettings,
+        ...(template ? { template } : {}),
         ...(sources ? { sources } : {}),
         provider: context.provider,
         data: files.map((file) => ({ path: file.path, name: file.name })),
@@ -273,7 +290,7 @@ export class LiveSession {
       mode: mode ?? model.mode,
       sandbox,
       sessionId,
-      dataDescription: describeData(profiles, sourcesText),
+      dataDescription: describeData(profiles, sourcesText, language),
       history: messages as ModelMessage[],
       evidence: steps.flatMap((step) => [step.stdout, ...step.results.map((result) => result.text ?? '')]),
       check,
@@ -300,7 +317,7 @@ export class LiveSession {
       await this.sandbox.files.addData(file.path, file.name)
       this.profiles = [...this.profiles.filter((p) => p.name !== file.name), file.profile]
     }
-    this.analyst.setDataDescription(describeData(this.profiles, this.sourcesText))
+    this.analyst.setDataDescription(describeData(this.profiles, this.sourcesText, this.language))
   }
 
   /**
@@ -314,7 +331,7 @@ export class LiveSession {
     )
     if (text === this.sourcesText) return
     this.sourcesText = text
-    this.analyst.setDataDescription(describeData(this.profiles, text))
+    this.analyst.setDataDescription(describeData(this.profiles, text, this.language))
   }
 
   async close(): Promise<void> {

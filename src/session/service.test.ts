@@ -2,9 +2,10 @@
  * The session service with a mock sandbox and a scripted model (no kernels), over a real SQLite
  * file and blob folder: the lifecycle every door relies on.
  */
-import { unlinkSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, onTestFinished } from 'vitest'
 import { askAll, openTestService, type TestService } from '../../test/support/service.js'
 import { waitFor } from '../../test/support/wait.js'
 import {
@@ -15,8 +16,9 @@ import {
   ShuttingDownError,
 } from '../errors.js'
 import { ScriptedModel, type ScriptStep } from '../models/scripted.js'
+import { openTemplates, writeManifest } from '../templates/store.js'
 import { MockSandboxProvider } from '../test/mock-sandbox.js'
-import { SessionService } from './service.js'
+import { SessionService, type SessionServiceOptions } from './service.js'
 
 const SALES = resolve('examples/sales.csv')
 const opened: TestService[] = []
@@ -42,21 +44,26 @@ async function open(script: ScriptStep[], options: { idleMs?: number; mock?: Moc
 
 /** The text of the system prompt and messages of a model call. */
 /** Another process over the same store: a new service with its own provider and model. */
+const serviceOptions = (
+  first: TestService,
+  mock: MockSandboxProvider,
+  model = new ScriptedModel([{ text: 'Fine.' }]),
+): SessionServiceOptions => ({
+  history: first.stores.history,
+  blobs: first.stores.blobs,
+  provider: mock,
+  model: async () => ({
+    model,
+    spec: 'scripted:again',
+    provider: 'custom',
+    modelId: 'again',
+    mode: 'tools',
+  }),
+  cacheDir: join(first.home, 'cache'),
+  idleMs: 0,
+})
 const restarted = (first: TestService, mock: MockSandboxProvider, model: ScriptedModel) =>
-  new SessionService({
-    history: first.stores.history,
-    blobs: first.stores.blobs,
-    provider: mock,
-    model: async () => ({
-      model,
-      spec: 'scripted:again',
-      provider: 'custom',
-      modelId: 'again',
-      mode: 'tools',
-    }),
-    cacheDir: join(first.home, 'cache'),
-    idleMs: 0,
-  })
+  new SessionService(serviceOptions(first, mock, model))
 const promptText = (model: ScriptedModel, call: number) => JSON.stringify(model.calls[call]?.prompt)
 
 describe('SessionService', () => {
@@ -136,6 +143,102 @@ describe('SessionService', () => {
       expect(again.sandboxes.map((sandbox) => sandbox.template)).toEqual(['modern'])
     } finally {
       await second.shutdown()
+    }
+  })
+
+  it('records the language of a session, and replays and prompts in it whatever the door says now', async () => {
+    const mock = new MockSandboxProvider(undefined, ['python', 'r'])
+    const model = new ScriptedModel([
+      { toolCall: { name: 'run_r', input: JSON.stringify({ code: 'a <- 1' }) } },
+      { text: 'a is 1.' },
+    ])
+    const first = await openTestService({ provider: mock, model, analyst: { language: 'r' } })
+    opened.push(first)
+    const { id } = await first.service.createSession()
+    expect((await first.service.getSession(id)).language).toBe('r')
+    await first.service.addData(id, [{ path: SALES }])
+    await askAll(first.service, id, 'Set a.')
+    // The data is described the R way: its read call, R's types, no pandas.
+    expect(promptText(model, 0)).toContain(
+      'df <- readr::read_csv(\\"data/sales.csv\\", show_col_types = FALSE)',
+    )
+    expect(promptText(model, 0)).not.toContain('pd.read_csv')
+    await first.service.shutdown()
+
+    // Another process whose door says nothing of languages (python): the session stays in R.
+    const again = new MockSandboxProvider(undefined, ['python', 'r'])
+    const next = new ScriptedModel([{ text: 'Still 1.' }])
+    const second = restarted(first, again, next)
+    try {
+      await askAll(second, id, 'And a?')
+      expect(again.calls.map((call) => [call.code, call.language])).toEqual([['a <- 1', 'r']])
+      expect(promptText(next, 0)).toContain('R session')
+      expect(JSON.stringify(next.calls[0]?.tools)).toContain('run_r')
+      expect(await second.export(id, 'ipynb')).toContain('"ir"')
+    } finally {
+      await second.shutdown()
+    }
+  })
+
+  it("replays a session in the build its template's name pointed at, and says what to do once it is removed", async () => {
+    const templatesHome = mkdtempSync(join(tmpdir(), 'analyst-service-templates-'))
+    onTestFinished(() => rmSync(templatesHome, { recursive: true, force: true }))
+    const catalog = openTemplates(templatesHome)
+    const build = (id: string) => {
+      const folder = catalog.scratch('build')
+      writeManifest(folder, {
+        id,
+        base: { kind: 'host' },
+        hasRootfs: false,
+        python: { path: '/usr/bin/python3', version: '3.11.2' },
+        languages: ['python'],
+        packages: {},
+        env: {},
+        sizeBytes: 0,
+        createdAt: new Date().toISOString(),
+      })
+      catalog.commit(folder, id)
+      catalog.setName('team', id)
+    }
+    const [older, newer] = ['1'.repeat(64), '2'.repeat(64)]
+    build(older)
+    const mock = provider()
+    const first = await openTestService({
+      provider: mock,
+      model: new ScriptedModel([{ code: 'a = 1' }, { text: 'a is 1.' }]),
+      sandbox: { template: 'team' },
+      templates: catalog,
+    })
+    opened.push(first)
+    const { id } = await first.service.createSession()
+    expect(await first.service.getSession(id)).toMatchObject({ template: 'team', templateId: older })
+    await expect(first.service.createSession({ template: 'nosuch' })).rejects.toThrow(/No template "nosuch"/)
+    await askAll(first.service, id, 'Set a.')
+    await first.service.shutdown()
+
+    // The name moves to a newer build: the session keeps its own.
+    build(newer)
+    const again = provider()
+    const second = new SessionService({ ...serviceOptions(first, again), templates: catalog })
+    try {
+      await askAll(second, id, 'And a?')
+      expect(again.sandboxes.map((sandbox) => sandbox.template)).toEqual([older])
+      expect((await second.createSession()).templateId).toBeUndefined()
+    } finally {
+      await second.shutdown()
+    }
+
+    // Its build removed: the next question says so, and how to get it back.
+    catalog.remove(older)
+    const third = new SessionService({ ...serviceOptions(first, provider()), templates: catalog })
+    try {
+      await expect(askAll(third, id, 'Still there?')).rejects.toMatchObject({
+        status: 404,
+        message: expect.stringMatching(/"team" \(build 111111111111\), is no longer built here/),
+        hint: expect.stringMatching(/Build it again from the same spec/),
+      })
+    } finally {
+      await third.shutdown()
     }
   })
 

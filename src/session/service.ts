@@ -43,6 +43,7 @@ import {
   type StoredSession,
 } from '../store/index.js'
 import { type DataFileInput, profileInputs, sandboxFiles } from './datasets.js'
+import { recordEnvironment, sessionLanguage, type TemplateCatalog } from './environment.js'
 import type { SessionEvent } from './events.js'
 import { forkSession } from './fork.js'
 import { replicaName, SessionLease } from './lease.js'
@@ -104,6 +105,12 @@ export interface SessionServiceOptions {
    * that needs a sandbox is refused (CapacityError).
    */
   budget?: MemoryBudget
+  /**
+   * Where built templates are found (the door's ANALYST_HOME/templates): a new session records the
+   * id of the build its template's name points at, and replays there while that build exists.
+   * Left out, a session records the name alone.
+   */
+  templates?: TemplateCatalog
 }
 
 /** Told what the service does, as it does it (metrics count it; nothing waits for it). */
@@ -190,7 +197,11 @@ export class SessionService {
     } = {},
   ): Promise<StoredSession> {
     const { sources: asked, user, template: askedTemplate, ...rest } = input
-    const template = askedTemplate ?? templateName(this.options.sandbox?.template)
+    const environment = recordEnvironment(
+      askedTemplate ?? this.options.sandbox?.template,
+      this.options.analyst?.language,
+      this.options,
+    )
     const directory = this.options.sources
     if (!directory && asked?.length) {
       throw new InvalidArgumentError('This server offers no data sources to choose from', {
@@ -201,7 +212,7 @@ export class SessionService {
     return this.options.history.createSession({
       ...rest,
       ...(sources.length ? { sources } : {}),
-      ...(template ? { template } : {}),
+      ...environment,
       title: input.title?.trim() || UNTITLED,
     })
   }
@@ -657,6 +668,7 @@ export class SessionService {
         cacheDir: this.options.cacheDir,
         sources: this.options.sources,
         largeFiles: this.options.largeFiles,
+        templates: this.options.templates,
       },
       sessionId,
       model,
@@ -720,8 +732,9 @@ export class SessionService {
   }
 
   async export(sessionId: string, format: ExportFormat, owner?: string | null): Promise<string> {
-    const { language } = this.options.analyst ?? {}
-    return exportSession(await this.sessionHistory(sessionId, owner), format, this.options.blobs, language)
+    const history = await this.sessionHistory(sessionId, owner)
+    const language = sessionLanguage(history.session, this.options.analyst?.language)
+    return exportSession(history, format, this.options.blobs, language)
   }
 
   // ------------------------------------------------------------------ lifetime
@@ -834,9 +847,4 @@ export class SessionService {
     clearInterval(this.sweeper)
     await Promise.all([...this.live.keys()].map((id) => this.close(id)))
   }
-}
-
-/** What a session records of the door's template: its name or id (a built one by its id). */
-function templateName(template: SandboxCreateOptions['template']): string | undefined {
-  return typeof template === 'string' ? template : template?.id
 }

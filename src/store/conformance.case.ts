@@ -275,6 +275,27 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
       expect((await history.listSessions()).find((s) => s.id === inTemplate.id)?.template).toBe('modern')
     })
 
+    it('keeps the id of the build a session started from, and its language', async () => {
+      const id = 'a'.repeat(64)
+      const made = await history.createSession({
+        title: 'r',
+        template: 'modern',
+        templateId: id,
+        language: 'r',
+      })
+      const old = await history.createSession({ title: 'before ids' })
+      expect(made).toMatchObject({ template: 'modern', templateId: id, language: 'r' })
+      expect(await history.getSession(made.id)).toMatchObject({
+        template: 'modern',
+        templateId: id,
+        language: 'r',
+      })
+      expect((await history.listSessions()).find((s) => s.id === made.id)).toMatchObject({ templateId: id })
+      const before = await history.getSession(old.id)
+      expect(before?.templateId).toBeUndefined()
+      expect(before?.language).toBeUndefined()
+    })
+
     it('marks what was running as interrupted, and a failed run as failed', async () => {
       const session = await history.createSession({ title: 't' })
       const cut = await history.startRun(session.id, 'q1')

@@ -43,6 +43,14 @@ export interface StoredSession {
   sources?: string[]
   /** The template its sandbox starts from, by name or id (none: the engine's default environment). */
   template?: string
+  /**
+   * The id of the built template `template` pointed at when the session was made: its cells replay
+   * in that build even after the name moves to a newer one. Absent: no template, an engine's own
+   * (E2B's names), or a session made before ids were recorded.
+   */
+  templateId?: string
+  /** The language its cells are in (`python`, `r`); absent for sessions made before it was recorded. */
+  language?: string
   status: SessionStatus
   /** ISO 8601. */
   createdAt: string
@@ -230,6 +238,8 @@ export interface HistoryStore {
     model?: string
     sources?: string[]
     template?: string
+    templateId?: string
+    language?: string
   }): Promise<StoredSession>
   /** The session, if it exists and (when `owner` is given) belongs to that owner. */
   getSession(id: string, owner?: string | null): Promise<StoredSession | undefined>

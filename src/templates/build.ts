@@ -8,15 +8,24 @@
  * @module
  */
 import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { join, posix, resolve } from 'node:path'
+import { basename, join, posix, resolve } from 'node:path'
 import { AnalystError, InvalidArgumentError, SandboxUnavailableError, TemplateBuildError } from '../errors.js'
 import { findPython, type PythonInfo } from '../python.js'
 import { localImageId, refuseRegistryImage } from './base.js'
+import { CACHE_RECORD, pruneAfterBuild, templateCacheDir } from './cache.js'
 import { canonicalJson, copySource, filesHash, sha256, templateId } from './identity.js'
 import { inspectTemplate } from './inspect.js'
 import { BUILD_PATH, type BuildJailSpec, buildEnv, buildJailArgs, mergePath } from './jail.js'
 import { type CommandResult, runCommand } from './process.js'
-import { copyRoot, debianRecipe, debianRoot, imageRoot, loadArchive, type RootContext } from './roots.js'
+import {
+  copyRoot,
+  debianCacheEntry,
+  debianRecipe,
+  debianRoot,
+  imageRoot,
+  loadArchive,
+  type RootContext,
+} from './roots.js'
 import { loadRecipe } from './spec.js'
 import { fetchKind, type PipConfig, type Step, stepTitle, type TemplateRecipe, VENV } from './steps.js'
 import { checkTemplateName, openTemplates, type TemplateManifest, writeManifest } from './store.js'
@@ -79,6 +88,8 @@ interface ResolvedBase {
   make?: (to: string, context: RootContext) => Promise<{ cached: boolean }>
   /** The cache key of the base's root, for the layer cache above it. */
   cacheKey?: string
+  /** The cache entry its root is kept in, if it is kept there (a Debian suite's). */
+  cacheEntry?: string
   hostPython?: PythonInfo
 }
 
@@ -120,6 +131,7 @@ export async function buildTemplate(
   const limits = { ...DEFAULT_LIMITS, ...options.limits }
   const deadline = started + limits.timeoutMs
   const scratch = store.scratch(`build-${id.slice(0, 12)}`)
+  const cacheDir = options.cacheDir ?? templateCacheDir(options.home, options.env)
   let committed = false
   try {
     const builder = new Builder({
@@ -130,11 +142,12 @@ export async function buildTemplate(
       total,
       limits,
       deadline,
-      cacheDir:
-        options.cacheDir ?? (options.env ?? process.env).ANALYST_TEMPLATE_CACHE ?? join(store.root, 'cache'),
+      cacheDir,
       options,
     })
     const manifest = await builder.run(id)
+    // Which cache entries it came from: `template prune` keeps those of the templates there are.
+    writeFileSync(join(scratch, CACHE_RECORD), `${JSON.stringify({ entries: builder.cacheEntries })}\n`)
     writeManifest(scratch, manifest)
     const template = store.commit(scratch, id, { replace: true })
     committed = true
@@ -142,6 +155,13 @@ export async function buildTemplate(
     const named = store.get(id) as BuiltTemplate
     const elapsedMs = Date.now() - started
     options.onProgress?.({ type: 'finish', template: named, cached: false, elapsedMs })
+    // Past its bound (ANALYST_TEMPLATE_CACHE_MB), the cache loses what no template came from (after the build's end: it waits for nothing).
+    void pruneAfterBuild({
+      home: options.home,
+      env: options.env,
+      cacheDir,
+      onLog: (line) => options.onLog?.({ step: total, stream: 'stderr', line }),
+    })
     return { template: { ...template, names: named.names }, cached: false, elapsedMs }
   } finally {
     if (!committed) rmSync(scratch, { recursive: true, force: true })
@@ -180,6 +200,7 @@ async function resolveBase(recipe: TemplateRecipe, home: string): Promise<Resolv
         base: { kind: 'debian', suite: base.suite },
         identity,
         cacheKey: sha256(canonicalJson(identity)),
+        cacheEntry: debianCacheEntry(base.suite, base.slim),
         make: async (to, context) => {
           const { root, cached } = await debianRoot(base.suite, base.slim, context)
           await copyRoot(root, to, context)
@@ -313,6 +334,12 @@ class Builder {
 
   get #venvDir(): string {
     return join(this.#scratch, 'venv')
+  }
+
+  /** The cache entries this build started from or left (names of folders in the cache). */
+  get cacheEntries(): string[] {
+    const layer = this.#layerPrefix()
+    return [this.#base.cacheEntry, layer && basename(layer.dir)].filter((entry): entry is string => !!entry)
   }
 
   async run(id: string): Promise<TemplateManifest> {

@@ -34,6 +34,11 @@ export function debianRecipe(suite: string, slim: boolean) {
   }
 }
 
+/** The cache entry (a folder in the cache) that holds a Debian suite's root. */
+export function debianCacheEntry(suite: string, slim: boolean): string {
+  return `debian-${suite}${slim ? '-slim' : ''}-${sha256(canonicalJson(debianRecipe(suite, slim))).slice(0, 16)}`
+}
+
 /** Documentation a -slim base leaves out, as Debian's own slim images do. */
 const SLIM_EXCLUDES = [
   'path-exclude=/usr/share/man/*',
@@ -53,10 +58,7 @@ export async function debianRoot(
   context: RootContext,
 ): Promise<{ root: string; cached: boolean }> {
   const recipe = debianRecipe(suite, slim)
-  const dir = join(
-    context.cacheDir,
-    `debian-${suite}${slim ? '-slim' : ''}-${sha256(canonicalJson(recipe)).slice(0, 16)}`,
-  )
+  const dir = join(context.cacheDir, debianCacheEntry(suite, slim))
   if (existsSync(join(dir, 'rootfs'))) return { root: join(dir, 'rootfs'), cached: true }
   mkdirSync(context.cacheDir, { recursive: true })
   const partial = join(context.cacheDir, `.partial-${randomBytes(6).toString('hex')}`)

@@ -10,6 +10,7 @@ import type {
   DoExecuteOptions,
   EntryInfo,
   ExecutionEvent,
+  Language,
   SandboxBackend,
   SandboxCreateOptions,
   SandboxProvider,
@@ -42,6 +43,7 @@ export interface MockSandboxRecord {
 class MockSandbox implements SandboxBackend {
   readonly specificationVersion = 'v1'
   readonly provider = 'mock'
+  languages?: readonly Language[]
   readonly files = new Map<string, Uint8Array>()
   private readonly contexts = new Set<string>()
   count = 0
@@ -163,10 +165,15 @@ export class MockSandboxProvider implements SandboxProvider {
   readonly calls: DoExecuteOptions[] = []
   /** Every sandbox it made, in order. */
   readonly sandboxes: MockSandboxRecord[] = []
-  constructor(private readonly cell: MockCell = echo) {}
+  constructor(
+    private readonly cell: MockCell = echo,
+    /** The languages its sandboxes run (their cells are all mock cells). @default python only */
+    private readonly languages?: readonly Language[],
+  ) {}
 
   async doCreate(options: SandboxCreateOptions): Promise<SandboxBackend> {
     const sandbox = new MockSandbox(`mock-${this.sandboxes.length + 1}`, this.cell, this.calls)
+    if (this.languages) sandbox.languages = this.languages
     this.sandboxes.push(sandbox.record)
     if (options.template !== undefined)
       sandbox.record.template = typeof options.template === 'string' ? options.template : options.template.id

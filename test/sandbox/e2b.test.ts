@@ -57,6 +57,23 @@ describe('e2b provider', () => {
     }
   })
 
+  it("runs R and bash through E2B's language option and contexts (--language r on the e2b engine)", async () => {
+    const sandbox = await create()
+    try {
+      await sandbox.runCode('n <- 40', { language: 'r' })
+      expect((await sandbox.runCode('n + 2', { language: 'r' })).text).toBe('[1] 42')
+      // Python's default context is another kernel: R's variable is not there.
+      expect((await sandbox.runCode("'n' in globals()")).text).toBe('False')
+      const bash = await sandbox.createContext({ language: 'bash' })
+      expect(bash.language).toBe('bash')
+      const echoed = await sandbox.runCode('x=7; echo "x is $x"', { context: bash })
+      expect(echoed.logs.stdout.join('')).toBe('x is 7\n')
+      expect((await sandbox.runCode('echo "$x"', { context: bash })).logs.stdout.join('')).toBe('7\n')
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
   it('interrupts a cell at its timeout and keeps the state', async () => {
     const sandbox = await create()
     try {

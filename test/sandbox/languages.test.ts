@@ -150,6 +150,26 @@ describe('bash', () => {
   })
 })
 
+describe('a context that ignores interrupts', () => {
+  it('is restarted alone at its timeout, saying so; the Python state and the sandbox stay', async () => {
+    await sandbox.runCode('kept_in_python = 41')
+    const bash = await sandbox.createCodeContext({ language: 'bash' })
+    await sandbox.runCode('LOST=1', { context: bash })
+    const stopped = await sandbox.runCode("trap '' INT; sleep 1000", { context: bash, timeoutMs: 1000 })
+    expect(stopped.error).toMatchObject({
+      name: 'TimeoutError',
+      value: expect.stringMatching(
+        /The bash context did not stop within 1 s of the interrupt.*variables are lost/,
+      ),
+    })
+    expect((await sandbox.runCode('kept_in_python + 1')).text).toBe('42')
+    // bash's default-value expansion, not a JavaScript template.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: bash code
+    const fresh = await sandbox.runCode('echo "[${LOST:-gone}]"', { context: bash })
+    expect(fresh.logs.stdout).toEqual(['[gone]\n'])
+  })
+})
+
 describe('contexts', () => {
   it('are independent, each in its language, and refuse a language Analyst has no kernel for', async () => {
     const context = await sandbox.createCodeContext({ language: 'r' })

@@ -31,6 +31,8 @@ export async function openTestService(options: {
   observer?: ServiceObserver
   /** What every sandbox is made with, such as the door's sources. */
   sandbox?: SessionServiceOptions['sandbox']
+  /** Where built templates are found by name or id. */
+  templates?: SessionServiceOptions['templates']
 }): Promise<TestService> {
   const home = mkdtempSync(join(tmpdir(), 'analyst-service-'))
   const stores = await openStores(home, {})
@@ -45,6 +47,7 @@ export async function openTestService(options: {
     idleMs: options.idleMs ?? 0,
     observer: options.observer,
     sandbox: options.sandbox,
+    templates: options.templates,
   })
   return {
     service,

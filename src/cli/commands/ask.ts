@@ -6,6 +6,7 @@ import { type CodeMode, type ModelChoice, modelTimeoutMs, resolveModel } from '.
 import { ScriptedModel, type ScriptStep } from '../../models/scripted.js'
 import { sandboxResources } from '../../sandbox/kernel/limits.js'
 import { SessionService } from '../../session/index.js'
+import { openTemplates } from '../../templates/store.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
 import { UsageError } from '../errors.js'
 import { openHome } from '../home.js'
@@ -138,6 +139,7 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
       ...modal,
     },
     cacheDir: join(home, 'cache'),
+    templates: openTemplates(home),
     idleMs: 0,
   })
   let model: ModelChoice
@@ -163,8 +165,21 @@ export async function startAnalysis(options: AnalysisOptions): Promise<Analysis>
       )
     }
     // A stored session keeps its model unless --model says otherwise.
-    const stored = sessionId ? (await service.getSession(sessionId)).model : undefined
-    model = await chooseModel({ ...options, model: options.model ?? stored })
+    const session = sessionId ? await service.getSession(sessionId) : undefined
+    model = await chooseModel({ ...options, model: options.model ?? session?.model })
+    // A session keeps the language and template it was made in; a flag that differs is said, not obeyed.
+    if (session && !options.json) {
+      const kept = [
+        options.language && session.language && options.language !== session.language
+          ? `its language, ${session.language} (not --language ${options.language})`
+          : '',
+        options.template && session.language && options.template !== session.template
+          ? `its template, ${session.template ?? "the engine's own"} (not --template ${options.template})`
+          : '',
+      ].filter(Boolean)
+      if (kept.length > 0)
+        stderr.write(pc.yellow(`Analyst · session ${session.id.slice(0, 8)} keeps ${kept.join(' and ')}\n`))
+    }
     if (options.replay && !options.json)
       stderr.write(pc.yellow('Analyst · recorded replies, replayed: no model is called\n'))
     sessionId ??= (await service.createSession()).id

@@ -2,6 +2,7 @@ import pc from 'picocolors'
 import { readerChecks } from '../../data/index.js'
 import { engine } from '../../providers.js'
 import { runChecks } from '../../sandbox/local/checks.js'
+import { languageChecks } from './doctor-languages.js'
 import { sourceChecks } from './doctor-sources.js'
 
 export interface DoctorOptions {
@@ -45,6 +46,8 @@ export async function doctor(options: DoctorOptions): Promise<number> {
       })
     }
   }
+  // The other languages' kernels, which the local engine runs from the host's programs.
+  if (!chosen.check) checks.push(...languageChecks())
   checks.push(...(await sourceChecks(options.data ?? [], { cwd: options.cwd ?? process.cwd(), env })))
   const healthy = checks.every((check) => check.ok || !check.essential)
   if (options.json) {

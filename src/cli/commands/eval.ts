@@ -43,6 +43,7 @@ import {
   type Stores,
   userOwner,
 } from '../../store/index.js'
+import { openTemplates } from '../../templates/store.js'
 import { openDataSources, sourceArgs } from '../data-args.js'
 import { UsageError } from '../errors.js'
 import { modalToolSettings } from '../modal-tools.js'
@@ -324,6 +325,7 @@ export async function evalCommand(options: EvalOptions): Promise<number> {
         stream: false,
       },
       cacheDir: join(home, 'cache'),
+      templates: openTemplates(home),
       idleMs: 0,
     })
     process.on('SIGINT', onSignal)

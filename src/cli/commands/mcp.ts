@@ -4,6 +4,7 @@ import { AllowedFolders, McpConnection, serveStdio } from '../../mcp/index.js'
 import { type ModelChoice, modelTimeoutMs, resolveModel } from '../../models/index.js'
 import { sandboxResources } from '../../sandbox/kernel/limits.js'
 import { SessionService } from '../../session/index.js'
+import { openTemplates } from '../../templates/store.js'
 import { openDataSources, splitDataArgs } from '../data-args.js'
 import { openHome } from '../home.js'
 import { modalToolSettings } from '../modal-tools.js'
@@ -83,6 +84,7 @@ export async function mcp(options: McpOptions): Promise<number> {
       ...modal,
     },
     cacheDir: join(home, 'cache'),
+    templates: openTemplates(home),
     idleMs: 0,
   })
   const stop = new AbortController()

@@ -10,6 +10,7 @@ import pc from 'picocolors'
 import yoctoSpinner from 'yocto-spinner'
 import { analystHome } from '../../store/index.js'
 import { type BuildProgress, buildTemplate, formatBytes } from '../../templates/build.js'
+import { pruneTemplates } from '../../templates/cache.js'
 import { exportTemplate, importTemplate } from '../../templates/oci.js'
 import { recipeNames, recipePath } from '../../templates/recipes.js'
 import { openTemplates } from '../../templates/store.js'
@@ -235,6 +236,34 @@ export async function templateRemove(options: TemplateRemoveOptions): Promise<nu
       stdout.write(`Removed ${removed.name ?? removed.id.slice(0, 12)} (${removed.id.slice(0, 12)})\n`)
     else stdout.write(`Removed the name ${removed.name}; its template keeps its other names\n`)
   }
+  return 0
+}
+
+export interface TemplatePruneOptions extends Common {
+  /** Unnamed templates go too. */
+  all: boolean
+  json: boolean
+}
+
+/** `analyst template prune [--all]`: the cache entries no template came from; says the space freed. */
+export async function templatePrune(options: TemplatePruneOptions): Promise<number> {
+  const stdout = options.stdout ?? process.stdout
+  const result = pruneTemplates({ home: analystHome(options.env), env: options.env, all: options.all })
+  if (options.json) {
+    stdout.write(`${JSON.stringify(result)}\n`)
+    return 0
+  }
+  for (const template of result.templates)
+    stdout.write(
+      `Removed the unnamed template ${template.id.slice(0, 12)} (${formatBytes(template.bytes)})\n`,
+    )
+  for (const entry of result.entries) stdout.write(`Removed ${entry.name} (${formatBytes(entry.bytes)})\n`)
+  const count = result.entries.length + result.templates.length
+  stdout.write(
+    count === 0
+      ? 'Nothing to prune: every cache entry is one a built template came from.\n'
+      : `Freed ${formatBytes(result.freedBytes)}.\n`,
+  )
   return 0
 }
 

@@ -36,6 +36,7 @@ import type {
   DoExecuteOptions,
   DoStartCommandOptions,
   EntryInfo,
+  Language,
   SandboxBackend,
   SandboxCapabilities,
   SandboxCreateOptions,
@@ -45,6 +46,7 @@ import { assertSupported, FULL_CAPABILITIES, missingCapabilities } from '../capa
 import { killedError, timeoutError } from '../cell-output.js'
 import { finishCreate } from '../create-data.js'
 import { sandboxKilled } from '../errors.js'
+import { LANGUAGES, normalizeLanguage } from '../languages.js'
 import type { Artifact, MimeBundle } from '../messaging.js'
 import { dataFileSize } from '../paths.js'
 import { changedFiles, parseListing, WORKSPACE_LISTING } from '../snapshot.js'
@@ -140,6 +142,10 @@ class E2BBackend implements SandboxBackend {
   /** The last execution count of each context: a lower one later means a new kernel. */
   private readonly counts = new Map<string, number>()
   private killed = false
+  /** E2B's code interpreter has Python, R, JavaScript/TypeScript and bash contexts (a template without one says so per run). */
+  readonly languages = LANGUAGES
+  /** The language of each context this backend made (a probe after a timeout is Python's only). */
+  private readonly contextLanguages = new Map<string, Language>()
 
   constructor(
     private readonly sdk: E2BSandbox,
@@ -176,10 +182,16 @@ class E2BBackend implements SandboxBackend {
     }
     const context: Context | undefined =
       options.contextId && options.contextId !== 'default'
-        ? { id: options.contextId, language: 'python', cwd: HOME }
+        ? {
+            id: options.contextId,
+            language: this.contextLanguages.get(options.contextId) ?? 'python',
+            cwd: HOME,
+          }
         : undefined
+    // Without a context, the default context of the language (E2B's SDK takes one or the other).
+    const language = context ? context.language : (options.language ?? 'python')
     const running = this.sdk.runCode(options.code, {
-      context,
+      ...(context ? { context } : language !== 'python' ? { language } : {}),
       envs: options.envs,
       timeoutMs: options.timeoutMs,
       onStdout: (message) => onEvent({ type: 'stdout', text: message.line }),
@@ -198,7 +210,7 @@ class E2BBackend implements SandboxBackend {
     const aborted = new Promise<never>((_, reject) => {
       options.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true })
     })
-    const key = context?.id ?? 'default'
+    const key = context?.id ?? (language === 'python' ? 'default' : `default-${language}`)
     let executionCount: number | undefined
     try {
       executionCount = (await Promise.race([running, aborted])).executionCount
@@ -207,7 +219,12 @@ class E2BBackend implements SandboxBackend {
       if (options.signal?.aborted) throw options.signal.reason
       if (this.killed) throw sandboxKilled()
       if (!(error instanceof E2BTimeoutError)) throw fromE2B(error, 'running the cell')
-      onEvent(await this.afterTimeout(context, key, options.timeoutMs / 1000))
+      // The probe is Python: another language's kernel is taken to have kept its state.
+      onEvent(
+        language === 'python'
+          ? await this.afterTimeout(context, key, options.timeoutMs / 1000)
+          : timeoutError(options.timeoutMs / 1000),
+      )
     }
     for (const artifact of await this.artifacts().catch(() => [])) onEvent({ type: 'artifact', artifact })
     onEvent({ type: 'finish', executionCount })
@@ -240,13 +257,16 @@ class E2BBackend implements SandboxBackend {
     return timeoutError(seconds)
   }
 
-  async doCreateContext(options: { cwd?: string }): Promise<Context> {
+  async doCreateContext(options: { cwd?: string; language?: Language }): Promise<Context> {
     this.assertAlive()
     const cwd = inside(options.cwd ?? HOME)
-    const context = await this.sdk.createCodeContext({ cwd, language: 'python' }).catch((error: unknown) => {
+    const asked = options.language ?? 'python'
+    const context = await this.sdk.createCodeContext({ cwd, language: asked }).catch((error: unknown) => {
       throw fromE2B(error, 'creating a context')
     })
-    return { id: context.id, language: 'python', cwd: context.cwd }
+    const language = normalizeLanguage(context.language ?? asked)
+    this.contextLanguages.set(context.id, language)
+    return { id: context.id, language, cwd: context.cwd }
   }
 
   async doRestartContext(contextId: string): Promise<void> {

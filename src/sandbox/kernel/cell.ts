@@ -75,6 +75,15 @@ export async function runKernelCell(
         if (outcome.stopped === 'timeout' && message.name === 'KeyboardInterrupt') {
           return timeoutError(seconds, message.traceback)
         }
+        // Another language's process ignored the interrupt: that context alone was restarted.
+        if (outcome.stopped === 'timeout' && message.name === 'ContextRestarted') {
+          return {
+            type: 'error',
+            name: 'TimeoutError',
+            value: `The cell ran longer than its ${seconds} s timeout. ${message.value}`,
+            traceback: message.traceback,
+          }
+        }
         return { type: 'error', name: message.name, value: message.value, traceback: message.traceback }
     }
   }

@@ -132,7 +132,7 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     const name = nameOf(given, parsed.data.tags ?? [])
     if (TEMPLATES.includes(name))
       throw new InvalidArgumentError(`"${name}" is the server's own template and cannot be rebuilt`)
-    const buildID = crypto.randomUUID()
+    const buildID = builds.newId()
     const now = Date.now()
     for (const [id, entry] of requested) if (now - entry.at > 3600_000) requested.delete(id)
     // The template's sandboxes get its memory and cores unless Sandbox.create sets its own.
@@ -166,8 +166,10 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     mayBuild(c)
     const buildID = c.req.param('buildId')
     const pending = requested.get(buildID)
-    if (!pending || pending.owner !== c.env.owner || pending.name !== c.req.param('id'))
+    if (!pending || pending.owner !== c.env.owner || pending.name !== c.req.param('id')) {
+      builds.assertHere(buildID)
       throw new NotFoundError(`No build ${buildID} was requested for template ${c.req.param('id')}`)
+    }
     const request = readBuildRequest(await c.req.json().catch(() => undefined), names())
     const owner = c.env.owner
     const missing = request.files.find((hash) => !files.present(owner, hash))

@@ -19,6 +19,10 @@ export interface SessionsTable {
   sources: string | null
   /** Since migration 9: the template its sandbox starts from (a name or id), null for the engine's default. */
   template: string | null
+  /** Since migration 10: the id of the built template the name pointed at when it was made (null: none, or an engine's own template). */
+  template_id: string | null
+  /** Since migration 10: the language its cells are in (python, r), null for sessions made before. */
+  language: string | null
 }
 
 export interface DatasetsTable {
@@ -508,6 +512,12 @@ export const MIGRATIONS: Migration[] = [
   // another replica, runs its cells in the same environment.
   async (db) => {
     await db.schema.alterTable('sessions').addColumn('template', 'text').execute()
+  },
+  // 10: the template's id (a name moves to the newest build; the session keeps its own) and the
+  // session's language, so that continuing it needs neither --template nor --language again.
+  async (db) => {
+    await db.schema.alterTable('sessions').addColumn('template_id', 'text').execute()
+    await db.schema.alterTable('sessions').addColumn('language', 'text').execute()
   },
 ]
 

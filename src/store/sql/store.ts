@@ -81,6 +81,8 @@ function toSession(row: Selectable<SessionsTable> & { questions: number | null }
     model: row.model ?? undefined,
     ...(row.sources ? { sources: JSON.parse(row.sources) as string[] } : {}),
     ...(row.template ? { template: row.template } : {}),
+    ...(row.template_id ? { templateId: row.template_id } : {}),
+    ...(row.language ? { language: row.language } : {}),
     status: row.status as SessionStatus,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -162,6 +164,8 @@ export class SqlHistoryStore implements HistoryStore {
     model?: string
     sources?: string[]
     template?: string
+    templateId?: string
+    language?: string
   }): Promise<StoredSession> {
     const at = now()
     const row = {
@@ -171,6 +175,8 @@ export class SqlHistoryStore implements HistoryStore {
       model: input.model ?? null,
       sources: input.sources?.length ? JSON.stringify(input.sources) : null,
       template: input.template ?? null,
+      template_id: input.templateId ?? null,
+      language: input.language ?? null,
       status: 'idle',
       created_at: at,
       updated_at: at,

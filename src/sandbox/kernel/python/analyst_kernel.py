@@ -757,18 +757,26 @@ class Interrupter:
 
     FIRST_RETRY = 0.02
     LAST_RETRY = 1.0
+    # Another language's process that runs on this long after its SIGINT ignores it: it is ended,
+    # and that context alone starts again (its variables lost, Python's kept). Within the host's
+    # grace (2 s on the local engine), after which the host would kill this whole kernel.
+    FOREIGN_GRACE = 1.0
 
     def __init__(self, main_thread_id):
         self.main_thread_id = main_thread_id
         self.cell = None
         self.due = 0.0
         self.wait = self.FIRST_RETRY
+        self.foreign_cell = None
+        self.foreign_due = 0.0
 
     def interrupt(self, cell_id):
         Cells.interrupted = cell_id
         foreign = Cells.foreign
         if foreign is not None and Cells.current == cell_id:
             foreign.interrupt()  # its own process: SIGINT there, not here
+            self.foreign_cell = cell_id
+            self.foreign_due = time.monotonic() + self.FOREIGN_GRACE
             return
         if Cells.current is not None and Cells.current == cell_id:
             self.cell = cell_id
@@ -782,11 +790,19 @@ class Interrupter:
 
     def timeout_ms(self):
         """How long the IO thread may wait before the next send is due; None with nothing to send."""
-        if self.cell is None:
+        dues = [due for cell, due in ((self.cell, self.due), (self.foreign_cell, self.foreign_due)) if cell is not None]
+        if not dues:
             return None
-        return max(0, int((self.due - time.monotonic()) * 1000))
+        return max(0, int((min(dues) - time.monotonic()) * 1000))
 
     def retry(self):
+        if self.foreign_cell is not None:
+            foreign = Cells.foreign
+            if foreign is None or Cells.current != self.foreign_cell:
+                self.foreign_cell = None  # the cell ended: the interrupt was honoured
+            elif time.monotonic() >= self.foreign_due:
+                self.foreign_cell = None
+                foreign.end_unresponsive(self.FOREIGN_GRACE)
         if self.cell is None:
             return
         if Cells.current != self.cell or Cells.delivered == self.cell:

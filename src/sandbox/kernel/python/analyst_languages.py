@@ -72,6 +72,8 @@ class ForeignContext:
         self.pending = b''
         self.write_lock = threading.Lock()
         self.interrupted = False
+        # Seconds it ran on after an interrupt before it was ended (None: it was not).
+        self.ended_after = None
 
     # ------------------------------------------------------------ the process
 
@@ -181,6 +183,18 @@ class ForeignContext:
         except OSError:
             pass
 
+    def end_unresponsive(self, seconds):
+        """Ends a process that ignored the interrupt (the IO thread's call): the running cell's
+        read sees it stop, and the context starts a new process with its next cell."""
+        pid = self.pid
+        if pid is None:
+            return
+        self.ended_after = seconds
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
     def set_env(self, envs):
         """Variables for every later cell (the sandbox's own), in a kernel that runs already."""
         if self.pid is None:
@@ -197,6 +211,7 @@ class ForeignContext:
         if self.pid is None:
             self.start(dict(base_env))
         self.count += 1
+        self.ended_after = None
         if self.language == 'bash':
             return self.run_bash(code, envs)
         self.send({'type': 'execute', 'id': cell_id, 'code': code, 'envs': envs})
@@ -243,6 +258,14 @@ class ForeignContext:
             except OSError:
                 pass
         self.stdin = self.messages = None
+        if self.ended_after is not None:
+            return {
+                'name': 'ContextRestarted',
+                'value': 'The %s context did not stop within %g s of the interrupt, so its process was ended: '
+                         'its variables are lost (the Python context and the others keep theirs). '
+                         'A new one starts with the next cell.' % (self.name, self.ended_after),
+                'traceback': '',
+            }
         return {
             'name': 'KernelDied',
             'value': 'The %s kernel stopped while running this cell (%s): its variables are lost. '
