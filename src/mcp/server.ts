@@ -10,7 +10,7 @@ import { createRequire } from 'node:module'
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js'
 import type { CallToolResult, ServerNotification } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
-import { formatProfiles } from '../data/index.js'
+import { type DatasetProfile, formatProfiles } from '../data/index.js'
 import { NotFoundError } from '../errors.js'
 import { RUN_PYTHON_DESCRIPTION } from '../integrations/cell.js'
 import type { QuerySourceInfo } from '../sandbox/query.js'
@@ -164,6 +164,12 @@ export class McpConnection {
     if (runs?.length === 0) await service.deleteSession(sessionId, owner).catch(() => {})
   }
 
+  /** A file's profile as the session's language reads it (an R session's in readr's terms). */
+  private async profileText(profile: DatasetProfile): Promise<string> {
+    const session = await this.options.service.history.getSession(this.options.sessionId)
+    return formatProfiles([profile], { language: session?.language === 'r' ? 'r' : 'python' })
+  }
+
   /** Runs a tool's work, answering any error as a tool error (none when the client cancelled). */
   private async call(extra: RequestExtra, work: () => Promise<CallToolResult>): Promise<CallToolResult> {
     this.running++
@@ -273,7 +279,7 @@ export class McpConnection {
           const datasets = await service.history.datasets(sessionId)
           const wanted = name.replace(/^(\.\/)?data\//, '')
           const dataset = datasets.find((d) => d.name === wanted)
-          if (dataset) return { content: [{ type: 'text', text: formatProfiles([dataset.profile]) }] }
+          if (dataset) return { content: [{ type: 'text', text: await this.profileText(dataset.profile) }] }
           const known = datasets.map((d) => d.name).join(', ') || 'none yet'
           if (!sources?.sources.length) {
             throw new NotFoundError(`No data file ${name} in this session`, {
@@ -314,7 +320,7 @@ export class McpConnection {
             signal: extra.signal,
           })
           if (!dataset) throw new Error('the file was not recorded')
-          const text = `Added: the code reads it at data/${dataset.name}.\n\n${formatProfiles([dataset.profile])}`
+          const text = `Added: the code reads it at data/${dataset.name}.\n\n${await this.profileText(dataset.profile)}`
           return { content: [{ type: 'text', text }] }
         }),
     )

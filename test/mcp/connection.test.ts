@@ -66,10 +66,16 @@ async function connect(
     allow?: boolean
     data?: string[]
     heartbeatMs?: number
+    /** The language the door's sessions are in (`analyst mcp --language r`). */
+    language?: 'r'
   } = {},
 ): Promise<Setup> {
   const mock = new MockSandboxProvider(cell)
-  const test = await openTestService({ provider: mock, model: options.model ?? new ScriptedModel([]) })
+  const test = await openTestService({
+    provider: mock,
+    model: options.model ?? new ScriptedModel([]),
+    ...(options.language ? { analyst: { language: options.language } } : {}),
+  })
   cleanups.push(() => test.close())
   const service = options.noModel
     ? new SessionService({
@@ -176,6 +182,13 @@ describe('the MCP server', () => {
     expect(textOf(missing)).toContain(
       "No data file nope.csv in this session\nThe session's files: sales.csv.",
     )
+  })
+
+  it('profiles the data files in R terms for an R session', async () => {
+    const { client } = await connect({ data: [SALES], language: 'r' })
+    const profile = textOf(await callTool(client, 'profile_data', { name: 'data/sales.csv' }))
+    expect(profile).toContain('readr::read_csv("data/sales.csv"')
+    expect(profile).not.toContain('pd.read_csv')
   })
 
   it('adds data only from an allowed folder: outside paths and links out of it are refused with the reason', async () => {
