@@ -17,6 +17,7 @@ import { canonicalJson, copySource, filesHash, sha256, templateId } from './iden
 import { inspectTemplate } from './inspect.js'
 import { BUILD_PATH, type BuildJailSpec, buildEnv, buildJailArgs, mergePath } from './jail.js'
 import { type CommandResult, runCommand } from './process.js'
+import { removeRoot } from './remove-root.js'
 import {
   copyRoot,
   debianCacheEntry,
@@ -164,7 +165,7 @@ export async function buildTemplate(
     })
     return { template: { ...template, names: named.names }, cached: false, elapsedMs }
   } finally {
-    if (!committed) rmSync(scratch, { recursive: true, force: true })
+    if (!committed) removeRoot(scratch)
   }
 }
 

@@ -6,11 +6,12 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SandboxError } from '../errors.js'
 import { BUILDER_VERSION, canonicalJson, sha256 } from './identity.js'
 import { type CommandLimits, runCommand } from './process.js'
+import { removeRoot } from './remove-root.js'
 import { KERNEL_PACKAGES } from './steps.js'
 
 export const DEBIAN_MIRROR = () => process.env.ANALYST_DEBIAN_MIRROR || 'http://deb.debian.org/debian'
@@ -100,7 +101,8 @@ export async function debianRoot(
       // another build made the same base meanwhile: theirs serves
     }
   } finally {
-    rmSync(partial, { recursive: true, force: true })
+    // A killed mmdebstrap leaves its mounts (the host's /dev/shm among them) in the partial root.
+    removeRoot(partial)
   }
   return { root: join(dir, 'rootfs'), cached: false }
 }

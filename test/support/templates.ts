@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { dirname, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
+import { removeRoot } from '../../src/templates/remove-root.js'
 import { openTemplates, type TemplateStore, writeManifest } from '../../src/templates/store.js'
 import type { BuiltTemplate } from '../../src/templates/types.js'
 
@@ -124,7 +125,8 @@ async function build(store: TemplateStore, id: string): Promise<BuiltTemplate> {
     store.setName(TRIXIE, id)
     return { ...built, names: [TRIXIE] }
   } catch (error) {
-    rmSync(folder, { recursive: true, force: true })
+    // A killed mmdebstrap leaves its mounts (the host's /dev/shm among them) in the root.
+    removeRoot(folder)
     throw error
   }
 }
