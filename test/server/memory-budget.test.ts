@@ -145,7 +145,16 @@ describe.skipIf(!isRoot)('the memory budget of the sandboxes (real cgroups)', ()
 
   it('an idle E2B sandbox is paused the same way, and its next call resumes it by replay', async () => {
     Object.assign(process.env, { E2B_API_URL: server.url, E2B_SANDBOX_URL: server.url, E2B_API_KEY: 'any' })
-    const sandbox = await Sandbox.create()
+    // The busy session of the case above is still stopping its cell (its client left): until then
+    // a create is refused with 503 and Retry-After, as it says, and taken once the cell has ended.
+    const sandbox = await waitFor(
+      () =>
+        Sandbox.create().catch((error: Error) => {
+          if (error.name === 'ServiceBusyError') return undefined
+          throw error
+        }),
+      { what: 'room for the sandbox once the busy cell has stopped', timeoutMs: 60_000, intervalMs: 500 },
+    )
     try {
       expect((await sandbox.runCode(HOLD('e', 220))).logs.stdout.join('')).toContain('held')
       // A session asks again: its replay needs room, and the sandbox, idle, is paused for it.

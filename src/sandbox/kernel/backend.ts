@@ -134,6 +134,8 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
   protected async beforeCell(): Promise<void> {}
   /** After each cell that beforeCell began, however it ended. */
   protected afterCell(): void {}
+  /** Before a running cell is interrupted (a stop, a timeout): it must get to the signal at once. */
+  protected beforeInterrupt(): void {}
   /** A command's working folder as the kernel sees it. */
   protected commandCwd(cwd: string | undefined): string {
     if (cwd === undefined) return SANDBOX_HOME
@@ -230,6 +232,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
         interrupt: (id) => {
           // A stopped cell's queries are cancelled on their servers, not left to run on.
           cell.controller.abort()
+          this.beforeInterrupt()
           kernel.interrupt(id)
         },
         kill: () => this.stopKernel(kernel),

@@ -163,6 +163,19 @@ class LocalSandbox extends KernelBackend<Kernel> {
   }
 
   protected override afterCell(): void {
+    this.leaveBatch()
+  }
+
+  /**
+   * An interrupted cell leaves the batch class first: there it gets the CPU only when no one else
+   * wants it, so on a busy machine it would not even reach the interrupt, and its session would
+   * stay busy (and its memory held) long after the stop.
+   */
+  protected override beforeInterrupt(): void {
+    this.leaveBatch()
+  }
+
+  private leaveBatch(): void {
     clearInterval(this.busyCheck)
     this.busyCheck = undefined
     if (!this.batched) return
