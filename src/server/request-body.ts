@@ -14,7 +14,13 @@ export const MAX_JSON_BYTES = 4 * 1024 ** 2
 export async function readBody(request: Request, maxBytes: number): Promise<Uint8Array> {
   const tooLarge = () =>
     new TooLargeError(`The body is larger than ${maxBytes} bytes`, { hint: 'Send a smaller body.' })
-  if (Number(request.headers.get('content-length') ?? 0) > maxBytes) throw tooLarge()
+  const length = request.headers.get('content-length')
+  if (Number(length ?? 0) > maxBytes) throw tooLarge()
+  // A body of a known length within the limit is read whole, as @hono/node-server reads it
+  // straight from Node's request. Its .body is a web stream over that request (Readable.toWeb),
+  // which left about 19 kB per request behind on the heap (the soak's heap check: about 75 kB per
+  // session); only a body of unknown length (chunked) is read through it, to stop at the limit.
+  if (length !== null) return new Uint8Array(await request.arrayBuffer())
   const reader = request.body?.getReader()
   if (!reader) return new Uint8Array()
   const chunks: Uint8Array[] = []
