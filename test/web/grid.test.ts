@@ -162,13 +162,17 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     // would on seeing no focus there, until the focus is on Add files.
     const addFiles = page.locator('.add-files input[type=file]')
     const onAddFiles = () => addFiles.evaluate((input) => input === document.activeElement)
-    await expect(async () => {
-      if (!(await onAddFiles())) {
-        await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
-        await page.keyboard.press('u')
-      }
-      expect(await onAddFiles()).toBe(true)
-    }).toPass({ timeout: 30_000 })
+    await expect
+      .poll(
+        async () => {
+          if (await onAddFiles()) return true
+          await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+          await page.keyboard.press('u')
+          return onAddFiles()
+        },
+        { interval: 500 },
+      )
+      .toBe(true)
     const chooser = page.waitForEvent('filechooser')
     await page.keyboard.press('Enter')
     await (await chooser).setFiles(resolve('examples/sales.csv'))
