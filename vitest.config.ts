@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config'
+import { LongestFirst } from './test/support/sequencer.js'
 
 /** Files that run sandboxes in the trixie test template (test/support/templates.ts), besides the hostile suite. */
 const IN_TRIXIE = ['test/sandbox/local-template.test.ts', 'test/web/templates.test.ts']
@@ -17,6 +18,7 @@ export default defineConfig({
     // Sandboxes are real processes: a few test files at a time on a 2-core machine.
     pool: 'forks',
     maxWorkers: 2,
+    sequence: { sequencer: LongestFirst },
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // expect.poll waits for a state (a page element, an image decoded): 1 s, the default, is too

@@ -61,6 +61,8 @@ beforeAll(() => {
   const [info] = JSON.parse(pack.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>
   if (!info) throw new Error(`npm pack printed no package: ${pack.stdout}`)
   packed = info.files.map((file) => file.path)
+  const prebuilds = join(dir, 'prebuilds')
+  packPrebuild(prebuilds)
   const install = spawnSync(
     'npm',
     [
@@ -73,7 +75,15 @@ beforeAll(() => {
       '--no-fund',
       join(dir, info.filename),
     ],
-    { cwd: dir, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false' } },
+    {
+      cwd: dir,
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        npm_config_update_notifier: 'false',
+        npm_config_better_sqlite3_local_prebuilds: prebuilds,
+      },
+    },
   )
   expect(install.status, `${install.stdout}\n${install.stderr}`).toBe(0)
   installed = join(prefix, 'lib', 'node_modules', 'analyst')
@@ -81,6 +91,22 @@ beforeAll(() => {
   mkdirSync(home)
   env = { PATH: process.env.PATH, HOME: home, ANALYST_HOME: join(home, '.analyst'), NO_COLOR: '1' }
 }, 900_000)
+
+/**
+ * better-sqlite3's prebuilt binary, as a user with GitHub in reach gets it (prebuild-install takes
+ * it from this folder as a "local prebuild"), made from the one `npm ci` built here. Without it,
+ * prebuild-install's download fails here and SQLite is compiled again: most of the install's time.
+ */
+function packPrebuild(folder: string): void {
+  const pkg = join(ROOT, 'node_modules', 'better-sqlite3')
+  const { version } = JSON.parse(readFileSync(join(pkg, 'package.json'), 'utf8')) as { version: string }
+  mkdirSync(folder)
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`
+  const tar = spawnSync('tar', ['-czf', join(folder, name), '-C', pkg, 'build/Release/better_sqlite3.node'], {
+    encoding: 'utf8',
+  })
+  expect(tar.status, tar.stderr).toBe(0)
+}
 
 afterAll(() => {
   if (dir) rmSync(dir, { recursive: true, force: true })
