@@ -142,7 +142,8 @@ describe('the command line with --sandbox jupyter', () => {
     expect(bad.stdout).toMatch(/fix: Set ANALYST_JUPYTER_TOKEN/)
     const none = await analyst(['doctor', '--sandbox', 'jupyter'], { ANALYST_JUPYTER_URL: '' })
     expect(none.stdout).toMatch(/ANALYST_JUPYTER_URL is not set/)
-  })
+    // Three whole doctor runs: over a minute on a loaded machine.
+  }, 180_000)
 
   it('says which kernels exist when --jupyter-kernel names none of them', async () => {
     const { code, stderr } = await analyst([

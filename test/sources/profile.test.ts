@@ -141,7 +141,8 @@ describe('analyst doctor --data', () => {
     const readOnly = await analyst(['doctor', '--data', url('analyst_ro', 'RO_PW')])
     expect(readOnly.stdout).toContain('✓ source shop: postgres, read-only: analyst_ro may only read')
     expect(stdout + readOnly.stdout).not.toContain(SU_PASSWORD)
-  })
+    // Two whole doctor runs (each starts a sandbox): over a minute on a loaded machine.
+  }, 180_000)
 })
 
 describe('analyst mcp with a source', () => {
