@@ -192,6 +192,7 @@ describe.skipIf(!hasChromium)('accessibility and small screens in Chromium', () 
         await expect.poll(inPanel).toBe(true)
         const violations = await seriousViolations(page)
         if (violations.length) found[colorScheme] = violations
+        await page.screenshot({ path: join(tmpdir(), `analyst-a11y-390-sheet-${colorScheme}.png`) })
         // Tab and Shift+Tab go round the sheet's controls, each with its focus shown.
         expect(await unseenFocus(page, 12)).toEqual([])
         expect(await inPanel()).toBe(true)

@@ -167,6 +167,7 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
       ['2', '2Which segment orders most?'],
     ])
     await followUps.getByRole('button', { name: 'And as a table?', exact: true }).waitFor()
+    await followUps.screenshot({ path: join(tmpdir(), 'analyst-web-ui-follow-ups.png') })
     expect(await answer.textContent()).not.toContain('Follow-ups')
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
     await page.keyboard.press('?')
