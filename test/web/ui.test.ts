@@ -354,6 +354,27 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     expect(redrawn.elements[0]?.points).toEqual(shown.elements.map((bar) => [bar.label, bar.value]))
   }, 120_000)
 
+  it('reaches the exports, the session panel, its files and Restart kernel by key', async () => {
+    const focused = () =>
+      page.evaluate(() => {
+        const element = document.activeElement as HTMLElement | null
+        return element?.getAttribute('aria-label') ?? element?.textContent?.trim()
+      })
+    const press = async (key: string) => {
+      await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+      await page.keyboard.press(key)
+    }
+    await press('e')
+    await expect.poll(focused).toBe('Notebook')
+    await press('f')
+    await expect.poll(focused).toBe('Preview data/sales.csv')
+    await press('s')
+    await expect.poll(focused).toBe('Session')
+    await press('Shift+R')
+    const panel = page.getByRole('complementary', { name: 'Session' })
+    await panel.getByRole('status').filter({ hasText: 'rebuilt by replay' }).waitFor()
+  }, 60_000)
+
   it('shows why a question failed before it started, with the hint', async () => {
     const unconfigured = await startServer({
       host: '127.0.0.1',
