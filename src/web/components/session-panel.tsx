@@ -162,8 +162,13 @@ function Files({ files, onUpload }: { files: WorkspaceFile[]; onUpload: (files: 
   )
 }
 
-/** Makes every other part of the page inert while the sheet is open; gives the focus back after. */
-function useSheet(panel: { current: HTMLElement | null }, sheet: boolean) {
+/**
+ * Makes every other part of the page inert while the sheet is open (a press outside it closes it);
+ * gives the focus back after.
+ */
+function useSheet(panel: { current: HTMLElement | null }, sheet: boolean, onClose: () => void) {
+  const close = useRef(onClose)
+  close.current = onClose
   // Before the next paint, so a key that closes the sheet and acts on the page finds it live again.
   useLayoutEffect(() => {
     const element = panel.current
@@ -173,7 +178,12 @@ function useSheet(panel: { current: HTMLElement | null }, sheet: boolean) {
     )
     for (const other of others) other.inert = true
     if (!element.contains(document.activeElement)) element.focus()
+    const outside = (event: PointerEvent) => {
+      if (!element.contains(event.target as Node)) close.current()
+    }
+    document.addEventListener('pointerdown', outside)
     return () => {
+      document.removeEventListener('pointerdown', outside)
       for (const other of others) other.inert = false
       if (element.contains(document.activeElement) || document.activeElement === document.body)
         document.querySelector<HTMLElement>('.panel-toggle')?.focus()
@@ -199,7 +209,7 @@ export function SessionPanel({
   onUpload: (files: File[]) => void
 }) {
   const panel = useRef<HTMLElement>(null)
-  useSheet(panel, sheet)
+  useSheet(panel, sheet, onClose)
   const [restart, setRestart] = useState<{ busy: boolean; said?: string; failed?: boolean }>({ busy: false })
   const [restarts, setRestarts] = useState(0)
   const steps = detail.runs.reduce((n, run) => n + run.steps.length, 0)
