@@ -1,7 +1,9 @@
 /**
  * The web UI end to end: the real server (a scripted model, the real sandbox) and Debian's
  * Chromium driven by playwright-core. Upload a file, see its profile, ask, watch the code and a
- * chart arrive, read the answer, ask a follow-up, reload, find the session and open it again.
+ * chart arrive, read the answer, ask a follow-up by its key, reload, find the session and open it
+ * again; shape its chart and find the edit kept (on reload, in the exports); reach the exports,
+ * the session panel, its files and Restart kernel by key.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
