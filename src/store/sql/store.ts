@@ -622,14 +622,16 @@ export class SqlHistoryStore implements HistoryStore {
     index: number,
     edit?: StoredChartEdit,
   ): Promise<boolean> {
-    // Read and written back in one transaction; the results' JSON carries the edit (no column).
+    // Read and written back in one transaction, the row locked where rows lock (two edits of one
+    // step's charts at once both stay); the results' JSON carries the edit (no column).
     return this.db.transaction().execute(async (trx) => {
-      const row = await trx
+      let read = trx
         .selectFrom('steps')
         .select('results')
         .where('id', '=', stepId)
         .where('session_id', '=', sessionId)
-        .executeTakeFirst()
+      if (this.runtime.rowLocks) read = read.forUpdate()
+      const row = await read.executeTakeFirst()
       if (!row) return false
       const results = JSON.parse(row.results) as StoredResult[]
       const result = results[index]
