@@ -12,28 +12,22 @@ import { createApp } from './app.js'
 import type { SessionDetail } from './types.js'
 
 const CHART = {
-  type: 'line',
+  type: 'bar',
   title: 'Visits',
   x_label: 'day',
   y_label: 'visits',
   x_unit: null,
   y_unit: null,
-  x_ticks: [],
-  x_tick_labels: [],
-  x_scale: 'linear',
-  y_ticks: [],
-  y_tick_labels: [],
-  y_scale: 'linear',
-  elements: [
-    {
-      label: 'visits',
-      points: [
-        [1, 5],
-        [2, 7],
-        [3, 6],
-      ],
-    },
-  ],
+  x_scale: 'categorical',
+  orientation: 'vertical',
+  elements: ['mon', 'tue', 'wed'].map((label, i) => ({
+    label,
+    group: 'visits',
+    value: [5, 7, 6][i],
+    start: i - 0.4,
+    end: i + 0.4,
+    bottom: 0,
+  })),
 }
 
 describe('PUT …/results/:index/chart', () => {
@@ -71,7 +65,7 @@ describe('PUT …/results/:index/chart', () => {
       sessionId,
       step: {
         step: 1,
-        code: 'plt.plot(days, visits)',
+        code: 'plt.bar(days, visits)',
         stdout: '',
         stderr: '',
         results: [{ isMainResult: false, chart: CHART }],
