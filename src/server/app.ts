@@ -39,6 +39,7 @@ import {
 } from './auth/index.js'
 import { isBrowserPage, loginRedirect, refusalPage } from './browser-refusal.js'
 import { cellRoutes } from './cells.js'
+import { chartRoutes } from './charts.js'
 import { frameRoutes } from './frames.js'
 import type { ServerMetrics } from './metrics.js'
 import { openApiDocument } from './openapi.js'
@@ -358,6 +359,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   )
 
   app.route('/', frameRoutes({ service, ownerOf: (c) => (c as Context<Env>).get('owner') }))
+  app.route('/', chartRoutes({ service, ownerOf: (c) => (c as Context<Env>).get('owner') }))
   app.route('/', restartRoutes({ service, ownerOf: (c) => (c as Context<Env>).get('owner') }))
 
   app.post('/api/sessions/:id/ask', async (c) => {

@@ -300,6 +300,47 @@ export const openApiDocument = {
         },
       },
     },
+    '/api/sessions/{id}/runs/{runId}/steps/{step}/results/{index}/chart': {
+      parameters: [
+        sessionId,
+        { name: 'runId', in: 'path', required: true, schema: { type: 'string' } },
+        { name: 'step', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } },
+        {
+          name: 'index',
+          in: 'path',
+          required: true,
+          schema: { type: 'integer', minimum: 0 },
+          description: "The result's place among the step's results",
+        },
+      ],
+      put: {
+        summary:
+          "Keep a person's edit of a chart drawn from its data (another mark, titles; an empty title hides it): the page draws it, shared pages show it, the exports carry its Vega-Lite spec. {} puts the chart back as it was drawn",
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                additionalProperties: false,
+                properties: {
+                  mark: { type: 'string', enum: ['bar', 'line', 'scatter', 'area'] },
+                  title: { type: 'string', maxLength: 500 },
+                  xTitle: { type: 'string', maxLength: 500 },
+                  yTitle: { type: 'string', maxLength: 500 },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          200: { description: '{ chartEdit: the edit kept, or null }' },
+          400: error,
+          404: error,
+          409: error,
+        },
+      },
+    },
     '/api/sessions/{id}/restart': {
       parameters: [sessionId],
       post: {

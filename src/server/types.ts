@@ -6,7 +6,7 @@
 import type { AskResult, Violation } from '../agent/events.js'
 import type { DatasetProfile } from '../data/index.js'
 import type { ServiceEvent } from '../session/events.js'
-import type { RunStatus, SessionStatus, StoredQuery, StoredRun } from '../store/types.js'
+import type { RunStatus, SessionStatus, StoredChartEdit, StoredQuery, StoredRun } from '../store/types.js'
 
 export type { RunStatus, SessionStatus, StoredQuery }
 
@@ -75,6 +75,8 @@ export interface ResultView {
   chart?: unknown
   /** The whole DataFrame, kept by the kernel: page it at /api/sessions/:id/results/:frameId/rows. */
   frame?: { id: string; rows: number; columns: number }
+  /** A person's edit of the chart (mark, titles): the page draws it, the exports carry it. */
+  chartEdit?: StoredChartEdit
 }
 
 export interface StepView {

@@ -328,6 +328,23 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
       expect(step?.stdout).toMatch(/more characters not kept\]$/)
     })
 
+    it("keeps a person's chart edit with its result, and clears it", async () => {
+      const id = await seed()
+      const other = await seed()
+      const [step] = await history.steps(id)
+      const stepId = step?.id as number
+      const edit = { mark: 'line' as const, title: 'Totals', xTitle: '' }
+      expect(await history.setChartEdit(id, stepId, 1, edit)).toBe(true)
+      const edited = (await history.steps(id))[0]?.results
+      expect(edited?.[1]).toEqual({ ...step?.results[1], chartEdit: edit })
+      expect(edited?.[0]).toEqual(step?.results[0])
+      // Another session's step, a result that is not there: nothing changes.
+      expect(await history.setChartEdit(other, stepId, 1, edit)).toBe(false)
+      expect(await history.setChartEdit(id, stepId, 2, edit)).toBe(false)
+      expect(await history.setChartEdit(id, stepId, 1)).toBe(true)
+      expect((await history.steps(id))[0]?.results).toEqual(step?.results)
+    })
+
     it('deletes a session with everything that belongs to it', async () => {
       const id = await seed()
       const keep = await seed()

@@ -103,6 +103,16 @@ export interface StoredResult {
   frame?: { id: string; rows: number; columns: number }
   /** The name of the image artifact of the same step. */
   image?: string
+  /** A person's edit of the chart (the web UI's chart tools): what it is drawn and exported as. */
+  chartEdit?: StoredChartEdit
+}
+
+/** A chart as a person shaped it: another mark, titles (an empty title hides it). */
+export interface StoredChartEdit {
+  mark?: 'bar' | 'line' | 'scatter' | 'area'
+  title?: string
+  xTitle?: string
+  yTitle?: string
 }
 
 /** A query a step's sql() ran on one of the host's sources. */
@@ -302,6 +312,11 @@ export interface HistoryStore {
   /** Records a step with its artifacts and blocked attempts in one transaction; returns the step's id. */
   commitStep(commit: StepCommit): Promise<number>
   steps(sessionId: string): Promise<StoredStep[]>
+  /**
+   * Keeps a person's edit of a chart with the step's result `index` (none: the chart as it was
+   * drawn); false when the session has no such step or result.
+   */
+  setChartEdit(sessionId: string, stepId: number, index: number, edit?: StoredChartEdit): Promise<boolean>
   artifacts(sessionId: string): Promise<StoredArtifact[]>
   blocked(sessionId: string): Promise<StoredBlocked[]>
 

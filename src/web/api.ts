@@ -14,6 +14,7 @@ import type {
   StreamOnlyEvent,
   TemplateView,
 } from '../server/types.js'
+import type { StoredChartEdit } from '../store/types.js'
 import { readSse } from './sse.js'
 
 export type StreamEvent = AgentEvent | StreamOnlyEvent
@@ -184,6 +185,15 @@ export const api = {
     const form = new FormData()
     form.append('file', file, file.name)
     return json<DatasetInfo>(`${sessionPath(id)}/files`, { method: 'POST', body: form })
+  },
+  /** Keeps a person's edit of a chart with its result (an empty edit: the chart as drawn). */
+  saveChart: async (
+    id: string,
+    where: { runId: string; step: number; index: number },
+    edit: StoredChartEdit,
+  ) => {
+    const path = `${sessionPath(id)}/runs/${encodeURIComponent(where.runId)}/steps/${where.step}/results/${where.index}/chart`
+    await send(path, jsonInit('PUT', edit))
   },
   /** Runs a person's cell in the session's kernel; aborting the signal stops it. */
   runCell: (id: string, code: string, signal?: AbortSignal) =>

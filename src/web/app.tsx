@@ -32,6 +32,7 @@ import { Sidebar } from './components/sidebar.js'
 import { Sources } from './components/sources.js'
 import { TemplatePicker } from './components/template-picker.js'
 import { TokenDialog } from './components/token-dialog.js'
+import { useMedia } from './media.js'
 import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun, type UiStep } from './run-state.js'
 
 interface Problem {
@@ -133,8 +134,10 @@ function Workspace({ signin }: { signin: SignInState }) {
   const [uploading, setUploading] = useState<string[]>([])
   const [problem, setProblem] = useState<Problem | null>(null)
   const [dragging, setDragging] = useState(false)
-  // The session panel as a sheet (narrow screens; a wide one shows it beside the conversation).
+  // The session panel as a sheet (narrow screens, as style.css has it; a wide one shows it beside
+  // the conversation).
   const [panelOpen, setPanelOpen] = useState(false)
+  const narrow = useMedia('(max-width: 1100px)')
   const [tokenAsk, setTokenAsk] = useState<{ rejected: boolean; resolve: (t: string | null) => void } | null>(
     null,
   )
@@ -211,6 +214,8 @@ function Workspace({ signin }: { signin: SignInState }) {
 
   useEffect(() => {
     setDetail(null)
+    // Another session's sheet opens when it is asked for, not as the last one was left.
+    setPanelOpen(false)
     if (currentId) void refreshDetail(currentId)
   }, [currentId, refreshDetail])
 
@@ -416,9 +421,31 @@ function Workspace({ signin }: { signin: SignInState }) {
   stopRef.current = stop
   const [keysOpen, setKeysOpen] = useState(false)
   const [mode, setMode] = useState<'ask' | 'code'>('ask')
-  // The page's keys (keys-dialog.tsx lists them): Esc stops whatever runs, from anywhere; the
-  // letters act when no field has the focus.
+  const showsPanel = !page && currentId !== null && detail?.id === currentId
+  const sheet = showsPanel && narrow && panelOpen
+  /** What the keys act on, as it is when a key is pressed. */
+  const keyState = useRef({ followUps: [] as string[], sheet, narrow, showsPanel })
+  const lastRun = runs.at(-1)?.run
+  keyState.current = {
+    followUps: !running && lastRun?.status !== 'running' ? (lastRun?.followUps ?? []) : [],
+    sheet,
+    narrow,
+    showsPanel,
+  }
+  const askRef = useRef(ask)
+  askRef.current = ask
+  // The page's keys (keys-dialog.tsx lists them): Esc stops whatever runs, from anywhere (the
+  // session sheet, a dialog, take it first: they close); the others act when no field has the focus.
   useEffect(() => {
+    /** The session panel shown (as a sheet on a narrow screen), then `then` once it is drawn. */
+    const toPanel = (then: (panel: HTMLElement) => void) => {
+      if (!keyState.current.showsPanel) return
+      if (keyState.current.narrow) setPanelOpen(true)
+      setTimeout(() => {
+        const panel = document.querySelector<HTMLElement>('.session-panel')
+        if (panel) then(panel)
+      })
+    }
     const onKey = (event: KeyboardEvent) => {
       if (event.defaultPrevented) return
       if (event.key === 'Escape') {
@@ -430,6 +457,25 @@ function Workspace({ signin }: { signin: SignInState }) {
         setTimeout(() =>
           document.querySelector<HTMLElement>('.composer textarea, .composer .cm-content')?.focus(),
         )
+      const followUp = (n: number) => () => {
+        const question = keyState.current.followUps[n]
+        if (question) void askRef.current(question)
+      }
+      const panelActions: Record<string, () => void> = {
+        s: () => toPanel((panel) => panel.focus()),
+        f: () =>
+          toPanel((panel) =>
+            panel
+              .querySelector<HTMLElement>('.panel-files button, .panel-files a, .drop-zone input')
+              ?.focus(),
+          ),
+        R: () =>
+          toPanel((panel) => {
+            const restart = panel.querySelector<HTMLButtonElement>('.restart-kernel')
+            restart?.focus()
+            if (!restart?.disabled) restart?.click()
+          }),
+      }
       const actions: Record<string, () => void> = {
         '?': () => setKeysOpen(true),
         '/': focusComposer,
@@ -444,31 +490,43 @@ function Workspace({ signin }: { signin: SignInState }) {
         // To the Add files button: Enter or Space there opens the file chooser.
         u: () => document.querySelector<HTMLInputElement>('.add-files input[type=file]')?.focus(),
         n: () => startNewRef.current(),
+        e: () => document.querySelector<HTMLElement>('.exports a')?.focus(),
+        '1': followUp(0),
+        '2': followUp(1),
+        '3': followUp(2),
       }
+      const panelAction = panelActions[event.key]
       const action = actions[event.key]
-      if (!action) return
+      if (!panelAction && !action) return
       event.preventDefault()
-      action()
+      if (panelAction) panelAction()
+      else if (action && keyState.current.sheet && event.key !== '?') {
+        // A key for the page closes the sheet first: it acts once the page under it is live again.
+        setPanelOpen(false)
+        setTimeout(action)
+      } else action?.()
     }
     window.addEventListener('keydown', onKey)
     return () => window.removeEventListener('keydown', onKey)
   }, [])
   // Every step's code, in the order it ran: Run below runs those after the edited one.
   const allSteps = runs.filter(({ live: isLive }) => !isLive).flatMap(({ run }) => run.steps)
-  const actionsFor = (step: UiStep): StepActions => ({
+  const actionsFor = (step: UiStep, run: UiRun): StepActions => ({
     sessionId: currentId ?? '',
     run: (code) => runCells([code]),
     runBelow: (code) => {
       const later = allSteps.slice(allSteps.indexOf(step) + 1).filter((s) => !s.violations?.length)
       return runCells([code, ...later.map((s) => s.code)])
     },
+    keepChart: async (index, edit) => {
+      if (!currentId || !run.id) throw new Error('this question was not stored')
+      await api.saveChart(currentId, { runId: run.id, step: step.step, index }, edit)
+    },
   })
   const title = detail && detail.id === currentId ? detail.title || 'Untitled analysis' : 'New analysis'
 
   return (
-    <div
-      class={`app${dragging ? ' dragging' : ''}${!page && currentId && detail?.id === currentId ? ' with-panel' : ''}`}
-    >
+    <div class={`app${dragging ? ' dragging' : ''}${showsPanel ? ' with-panel' : ''}`}>
       <Sidebar
         sessions={sessions}
         currentId={currentId}
@@ -496,6 +554,7 @@ function Workspace({ signin }: { signin: SignInState }) {
               type="button"
               class="button secondary small panel-toggle"
               aria-expanded={panelOpen}
+              aria-keyshortcuts="s"
               onClick={() => setPanelOpen(!panelOpen)}
             >
               Session
@@ -611,11 +670,12 @@ function Workspace({ signin }: { signin: SignInState }) {
           />
         </div>
       </main>
-      {!page && currentId && detail?.id === currentId && (
+      {showsPanel && detail && (
         <SessionPanel
           detail={detail}
           running={running}
           open={panelOpen}
+          sheet={sheet}
           onClose={() => setPanelOpen(false)}
           onUpload={(files) => void upload(files)}
         />

@@ -7,6 +7,7 @@
 import type { Violation } from '../agent/events.js'
 import { type Chart, parseChart } from '../sandbox/charts.js'
 import type { ArtifactView, ResultView, RunStatus, RunView, StepView, StoredQuery } from '../server/types.js'
+import type { ChartEdit } from '../store/export/chart-spec.js'
 import type { StreamEvent } from './api.js'
 import { artifactUrl } from './api.js'
 
@@ -27,6 +28,8 @@ export interface UiResult {
   chart?: Chart
   /** The whole DataFrame as the kernel keeps it, for the grid to page (stored results only). */
   frame?: { id: string; rows: number; columns: number }
+  /** A person's edit of the chart, kept with the result (stored results only). */
+  chartEdit?: ChartEdit
 }
 
 export interface UiStep {
@@ -95,6 +98,7 @@ function fromStoredStep(step: StepView): UiStep {
       image: imageOfStored(result),
       chart: parseChart(result.chart),
       frame: result.frame,
+      chartEdit: result.chartEdit,
     })),
     artifacts: step.artifacts,
     violations: step.violations,

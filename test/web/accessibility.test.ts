@@ -2,8 +2,9 @@
  * Accessibility and small screens in Chromium (playwright-core), against the real server, a real
  * OpenID Connect provider and the real kernel: axe-core finds no serious or critical violation on
  * any page (a session with a chart, a table and an error; its shared page; admin; keys; a refused
- * sign-in), in the light and the dark theme; focus always shows; and at 390×844 the pages never
- * scroll sideways.
+ * sign-in), nor on the session's panel opened as a sheet at 390×844 (which holds the keyboard
+ * until Esc), in the light and the dark theme; focus always shows; at 390×844 the pages never
+ * scroll sideways. The shared page shows the chart as its owner retitled it, read-only.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -26,6 +27,7 @@ import {
 
 const WEB = resolve('dist/web/index.html')
 const SALES = resolve('examples/sales.csv')
+const EDITED_TITLE = 'Revenue by region, as its owner titled it'
 
 function scriptedModel(): ModelChoice {
   const model = new ScriptedModel([
@@ -96,6 +98,12 @@ describe.skipIf(!hasChromium)('accessibility and small screens in Chromium', () 
     await box.press('Enter')
     await page.locator('.answer', { hasText: 'The West brings the most revenue' }).waitFor()
     await page.locator('.step-error').waitFor()
+    // The owner retitles the chart: kept with the step, the shared page shows it so.
+    const figure = page.locator('.run figure.chart').first()
+    await figure.getByText('Titles', { exact: true }).click()
+    await figure.getByRole('textbox', { name: 'Chart title' }).fill(EDITED_TITLE)
+    await figure.getByRole('textbox', { name: 'Chart title' }).press('Tab')
+    await figure.getByRole('status').filter({ hasText: 'Kept with the step' }).waitFor()
     await page.getByRole('button', { name: 'Share' }).click()
     const link = page.getByRole('dialog', { name: 'Share' }).getByRole('textbox', { name: 'Link' })
     await link.waitFor()
@@ -151,6 +159,63 @@ describe.skipIf(!hasChromium)('accessibility and small screens in Chromium', () 
     await open('session', pages[0]?.url as string)
     expect(await unseenFocus(page, 25)).toEqual([])
   }, 180_000)
+
+  it("shows the owner's chart on the shared page as it was shaped, read-only", async () => {
+    await open('shared', pages[1]?.url as string)
+    const figure = page.locator('.run figure.chart').first()
+    await expect
+      .poll(() => figure.locator('.chart-canvas svg .role-title-text').textContent())
+      .toBe(EDITED_TITLE)
+    expect(await figure.getByLabel('Chart type').count()).toBe(0)
+    expect(await figure.getByText('Titles', { exact: true }).count()).toBe(0)
+    await figure.getByRole('button', { name: 'Copy as code' }).waitFor()
+  }, 60_000)
+
+  it('at 390×844 the open Session sheet holds the keyboard, Esc or a press outside closes it, and axe finds nothing serious', async () => {
+    await page.setViewportSize({ width: 390, height: 844 })
+    try {
+      await page.goto('about:blank')
+      await page.goto(pages[0]?.url as string)
+      const toggle = page.getByRole('button', { name: 'Session', exact: true })
+      const panel = page.getByRole('complementary', { name: 'Session' })
+      const inPanel = () => panel.evaluate((element) => element.contains(document.activeElement))
+      const found: Record<string, unknown> = {}
+      for (const colorScheme of ['light', 'dark'] as const) {
+        await page.emulateMedia({ colorScheme })
+        // Opened by its button, then by its key.
+        if (colorScheme === 'light') await toggle.click()
+        else {
+          await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+          await page.keyboard.press('s')
+        }
+        await panel.getByRole('button', { name: 'Restart kernel' }).waitFor()
+        await expect.poll(inPanel).toBe(true)
+        const violations = await seriousViolations(page)
+        if (violations.length) found[colorScheme] = violations
+        await page.screenshot({ path: join(tmpdir(), `analyst-a11y-390-sheet-${colorScheme}.png`) })
+        // Tab and Shift+Tab go round the sheet's controls, each with its focus shown.
+        expect(await unseenFocus(page, 12)).toEqual([])
+        expect(await inPanel()).toBe(true)
+        for (let i = 0; i < 12; i++) await page.keyboard.press('Shift+Tab')
+        expect(await inPanel()).toBe(true)
+        expect(await page.locator('main').evaluate((main) => (main as HTMLElement).inert)).toBe(true)
+        // Closed by Esc (the focus back on its button), then by a press on the page outside it.
+        if (colorScheme === 'light') {
+          await page.keyboard.press('Escape')
+          await panel.waitFor({ state: 'hidden' })
+          await expect.poll(() => toggle.evaluate((button) => button === document.activeElement)).toBe(true)
+        } else {
+          await page.mouse.click(195, 40)
+          await panel.waitFor({ state: 'hidden' })
+        }
+        expect(await page.locator('main').evaluate((main) => (main as HTMLElement).inert)).toBe(false)
+      }
+      expect(found).toEqual({})
+    } finally {
+      await page.emulateMedia({ colorScheme: 'light' })
+      await page.setViewportSize({ width: 1280, height: 900 })
+    }
+  }, 120_000)
 
   it('never scrolls sideways at 390×844', async () => {
     await page.setViewportSize({ width: 390, height: 844 })

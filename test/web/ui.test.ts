@@ -1,7 +1,9 @@
 /**
  * The web UI end to end: the real server (a scripted model, the real sandbox) and Debian's
  * Chromium driven by playwright-core. Upload a file, see its profile, ask, watch the code and a
- * chart arrive, read the answer, ask a follow-up, reload, find the session and open it again.
+ * chart arrive, read the answer, ask a follow-up by its key, reload, find the session and open it
+ * again; shape its chart and find the edit kept (on reload, in the exports); reach the exports,
+ * the session panel, its files and Restart kernel by key.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -16,6 +18,7 @@ import { AnalystError } from '../../src/sandbox/errors.js'
 import { LocalProvider } from '../../src/sandbox/local/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import { PERSON_CELL, type SessionDetail } from '../../src/server/types.js'
+import { VEGA_LITE_MIME } from '../../src/store/export/chart-spec.js'
 import { hasChromium, launchChromium } from '../support/chromium.js'
 
 const SALES = resolve('examples/sales.csv')
@@ -154,15 +157,27 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
 
     await page.screenshot({ path: join(tmpdir(), 'analyst-web-ui-answer.png') })
 
-    // The model suggested follow-ups with its answer (not in the answer's text); one click asks one.
-    // In the same session: the kernel still has by_region; its table is rendered.
+    // The model suggested follow-ups with its answer (not in the answer's text), each with its
+    // key, which `?` lists; the key asks one. In the same session: the kernel still has
+    // by_region; its table is rendered.
     const followUps = page.getByRole('navigation', { name: 'Follow-up questions' })
-    expect(await followUps.getByRole('button').allTextContents()).toEqual([
-      'And as a table?',
-      'Which segment orders most?',
+    const suggested = await followUps
+      .getByRole('button')
+      .evaluateAll((buttons) => buttons.map((b) => [b.getAttribute('aria-keyshortcuts'), b.textContent]))
+    expect(suggested).toEqual([
+      ['1', '1And as a table?'],
+      ['2', '2Which segment orders most?'],
     ])
+    await followUps.getByRole('button', { name: 'And as a table?', exact: true }).waitFor()
+    await followUps.screenshot({ path: join(tmpdir(), 'analyst-web-ui-follow-ups.png') })
     expect(await answer.textContent()).not.toContain('Follow-ups')
-    await followUps.getByRole('button', { name: 'And as a table?' }).click()
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+    await page.keyboard.press('?')
+    const keys = page.getByRole('dialog', { name: 'Keys' })
+    expect(await keys.getByRole('row', { name: /^1, 2, 3 / }).textContent()).toContain('follow-up question')
+    await page.keyboard.press('Escape')
+    await keys.waitFor({ state: 'detached' })
+    await page.keyboard.press('1')
     await expect
       .poll(() => page.locator('.run').nth(1).locator('.question').textContent())
       .toBe('And as a table?')
@@ -232,7 +247,8 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     await figure.getByRole('tab', { name: 'Chart' }).click()
     await figure.locator(BARS).first().waitFor()
 
-    // Another type, another title: the chart is drawn again from the edited spec.
+    // Another type, another title: the chart is drawn again from the edited spec, and the edit is
+    // kept with the step's result.
     await figure.getByLabel('Chart type').selectOption('line')
     await figure.locator('.chart-canvas svg .mark-line path').waitFor()
     await figure.getByText('Titles').click()
@@ -241,6 +257,60 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     await titleBox.press('Tab')
     const title = figure.locator('.chart-canvas svg .role-title-text')
     await expect.poll(() => title.textContent()).toBe('Revenue, as a line')
+    const edit = { mark: 'line', title: 'Revenue, as a line' }
+    await expect
+      .poll(async () => (await detail()).runs[0]?.steps[0]?.results.find((r) => r.chart)?.chartEdit)
+      .toEqual(edit)
+    await figure.getByRole('status').filter({ hasText: 'Kept with the step' }).waitFor()
+
+    // Drawn so again when the page opens, and carried by the notebook and the HTML report.
+    await page.reload()
+    await figure.locator('.chart-canvas svg .mark-line path').waitFor()
+    await expect.poll(() => title.textContent()).toBe('Revenue, as a line')
+    expect(await figure.getByLabel('Chart type').inputValue()).toBe('line')
+    const exported = async (format: string) => {
+      const response = await fetch(
+        `${server?.url}/api/sessions/${encodeURIComponent(sessionId)}/export?format=${format}`,
+        { headers: { authorization: `Bearer ${TOKEN}` } },
+      )
+      return response.text()
+    }
+    const notebook = JSON.parse(await exported('ipynb')) as { cells: { outputs?: { data?: object }[] }[] }
+    const specs = notebook.cells
+      .flatMap((cell) => cell.outputs ?? [])
+      .map(
+        (output) =>
+          (output.data as Record<string, { title?: string; layer?: { mark: { type: string } }[] }>)?.[
+            VEGA_LITE_MIME
+          ],
+      )
+      .filter(Boolean)
+    expect([specs[0]?.title, specs[0]?.layer?.[0]?.mark.type]).toEqual([edit.title, 'line'])
+    const block = /class="chart-spec">([^<]*)<\/script>/.exec(await exported('html'))?.[1] as string
+    expect(JSON.parse(block)).toEqual(specs[0])
+
+    // Bad edits are refused with the reason: a mark that is not one of the four or a field that is
+    // not an edit (400), a result with no chart (409), a step that is not there (404).
+    const put = async (path: string, body: unknown) => {
+      const response = await fetch(`${server?.url}/api/sessions/${encodeURIComponent(sessionId)}${path}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+      return [response.status, ((await response.json()) as { error?: { message: string } }).error?.message]
+    }
+    const runs = (await detail()).runs
+    const chartAt = `/runs/${runs[0]?.id}/steps/1/results/${runs[0]?.steps[0]?.results.findIndex((r) => r.chart)}/chart`
+    expect(await put(chartAt, { mark: 'pie' })).toEqual([400, expect.stringContaining('mark')])
+    expect(await put(chartAt, { colour: 'red' })).toEqual([400, expect.stringContaining('colour')])
+    expect(await put(`/runs/${runs[1]?.id}/steps/1/results/0/chart`, { title: 'x' })).toEqual([
+      409,
+      expect.stringContaining('no chart'),
+    ])
+    expect(await put(`/runs/${runs[0]?.id}/steps/9/results/0/chart`, { title: 'x' })).toEqual([
+      404,
+      expect.stringContaining('No result'),
+    ])
 
     // Downloads: a PNG, an SVG that parses with the new title, the values as CSV.
     const download = async (name: string) => {
@@ -285,6 +355,27 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     expect([redrawn.type, redrawn.title]).toEqual(['line', 'Revenue, as a line'])
     expect(redrawn.elements[0]?.points).toEqual(shown.elements.map((bar) => [bar.label, bar.value]))
   }, 120_000)
+
+  it('reaches the exports, the session panel, its files and Restart kernel by key', async () => {
+    const focused = () =>
+      page.evaluate(() => {
+        const element = document.activeElement as HTMLElement | null
+        return element?.getAttribute('aria-label') ?? element?.textContent?.trim()
+      })
+    const press = async (key: string) => {
+      await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+      await page.keyboard.press(key)
+    }
+    await press('e')
+    await expect.poll(focused).toBe('Notebook')
+    await press('f')
+    await expect.poll(focused).toBe('Preview data/sales.csv')
+    await press('s')
+    await expect.poll(focused).toBe('Session')
+    await press('Shift+R')
+    const panel = page.getByRole('complementary', { name: 'Session' })
+    await panel.getByRole('status').filter({ hasText: 'rebuilt by replay' }).waitFor()
+  }, 60_000)
 
   it('shows why a question failed before it started, with the hint', async () => {
     const unconfigured = await startServer({

@@ -14,6 +14,7 @@ import {
   parseChart,
   type ReferenceLine,
 } from '../../sandbox/charts.js'
+import type { StoredChartEdit } from '../types.js'
 
 /** A Vega-Lite spec as JSON (the UI hands it to vega-embed; the exports write it). */
 export type VegaLiteSpec = Record<string, unknown>
@@ -22,16 +23,11 @@ export const VEGA_LITE_SCHEMA = 'https://vega.github.io/schema/vega-lite/v6.json
 /** The MIME type of a Vega-Lite spec in a notebook (JupyterLab renders v5 and later under it). */
 export const VEGA_LITE_MIME = 'application/vnd.vegalite.v6+json'
 
-/** The marks a person can switch a chart between. */
-export type ChartMark = 'bar' | 'line' | 'scatter' | 'area'
+/** What a person changed: another mark, titles (an empty title hides it); kept with the result. */
+export type ChartEdit = StoredChartEdit
 
-/** What a person changed: another mark, titles (an empty title hides it). */
-export interface ChartEdit {
-  mark?: ChartMark
-  title?: string
-  xTitle?: string
-  yTitle?: string
-}
+/** The marks a person can switch a chart between. */
+export type ChartMark = NonNullable<ChartEdit['mark']>
 
 /** A chart's values as a table: for the Values view and the CSV download. */
 export interface ChartTable {
@@ -428,8 +424,11 @@ export function chartSpec(chart: Chart, edit: ChartEdit = {}): VegaLiteSpec | un
   return unit && { $schema: VEGA_LITE_SCHEMA, width: 'container', height: HEIGHT, ...unit }
 }
 
-/** The spec of a stored result's chart data (untrusted: read through parseChart), if it can be drawn. */
-export function specOf(chart: unknown): VegaLiteSpec | undefined {
+/**
+ * The spec of a stored result's chart data (untrusted: read through parseChart), with the edit a
+ * person kept with it, if it can be drawn.
+ */
+export function specOf(chart: unknown, edit?: ChartEdit): VegaLiteSpec | undefined {
   const parsed = parseChart(chart)
-  return parsed && chartSpec(parsed)
+  return parsed && chartSpec(parsed, edit)
 }

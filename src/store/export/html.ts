@@ -44,7 +44,7 @@ function result(
   const png = view.image ? image(view.image) : undefined
   if (png) {
     // The chart's Vega-Lite spec rides along as a data block (never run: the page has no scripts).
-    const spec = specOf(view.chart)
+    const spec = specOf(view.chart, view.chartEdit)
     const block = spec
       ? `<script type="${VEGA_LITE_MIME}" class="chart-spec">${JSON.stringify(spec).replace(/</g, '\\u003c')}</script>`
       : ''

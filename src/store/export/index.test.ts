@@ -1,5 +1,7 @@
+import { Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import type { BlobStore, SessionHistory } from '../types.js'
+import type { BlobStore, HistoryStep, SessionHistory, StoredArtifact } from '../types.js'
+import { VEGA_LITE_MIME } from './chart-spec.js'
 import { exportSession } from './index.js'
 
 const history: SessionHistory = {
@@ -28,5 +30,55 @@ describe('exports of an R session', () => {
     await expect(exportSession(history, 'py', blobs, 'r')).rejects.toThrow(
       /does not export as a Python script/,
     )
+  })
+})
+
+describe("a person's chart edit", () => {
+  it('is the chart the notebook and the HTML report carry', async () => {
+    const chart = {
+      type: 'bar',
+      title: 'Revenue',
+      x_label: 'region',
+      y_label: 'revenue',
+      x_unit: null,
+      y_unit: null,
+      x_scale: 'categorical',
+      orientation: 'vertical',
+      elements: [
+        { label: 'East', group: 'revenue', value: 5, start: -0.4, end: 0.4, bottom: 0 },
+        { label: 'West', group: 'revenue', value: 7, start: 0.6, end: 1.4, bottom: 0 },
+      ],
+    }
+    const png = { sha256: 'png', name: 'step-1-chart-1.png' } as StoredArtifact
+    const step = {
+      step: 1,
+      code: 'sales.plot.bar()',
+      stdout: '',
+      stderr: '',
+      files: [],
+      durationMs: 1,
+      results: [
+        {
+          isMainResult: false,
+          image: png,
+          chart,
+          chartEdit: { mark: 'line', title: 'Revenue, as a line', yTitle: '' },
+        },
+      ],
+    } as unknown as HistoryStep
+    const run = { id: 'r1', question: 'Revenue?', steps: [step], unsupportedNumbers: [] }
+    const edited = { ...history, runs: [run] } as unknown as SessionHistory
+    const withPng = {
+      get: async () => Readable.from([Buffer.from('\x89PNG\r\n\x1a\n')]),
+    } as unknown as BlobStore
+    const notebook = JSON.parse(await exportSession(edited, 'ipynb', withPng))
+    const output = notebook.cells.flatMap((cell: { outputs?: object[] }) => cell.outputs ?? [])[0]
+    const spec = output.data[VEGA_LITE_MIME]
+    expect(spec.title).toBe('Revenue, as a line')
+    expect(spec.layer[0].mark.type).toBe('line')
+    expect(spec.layer[0].encoding.y.title).toBeNull()
+    const html = await exportSession(edited, 'html', withPng)
+    const block = /<script type="[^"]+" class="chart-spec">([^<]*)<\/script>/.exec(html)?.[1] as string
+    expect(JSON.parse(block)).toEqual(spec)
   })
 })

@@ -87,7 +87,7 @@ export function toNotebook(
         const png = result.image ? image(result.image) : undefined
         if (png) data['image/png'] = png.toString('base64')
         // The chart's portable form beside its picture: JupyterLab draws it, others show the PNG.
-        const spec = specOf(result.chart)
+        const spec = specOf(result.chart, result.chartEdit)
         if (spec) data[VEGA_LITE_MIME] = spec
         if (Object.keys(data).length === 0) continue
         outputs.push(

@@ -18,7 +18,9 @@ import type {
   StepCommit,
   StoredArtifact,
   StoredBlocked,
+  StoredChartEdit,
   StoredDataset,
+  StoredResult,
   StoredRun,
   StoredSession,
   StoredStep,
@@ -612,6 +614,37 @@ export class SqlHistoryStore implements HistoryStore {
       success: row.success === 1,
       createdAt: row.created_at,
     }))
+  }
+
+  async setChartEdit(
+    sessionId: string,
+    stepId: number,
+    index: number,
+    edit?: StoredChartEdit,
+  ): Promise<boolean> {
+    // Read and written back in one transaction, the row locked where rows lock (two edits of one
+    // step's charts at once both stay); the results' JSON carries the edit (no column).
+    return this.db.transaction().execute(async (trx) => {
+      let read = trx
+        .selectFrom('steps')
+        .select('results')
+        .where('id', '=', stepId)
+        .where('session_id', '=', sessionId)
+      if (this.runtime.rowLocks) read = read.forUpdate()
+      const row = await read.executeTakeFirst()
+      if (!row) return false
+      const results = JSON.parse(row.results) as StoredResult[]
+      const result = results[index]
+      if (!result) return false
+      if (edit) result.chartEdit = edit
+      else delete result.chartEdit
+      await trx
+        .updateTable('steps')
+        .set({ results: JSON.stringify(results) })
+        .where('id', '=', stepId)
+        .execute()
+      return true
+    })
   }
 
   async artifacts(sessionId: string): Promise<StoredArtifact[]> {

@@ -1,11 +1,13 @@
 /**
  * A chart drawn from its data (`Result.chart`) as a Vega-Lite spec (chart-spec.ts), by vega-embed:
  * values on hover, zoom and pan on continuous axes (drag, wheel; double-click resets), another mark
- * where the data allows, titles and axis titles a person can change, downloads as PNG, SVG and CSV,
- * and Copy as code (the shown chart as a matplotlib cell). Vega loads with the first chart shown
- * (charts/draw.ts). Values lists every value; the PNG the sandbox rendered stays as Image, and is
- * the only view of a chart whose data cannot be drawn. The data is untrusted sandbox output: it
- * reaches the spec as values and the page as text, never as markup.
+ * where the data allows, titles and axis titles a person can change (kept with the step's result:
+ * drawn so again when the page opens, carried by the exports; a shared page shows them and cannot
+ * change them), downloads as PNG, SVG and CSV, and Copy as code (the shown chart as a matplotlib
+ * cell). Vega loads with the first chart shown (charts/draw.ts). Values lists every value; the PNG
+ * the sandbox rendered stays as Image, and is the only view of a chart whose data cannot be drawn.
+ * The data is untrusted sandbox output: it reaches the spec as values and the page as text, never
+ * as markup.
  */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks'
 import type { Chart } from '../../sandbox/charts.js'
@@ -19,6 +21,7 @@ import {
 } from '../../store/export/chart-spec.js'
 import type { DrawnChart } from '../charts/draw.js'
 import { matplotlibCell } from '../charts/matplotlib.js'
+import { useMedia } from '../media.js'
 import { ScrollBox } from './scroll-box.js'
 
 type Mode = 'chart' | 'table' | 'image'
@@ -93,21 +96,6 @@ function ValuesTable({ chart }: { chart: Chart }) {
   )
 }
 
-const darkQuery = () => window.matchMedia?.('(prefers-color-scheme: dark)')
-
-/** Whether the page is dark, following the system's setting as style.css does. */
-function useDark(): boolean {
-  const [dark, setDark] = useState(() => darkQuery()?.matches ?? false)
-  useEffect(() => {
-    const query = darkQuery()
-    if (!query) return
-    const change = () => setDark(query.matches)
-    query.addEventListener('change', change)
-    return () => query.removeEventListener('change', change)
-  }, [])
-  return dark
-}
-
 /** The spec drawn into a box; the drawn view, for the downloads. */
 function Canvas({
   spec,
@@ -119,7 +107,8 @@ function Canvas({
   onDrawn: (view?: DrawnChart) => void
 }) {
   const box = useRef<HTMLDivElement>(null)
-  const dark = useDark()
+  // Drawn in the page's theme, as style.css follows the system's setting.
+  const dark = useMedia('(prefers-color-scheme: dark)')
   const [problem, setProblem] = useState<string>()
   useEffect(() => {
     const element = box.current
@@ -155,17 +144,25 @@ function Canvas({
   )
 }
 
-/** Mark, titles, downloads and Copy as code, for a chart drawn from its data. */
+/** How keeping an edit with the step went. */
+type Saving = { state: 'saving' | 'saved' } | { state: 'failed'; message: string }
+
+/**
+ * Mark, titles, downloads and Copy as code, for a chart drawn from its data. Without `onEdit`
+ * (a shared page) the chart is shown as its owner shaped it, and cannot be changed.
+ */
 function ChartTools({
   chart,
   edit,
   onEdit,
+  saving,
   spec,
   view,
 }: {
   chart: Chart
   edit: ChartEdit
-  onEdit: (edit: ChartEdit) => void
+  onEdit?: (edit: ChartEdit) => void
+  saving?: Saving
   spec: Record<string, unknown>
   view?: DrawnChart
 }) {
@@ -183,14 +180,14 @@ function ChartTools({
       {label}
       <input
         value={edit[key] ?? own[key]}
-        onChange={(event) => onEdit({ ...edit, [key]: event.currentTarget.value })}
+        onChange={(event) => onEdit?.({ ...edit, [key]: event.currentTarget.value })}
       />
     </label>
   )
   return (
     <div class="chart-tools">
       <div class="chart-toolbar">
-        {marks.length > 1 && (
+        {onEdit && marks.length > 1 && (
           <label class="chart-field">
             Chart type
             <select
@@ -205,14 +202,21 @@ function ChartTools({
             </select>
           </label>
         )}
-        <details class="chart-edit">
-          <summary class="chart-edit-toggle">Titles</summary>
-          <div class="chart-fields">
-            {field('title', 'Chart title')}
-            {two && field('xTitle', 'X axis title')}
-            {two && field('yTitle', 'Y axis title')}
-          </div>
-        </details>
+        {onEdit && (
+          <details class="chart-edit">
+            <summary class="chart-edit-toggle">Titles</summary>
+            <div class="chart-fields">
+              {field('title', 'Chart title')}
+              {two && field('xTitle', 'X axis title')}
+              {two && field('yTitle', 'Y axis title')}
+            </div>
+          </details>
+        )}
+        {onEdit && Object.keys(edit).length > 0 && (
+          <button type="button" class="button secondary small" onClick={() => onEdit({})}>
+            As drawn
+          </button>
+        )}
         {(['png', 'svg'] as const).map((format) => (
           <button
             key={format}
@@ -247,6 +251,17 @@ function ChartTools({
           Copy as code
         </button>
       </div>
+      {saving?.state === 'failed' ? (
+        <p class="note warn" role="alert">
+          The change is shown here but was not kept ({saving.message}).
+        </p>
+      ) : (
+        saving && (
+          <p class="muted chart-saved" role="status">
+            {saving.state === 'saving' ? 'Keeping the change…' : 'Kept with the step: exports show it.'}
+          </p>
+        )
+      )}
       {copied && (
         <ScrollBox class="code copied" pre>
           {copied}
@@ -256,12 +271,41 @@ function ChartTools({
   )
 }
 
-export function ChartView({ chart, src, alt }: { chart?: Chart; src?: string; alt: string }) {
+export function ChartView({
+  chart,
+  src,
+  alt,
+  kept,
+  onKeep,
+}: {
+  chart?: Chart
+  src?: string
+  alt: string
+  /** The edit kept with the result (the chart as its owner shaped it). */
+  kept?: ChartEdit
+  /** Keeps an edit with the step (none: a read-only page). */
+  onKeep?: (edit: ChartEdit) => Promise<void>
+}) {
   const canDraw = drawable(chart)
   const [mode, setMode] = useState<Mode>(canDraw ? 'chart' : 'image')
-  const [edit, setEdit] = useState<ChartEdit>({})
+  const [edit, setEdit] = useState<ChartEdit>(kept ?? {})
+  const [saving, setSaving] = useState<Saving>()
+  // One keep at a time, in order: the last edit is the one the store holds.
+  const keeping = useRef<Promise<void>>(Promise.resolve())
   const [view, setView] = useState<DrawnChart>()
   const spec = useMemo(() => (chart && canDraw ? chartSpec(chart, edit) : undefined), [chart, canDraw, edit])
+  const change = (next: ChartEdit) => {
+    setEdit(next)
+    if (!onKeep) return
+    setSaving({ state: 'saving' })
+    keeping.current = keeping.current
+      .then(() => onKeep(next))
+      .then(
+        () => setSaving({ state: 'saved' }),
+        (error: unknown) =>
+          setSaving({ state: 'failed', message: error instanceof Error ? error.message : String(error) }),
+      )
+  }
   const modes: Mode[] = [
     ...(spec ? (['chart'] as const) : []),
     ...(chart && chart.type !== 'unknown' ? (['table'] as const) : []),
@@ -282,7 +326,14 @@ export function ChartView({ chart, src, alt }: { chart?: Chart; src?: string; al
       )}
       {mode === 'chart' && chart && spec && (
         <>
-          <ChartTools chart={chart} edit={edit} onEdit={setEdit} spec={spec} view={view} />
+          <ChartTools
+            chart={chart}
+            edit={edit}
+            onEdit={onKeep ? change : undefined}
+            saving={saving}
+            spec={spec}
+            view={view}
+          />
           <Canvas spec={spec} alt={alt} onDrawn={setView} />
         </>
       )}

@@ -3,6 +3,7 @@
  * the focus (where they are typing).
  */
 import { useEffect, useRef } from 'preact/hooks'
+import { trapTab } from '../focus.js'
 
 export const KEYS: [string, string][] = [
   ['/', 'Go to the question box'],
@@ -10,9 +11,15 @@ export const KEYS: [string, string][] = [
   ['c', 'Code mode: a cell of your own'],
   ['Enter', 'Ask the question (Shift+Enter: a new line)'],
   ['Ctrl+Enter', 'Run the code being edited (⌘+Enter on a Mac)'],
-  ['Esc', 'Stop the question or cell that is running'],
+  ['Esc', 'Stop the question or cell that is running; close the session sheet or a dialog'],
+  ['1, 2, 3', 'Ask the follow-up question of that number, under the last answer'],
   ['u', 'Go to Add files (then Enter chooses them)'],
+  ['s', 'Open the session panel: variables, files, Restart kernel (a sheet on a narrow screen)'],
+  ['f', "Go to the session's files: Preview and Download each"],
+  ['Shift+R', 'Restart the kernel (its state is rebuilt by replay)'],
+  ['e', 'Go to Export: Notebook, Python, HTML report'],
   ['n', 'Start a new analysis'],
+  ['Tab', 'Go to the next button, link or field (Shift+Tab: the one before); Enter or Space uses it'],
   ['?', 'This list'],
 ]
 
@@ -36,7 +43,7 @@ export function KeysDialog({ onClose }: { onClose: () => void }) {
         if (event.key === 'Escape') {
           event.preventDefault()
           onClose()
-        }
+        } else trapTab(event, event.currentTarget)
       }}
     >
       <div class="dialog">

@@ -2,6 +2,7 @@
 import { useRef, useState } from 'preact/hooks'
 import type { Violation } from '../../agent/events.js'
 import { type ArtifactView, PERSON_CELL } from '../../server/types.js'
+import type { ChartEdit } from '../../store/export/chart-spec.js'
 import { queryLine } from '../../store/export/sql.js'
 import { withToken } from '../api.js'
 import { bytes, count, seconds } from '../format.js'
@@ -70,12 +71,17 @@ export interface CellOutcome {
   ran: number
 }
 
-/** What a person may do with a step's code: run it edited, or run it and every later step. */
+/**
+ * What a person may do with a step: run its code edited, or run it and every later step; keep a
+ * chart's edit with its result.
+ */
 export interface StepActions {
   /** The owner's session: its kernel's tables can be paged. */
   sessionId: string
   run(code: string): Promise<CellOutcome>
   runBelow(code: string): Promise<CellOutcome>
+  /** Keeps the edit of the chart of the step's result `index`. */
+  keepChart(index: number, edit: ChartEdit): Promise<void>
 }
 
 function Violations({ violations }: { violations: Violation[] }) {
@@ -292,6 +298,8 @@ function Step({
           chart={result.chart}
           src={imageSrc(result.image as UiImage)}
           alt={(result.image as UiImage).alt}
+          kept={result.chartEdit}
+          onKeep={actions && ((edit) => actions.keepChart(step.results.indexOf(result), edit))}
         />
       ))}
       {imageFiles.map((artifact) => (
@@ -319,8 +327,8 @@ export function Run({
 }: {
   run: UiRun
   live: boolean
-  /** What a person may do with each step's code (none on a shared page or while it runs). */
-  actions?: (step: UiStep) => StepActions
+  /** What a person may do with each step (none on a shared page or while it runs). */
+  actions?: (step: UiStep, run: UiRun) => StepActions
   /** Asks a suggested follow-up (only under the last answer, when a question may be asked). */
   onFollowUp?: (question: string) => void
 }) {
@@ -342,7 +350,7 @@ export function Run({
       {run.steps.length > 0 && (
         <div class="steps">
           {run.steps.map((step) => (
-            <Step key={step.step} step={step} open={live || person} actions={actions?.(step)} />
+            <Step key={step.step} step={step} open={live || person} actions={actions?.(step, run)} />
           ))}
         </div>
       )}
@@ -370,13 +378,17 @@ export function Run({
           )}
           {onFollowUp && run.followUps && run.followUps.length > 0 && (
             <nav class="follow-ups" aria-label="Follow-up questions">
-              {run.followUps.map((question) => (
+              {run.followUps.slice(0, 3).map((question, n) => (
                 <button
                   key={question}
                   type="button"
                   class="button secondary small follow-up"
+                  aria-keyshortcuts={String(n + 1)}
+                  // Named by its question alone: the key is said by aria-keyshortcuts.
+                  aria-label={question}
                   onClick={() => onFollowUp(question)}
                 >
+                  <kbd>{n + 1}</kbd>
                   {question}
                 </button>
               ))}

@@ -2,12 +2,15 @@
  * The session's side panel: what its kernel holds (variables), the workspace's files (the data
  * files added, and the files its cells made) with a preview and a download, a place to drop more,
  * its sources and template, and Restart kernel, which says that the state comes back by replay.
- * Beside the conversation on a wide screen; a sheet over it on a narrow one. The owner's page
- * only: a shared page is read-only and has none of it.
+ * Beside the conversation on a wide screen; a sheet over it on a narrow one, which holds the
+ * keyboard while it is open (the rest of the page is inert, Tab stays in it, Esc closes it and the
+ * focus goes back to the Session button). The owner's page only: a shared page is read-only and
+ * has none of it.
  */
-import { useEffect, useState } from 'preact/hooks'
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import type { ArtifactView, SessionDetail } from '../../server/types.js'
 import { dataFileUrl, json, jsonInit, send, withToken } from '../api.js'
+import { trapTab } from '../focus.js'
 import { bytes } from '../format.js'
 import { ScrollBox } from './scroll-box.js'
 import { Variables } from './variables.js'
@@ -159,10 +162,40 @@ function Files({ files, onUpload }: { files: WorkspaceFile[]; onUpload: (files: 
   )
 }
 
+/**
+ * Makes every other part of the page inert while the sheet is open (a press outside it closes it);
+ * gives the focus back after.
+ */
+function useSheet(panel: { current: HTMLElement | null }, sheet: boolean, onClose: () => void) {
+  const close = useRef(onClose)
+  close.current = onClose
+  // Before the next paint, so a key that closes the sheet and acts on the page finds it live again.
+  useLayoutEffect(() => {
+    const element = panel.current
+    if (!sheet || !element?.parentElement) return
+    const others = [...element.parentElement.children].filter(
+      (other): other is HTMLElement => other !== element && other instanceof HTMLElement && !other.inert,
+    )
+    for (const other of others) other.inert = true
+    if (!element.contains(document.activeElement)) element.focus()
+    const outside = (event: PointerEvent) => {
+      if (!element.contains(event.target as Node)) close.current()
+    }
+    document.addEventListener('pointerdown', outside)
+    return () => {
+      document.removeEventListener('pointerdown', outside)
+      for (const other of others) other.inert = false
+      if (element.contains(document.activeElement) || document.activeElement === document.body)
+        document.querySelector<HTMLElement>('.panel-toggle')?.focus()
+    }
+  }, [sheet])
+}
+
 export function SessionPanel({
   detail,
   running,
   open,
+  sheet,
   onClose,
   onUpload,
 }: {
@@ -170,9 +203,13 @@ export function SessionPanel({
   running: boolean
   /** Shown as a sheet (narrow screens); a wide screen shows it always. */
   open: boolean
+  /** Shown now as a sheet over the page: it holds the keyboard until it is closed. */
+  sheet: boolean
   onClose: () => void
   onUpload: (files: File[]) => void
 }) {
+  const panel = useRef<HTMLElement>(null)
+  useSheet(panel, sheet, onClose)
   const [restart, setRestart] = useState<{ busy: boolean; said?: string; failed?: boolean }>({ busy: false })
   const [restarts, setRestarts] = useState(0)
   const steps = detail.runs.reduce((n, run) => n + run.steps.length, 0)
@@ -196,7 +233,20 @@ export function SessionPanel({
     }
   }
   return (
-    <aside class={`session-panel${open ? ' open' : ''}`} aria-label="Session">
+    <aside
+      ref={panel}
+      class={`session-panel${open ? ' open' : ''}`}
+      aria-label="Session"
+      // Focused as the sheet opens (and by the s key), not a stop of Tab's.
+      tabIndex={-1}
+      onKeyDown={(event) => {
+        if (!sheet || !panel.current) return
+        if (event.key === 'Escape') {
+          event.preventDefault()
+          onClose()
+        } else trapTab(event, panel.current)
+      }}
+    >
       <div class="panel-head">
         <h2>Session</h2>
         <button
@@ -215,7 +265,8 @@ export function SessionPanel({
         )}
         <button
           type="button"
-          class="button secondary small"
+          class="button secondary small restart-kernel"
+          aria-keyshortcuts="Shift+R"
           disabled={running || restart.busy}
           onClick={() => void restartKernel()}
         >
