@@ -189,6 +189,8 @@ describe.runIf(canMakeTemplates)("sandboxes forked from a trixie template's own 
       id: `${trixie.id.slice(0, 48)}5741727465640001`,
       names: ['test-trixie-started'],
       start: 'import os, pandas\ntoken = os.urandom(8).hex()\ndef drawn():\n    return token\n',
+      // Its sandboxes' memory unless the caller sets theirs (a spec's `memory:`).
+      resources: { memoryBytes: 1500 * 1024 ** 2 },
     }
   }, 900_000)
 
@@ -313,6 +315,12 @@ describe.runIf(canMakeTemplates)("sandboxes forked from a trixie template's own 
       const [a, b] = await twoOf(started, spawning)
       expect(await jailInit(a)).toBe('bwrap')
       expect((await a.runCode('token')).text).not.toBe((await b.runCode('token')).text)
+      // The template's memory, forked and spawned, as the engine is handed it (Sandbox.create, `run --template`).
+      const limit = 'import resource\nresource.getrlimit(resource.RLIMIT_AS)[0] >> 20'
+      expect((await a.runCode(limit)).text).toBe('1500')
+      const forked = await Sandbox.create({ provider, template: started })
+      expect((await forked.runCode(limit)).text).toBe('1500')
+      await forked.kill()
       await Promise.all([a.kill(), b.kill()])
     } finally {
       await spawning.close()
