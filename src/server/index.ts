@@ -216,11 +216,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     () => provider,
   )
   let model: Promise<ModelChoice> | undefined
+  // The server's memory and CPUs are defaults: a session's template's go over them, as in E2B's create.
+  const { limits: defaultLimits, ...sessionSandbox } = sandbox
   service = new SessionService({
     history: stores.history,
     blobs: stores.blobs,
     provider,
-    sandbox,
+    sandbox: sessionSandbox,
+    defaultLimits,
     analyst: { nameImage: (step, index) => `step-${step}-chart-${index}.png`, ...options.analyst },
     model:
       options.model ??

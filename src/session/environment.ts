@@ -7,7 +7,12 @@
  */
 import { ANALYSIS_LANGUAGES, type AnalysisLanguage } from '../agent/index.js'
 import { InvalidArgumentError, NotFoundError } from '../errors.js'
-import { capabilitiesOf, type SandboxCreateOptions, type SandboxProvider } from '../sandbox/index.js'
+import {
+  capabilitiesOf,
+  type SandboxCreateOptions,
+  type SandboxLimits,
+  type SandboxProvider,
+} from '../sandbox/index.js'
 import type { StoredSession } from '../store/index.js'
 import type { TemplateStore } from '../templates/store.js'
 
@@ -55,6 +60,33 @@ export function sessionTemplate(
   throw new NotFoundError(`The template this session was made in, ${named}, is no longer built here`, {
     hint: `Build it again from the same spec (the same spec and inputs give the same id, ${templateId.slice(0, 12)}), or import its archive with analyst template import FILE; or start a new session${template ? ` with --template ${template}` : ''}.`,
   })
+}
+
+/**
+ * A session's sandbox limits, in the order E2B's create has them: the door's own (`asked`: its
+ * caller's), over its template's memory and CPUs, over the server's defaults (`defaults`: serve's
+ * --memory and --cpus, ANALYST_SANDBOX_MEMORY and _CPUS). Only an engine that starts built
+ * templates takes a template's; a name this catalog does not know is left to the engine to refuse.
+ */
+export function sessionLimits(
+  template: SandboxCreateOptions['template'],
+  asked: Partial<SandboxLimits> | undefined,
+  defaults: Partial<SandboxLimits> | undefined,
+  context: { provider: SandboxProvider; templates?: TemplateCatalog },
+): Partial<SandboxLimits> | undefined {
+  if (!defaults) return asked
+  let resources: Partial<SandboxLimits> | undefined
+  if (template !== undefined && capabilitiesOf(context.provider).templates === 'built') {
+    try {
+      resources =
+        typeof template === 'string' ? context.templates?.resolve(template).resources : template.resources
+    } catch (error) {
+      if (!NotFoundError.isInstance(error)) throw error
+    }
+  }
+  const given = (limits: Partial<SandboxLimits> = {}) =>
+    Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined))
+  return { ...given(defaults), ...given(resources), ...given(asked) }
 }
 
 /** The language a stored session's cells are in: its own, else (made before it was kept) the door's. */

@@ -24,11 +24,12 @@ import {
   type QueryHost,
   Sandbox,
   type SandboxCreateOptions,
+  type SandboxLimits,
   type SandboxProvider,
 } from '../sandbox/index.js'
 import type { BlobStore, HistoryStore, StoredDataset } from '../store/index.js'
 import { type HostTable, hostTables, type SandboxDataFile, sandboxFiles } from './datasets.js'
-import { sessionLanguage, sessionTemplate, type TemplateCatalog } from './environment.js'
+import { sessionLanguage, sessionLimits, sessionTemplate, type TemplateCatalog } from './environment.js'
 import type { Replayed } from './events.js'
 
 /** How each session's analyst works: the agent's settings that a door chooses. */
@@ -94,6 +95,8 @@ export interface LiveContext {
   blobs: BlobStore
   provider: SandboxProvider
   sandbox: Omit<SandboxCreateOptions, 'data' | 'signal'>
+  /** Each sandbox's limits under its template's and `sandbox.limits` (SessionServiceOptions). */
+  defaultLimits?: Partial<SandboxLimits>
   analyst: AnalystSettings
   python?: FindPython
   cacheDir: string
@@ -217,8 +220,9 @@ export class LiveSession {
     // The session's own language and build, whatever the door's are now: its cells replay there.
     const language = sessionLanguage(session, context.analyst.language)
     // A session that predates these records (no language kept) starts in the door's template.
-    const { template: doorTemplate, ...sandboxSettings } = context.sandbox
+    const { template: doorTemplate, limits: doorLimits, ...sandboxSettings } = context.sandbox
     const template = sessionTemplate(session, context) ?? (session?.language ? undefined : doorTemplate)
+    const limits = sessionLimits(template, doorLimits, context.defaultLimits, context)
     const settings = { ...context.analyst, language }
     // The guard reads Python; an R session has the jail and the limits (agent/language.ts).
     const guard = settings.guard !== false && languageProfile(language).guarded
@@ -240,6 +244,7 @@ export class LiveSession {
     try {
       sandbox = await Sandbox.create({
         ...sandboxSettings,
+        ...(limits ? { limits } : {}),
         ...(template ? { template } : {}),
         ...(sources ? { sources } : {}),
         provider: context.provider,

@@ -28,6 +28,7 @@ import {
   type ResidentHandle,
   type Sandbox,
   type SandboxCreateOptions,
+  type SandboxLimits,
   type SandboxProvider,
 } from '../sandbox/index.js'
 import { type ExportFormat, exportSession } from '../store/export/index.js'
@@ -77,8 +78,13 @@ export interface SessionServiceOptions {
   blobs: BlobStore
   /** The one provider every session's sandbox comes from. */
   provider: SandboxProvider
-  /** Settings of every sandbox (isolation, network, limits, envs). */
+  /** Settings of every sandbox (isolation, network, limits, envs). Its limits win over a template's. */
   sandbox?: Omit<SandboxCreateOptions, 'data' | 'signal'>
+  /**
+   * Each sandbox's limits where neither its template (memory and CPUs) nor `sandbox.limits` sets
+   * them: the server's own (serve's --memory and --cpus), which a template's go over, as in E2B's create.
+   */
+  defaultLimits?: Partial<SandboxLimits>
   /** The model for a session; `stored` is the spec it was last asked with, if any. */
   model: (stored?: string) => Promise<ModelChoice>
   /** How the analyst works (steps, timeouts, guard…). */
@@ -663,6 +669,7 @@ export class SessionService {
         blobs: this.options.blobs,
         provider: this.options.provider,
         sandbox: this.options.sandbox ?? {},
+        defaultLimits: this.options.defaultLimits,
         analyst: this.options.analyst ?? {},
         python: this.options.python,
         cacheDir: this.options.cacheDir,

@@ -74,7 +74,13 @@ describe("E2B's Template.build, a base that cannot be had", () => {
 describe("E2B's Template.build with memoryMB and cpuCount, over the host's Python", () => {
   let e2b: E2BServer
   beforeAll(async () => {
-    e2b = await startE2BServer({ poolSize: 0, allowTemplateBuilds: true })
+    // The server's own default memory, which a template's goes over.
+    process.env.ANALYST_SANDBOX_MEMORY = '1500M'
+    try {
+      e2b = await startE2BServer({ poolSize: 0, allowTemplateBuilds: true })
+    } finally {
+      delete process.env.ANALYST_SANDBOX_MEMORY
+    }
   })
   afterAll(async () => {
     await e2b?.close()
@@ -107,6 +113,20 @@ describe("E2B's Template.build with memoryMB and cpuCount, over the host's Pytho
       const info = await Sandbox.getInfo(sandboxID)
       await Sandbox.kill(sandboxID)
       expect(info).toMatchObject({ memoryMB: 400, cpuCount: 1 })
+      // A session through /api (the web UI's, MCP's) gets the template's memory over the server's too.
+      const api = (path: string, body: unknown) =>
+        fetch(`${e2b.url}${path}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${e2b.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      const session = (await (await api('/api/sessions', { template: 'small' })).json()) as { id: string }
+      const cell = await api(`/api/sessions/${session.id}/cells`, {
+        code: "import resource\nmib = resource.getrlimit(resource.RLIMIT_AS)[0] // 2**20\nif mib != 1000:\n    raise ValueError(f'{mib} MiB')",
+      })
+      const ran = (await cell.json()) as { violations: unknown[]; error?: { value: string } }
+      expect(ran.error?.value).toBeUndefined()
+      expect(ran.violations).toEqual([])
     },
     180_000,
   )

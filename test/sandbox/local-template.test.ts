@@ -4,12 +4,23 @@
  * env; the workspace, data/, charts and commands as on the host; a pool per template; unknown names
  * refused with the names there are. The hostile cases run in the template too (test/security/).
  */
-import { spawn, spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
+import { getRuntime } from '../../src/sandbox/local/runtime.js'
 import { buildTemplate } from '../../src/templates/build.js'
 import { parseSpec } from '../../src/templates/spec.js'
 import type { BuiltTemplate } from '../../src/templates/types.js'
@@ -178,6 +189,8 @@ describe.runIf(canMakeTemplates)("sandboxes forked from a trixie template's own 
       id: `${trixie.id.slice(0, 48)}5741727465640001`,
       names: ['test-trixie-started'],
       start: 'import os, pandas\ntoken = os.urandom(8).hex()\ndef drawn():\n    return token\n',
+      // Its sandboxes' memory unless the caller sets theirs (a spec's `memory:`).
+      resources: { memoryBytes: 1500 * 1024 ** 2 },
     }
   }, 900_000)
 
@@ -268,18 +281,115 @@ describe.runIf(canMakeTemplates)("sandboxes forked from a trixie template's own 
     }
   })
 
+  it('start with 300 MB forked and spawned; a limit too small for the imports says so, and what to raise', async () => {
+    const spawning = new LocalProvider({ poolSize: 0, home: TEMPLATE_HOME, coldStart: 'spawn' })
+    const MiB = 1024 ** 2
+    try {
+      for (const from of [provider, spawning]) {
+        const small = await Sandbox.create({
+          provider: from,
+          template: TRIXIE,
+          limits: { memoryBytes: 300 * MiB },
+        })
+        try {
+          expect((await small.runCode('import pandas; pandas.__version__')).text).toMatch(/^'2\./)
+        } finally {
+          await small.kill()
+        }
+        await expect(
+          Sandbox.create({ provider: from, template: TRIXIE, limits: { memoryBytes: 64 * MiB } }),
+        ).rejects.toMatchObject({
+          message: expect.stringContaining('(memory limit 64 MiB)'),
+          hint: expect.stringContaining('Give the sandbox more memory'),
+          fix: { setting: 'memory' },
+        })
+      }
+    } finally {
+      await spawning.close()
+    }
+  })
+
   it("spawn when told to (ANALYST_COLD_START=spawn's provider option), and run the start step in each kernel", async () => {
     const spawning = new LocalProvider({ poolSize: 0, home: TEMPLATE_HOME, coldStart: 'spawn' })
     try {
       const [a, b] = await twoOf(started, spawning)
       expect(await jailInit(a)).toBe('bwrap')
       expect((await a.runCode('token')).text).not.toBe((await b.runCode('token')).text)
+      // The template's memory, forked and spawned, as the engine is handed it (Sandbox.create, `run --template`).
+      const limit = 'import resource\nresource.getrlimit(resource.RLIMIT_AS)[0] >> 20'
+      expect((await a.runCode(limit)).text).toBe('1500')
+      const forked = await Sandbox.create({ provider, template: started })
+      expect((await forked.runCode(limit)).text).toBe('1500')
+      await forked.kill()
       await Promise.all([a.kill(), b.kill()])
     } finally {
       await spawning.close()
     }
   })
 })
+
+describe.runIf(canMakeTemplates)(
+  "sandboxes in a template under a folder closed to other users (root's /root/.analyst)",
+  () => {
+    let closed: string
+    let dir: string
+    let template: BuiltTemplate
+    const spawning = new LocalProvider({ poolSize: 0, home: TEMPLATE_HOME, coldStart: 'spawn' })
+    beforeAll(async () => {
+      const trixie = await trixieTemplate()
+      closed = mkdtempSync(join(tmpdir(), 'tpl-closed-')) // 0700, as /root is
+      writeFileSync(join(closed, 'analyst-closed-marker'), 'not for sandboxes')
+      dir = join(closed, 'templates', trixie.id)
+      mkdirSync(dir, { recursive: true })
+      // The cached template, bound there: a copy of its 770 MB would take minutes.
+      execFileSync('mount', ['--bind', trixie.dir, dir])
+      template = {
+        ...trixie,
+        id: `${trixie.id.slice(0, 48)}436c6f7365640001`,
+        names: ['test-trixie-closed'],
+        dir,
+        rootfs: join(dir, 'rootfs'),
+      }
+    }, 900_000)
+    afterAll(async () => {
+      await spawning.close()
+      if (!dir) return
+      execFileSync('umount', [dir])
+      // Never a recursive delete: a bind still there would reach into the cache.
+      rmdirSync(dir)
+      rmdirSync(join(closed, 'templates'))
+      rmSync(join(closed, 'analyst-closed-marker'))
+      rmdirSync(closed)
+    })
+
+    it('fork and spawn, run pandas 2, and see nothing of the closed folder beyond the template', async () => {
+      expect(statSync(closed).mode & 0o777).toBe(0o700)
+      const look = [
+        'import json, pandas, subprocess',
+        "found = subprocess.run(['find', '/', '-path', '/proc', '-prune', '-o', '-name', 'analyst-closed-marker', '-print'], capture_output=True, text=True).stdout",
+        "print(json.dumps({'pandas': pandas.__version__, 'found': found}))",
+      ].join('\n')
+      for (const [from, init] of [
+        [provider, ZYGOTE_INIT],
+        [spawning, 'bwrap'],
+      ] as const) {
+        const sandbox = await Sandbox.create({ provider: from, template })
+        try {
+          expect(await jailInit(sandbox)).toBe(init)
+          const execution = await sandbox.runCode(look)
+          expect(execution.error).toBeUndefined()
+          const seen = JSON.parse(execution.logs.stdout.join(''))
+          expect(seen.pandas).toMatch(/^2\./)
+          expect(seen.found).toBe('')
+        } finally {
+          await sandbox.kill()
+        }
+      }
+      // Bound in the jails' own mount namespaces only: the host sees an empty folder.
+      expect(readdirSync(join(getRuntime().own, 'reach', template.id.slice(0, 16)))).toEqual([])
+    })
+  },
+)
 
 describe.runIf(process.geteuid?.() === 0)(
   'sandboxes in a template over the host’s Python (a pip layer)',
@@ -288,8 +398,8 @@ describe.runIf(process.geteuid?.() === 0)(
     let index: PackageIndex
     let venvProvider: LocalProvider
     beforeAll(async () => {
+      // 0700, as root's home: sandboxes reach the venv through a bind (template-reach.ts).
       home = mkdtempSync(join(tmpdir(), 'tpl-host-'))
-      chmodSync(home, 0o755) // sandboxes' uids bind the template from here
       index = await servePackageIndex(buildWheel(home, 'tinypkg', '0.1.0'))
       const spec = `base: host\npip:\n  packages: [tinypkg==0.1.0]\n  index-url: ${index.url}\nenv:\n  TEAM: data\nstart: |\n  import tinypkg\n  started = 'yes'\n`
       await buildTemplate(parseSpec(spec, home), { home, name: 'host-pip', env: {} })

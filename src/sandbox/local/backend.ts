@@ -19,6 +19,7 @@ import type {
   SandboxBackend,
   SandboxCreateOptions,
   SandboxEnvironment,
+  SandboxLimits,
   SandboxMetrics,
   SandboxProvider,
   TerminalProcess,
@@ -389,11 +390,16 @@ async function waitUntilEmpty(procsFiles: string[]) {
   }
 }
 
-function sameLimits(limits: SandboxCreateOptions['limits']): boolean {
-  if (!limits) return true
-  return Object.entries(limits).every(
-    ([key, value]) => value === undefined || DEFAULT_LIMITS[key as keyof typeof DEFAULT_LIMITS] === value,
+function sameLimits(a: SandboxLimits, b: SandboxLimits): boolean {
+  return Object.keys(DEFAULT_LIMITS).every(
+    (key) => a[key as keyof SandboxLimits] === b[key as keyof SandboxLimits],
   )
+}
+
+/** A sandbox's limits: the caller's, over its template's memory and CPUs, over the defaults. */
+function limitsOf(root: SandboxRoot, asked: SandboxCreateOptions['limits'] = {}): SandboxLimits {
+  const given = Object.entries(asked).filter(([, value]) => value !== undefined)
+  return resolveLimits({ ...root.template?.resources, ...Object.fromEntries(given) })
 }
 
 export class LocalProvider implements SandboxProvider {
@@ -433,9 +439,11 @@ export class LocalProvider implements SandboxProvider {
 
   private async config(options: SandboxCreateOptions): Promise<HomeConfig> {
     if (this.coldStart === 'fork') useZygotes(this)
+    const { hostPython, root } = await this.root(options.template)
     return {
-      ...(await this.root(options.template)),
-      limits: resolveLimits(options.limits),
+      hostPython,
+      root,
+      limits: limitsOf(root, options.limits),
       network: options.network ?? false,
       isolation: options.isolation ?? 'sandbox',
       envs: options.envs ?? {},
@@ -465,7 +473,11 @@ export class LocalProvider implements SandboxProvider {
         },
       )
     }
-    const poolable = config.isolation === 'sandbox' && !config.network && sameLimits(options.limits)
+    // The pool's kernels have the template's limits (or the defaults): a create that asks for others starts its own.
+    const poolable =
+      config.isolation === 'sandbox' &&
+      !config.network &&
+      sameLimits(config.limits, limitsOf(config.root, undefined))
     const pool = this.poolOf(config.root.key, options.template)
     const pooled = poolable ? pool.ready.shift() : undefined
     if (pooled) this.hits++

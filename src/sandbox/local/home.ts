@@ -41,6 +41,7 @@ import {
 } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
 import { hostRoot, type SandboxRoot } from './template.js'
+import { jailHelper, jailStart } from './template-reach.js'
 import { Workspace } from './workspace.js'
 import { type ColdStart, forkSpec, forkUnsupported, type Zygote, zygoteFor } from './zygote.js'
 
@@ -306,9 +307,9 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       const bootIdFile = join(dir, 'boot_id')
       writeFileSync(bootIdFile, `${bootId}\n`, { mode: 0o644 })
       const command = [python.executable, '-s', `${SANDBOX_KERNEL_DIR}/analyst_kernel.py`, kernelConfig]
-      spec = {
-        command: 'bwrap',
-        args: bwrapArgs(
+      const bwrap = [
+        'bwrap',
+        ...bwrapArgs(
           {
             python,
             rootfs: config.root.rootfs,
@@ -327,9 +328,17 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
           },
           command,
         ),
+      ]
+      // As the sandbox's uid; a template in a closed folder through analyst_userns.py (template-reach.ts).
+      const jailed = owner
+        ? jailStart(config.root.reach, owner, bwrap, jailHelper(config.hostPython))
+        : { command: bwrap }
+      spec = {
+        command: jailed.command[0] as string,
+        args: jailed.command.slice(1),
         env: kernelEnv(SANDBOX_HOME, envs, process.env, SANDBOX_BIN_DIRS),
-        uid: owner?.uid,
-        gid: owner?.gid,
+        uid: jailed.uid,
+        gid: jailed.gid,
         cgroupProcs: cgroup?.procsFiles,
         infoFd: true,
         seccompFile: jail.seccompFile,

@@ -323,6 +323,14 @@ export function startHint(output: string): Pick<ErrorOptions, 'hint' | 'fix'> {
   // bubblewrap's own refusals: user namespaces, /proc in a container, each with its own fix.
   const jail = jailFailureFix(output)
   if (jail) return { hint: jail, fix: { setting: 'isolation' } }
+  // A memory limit (RLIMIT_AS) below what the kernel's imports take: numpy, pandas and matplotlib,
+  // and a thread stack per core for OpenBLAS.
+  if (/kernel failed to start: (MemoryError|RuntimeError\("can't start new thread)/.test(output)) {
+    return {
+      hint: 'The memory limit is too small for the sandbox Python to start: it imports numpy, pandas and matplotlib first (about 150 MiB of address space, more on a host with many cores). Give the sandbox more memory.',
+      fix: { setting: 'memory' },
+    }
+  }
   if (/No module named|ModuleNotFoundError/.test(output)) {
     const packages = [MODULE_SOURCES.pandas.package, MODULE_SOURCES.matplotlib.package]
     const otherwise = 'set ANALYST_PYTHON to a Python 3 with pandas and matplotlib'

@@ -7,19 +7,29 @@
  * sent. So nothing of a template runs on the host or with host privileges: its Python is probed,
  * and matplotlib's font list built, inside a jail rooted in it as an unprivileged uid; and its
  * sandboxes fork from a zygote of its own that runs as root of a user namespace only (zygote.ts),
- * never from the host's, which holds real capabilities to build jails.
+ * never from the host's, which holds real capabilities to build jails. A template in a folder closed
+ * to other users (root's /root/.analyst) is reached through a bind of its own (template-reach.ts).
  * @module
  */
 import { execFile } from 'node:child_process'
-import { chownSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { VENV } from '../../templates/steps.js'
 import type { BuiltTemplate } from '../../templates/types.js'
 import { SandboxUnavailableError } from '../errors.js'
 import { MPL_CONFIG_DIR } from '../kernel/env.js'
 import { systemArgs } from './jail.js'
-import { type PythonInfo, probePython } from './python.js'
+import { findPython, type PythonInfo, probePython } from './python.js'
 import { getRuntime, isRoot } from './runtime.js'
+import {
+  closedParent,
+  type JailHelper,
+  type JailStart,
+  jailHelper,
+  jailStart,
+  type Reach,
+  reachFor,
+} from './template-reach.js'
 
 export interface SandboxRoot {
   /** Pools and zygotes are per key: `host:<executable>`, or the template's id. */
@@ -39,6 +49,8 @@ export interface SandboxRoot {
   start?: string
   /** matplotlib's font list for this root, bound into each jail (undefined: each kernel builds it). */
   fontCache?: string
+  /** A template in a folder closed to other users: where its jails find its folder (template-reach.ts). */
+  reach?: Reach
 }
 
 /** The host's Python as a root: today's sandboxes. */
@@ -71,26 +83,33 @@ async function makeRoot(template: BuiltTemplate): Promise<SandboxRoot> {
   }
   // pip layers over the host's Python: the venv the build made at /opt/venv (src/templates/steps.ts).
   const binds = !rootfs && existsSync(venv) ? [{ from: venv, to: VENV }] : []
-  // bubblewrap runs as the sandbox's own uid: it must reach the template's folder to bind it.
+  // bubblewrap runs as the sandbox's own uid: a template it cannot pass through to is bound where it can.
   const closed = isRoot ? closedParent(template.dir) : undefined
-  if (closed) {
-    throw new SandboxUnavailableError(
-      `The template ${nameOf(template)} is in ${template.dir}, which sandboxes cannot reach: ${closed} is closed to other users`,
-      {
-        hint: `Let other users through it (chmod o+x ${closed}), or keep templates in an Analyst home they can reach (ANALYST_HOME=/var/lib/analyst).`,
-      },
-    )
+  const reach = closed ? reachFor(template.dir, template.id) : undefined
+  const jail: ProbeJail = {
+    rootfs,
+    binds,
+    reach,
+    helper: isRoot ? jailHelper(await findPython()) : undefined,
   }
-  const wrap = (argv: string[]) => inRoot(rootfs, binds, argv)
-  const python = await probePython(template.python.path, { wrap, ...asProbeUser }).catch((cause) => {
+  // Who runs the probe's jail does not depend on its command.
+  const { uid, gid } = inRoot(jail, [])
+  const python = await probePython(template.python.path, {
+    wrap: (argv) => inRoot(jail, argv).command,
+    uid,
+    gid,
+  }).catch((cause) => {
     throw new SandboxUnavailableError(
       `The template ${nameOf(template)}'s Python (${template.python.path}) does not run`,
-      { cause, hint: 'Build it again (analyst template build SPEC --force), or use another template.' },
+      {
+        cause,
+        hint: closed
+          ? `Its folder is under ${closed}, closed to other users: sandboxes reach it through a bind that root makes, which needs CAP_SYS_ADMIN. Else let other users through (chmod o+x ${closed}), or keep templates in an Analyst home they can reach (ANALYST_HOME=/var/lib/analyst).`
+          : 'Build it again (analyst template build SPEC --force), or use another template.',
+      },
     )
   })
-  const fontCache = python.modules.matplotlib
-    ? await templateFontCache(template.id, rootfs, binds, python)
-    : undefined
+  const fontCache = python.modules.matplotlib ? await templateFontCache(template.id, jail, python) : undefined
   return {
     key: template.id,
     template,
@@ -101,17 +120,8 @@ async function makeRoot(template: BuiltTemplate): Promise<SandboxRoot> {
     workdir: template.workdir,
     start: template.start,
     fontCache,
+    ...(reach ? { reach } : {}),
   }
-}
-
-/** The first folder on the way to `dir` that other users cannot pass through, if any. */
-function closedParent(dir: string): string | undefined {
-  let path = ''
-  for (const part of dir.split('/').filter(Boolean)) {
-    path += `/${part}`
-    if ((statSync(path).mode & 0o001) === 0) return path
-  }
-  return undefined
 }
 
 function nameOf(template: BuiltTemplate): string {
@@ -119,19 +129,26 @@ function nameOf(template: BuiltTemplate): string {
 }
 
 /** The uid a template's own programs run as outside a sandbox (as root: nobody; else this user). */
-const PROBE_UID = 65534
-const asProbeUser = isRoot ? { uid: PROBE_UID, gid: PROBE_UID } : {}
+const PROBE_USER = { uid: 65534, gid: 65534 }
+
+/** A throwaway jail in a template: its files, and (as root) how it is started as nobody. */
+interface ProbeJail {
+  rootfs: string | undefined
+  binds: SandboxRoot['binds']
+  reach: Reach | undefined
+  helper: JailHelper | undefined
+}
 
 /**
  * argv inside a throwaway jail rooted in the template: no network, no capabilities, a user
  * namespace of its own, run (as root) as nobody.
  */
-function inRoot(
-  rootfs: string | undefined,
-  binds: SandboxRoot['binds'],
-  argv: string[],
-  extra: string[] = [],
-): string[] {
+function inRoot(jail: ProbeJail, argv: string[], extra: string[] = []): JailStart {
+  const command = bwrapInRoot(jail, argv, extra)
+  return jail.helper ? jailStart(jail.reach, PROBE_USER, command, jail.helper) : { command }
+}
+
+function bwrapInRoot(jail: ProbeJail, argv: string[], extra: string[]): string[] {
   const runtime = getRuntime()
   return [
     'bwrap',
@@ -145,8 +162,8 @@ function inRoot(
     'ALL',
     '--die-with-parent',
     '--new-session',
-    ...systemArgs(rootfs, false),
-    ...binds.flatMap((bind) => ['--ro-bind', bind.from, bind.to]),
+    ...systemArgs(jail.rootfs, false),
+    ...jail.binds.flatMap((bind) => ['--ro-bind', bind.from, bind.to]),
     '--ro-bind',
     `${runtime.etc}/passwd`,
     '/etc/passwd',
@@ -162,33 +179,27 @@ function inRoot(
   ]
 }
 
-function runInRoot(command: string[], env: Record<string, string>): Promise<void> {
-  const [file, ...args] = command
+function runInRoot(start: JailStart, env: Record<string, string>): Promise<void> {
+  const [file, ...args] = start.command
   return new Promise((resolve) => {
-    execFile(file as string, args, { env, timeout: 60_000, ...asProbeUser }, () => resolve())
+    execFile(file as string, args, { env, timeout: 60_000, uid: start.uid, gid: start.gid }, () => resolve())
   })
 }
 
 /** matplotlib's font list for a template, built once in a jail rooted in it (paths as the jail sees them). */
 async function templateFontCache(
   id: string,
-  rootfs: string | undefined,
-  binds: SandboxRoot['binds'],
+  jail: ProbeJail,
   python: PythonInfo,
 ): Promise<string | undefined> {
   const dir = join(getRuntime().cache, `matplotlib-${id.slice(0, 16)}-${python.version}`)
   const find = () => readdirSync(dir).find((name) => /^fontlist-v\d+\.json$/.test(name))
   if (existsSync(dir) && find()) return join(dir, find() as string)
   mkdirSync(dir, { recursive: true, mode: 0o755 })
-  if (isRoot) chownSync(dir, PROBE_UID, PROBE_UID)
+  if (isRoot) chownSync(dir, PROBE_USER.uid, PROBE_USER.gid)
   const inside = `${MPL_CONFIG_DIR}-build`
   await runInRoot(
-    inRoot(
-      rootfs,
-      binds,
-      [python.executable, '-s', '-c', 'import matplotlib.font_manager'],
-      ['--bind', dir, inside],
-    ),
+    inRoot(jail, [python.executable, '-s', '-c', 'import matplotlib.font_manager'], ['--bind', dir, inside]),
     { PATH: '/usr/bin:/bin', HOME: inside, MPLCONFIGDIR: inside, MPLBACKEND: 'Agg' },
   )
   const file = find()

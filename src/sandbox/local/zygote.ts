@@ -25,6 +25,7 @@ import type { PythonInfo } from './python.js'
 import { allocateUid, getRuntime, isRoot, onExit, SANDBOX_UIDS } from './runtime.js'
 import { seccompFilter } from './seccomp.js'
 import type { SandboxRoot } from './template.js'
+import { jailHelper, jailStart } from './template-reach.js'
 
 /** How sandboxes start: forked from the zygote, or a new bubblewrap and Python each (spawn). */
 export type ColdStart = 'fork' | 'spawn'
@@ -146,10 +147,11 @@ async function startZygote(
     own = allocateUid()
     chownSync(socketDir, own.uid, own.uid)
   }
-  const inUserns = own
-    ? [hostPython.executable, '-I', '-S', join(kernelDir, 'analyst_userns.py'), userNamespaceMap(own.uid)]
-    : []
-  const [command, ...rest] = [...inUserns, 'bwrap', ...args] as [string, ...string[]]
+  const jailed = own
+    ? jailStart(root.reach, { map: userNamespaceMap(own.uid) }, ['bwrap', ...args], jailHelper(hostPython))
+        .command
+    : ['bwrap', ...args]
+  const [command, ...rest] = jailed as [string, ...string[]]
   const child = spawn(command, rest, {
     env: kernelEnv(SANDBOX_HOME, root.env, process.env, SANDBOX_BIN_DIRS),
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -939,14 +939,22 @@ def main():
         _real_exit(status)
 
     os._exit = exit_after_output
-    apply_limits(LIMITS)
-    preload(config.get('preload'))
-    import analyst_display_hooks
-    analyst_display_hooks.install(display, get_ipython)
-    contexts['default'] = Context('default', WORKDIR, STARTED)
-    run_start(config.get('start'), contexts['default'].namespace)
-    requests = queue.Queue()
-    threading.Thread(target=io_loop, args=(requests, threading.get_ident()), daemon=True).start()
+    try:
+        apply_limits(LIMITS)
+        preload(config.get('preload'))
+        import analyst_display_hooks
+        analyst_display_hooks.install(display, get_ipython)
+        contexts['default'] = Context('default', WORKDIR, STARTED)
+        run_start(config.get('start'), contexts['default'].namespace)
+        requests = queue.Queue()
+        threading.Thread(target=io_loop, args=(requests, threading.get_ident()), daemon=True).start()
+    except BaseException as error:
+        # fd 1 and 2 are the capture's pipes by now: the host reads why on the original stderr
+        # (a MemoryError here is a memory limit too small for the imports: kernel.ts says so).
+        memory = LIMITS.get('memoryBytes')
+        limit = f' (memory limit {memory // 2**20} MiB)' if memory else ''
+        os.write(crash_log, f'kernel failed to start: {error!r}{limit}\n'.encode())
+        raise
     send({'type': 'ready', 'pid': os.getpid(), 'python': sys.version.split()[0]})
     while True:
         handle(requests.get())
