@@ -191,7 +191,10 @@ describe.each(['sqlite', 'postgres'])('analyst serve over %s', (store) => {
       ),
     ]
     expect(specs).toHaveLength(1)
-    expect(JSON.parse(specs[0]?.[1] ?? '')).toMatchObject({ title: 'Revenue by region', layer: [{ mark: { type: 'bar' } }] })
+    expect(JSON.parse(specs[0]?.[1] ?? '')).toMatchObject({
+      title: 'Revenue by region',
+      layer: [{ mark: { type: 'bar' } }],
+    })
     expect(html.replace(specs[0]?.[0] ?? '', '')).not.toMatch(/<script|src="http|href="http/)
     expect((await api(url, `/api/sessions/${id}/export?format=pdf`)).status).toBe(400)
 
