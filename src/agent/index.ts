@@ -11,7 +11,7 @@ export {
   RUN_PYTHON,
   type ToolOutcome,
 } from './analyst.js'
-export type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
+export type { AgentEvent, AskResult, RefusedFile, StepRecord, Usage, Violation } from './events.js'
 export { type ExtractedCode, extractCode } from './extract.js'
 export { Evidence, statedNumbers, unsupportedNumbers } from './grounding.js'
 export { ANALYSIS_LANGUAGES, type AnalysisLanguage, LANGUAGE_PROFILES, languageProfile } from './language.js'

@@ -456,8 +456,12 @@ export class SessionService {
             durationMs: Date.now() - started,
             images: nameImage && pngs.length > 0 ? pngs.map((_, i) => nameImage(i + 1)) : undefined,
           }
-          live.analyst.noteCell(code, execution, violations)
-          await recorder.handle({ type: 'step-end', step: 1, record })
+          try {
+            await recorder.handle({ type: 'step-end', step: 1, record })
+          } finally {
+            // After the recorder: the model is told of the files it could not keep (record.refused).
+            live.analyst.noteCell(code, execution, violations, record.refused)
+          }
           await recorder.finishCell()
           yield { type: 'step-end', step: 1, record } satisfies SessionEvent
           return { runId: recorder.run.id, execution, violations }

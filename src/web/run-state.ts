@@ -225,13 +225,24 @@ export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): U
     }
     case 'observation':
       return updateStep(run, event.step, (step) => ({ ...step, running: false }))
-    case 'step-end':
+    case 'step-end': {
+      const { record } = event
+      // Files the server could not keep (its disk full) are not offered: the step's stderr, as the
+      // recorder wrote it, says which and why, as the stored step will.
+      const refused = new Set((record.refused ?? []).map((file) => file.name))
       return updateStep(run, event.step, (step) => ({
         ...step,
         running: false,
-        durationMs: event.record.durationMs,
-        queries: event.record.execution?.queries,
+        durationMs: record.durationMs,
+        queries: record.execution?.queries,
+        ...(refused.size > 0
+          ? {
+              artifacts: step.artifacts.filter((artifact) => !refused.has(artifact.name)),
+              stderr: record.execution?.logs.stderr.join('') ?? step.stderr,
+            }
+          : {}),
       }))
+    }
     case 'usage':
       return { ...run, totalTokens: event.total.totalTokens }
     case 'answer':
