@@ -15,5 +15,5 @@ export type { AgentEvent, AskResult, RefusedFile, StepRecord, Usage, Violation }
 export { type ExtractedCode, extractCode } from './extract.js'
 export { Evidence, statedNumbers, unsupportedNumbers } from './grounding.js'
 export { ANALYSIS_LANGUAGES, type AnalysisLanguage, LANGUAGE_PROFILES, languageProfile } from './language.js'
-export { observe, truncateMiddle } from './observation.js'
+export { observe, refusedNote, truncateMiddle } from './observation.js'
 export { sourcesSection, systemPrompt } from './prompt.js'

@@ -10,7 +10,7 @@
  * @module
  */
 import type { Readable } from 'node:stream'
-import type { AskResult, StepRecord, Violation } from '../agent/index.js'
+import type { AskResult, RefusedFile, StepRecord, Violation } from '../agent/index.js'
 import type { DatasetProfile } from '../data/index.js'
 import {
   ConflictError,
@@ -70,6 +70,8 @@ export interface CellResult {
   /** Absent when the guard stopped the code. */
   execution?: Execution
   violations: Violation[]
+  /** The cell's files and charts the server could not keep (its disk full), and why. */
+  refused?: RefusedFile[]
 }
 
 export interface SessionServiceOptions {
@@ -464,7 +466,12 @@ export class SessionService {
           }
           await recorder.finishCell()
           yield { type: 'step-end', step: 1, record } satisfies SessionEvent
-          return { runId: recorder.run.id, execution, violations }
+          return {
+            runId: recorder.run.id,
+            execution,
+            violations,
+            ...(record.refused ? { refused: record.refused } : {}),
+          }
         } catch (error) {
           await recorder.fail(error, signal.aborted ? 'interrupted' : 'failed')
           throw error
