@@ -5,6 +5,7 @@
  * @module
  */
 import type { Violation } from '../agent/events.js'
+import { executionFix, phraseFix } from '../fixes.js'
 import { type Chart, parseChart } from '../sandbox/charts.js'
 import type { ArtifactView, ResultView, RunStatus, RunView, StepView, StoredQuery } from '../server/types.js'
 import type { StreamEvent } from './api.js'
@@ -117,6 +118,16 @@ export function fromStored(run: RunView): UiRun {
     error: run.error,
     totalTokens: run.usage.totalTokens,
   }
+}
+
+/**
+ * What a step's traceback may not say of its error: Analyst's words on it (a MemoryError's limit,
+ * added after Python raised it) and the setting that fixes it, for the web's reader.
+ */
+export function errorNote(error: { name: string; value: string; traceback?: string }): string | undefined {
+  const unsaid = error.traceback && error.value && !error.traceback.includes(error.value)
+  const parts = [unsaid ? `${error.name}: ${error.value}` : undefined, phraseFix(executionFix(error), 'http')]
+  return parts.filter((part) => part !== undefined).join(' ') || undefined
 }
 
 /** A table is `{ column: values[] }`; anything else from the sandbox is not rendered as one. */

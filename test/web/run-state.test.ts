@@ -5,6 +5,7 @@ import type { StreamEvent } from '../../src/web/api.js'
 import {
   applyEvent,
   endRun,
+  errorNote,
   fromStored,
   mergeLive,
   newRun,
@@ -274,6 +275,22 @@ describe('stored runs', () => {
     expect(mergeLive(fromStored(older), live).steps[0]?.prose).toBe('Hm.')
     expect(mergeLive(fromStored(older), { ...live, id: 'other' }).steps[0]?.prose).toBeUndefined()
     expect(mergeLive(fromStored(stored), live).steps[0]?.prose).toBe('Plotting the totals.')
+  })
+})
+
+describe('errorNote', () => {
+  it("says what a traceback leaves out (a MemoryError's limit) and what fixes it", () => {
+    const value = 'the cell needed more memory than this sandbox may use (its memory limit, 768 MiB)'
+    expect(errorNote({ name: 'MemoryError', value, traceback: 'Traceback …\nMemoryError' })).toBe(
+      `MemoryError: ${value} Raise the sandbox's memory limit (memoryMB, or the server's ANALYST_SANDBOX_MEMORY).`,
+    )
+    expect(
+      errorNote({
+        name: 'NameError',
+        value: "name 'x' is not defined",
+        traceback: "NameError: name 'x' is not defined",
+      }),
+    ).toBeUndefined()
   })
 })
 

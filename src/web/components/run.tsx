@@ -5,7 +5,7 @@ import { type ArtifactView, PERSON_CELL } from '../../server/types.js'
 import { queryLine } from '../../store/export/sql.js'
 import { withToken } from '../api.js'
 import { bytes, count, seconds } from '../format.js'
-import { proseOf, type UiImage, type UiRun, type UiStep } from '../run-state.js'
+import { errorNote, proseOf, type UiImage, type UiRun, type UiStep } from '../run-state.js'
 import { Markdown } from './answer.js'
 import { ChartView } from './chart-view.js'
 import { Code } from './code.js'
@@ -267,6 +267,7 @@ function Step({
               {step.error.traceback || `${step.error.name}: ${step.error.value}`}
             </ScrollBox>
           )}
+          {step.error && errorNote(step.error) && <p class="note warn">{errorNote(step.error)}</p>}
         </div>
       )}
       {tables.length > 0 && (
