@@ -479,6 +479,59 @@ describe('the session', () => {
   })
 })
 
+describe("files the step's keeper refused (the server's disk full)", () => {
+  const written: MockCell = () => [
+    {
+      type: 'artifact',
+      artifact: {
+        name: 'big.bin',
+        path: '/home/user/big.bin',
+        size: 3,
+        mimeType: 'application/octet-stream',
+      },
+    },
+    { type: 'stdout', text: 'written\n' },
+  ]
+  const reason = "the server's disk is full"
+
+  it('the model is told which file was not kept and why before its next call; the result leaves it out', async () => {
+    const { session, model } = await analyst([{ code: 'write()' }, { text: 'Done.' }], { cell: written })
+    const events: AgentEvent[] = []
+    for await (const event of session.ask('Write it.')) {
+      // What the session's recorder does when the blob store has no room for the file.
+      if (event.type === 'step-end') {
+        event.record.artifacts = []
+        event.record.refused = [{ name: 'big.bin', reason }]
+      }
+      events.push(event)
+    }
+    const sent = prompt(model, 1)
+    expect(sent).toContain("[not kept] big.bin: the server's disk is full")
+    expect(sent).toMatch(/do not offer it in your answer/)
+    // The run's events say it too, after the step's end.
+    const types = events.map((event) => event.type)
+    expect(types.lastIndexOf('observation')).toBeGreaterThan(types.indexOf('step-end'))
+    expect(observations(events).at(-1)).toMatch(/^\[not kept\] big\.bin/)
+    const done = events.at(-1)
+    expect(done?.type === 'done' && done.result.artifacts).toEqual([])
+    expectValidHistory(session.messages)
+  })
+
+  it('in text mode and for a cell run outside the conversation alike', async () => {
+    const { session, model } = await analyst([{ code: 'write()' }, { text: 'Done.' }], {
+      cell: written,
+      mode: 'text',
+    })
+    for await (const event of session.ask('Write it.'))
+      if (event.type === 'step-end') event.record.refused = [{ name: 'big.bin', reason }]
+    expect(prompt(model, 1)).toContain('[not kept] big.bin')
+    session.noteCell('write()', undefined, [], [{ name: 'chart.png', reason }])
+    expect(JSON.stringify(session.messages.at(-1))).toContain(
+      "[not kept] chart.png: the server's disk is full",
+    )
+  })
+})
+
 describe('cancellation', () => {
   it('during the model call: the question rejects with the reason, and the next one goes on', async () => {
     let called: () => void = () => {}

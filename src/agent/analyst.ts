@@ -10,13 +10,14 @@ import type { LanguageModel, ModelMessage, ToolSet } from 'ai'
 import { ConflictError, InvalidArgumentError, ModelCallError } from '../errors.js'
 import { splitFollowUps } from '../follow-ups.js'
 import type { CodeMode } from '../models/index.js'
-import type { Artifact, Execution, Sandbox } from '../sandbox/index.js'
-import type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
+import type { Execution, Sandbox } from '../sandbox/index.js'
+import type { AgentEvent, AskResult, RefusedFile, StepRecord, Usage, Violation } from './events.js'
 import { findingsSoFar } from './findings.js'
 import { Evidence, unsupportedNumbers } from './grounding.js'
 import { outsideCellMessage, replyMessages, StepHistory } from './history.js'
 import { type AnalysisLanguage, type LanguageProfile, languageProfile } from './language.js'
 import { addUsage, callModel, modelName, type Reply } from './model-call.js'
+import { refusedNote } from './observation.js'
 import { systemPrompt } from './prompt.js'
 import { EventQueue } from './queue.js'
 import { planRuns } from './runs.js'
@@ -157,7 +158,6 @@ export class Analyst {
     this.evidence.add(question)
     this.messages.push({ role: 'user', content: question })
     const steps: StepRecord[] = []
-    const artifacts: Artifact[] = []
     const repeats = new Repeats()
     let answer: string | undefined
     let followUps: string[] = []
@@ -187,11 +187,15 @@ export class Analyst {
           // Into the history first: a question abandoned at the events below still tells the
           // model what the run found.
           history.add(run, outcome)
-          if (outcome.record) {
-            steps.push(outcome.record)
-            artifacts.push(...outcome.record.artifacts)
-          }
+          if (outcome.record) steps.push(outcome.record)
           yield* closingEvents(step, outcome)
+          // Whoever keeps the step (at step-end) may have refused some of its files, the disk
+          // full: the model is told before its next call, and the run's events say it too.
+          const refused = refusedNote(outcome.record?.refused)
+          if (refused) {
+            history.note(run, refused)
+            yield { type: 'observation', step, text: refused }
+          }
         }
       } finally {
         // Cancelled, failed or abandoned mid-step too: every tool call gets its answer, so that
@@ -216,7 +220,8 @@ export class Analyst {
       ...(followUps.length ? { followUps } : {}),
       incomplete,
       steps,
-      artifacts,
+      // As kept: without the files that were refused (record.refused).
+      artifacts: steps.flatMap((record) => record.artifacts),
       unsupportedNumbers: unsupported,
       usage: {
         inputTokens: this.usage.inputTokens - usageBefore.inputTokens,
@@ -252,8 +257,13 @@ export class Analyst {
    * A cell someone else ran in this sandbox (an MCP client, a person): the conversation says so,
    * so that the next question knows what the kernel holds; its output counts as evidence.
    */
-  noteCell(code: string, execution: Execution | undefined, violations: Violation[] = []) {
+  noteCell(
+    code: string,
+    execution: Execution | undefined,
+    violations: Violation[] = [],
+    refused?: RefusedFile[],
+  ) {
     if (execution) this.evidence.addExecution(execution)
-    this.messages.push(outsideCellMessage(code, execution, violations))
+    this.messages.push(outsideCellMessage(code, execution, violations, refused))
   }
 }

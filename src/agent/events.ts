@@ -38,6 +38,19 @@ export interface StepRecord {
   images?: string[]
   /** Tokens of the model call that wrote this step's code. */
   usage?: Usage
+  /**
+   * The step's files and charts that could not be kept for the user, and why (the server's disk
+   * full): set by whoever keeps the step (the session's recorder, as it handles `step-end`), and
+   * told to the model before its next call. None of them is among `artifacts`.
+   */
+  refused?: RefusedFile[]
+}
+
+/** A file or chart of a step that was not kept for the user. */
+export interface RefusedFile {
+  name: string
+  /** Why, in words the user and the model can read: "the server's disk is full (…)". */
+  reason: string
 }
 
 /** The outcome of one question: the object `analyst ask --json` prints. */

@@ -6,8 +6,8 @@
  */
 import type { ModelMessage, ToolResultPart } from 'ai'
 import type { Execution } from '../sandbox/index.js'
-import type { Violation } from './events.js'
-import { observe } from './observation.js'
+import type { RefusedFile, Violation } from './events.js'
+import { observe, refusedNote } from './observation.js'
 import type { Run, ToolCallRef } from './runs.js'
 import type { ModelImage, StepOutcome } from './step.js'
 
@@ -56,6 +56,15 @@ export class StepHistory {
     this.images.push(...outcome.images)
   }
 
+  /** Adds to what the model is told of a run that was added: a note learned after its observation. */
+  note(run: Run, text: string) {
+    const call = run.call
+    const result = call && this.results.find((part) => part.toolCallId === call.toolCallId)
+    if (result?.output.type === 'text')
+      result.output = { type: 'text', value: `${result.output.value}\n${text}` }
+    else if (!call) this.texts.push(text)
+  }
+
   /** The step's messages: what finished, and for each call that did not, that it was cancelled. */
   messages(): ModelMessage[] {
     const answered = new Set(this.results.map((result) => result.toolCallId))
@@ -88,10 +97,13 @@ export function outsideCellMessage(
   code: string,
   execution: Execution | undefined,
   violations: Violation[] = [],
+  refused?: RefusedFile[],
 ): ModelMessage {
-  const what = execution
+  const ran = execution
     ? observe({ execution, imageNames: [], notes: [] })
     : `Nothing ran: the guard stopped it (${violations.map((v) => v.message).join('; ')}).`
+  const note = refusedNote(refused)
+  const what = note ? `${ran}\n${note}` : ran
   return {
     role: 'user',
     content: `This code was run in the sandbox outside our conversation:\n\`\`\`python\n${code}\n\`\`\`\n${what}`,

@@ -11,9 +11,9 @@ export {
   RUN_PYTHON,
   type ToolOutcome,
 } from './analyst.js'
-export type { AgentEvent, AskResult, StepRecord, Usage, Violation } from './events.js'
+export type { AgentEvent, AskResult, RefusedFile, StepRecord, Usage, Violation } from './events.js'
 export { type ExtractedCode, extractCode } from './extract.js'
 export { Evidence, statedNumbers, unsupportedNumbers } from './grounding.js'
 export { ANALYSIS_LANGUAGES, type AnalysisLanguage, LANGUAGE_PROFILES, languageProfile } from './language.js'
-export { observe, truncateMiddle } from './observation.js'
+export { observe, refusedNote, truncateMiddle } from './observation.js'
 export { sourcesSection, systemPrompt } from './prompt.js'

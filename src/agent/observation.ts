@@ -6,6 +6,7 @@
  */
 import { type Door, executionFix, phraseFix } from '../fixes.js'
 import { type Artifact, type Execution, parseChart, type Result, summarizeChart } from '../sandbox/index.js'
+import type { RefusedFile } from './events.js'
 
 export interface ObservationLimits {
   /** Characters of stdout (and of stderr) kept. @default 4000 */
@@ -107,4 +108,17 @@ export function observe({
     parts.push('[no output] The code ran without printing anything. print() what you need to see.')
   for (const note of notes) parts.push(`[note] ${note}`)
   return parts.join('\n')
+}
+
+/**
+ * What the model is told of a step's files that were not kept for the user (the server's disk
+ * full), so that its answer does not offer a file that is not there; undefined when all were kept.
+ */
+export function refusedNote(refused: RefusedFile[] | undefined): string | undefined {
+  if (!refused?.length) return undefined
+  const byReason = new Map<string, string[]>()
+  for (const { name, reason } of refused) byReason.set(reason, [...(byReason.get(reason) ?? []), name])
+  const said = [...byReason].map(([reason, names]) => `${names.join(', ')}: ${reason}`).join('; ')
+  const them = refused.length === 1 ? 'it' : 'them'
+  return `[not kept] ${said}. The user cannot see or download ${them}: do not offer ${them} in your answer; say that ${refused.length === 1 ? 'it was' : 'they were'} not kept, and why.`
 }

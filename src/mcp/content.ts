@@ -5,7 +5,7 @@
  * @module
  */
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js'
-import type { AskResult } from '../agent/index.js'
+import { type AskResult, refusedNote } from '../agent/index.js'
 import { AnalystError, known } from '../errors.js'
 import { advice } from '../fixes.js'
 import { type CellImage, cellOutput, imageOf } from '../integrations/cell.js'
@@ -30,10 +30,16 @@ export function cellContent(
   options: { sessionId: string; imageNames: string[] },
 ): CallToolResult {
   const output = cellOutput(cell.execution, cell.violations, options.imageNames, 'mcp')
-  const saved = [...options.imageNames, ...output.files.map((a) => a.name)]
+  // A file the server's disk could not keep is no resource: the client's model is told why instead.
+  const refused = new Set((cell.refused ?? []).map((file) => file.name))
+  const saved = [...options.imageNames, ...output.files.map((a) => a.name)].filter(
+    (name) => !refused.has(name),
+  )
   let text = output.text
   if (saved.length > 0)
     text += `\n[resources] ${saved.map((name) => artifactUri(options.sessionId, name)).join(', ')}`
+  const notKept = refusedNote(cell.refused)
+  if (notKept) text += `\n${notKept}`
   return { content: [{ type: 'text', text }, ...output.images.map(imageContent)], isError: output.isError }
 }
 

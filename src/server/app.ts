@@ -44,6 +44,7 @@ import { frameRoutes } from './frames.js'
 import type { ServerMetrics } from './metrics.js'
 import { openApiDocument } from './openapi.js'
 import type { Quotas } from './quotas.js'
+import { reasonPhrases } from './reason-phrase.js'
 import { jsonBody, parse } from './request-body.js'
 import { restartRoutes } from './restart.js'
 import { type TemplateRoutesOptions, templateRoutes } from './templates.js'
@@ -184,6 +185,8 @@ export function createApp(options: AppOptions): Hono<Env> {
       'request',
     )
   })
+  // An error answer's reason phrase reaches the status line (reason-phrase.ts).
+  app.use('*', reasonPhrases)
   // E2B-compatible API: requests that name a sandbox (E2b-Sandbox-Id) or hit its control plane.
   const e2b = options.e2b
   if (e2b) app.use('*', async (c, next) => (e2b.handles(c.req.raw) ? e2b.fetch(c.req.raw) : next()))

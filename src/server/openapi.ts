@@ -2,6 +2,14 @@
 
 const error = { $ref: '#/components/responses/Error' }
 const sessionId = { name: 'id', in: 'path', required: true, schema: { type: 'string' } }
+/** The body of every error: what went wrong and what to do about it. */
+const errorContent = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }
+/** A 503 for want of memory: said before any work starts (before an answer's stream). */
+const noRoom = {
+  $ref: '#/components/responses/Unavailable',
+  description:
+    "No room: the sandboxes use their memory budget (ANALYST_MEMORY_BUDGET) and none is idle to pause; the message names the caller's own sessions. Or the database is unreachable, or the server is shutting down. Retry-After says when to try again",
+}
 
 export const openApiDocument = {
   openapi: '3.1.0',
@@ -15,32 +23,48 @@ export const openApiDocument = {
   },
   components: {
     securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-    responses: {
+    schemas: {
       Error: {
-        description: 'An error, with what to do about it',
-        content: {
-          'application/json': {
-            schema: {
-              type: 'object',
-              properties: {
-                error: {
-                  type: 'object',
-                  properties: {
-                    code: { type: 'string' },
-                    message: { type: 'string' },
-                    hint: { type: 'string' },
-                  },
-                  required: ['message'],
-                },
+        type: 'object',
+        properties: {
+          error: {
+            type: 'object',
+            properties: {
+              code: {
+                type: 'string',
+                description: 'The kind, for programs: unavailable (503), insufficient_storage (507), …',
               },
+              message: { type: 'string' },
+              hint: { type: 'string', description: 'What to do about it' },
             },
+            required: ['message'],
           },
         },
       },
     },
+    headers: {
+      RetryAfter: {
+        description: 'Seconds to wait before trying again',
+        schema: { type: 'integer', minimum: 1 },
+      },
+    },
+    responses: {
+      Error: { description: 'An error, with what to do about it', content: errorContent },
+      Unavailable: {
+        description:
+          'Not now, nothing was changed: the database that keeps sessions cannot be reached (restarting, stopped), or the server is shutting down; on a route that starts a sandbox, no room in the memory budget. Retry-After says when to try again (where it is known)',
+        headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } },
+        content: errorContent,
+      },
+      DiskFull: {
+        description:
+          "The server's disk (under ANALYST_HOME) is full: what was sent was not kept, and nothing is corrupted. Try again once its operator frees space",
+        content: errorContent,
+      },
+    },
   },
   security: [{ bearer: [] }],
-  paths: {
+  paths: withFaultAnswers({
     '/healthz': {
       get: { summary: 'Liveness', security: [], responses: { 200: { description: '{ "ok": true }' } } },
     },
@@ -225,12 +249,12 @@ export const openApiDocument = {
         responses: {
           200: {
             description:
-              'text/event-stream: run-start, step-start, model-text-delta, model-text, code, guard, stdout, stderr, result, error, artifact, observation, usage, step-end, answer, then done (the AskResult) or failed',
+              "text/event-stream: run-start, step-start, model-text-delta, model-text, code, guard, stdout, stderr, result, error, artifact, observation, usage, step-end, answer, then done (the AskResult) or failed. A failure once the stream has begun (the disk full, the database gone) is a `failed` event with its message and hint; a step's file the server's disk could not keep is named in step-end's record.refused and told to the model",
           },
           400: error,
           404: error,
           429: error,
-          503: error,
+          503: noRoom,
         },
       },
     },
@@ -258,7 +282,7 @@ export const openApiDocument = {
           },
           400: error,
           404: error,
-          503: error,
+          503: noRoom,
         },
       },
     },
@@ -512,5 +536,37 @@ export const openApiDocument = {
         responses: { 200: { description: 'Entries' }, 403: error },
       },
     },
-  },
+  }),
 } as const
+
+/**
+ * Every /api operation with the fault answers it can give: each reads the store (sign-in's users
+ * too), so the database unreachable is a 503 with Retry-After; each can write (a new record, or the
+ * requests-per-minute quota's count), so the disk full is a 507. An operation's own description of
+ * a status (the memory budget's 503) is kept.
+ */
+function withFaultAnswers<const P extends Record<string, object>>(paths: P): P {
+  const faults = {
+    503: { $ref: '#/components/responses/Unavailable' },
+    507: { $ref: '#/components/responses/DiskFull' },
+  }
+  const methods = new Set(['get', 'put', 'post', 'delete', 'patch'])
+  return Object.fromEntries(
+    Object.entries(paths).map(([path, item]) => [
+      path,
+      path.startsWith('/api/')
+        ? Object.fromEntries(
+            Object.entries(item).map(([key, operation]) => [
+              key,
+              methods.has(key)
+                ? {
+                    ...operation,
+                    responses: { ...faults, ...(operation as { responses: object }).responses },
+                  }
+                : operation,
+            ]),
+          )
+        : item,
+    ]),
+  ) as P
+}

@@ -132,9 +132,11 @@ export class Recorder {
     }
     const diskFull = refused.length > 0 ? `[not kept: ${refused.join(', ')}: ${DISK_FULL}]\n` : ''
     if (diskFull) {
-      // The step as the user sees it says so: its stderr, live and stored, and its files without them.
+      // The step as the user sees it says so: its stderr, live and stored, and its files without
+      // them; the analyst tells the model (record.refused) before its next call.
       execution?.logs.stderr.push(diskFull)
       record.artifacts = record.artifacts.filter((artifact) => !refused.includes(artifact.name))
+      record.refused = refused.map((name) => ({ name, reason: DISK_FULL }))
     }
     const stderr = execution?.logs.stderr.join('') ?? ''
     await history.commitStep({

@@ -10,7 +10,7 @@
  * @module
  */
 import type { Readable } from 'node:stream'
-import type { AskResult, StepRecord, Violation } from '../agent/index.js'
+import type { AskResult, RefusedFile, StepRecord, Violation } from '../agent/index.js'
 import type { DatasetProfile } from '../data/index.js'
 import {
   ConflictError,
@@ -71,6 +71,8 @@ export interface CellResult {
   /** Absent when the guard stopped the code. */
   execution?: Execution
   violations: Violation[]
+  /** The cell's files and charts the server could not keep (its disk full), and why. */
+  refused?: RefusedFile[]
 }
 
 export interface SessionServiceOptions {
@@ -462,11 +464,20 @@ export class SessionService {
             durationMs: Date.now() - started,
             images: nameImage && pngs.length > 0 ? pngs.map((_, i) => nameImage(i + 1)) : undefined,
           }
-          live.analyst.noteCell(code, execution, violations)
-          await recorder.handle({ type: 'step-end', step: 1, record })
+          try {
+            await recorder.handle({ type: 'step-end', step: 1, record })
+          } finally {
+            // After the recorder: the model is told of the files it could not keep (record.refused).
+            live.analyst.noteCell(code, execution, violations, record.refused)
+          }
           await recorder.finishCell()
           yield { type: 'step-end', step: 1, record } satisfies SessionEvent
-          return { runId: recorder.run.id, execution, violations }
+          return {
+            runId: recorder.run.id,
+            execution,
+            violations,
+            ...(record.refused ? { refused: record.refused } : {}),
+          }
         } catch (error) {
           await recorder.fail(error, signal.aborted ? 'interrupted' : 'failed')
           throw error

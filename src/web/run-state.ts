@@ -5,6 +5,7 @@
  * @module
  */
 import type { Violation } from '../agent/events.js'
+import { executionFix, phraseFix } from '../fixes.js'
 import { type Chart, parseChart } from '../sandbox/charts.js'
 import type { ArtifactView, ResultView, RunStatus, RunView, StepView, StoredQuery } from '../server/types.js'
 import type { ChartEdit } from '../store/export/chart-spec.js'
@@ -123,6 +124,16 @@ export function fromStored(run: RunView): UiRun {
   }
 }
 
+/**
+ * What a step's traceback may not say of its error: Analyst's words on it (a MemoryError's limit,
+ * added after Python raised it) and the setting that fixes it, for the web's reader.
+ */
+export function errorNote(error: { name: string; value: string; traceback?: string }): string | undefined {
+  const unsaid = error.traceback && error.value && !error.traceback.includes(error.value)
+  const parts = [unsaid ? `${error.name}: ${error.value}` : undefined, phraseFix(executionFix(error), 'http')]
+  return parts.filter((part) => part !== undefined).join(' ') || undefined
+}
+
 /** A table is `{ column: values[] }`; anything else from the sandbox is not rendered as one. */
 export function isTable(data: unknown): data is Record<string, unknown[]> {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) return false
@@ -229,13 +240,24 @@ export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): U
     }
     case 'observation':
       return updateStep(run, event.step, (step) => ({ ...step, running: false }))
-    case 'step-end':
+    case 'step-end': {
+      const { record } = event
+      // Files the server could not keep (its disk full) are not offered: the step's stderr, as the
+      // recorder wrote it, says which and why, as the stored step will.
+      const refused = new Set((record.refused ?? []).map((file) => file.name))
       return updateStep(run, event.step, (step) => ({
         ...step,
         running: false,
-        durationMs: event.record.durationMs,
-        queries: event.record.execution?.queries,
+        durationMs: record.durationMs,
+        queries: record.execution?.queries,
+        ...(refused.size > 0
+          ? {
+              artifacts: step.artifacts.filter((artifact) => !refused.has(artifact.name)),
+              stderr: record.execution?.logs.stderr.join('') ?? step.stderr,
+            }
+          : {}),
       }))
+    }
     case 'usage':
       return { ...run, totalTokens: event.total.totalTokens }
     case 'answer':

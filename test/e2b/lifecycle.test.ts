@@ -202,6 +202,8 @@ describe('E2B API: memoryMB and cpuCount', () => {
       const over = await sandbox.runCode('big = bytearray(2 * 1024**3)')
       expect(over.error?.name).toBe('MemoryError')
       expect(over.error?.value).toMatch(/memory limit, 640 MiB/)
+      // And how to raise it, in this API's words.
+      expect(over.error?.value).toMatch(/Raise the sandbox's memory limit \(memoryMB/)
       expect((await sandbox.getMetrics())[0]).toMatchObject({ memTotal: 640 * 1024 ** 2, cpuCount: 1 })
       await sandbox.betaPause()
       const resumed = await Sandbox.connect(sandbox.sandboxId)

@@ -1,14 +1,17 @@
 /**
  * A sandbox's own memory and CPU, with real cgroups (as root): --memory and --cpus reach its
  * cgroup, every sandbox sits under the process's parent group at a CPU weight below the host's,
- * a cell busy for a while gives way to other sandboxes (the batch class) until it ends,
- * the kernel (not the host process) is the OOM killer's first choice, and a cell over the memory
- * limit gets a MemoryError that names it while the session goes on.
+ * a cell busy for a while gives way to other sandboxes (the batch class) until it ends, the
+ * kernel (not the host process, whatever score a pod started it at) is the OOM killer's first
+ * choice, and a cell over the memory limit gets a MemoryError that names it while the session goes
+ * on; one whose kernel the cgroup's OOM killer ends says so, and the next cell runs in a kernel
+ * rebuilt by replay and says what happened.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { executionFix, phraseFix } from '../../src/fixes.js'
 import { LocalProvider, Sandbox } from '../../src/index.js'
 import { KERNEL_OOM_SCORE_ADJ } from '../../src/sandbox/local/home.js'
 import { CGROUPS_MARK, getRuntime } from '../../src/sandbox/local/runtime.js'
@@ -18,13 +21,22 @@ import { waitFor } from '../support/wait.js'
 
 const isRoot = process.geteuid?.() === 0
 const MiB = 1024 ** 2
+/** Kubernetes' score for a Burstable pod's processes: 1000 - 1000 × 1 GiB requested / 16 GiB. */
+const POD_OOM_SCORE_ADJ = 938
 
 describe.skipIf(!isRoot)("a sandbox's own memory and CPU (real cgroups)", () => {
   const provider = new LocalProvider({ poolSize: 0 })
   let sandbox: Sandbox
 
   beforeAll(async () => {
-    sandbox = await Sandbox.create({ provider, limits: { memoryBytes: 768 * MiB, milliCpus: 500 } })
+    // Started as a Kubernetes pod of the Burstable class starts its processes (deploy/kubernetes:
+    // 1 GiB requested of 16): the sandbox's processes inherit the score, and its kernel raises it.
+    writeFileSync('/proc/self/oom_score_adj', String(POD_OOM_SCORE_ADJ))
+    try {
+      sandbox = await Sandbox.create({ provider, limits: { memoryBytes: 768 * MiB, milliCpus: 500 } })
+    } finally {
+      writeFileSync('/proc/self/oom_score_adj', '0')
+    }
   })
   afterAll(async () => {
     await sandbox?.kill()
@@ -52,9 +64,10 @@ describe.skipIf(!isRoot)("a sandbox's own memory and CPU (real cgroups)", () => 
     expect(Number(read(dirname(memory as string), 'memory.limit_in_bytes'))).toBeGreaterThan(0)
   })
 
-  it('its kernel is the OOM killer first choice', async () => {
+  it("its kernel is the OOM killer first choice, above the score its server's pod started it at", async () => {
     const adj = await sandbox.runCode("open('/proc/self/oom_score_adj').read().strip()")
     expect(adj.text).toBe(`'${KERNEL_OOM_SCORE_ADJ}'`)
+    expect(KERNEL_OOM_SCORE_ADJ).toBeGreaterThan(POD_OOM_SCORE_ADJ)
   })
 
   it('a cell busy for a while joins the batch class, and leaves it when it ends', async () => {
@@ -81,6 +94,48 @@ describe.skipIf(!isRoot)("a sandbox's own memory and CPU (real cgroups)", () => 
     const next = await sandbox.runCode('kept + 1')
     expect(next.text).toBe('42')
     expect(next.logs.stderr.join('')).toMatch(/ran out of memory .*768 MiB.*went on/)
+  })
+
+  it("a kernel the cgroup's OOM killer ends: KernelDied says so, and the next cell runs rebuilt by replay and says what happened", async () => {
+    await sandbox.runCode('before = 41')
+    // The workspace's tmpfs counts as the sandbox's memory: 950 MiB there, then six children of
+    // 180 MiB each pass the cgroup's 1792 MiB. Each child lowers its OOM score as far as it may (any
+    // process can, down to where it started): the OOM killer takes the kernel, at 1000. (Slow on a
+    // loaded machine: past half a second of CPU the cell is in the batch class.)
+    const child = [
+      'import ctypes, time',
+      'ctypes.CDLL(None).prctl(1, 9)', // PR_SET_PDEATHSIG: SIGKILL once the kernel is gone
+      `for adj in ('0', '${POD_OOM_SCORE_ADJ}'):`,
+      '    try:',
+      "        open('/proc/self/oom_score_adj', 'w').write(adj)",
+      '        break',
+      '    except OSError:',
+      '        pass',
+      "held = b'c' * (180 * 1024**2)",
+      'time.sleep(60)',
+    ].join('\n')
+    const killed = await sandbox.runCode(
+      [
+        'import os, subprocess, sys',
+        "with open('fill.bin', 'wb') as f:",
+        '    os.posix_fallocate(f.fileno(), 0, 950 * 1024**2)',
+        `children = [subprocess.Popen([sys.executable, '-c', ${JSON.stringify(child)}]) for _ in range(6)]`,
+        'for c in children:',
+        '    c.wait()',
+      ].join('\n'),
+      { timeoutMs: 120_000 },
+    )
+    expect(killed.error?.name, JSON.stringify(killed.error)).toBe('KernelDied')
+    expect(killed.error?.value).toMatch(/out of memory: the sandbox may use 768 MiB/)
+    expect(phraseFix(executionFix(killed.error), 'http')).toMatch(
+      /memoryMB, or the server's ANALYST_SANDBOX_MEMORY/,
+    )
+    const next = await sandbox.runCode("import os\nos.remove('fill.bin')\nbefore + 1")
+    expect(next.text).toBe('42')
+    expect(next.logs.stderr.join('')).toMatch(
+      /kernel died in the last cell \(out of memory: the sandbox may use 768 MiB\); this cell runs in a new one\. .*run again/,
+    )
+    expect((await sandbox.runCode('1 + 1')).logs.stderr).toEqual([])
   })
 
   it('a CPU quota the host cannot keep is refused, not ignored', async () => {

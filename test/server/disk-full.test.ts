@@ -1,7 +1,8 @@
 /**
  * `analyst serve` with the disk under ANALYST_HOME full (a small tmpfs, filled by a file): an
- * upload is refused with 507 and a message (it used to get no answer at all), a new session too
- * when SQLite cannot write, a step's file that does not fit is refused for that step; SQLite's
+ * upload is refused with 507 and a message (it used to get no answer at all), as the OpenAPI document
+ * says, a new session too when SQLite cannot write, a step's file that does not fit is refused for
+ * that step and the model is told which and why (its next call's prompt); SQLite's
  * integrity check passes and the sessions read back intact; once space is freed all works again.
  * And a sandbox's own workspace full through E2B's files.write: 507, not a hang. Needs root (mount).
  */
@@ -23,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
 import { ScriptedModel, type ScriptStep } from '../../src/models/scripted.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
+import { openApiDocument } from '../../src/server/openapi.js'
 import type { SessionDetail } from '../../src/server/types.js'
 import { askOverSse } from '../support/sse.js'
 
@@ -57,6 +59,12 @@ async function call(path: string, init: RequestInit = {}) {
   const response = await fetch(`${server?.url}${path}`, { ...init, signal: AbortSignal.timeout(30_000) })
   const text = await response.text()
   return { status: response.status, text, json: () => JSON.parse(text) }
+}
+
+/** The statuses the OpenAPI document gives an operation. */
+function documented(method: string, path: string): string[] {
+  const paths = openApiDocument.paths as Record<string, Record<string, { responses?: object }>>
+  return Object.keys(paths[path]?.[method]?.responses ?? {})
 }
 
 function upload(id: string, name: string, content: Buffer) {
@@ -111,10 +119,12 @@ describe.skipIf(!root)('analyst serve with the disk under ANALYST_HOME full (as 
         message: expect.stringMatching(/disk is full/),
         hint: expect.stringMatching(/ANALYST_HOME/),
       })
+      expect(documented('post', '/api/sessions/{id}/files')).toContain('507')
       // A new session: SQLite cannot write it.
       const session = await call('/api/sessions', { method: 'POST', body: '{}' })
       expect(session.status, session.text).toBe(507)
       expect(session.json().error.message).toMatch(/disk is full/)
+      expect(documented('post', '/api/sessions')).toContain('507')
       // A question while SQLite cannot write: refused before it starts.
       const asked = await call(`/api/sessions/${id}/ask`, {
         method: 'POST',
@@ -125,19 +135,45 @@ describe.skipIf(!root)('analyst serve with the disk under ANALYST_HOME full (as 
       // Room for the database's pages, not for a step's 3 MB file: the file is refused for that
       // step, said in the step, and the run goes on to its answer.
       truncateSync(filler, statSync(filler).size - 1024 ** 2)
+      // The model's next call carries what it was told of the step: the file was not kept, and why.
+      let told = ''
       script.push(
-        { code: "open('big.bin', 'wb').write(b'x' * 3_000_000)\nprint('written')" },
-        { text: 'Wrote big.bin.' },
+        {
+          code: "open('big.bin', 'wb').write(b'x' * 3_000_000)\nopen('small.txt', 'w').write('ok')\nprint('written')",
+        },
+        (prompt) => {
+          told = JSON.stringify(prompt.at(-1))
+          return { text: 'Wrote small.txt; big.bin could not be kept.' }
+        },
       )
       const events = await askOverSse(server?.url as string, id, 'Write a big file.')
       expect(events.at(-1)?.event, JSON.stringify(events.at(-1))).toBe('done')
+      expect(told).toMatch(/written/)
+      expect(told).toMatch(/\[not kept\] big\.bin: the server's disk is full/)
+      expect(told).toMatch(/do not offer it in your answer/)
+      expect(told).not.toMatch(/not kept\] [^:]*small\.txt/)
       const stepEnd = events.find((e) => e.event === 'step-end')?.data as
-        | { record: { artifacts: unknown[]; execution: { logs: { stderr: string[] } } } }
+        | {
+            record: {
+              artifacts: Array<{ name: string }>
+              refused?: Array<{ name: string; reason: string }>
+              execution: { logs: { stderr: string[] } }
+            }
+          }
         | undefined
-      expect(stepEnd?.record.artifacts).toEqual([])
+      expect(stepEnd?.record.artifacts.map((artifact) => artifact.name)).toEqual(['small.txt'])
+      expect(stepEnd?.record.refused).toEqual([
+        { name: 'big.bin', reason: expect.stringMatching(/disk is full/) },
+      ])
       expect(stepEnd?.record.execution.logs.stderr.join('')).toMatch(
         /not kept: big\.bin: the server's disk is full/,
       )
+      // The run's events say it after the step (what the model was told), and its result leaves it out.
+      expect(events.filter((e) => e.event === 'observation').at(-1)?.data.text).toMatch(
+        /^\[not kept\] big\.bin/,
+      )
+      const done = events.at(-1)?.data as { result: { artifacts: Array<{ name: string }> } }
+      expect(done.result.artifacts.map((artifact) => artifact.name)).toEqual(['small.txt'])
     } finally {
       rmSync(filler)
     }

@@ -2,7 +2,8 @@
  * The sandboxes' memory budget (ANALYST_MEMORY_BUDGET) with real cgroups, as root: the idle session
  * used least recently is paused when the budget runs short, and its next question rebuilds its
  * state by replay and says so; with nothing idle to pause, a question is refused at once with 503,
- * Retry-After, and the owner's sessions named.
+ * Retry-After, and the owner's sessions named, and a paused E2B sandbox's next cell fails with the
+ * reason in the SDK's own error (its status line), not a bare `503 Service Unavailable`.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -12,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
+import { openApiDocument } from '../../src/server/openapi.js'
 import { askOverSse, type SseEvent } from '../support/sse.js'
 import { waitFor } from '../support/wait.js'
 
@@ -42,6 +44,10 @@ describe.skipIf(!isRoot)('the memory budget of the sandboxes (real cgroups)', ()
     // A once more, rebuilt again: the E2B sandbox, idle, is paused for it.
     { code: 'print(x + 1)' },
     { text: 'A answers again.' },
+    // B holds more, slowly (the budget's watch pauses an idle E2B sandbox in time), and stays busy.
+    {
+      code: "import time\nmore = []\nfor _ in range(20):\n    more.append(b'x' * (10 * 1024**2))\n    time.sleep(0.3)\nprint('busy', flush=True)\ntime.sleep(120)",
+    },
   ])
 
   beforeAll(async () => {
@@ -68,6 +74,26 @@ describe.skipIf(!isRoot)('the memory budget of the sandboxes (real cgroups)', ()
   })
 
   let ids: string[] = []
+  /** Asks in a session whose cell holds memory and stays busy: resolves once it is busy; `stop` ends it. */
+  const busyIn = async (id: string) => {
+    const stop = new AbortController()
+    let busy = false
+    const asking = askOverSse(
+      server.url,
+      id,
+      'Hold more.',
+      {},
+      (event) => {
+        if (event.event === 'stdout' && String(event.data.text).includes('busy')) busy = true
+      },
+      stop.signal,
+    ).catch(() => [])
+    await waitFor(() => busy, { what: 'the busy cell', timeoutMs: 60_000 })
+    return async () => {
+      stop.abort()
+      await asking
+    }
+  }
   const newSession = async () =>
     (
       (await (await fetch(`${server.url}/api/sessions`, { method: 'POST', body: '{}' })).json()) as {
@@ -110,19 +136,7 @@ describe.skipIf(!isRoot)('the memory budget of the sandboxes (real cgroups)', ()
   it('with nothing idle to pause, a question is refused at once: 503, Retry-After, the owner’s sessions named', async () => {
     // A and C are live: C asks for more and stays busy; A, idle, is paused for it; then B asks.
     const [, other, busyOne] = ids as [string, string, string]
-    const stop = new AbortController()
-    let busy = false
-    const asking = askOverSse(
-      server.url,
-      busyOne,
-      'Hold more.',
-      {},
-      (event) => {
-        if (event.event === 'stdout' && String(event.data.text).includes('busy')) busy = true
-      },
-      stop.signal,
-    ).catch(() => [])
-    await waitFor(() => busy, { what: 'the busy cell', timeoutMs: 60_000 })
+    const stop = await busyIn(busyOne)
     expect(server.service.liveSessions).toBe(1)
     const started = Date.now()
     const refused = await fetch(`${server.url}/api/sessions/${other}/ask`, {
@@ -139,8 +153,12 @@ describe.skipIf(!isRoot)('the memory budget of the sandboxes (real cgroups)', ()
     expect(error.hint).toMatch(/Try again in \d+ s/)
     // Said at once, not after a wait for memory.
     expect(Date.now() - started).toBeLessThan(10_000)
-    stop.abort()
-    await asking
+    // As the OpenAPI document says of a question.
+    const ask = (openApiDocument.paths as Record<string, Record<string, { responses?: object }>>)[
+      '/api/sessions/{id}/ask'
+    ]?.post?.responses as Record<string, { description?: string }>
+    expect(ask[503]?.description).toMatch(/memory budget/)
+    await stop()
   })
 
   it('an idle E2B sandbox is paused the same way, and its next call resumes it by replay', async () => {
@@ -164,6 +182,32 @@ describe.skipIf(!isRoot)('the memory budget of the sandboxes (real cgroups)', ()
       const resumed = await sandbox.runCode('x + 1')
       expect(resumed.text).toBe('42')
       expect((await sandbox.getInfo()).state).toBe('running')
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it("a paused E2B sandbox with no room to resume: the SDK's runCode says why, not a bare 503", async () => {
+    const sandbox = await Sandbox.create()
+    try {
+      await sandbox.runCode("y = b'y' * (60 * 1024**2)")
+      // B replays its 150 MiB and holds 200 more, busy: the idle sandbox is paused for it.
+      const stop = await busyIn(ids[1] as string)
+      try {
+        await waitFor(async () => (await sandbox.getInfo()).state === 'paused', {
+          what: 'the sandbox paused',
+        })
+        // Its next call resumes it, as autoResume does; nothing idle is left to pause for that.
+        const refused = await sandbox.runCode('len(y)').then(
+          () => undefined,
+          (error: Error) => error,
+        )
+        expect(refused?.name).toBe('SandboxError')
+        expect(refused?.message).toMatch(/^503 The server's sandboxes use .* memory budget, and none is idle/)
+        expect(refused?.message).toMatch(/Try again in \d+ s/)
+      } finally {
+        await stop()
+      }
     } finally {
       await sandbox.kill()
     }

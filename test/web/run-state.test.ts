@@ -5,6 +5,7 @@ import type { StreamEvent } from '../../src/web/api.js'
 import {
   applyEvent,
   endRun,
+  errorNote,
   fromStored,
   mergeLive,
   newRun,
@@ -179,6 +180,38 @@ describe('applyEvent', () => {
     expect(stored.steps[0]?.results[0]?.chart).toEqual(chart)
   })
 
+  it("drops a file the server's disk could not keep, and shows why in the step's stderr", () => {
+    const big = { name: 'big.bin', path: '/x', size: 3, mimeType: 'application/octet-stream' }
+    const small = { name: 'small.csv', path: '/y', size: 1, mimeType: 'text/csv' }
+    const notKept = "[not kept: big.bin: the server's disk is full]\n"
+    const run = play([
+      { type: 'step-start', step: 1, maxSteps: 8 },
+      { type: 'code', step: 1, code: 'x = 1', source: 'tool' },
+      { type: 'stderr', step: 1, text: 'warn\n' },
+      { type: 'artifact', step: 1, artifact: big },
+      { type: 'artifact', step: 1, artifact: small },
+      { type: 'observation', step: 1, text: 'ok' },
+      {
+        type: 'step-end',
+        step: 1,
+        record: {
+          step: 1,
+          code: 'x = 1',
+          artifacts: [small],
+          refused: [{ name: 'big.bin', reason: "the server's disk is full" }],
+          execution: {
+            results: [],
+            logs: { stdout: [], stderr: ['warn\n', notKept] },
+            artifacts: [big, small],
+          },
+          durationMs: 5,
+        },
+      },
+    ])
+    expect(run.steps[0]?.artifacts.map((artifact) => artifact.name)).toEqual(['small.csv'])
+    expect(run.steps[0]?.stderr).toBe(`warn\n${notKept}`)
+  })
+
   it('ends an unfinished run as interrupted', () => {
     const run = endRun(play([{ type: 'code', step: 1, code: 'x', source: 'tool' }]), 'closed')
     expect(run).toMatchObject({ status: 'interrupted', error: 'closed' })
@@ -242,6 +275,22 @@ describe('stored runs', () => {
     expect(mergeLive(fromStored(older), live).steps[0]?.prose).toBe('Hm.')
     expect(mergeLive(fromStored(older), { ...live, id: 'other' }).steps[0]?.prose).toBeUndefined()
     expect(mergeLive(fromStored(stored), live).steps[0]?.prose).toBe('Plotting the totals.')
+  })
+})
+
+describe('errorNote', () => {
+  it("says what a traceback leaves out (a MemoryError's limit) and what fixes it", () => {
+    const value = 'the cell needed more memory than this sandbox may use (its memory limit, 768 MiB)'
+    expect(errorNote({ name: 'MemoryError', value, traceback: 'Traceback …\nMemoryError' })).toBe(
+      `MemoryError: ${value} Raise the sandbox's memory limit (memoryMB, or the server's ANALYST_SANDBOX_MEMORY).`,
+    )
+    expect(
+      errorNote({
+        name: 'NameError',
+        value: "name 'x' is not defined",
+        traceback: "NameError: name 'x' is not defined",
+      }),
+    ).toBeUndefined()
   })
 })
 

@@ -212,7 +212,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
         return onEvent({ type: 'finish' })
       }
     }
-    const notice = this.supervisor.takeNotice() ?? this.takeMemoryNotice()
+    const notice = this.supervisor.takeNotice() ?? this.takeDeathNotice() ?? this.takeMemoryNotice()
     if (notice) onEvent({ type: 'stderr', text: notice })
     await this.beforeCell()
     this.supervisor.running()
@@ -266,13 +266,16 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       // The kernel's end is the cell's error; anything else is not the code's doing.
       if (kernel.alive) throw exit
       if (this.killed) throw new SandboxError('The sandbox was killed while the cell ran')
-      const error = killedByUs
-        ? killedError(stopped, seconds, this.kept.lost)
-        : {
+      const why = killedByUs ? undefined : await this.describeStop(kernel)
+      const error = why
+        ? {
             name: 'KernelDied',
-            value: `The Python kernel died while running this cell (${await this.describeStop(kernel)}). ${this.kept.lost}`,
+            value: `The Python kernel died while running this cell (${why}). ${this.kept.lost}`,
             traceback: lastLines((await kernel.whenExited()).output),
           }
+        : killedError(stopped, seconds, this.kept.lost)
+      // The next cell, in the new kernel, says what happened too (a caller may read only that one).
+      this.diedIn = why
       onEvent({ type: 'error', ...error })
       void this.supervisor.restart()
     }
@@ -298,6 +301,18 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
   }
 
   private memoryNotice: string | undefined
+
+  /** Why the kernel died during the last cell, until the next cell (in a new kernel) has said it. */
+  private diedIn: string | undefined
+
+  private takeDeathNotice(): string | undefined {
+    const why = this.diedIn
+    this.diedIn = undefined
+    // Said once the new kernel has replayed (or failed to): what `lost` says now is what happened.
+    return why
+      ? `[The kernel died in the last cell (${why}); this cell runs in a new one. ${this.kept.lost}]\n`
+      : undefined
+  }
 
   private takeMemoryNotice(): string | undefined {
     const notice = this.memoryNotice

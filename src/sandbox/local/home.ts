@@ -73,8 +73,13 @@ export interface Home {
   releaseAsync(): Promise<void>
 }
 
-/** What a kernel adds to its OOM score (-1000 to 1000): it goes first when memory runs out. */
-export const KERNEL_OOM_SCORE_ADJ = 900
+/**
+ * What a kernel adds to its OOM score (-1000 to 1000): it goes first when memory runs out. The
+ * most there is, because it can only be raised: in a Kubernetes pod of the Burstable class every
+ * process starts at 1000 - 1000 × request / node memory (938 for deploy/kubernetes' 1 GiB on a
+ * 16 GiB node), and a kernel that asked for less would keep the server's score.
+ */
+export const KERNEL_OOM_SCORE_ADJ = 1000
 
 const MODULES_TO_PRELOAD = ['numpy', 'pandas', 'matplotlib']
 

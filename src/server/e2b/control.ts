@@ -14,6 +14,7 @@ import { capabilitiesOf } from '../../sandbox/capabilities.js'
 import type { SandboxCreateOptions, SandboxLimits, SandboxProvider } from '../../sandbox/index.js'
 import { resolveLimits } from '../../sandbox/kernel/limits.js'
 import type { BuiltTemplate, TemplateResources } from '../../templates/types.js'
+import { withReason } from '../reason-phrase.js'
 import { readText } from '../request-body.js'
 import type { TemplateCatalog } from '../template-builds.js'
 import { ENVD_VERSION, type Registry, type SandboxEntry, unguessable } from './registry.js'
@@ -27,9 +28,14 @@ const DEFAULT_TIMEOUT_SECONDS = 300
 const MAX_TIMEOUT_SECONDS = 24 * 3600
 const PAGE_LIMIT = 100
 
-/** E2B's error body: `{ code, message }`. */
+/**
+ * E2B's error body: `{ code, message }`. A server's fault (503: no room in the memory budget to
+ * resume a paused sandbox) says its message in the status line too: the code interpreter's SDK
+ * reads only that line.
+ */
 export function e2bError(c: Context, status: number, message: string) {
-  return c.json({ code: status, message }, status as 400)
+  const response = c.json({ code: status, message }, status as 400)
+  return status >= 500 ? withReason(response, message) : response
 }
 
 /** An error as E2B's body, with its status and what to do (every E2B route answers errors so). */

@@ -8,8 +8,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Hono, type Context as HonoContext } from 'hono'
 import { z } from 'zod'
 import { AnalystError, statusOf } from '../../errors.js'
+import { executionFix, phraseFix } from '../../fixes.js'
 import { LANGUAGES, type Language, type MimeBundle, normalizeLanguage } from '../../sandbox/index.js'
 import { KNOWN_MIME } from '../../sandbox/messaging.js'
+import { withReason } from '../reason-phrase.js'
 import { readText } from '../request-body.js'
 import { cutOffWhen } from './cutoff.js'
 import type { Registry, SandboxEntry, ServedContext } from './registry.js'
@@ -99,6 +101,13 @@ function defaultId(language: Language): string {
   return language === 'python' ? 'default' : `default-${language}`
 }
 
+/** A cell's error as an E2B client reads it: with the setting that fixes it, in its words (memoryMB). */
+function withFix<E extends { name: string; value: string }>(error: E): E {
+  const fix = phraseFix(executionFix(error), 'http')
+  if (!fix) return error
+  return { ...error, value: `${error.value.replace(/\.?\s*$/, '.')} ${fix}` }
+}
+
 /** A context by the client's id: one made through the API, or a default one (sandboxId `default`). */
 function contextOf(entry: SandboxEntry, id: string): ServedContext | undefined {
   const made = entry.contexts.get(id)
@@ -120,8 +129,13 @@ function languageOf(word: string | null | undefined): Language {
 
 export function interpreterRoutes(registry: Registry) {
   const app = new Hono<SandboxEnv>()
-  // Plain text errors, as E2B's server sends them (the SDK reads 404 and 502 bodies).
-  app.onError((error, c) => c.text(error.message, statusOf(error) as 400))
+  // Plain text errors, as E2B's server sends them (the SDK reads 404 and 502 bodies, and only the
+  // status line of the others: a server's fault says its message there too).
+  app.onError((error, c) => {
+    const status = statusOf(error)
+    const response = c.text(error.message, status as 400)
+    return status >= 500 ? withReason(response, error.message) : response
+  })
 
   app.get('/health', (c) => c.text('OK'))
 
@@ -159,7 +173,7 @@ export function interpreterRoutes(registry: Registry) {
         onStdout: (message) => send({ type: 'stdout', text: message.line, timestamp: isoNow() }),
         onStderr: (message) => send({ type: 'stderr', text: message.line, timestamp: isoNow() }),
         onResult: (result) => send(e2bResult(result.raw, result.isMainResult)),
-        onError: (error) => send({ type: 'error', ...error.toJSON() }),
+        onError: (error) => send({ type: 'error', ...withFix(error.toJSON()) }),
       })
       .then((execution) => {
         if (!execution.error) {

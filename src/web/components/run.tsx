@@ -6,7 +6,7 @@ import type { ChartEdit } from '../../store/export/chart-spec.js'
 import { queryLine } from '../../store/export/sql.js'
 import { withToken } from '../api.js'
 import { bytes, count, seconds } from '../format.js'
-import { proseOf, type UiImage, type UiRun, type UiStep } from '../run-state.js'
+import { errorNote, proseOf, type UiImage, type UiRun, type UiStep } from '../run-state.js'
 import { Markdown } from './answer.js'
 import { ChartView } from './chart-view.js'
 import { Code } from './code.js'
@@ -273,6 +273,7 @@ function Step({
               {step.error.traceback || `${step.error.name}: ${step.error.value}`}
             </ScrollBox>
           )}
+          {step.error && errorNote(step.error) && <p class="note warn">{errorNote(step.error)}</p>}
         </div>
       )}
       {tables.length > 0 && (
