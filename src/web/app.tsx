@@ -424,13 +424,14 @@ function Workspace({ signin }: { signin: SignInState }) {
   const showsPanel = !page && currentId !== null && detail?.id === currentId
   const sheet = showsPanel && narrow && panelOpen
   /** What the keys act on, as it is when a key is pressed. */
-  const keyState = useRef({ followUps: [] as string[], sheet, narrow, showsPanel })
+  const keyState = useRef({ followUps: [] as string[], sheet, narrow, showsPanel, keysOpen })
   const lastRun = runs.at(-1)?.run
   keyState.current = {
     followUps: !running && lastRun?.status !== 'running' ? (lastRun?.followUps ?? []) : [],
     sheet,
     narrow,
     showsPanel,
+    keysOpen,
   }
   const askRef = useRef(ask)
   askRef.current = ask
@@ -449,7 +450,10 @@ function Workspace({ signin }: { signin: SignInState }) {
     const onKey = (event: KeyboardEvent) => {
       if (event.defaultPrevented) return
       if (event.key === 'Escape') {
-        stopRef.current()
+        // The key list closes on Esc also before its Close button has the focus (the dialog's
+        // own handler takes Esc only from inside it); it does not stop what runs under it.
+        if (keyState.current.keysOpen) setKeysOpen(false)
+        else stopRef.current()
         return
       }
       if (isTyping(event) || event.ctrlKey || event.metaKey || event.altKey) return
