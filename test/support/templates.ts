@@ -17,9 +17,9 @@ import type { BuiltTemplate } from '../../src/templates/types.js'
 const run = promisify(execFile)
 
 /**
- * The repo's .cache when sandboxes can reach it, else a folder under /var/tmp: bubblewrap runs as
- * the sandbox's uid, which cannot bind a template under a folder closed to other users (a clone
- * in a mkdtemp folder, or under /root; src/sandbox/local/template.ts refuses those).
+ * The repo's .cache when other users can reach it, else a folder under /var/tmp (a clone in a
+ * mkdtemp folder, or under /root). Sandboxes reach a template behind a closed folder too
+ * (template-reach.ts binds it as root); /var/tmp keeps the cache between stress runs' clones.
  */
 function reachableCache(): string {
   const cache = join(import.meta.dirname, '..', '..', '.cache')
