@@ -280,6 +280,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const catalog = openTemplates(home)
   const builds = new TemplateBuilds({
     allowed: options.allowTemplateBuilds === true,
+    store: stores.templateBuilds,
+    shared: stores.history.shared,
     replica: service.replica,
     limits: { ...buildLimitsFromEnv(), ...options.templateBuildLimits },
   })
@@ -366,7 +368,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           server.close(() => resolve())
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
-        builds.close()
+        await builds.close()
         await mcp.close()
         await mcpSources?.close()
         await service.shutdown()

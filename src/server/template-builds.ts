@@ -1,12 +1,16 @@
 /**
  * Template builds that API clients ask for (/api/templates and E2B's Template.build): untrusted
  * code, so off unless the operator allows them (`serve --allow-template-builds`), one at a time,
- * each bounded in time, disk and memory, and cancellable. A build is kept in memory with its log
- * (for E2B's status polling and the SSE stream) for a while after it ends; the template it makes
- * is in the store under ANALYST_HOME/templates, where every replica that shares it finds it.
+ * each bounded in time, disk and memory, and cancellable. A build runs on the replica that took it;
+ * its state and log go to the history store (the log in batches), so that any replica over the
+ * same database answers its status and log paging (E2B's SDK polls through a load balancer
+ * without affinity), and passes a cancel on (a flag its runner reads with its heartbeat). A build
+ * whose replica stopped beating has failed. The template it makes is under that replica's
+ * ANALYST_HOME/templates.
  * @module
  */
 import { createHash, randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import {
   AnalystError,
   ConflictError,
@@ -15,11 +19,19 @@ import {
   NotFoundError,
   RateLimitError,
 } from '../errors.js'
+import type {
+  StoredTemplateBuild,
+  TemplateBuildLogLine,
+  TemplateBuildStatus,
+  TemplateBuildStore,
+} from '../store/types.js'
 import type { BuiltTemplate } from '../templates/types.js'
+import { templateView } from './template-view.js'
+import type { TemplateView } from './types.js'
 
 /**
- * A build's status asked of a replica that does not run it: builds live in the memory of the
- * replica that took them (421 Misdirected Request: this server cannot answer for it).
+ * A build's status asked of a replica that does not run it and shares no database with it (two
+ * SQLite homes): 421 Misdirected Request, this server cannot answer for it.
  */
 export class BuildElsewhereError extends AnalystError {
   static override readonly errorName: string = 'BuildElsewhereError'
@@ -28,7 +40,7 @@ export class BuildElsewhereError extends AnalystError {
 
 /** What to do when a build's requests reach several replicas. */
 const ELSEWHERE_HINT =
-  "Send a build's requests (POST /v3/templates, its build and status; /api/templates) to one replica: route /templates/, /v2/templates/, /v3/templates and /api/templates with session affinity (or run builds on one replica). The template it makes is in the store every replica shares (or build with analyst template build and carry it with ANALYST_TEMPLATE_IMPORT)."
+  "Run the replicas over one PostgreSQL database (ANALYST_DATABASE_URL), so that any of them answers for a build; or send a build's requests (POST /v3/templates, its build and status; /api/templates) to one replica: route /templates/, /v2/templates/, /v3/templates and /api/templates with session affinity."
 
 /** The short tag of a replica in the ids of its builds (hex: safe in a URL). */
 function replicaTag(replica: string): string {
@@ -68,14 +80,8 @@ export function buildLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Templa
   }
 }
 
-export interface BuildLogLine {
-  /** ISO 8601. */
-  timestamp: string
-  level: 'debug' | 'info' | 'warn' | 'error'
-  message: string
-  /** The builder's number of the step it belongs to (1 the base, then each step of the recipe, then the finish). */
-  step?: number
-}
+/** One line of a build's log (the store's shape: every replica pages the same log). */
+export type BuildLogLine = TemplateBuildLogLine
 
 /** What a build is told as it goes: tpl-build's onProgress and onLog, in one shape. */
 export interface BuildReporter {
@@ -99,8 +105,9 @@ export interface TemplateCatalog {
   remove(nameOrId: string): { name?: string; id?: string }
 }
 
-export type BuildStatus = 'waiting' | 'building' | 'ready' | 'error' | 'cancelled'
+export type BuildStatus = TemplateBuildStatus
 
+/** A build as any replica answers for it: this replica's own from memory, another's from the store. */
 export interface TemplateBuild {
   readonly id: string
   /** The name the template gets. */
@@ -109,10 +116,10 @@ export interface TemplateBuild {
   status: BuildStatus
   /** Which step runs (1-based) of how many, and its title. */
   progress?: { step: number; total: number; title: string }
-  readonly log: BuildLogLine[]
   /** Why it failed: the message and the step (the builder's number of it). */
   reason?: { message: string; step?: number }
-  template?: BuiltTemplate
+  /** What a client sees of the template it made. */
+  template?: TemplateView
   readonly createdAt: Date
   finishedAt?: Date
 }
@@ -125,36 +132,73 @@ export type BuildEvent =
 export interface TemplateBuildsOptions {
   /** The operator allows builds from API clients (--allow-template-builds). */
   allowed: boolean
+  /** Where builds and their logs are kept: every replica over the same database answers for each. */
+  store: TemplateBuildStore
+  /** Whether other replicas share the store (PostgreSQL); with SQLite another replica's build is elsewhere. */
+  shared: boolean
   limits?: Partial<TemplateBuildLimits>
   /** Builds waiting for their turn, beyond the one running. @default 4 */
   maxWaiting?: number
   /** How long an ended build is kept for its status. @default 1 hour */
   keepMs?: number
-  /** This replica's name, tagged in its builds' ids so that another replica can say where one runs. @default this process */
+  /** This replica's name: its builds' runner in the store, and the tag in their ids. @default this process */
   replica?: string
+  /** A build under way whose replica has not beaten for this long failed with it. @default 30 s */
+  lapseMs?: number
 }
 
 /** A build's log is capped: a chatty apt-get should not hold the server's memory. */
 const MAX_LOG_LINES = 20_000
+/** The log goes to the store in batches: every FLUSH_MS, or at once when this many lines wait. */
+const FLUSH_MS = 250
+const FLUSH_LINES = 64
+/** How often a replica says, in the store, that its builds are alive (and reads their cancels). */
+const HEARTBEAT_MS = 1000
+/** How often a client following another replica's build reads the store. */
+const FOLLOW_MS = 500
+
+/** A build this replica runs: its state, its whole log, and how much of both the store has. */
+interface LocalBuild extends TemplateBuild {
+  readonly log: BuildLogLine[]
+  readonly controller: AbortController
+  /** Lines of the log written to the store. */
+  stored: number
+  /** The state changed since it was last written. */
+  dirty: boolean
+  /** The store's writes, one after the other. */
+  writing: Promise<void>
+  /** Resolves when the build has ended. */
+  done?: Promise<void>
+}
 
 export class TemplateBuilds {
   readonly allowed: boolean
   readonly limits: TemplateBuildLimits
-  readonly #builds = new Map<string, TemplateBuild>()
-  readonly #controllers = new Map<string, AbortController>()
+  readonly #store: TemplateBuildStore
+  readonly #shared: boolean
+  readonly #builds = new Map<string, LocalBuild>()
   readonly #listeners = new Map<string, Set<(event: BuildEvent) => void>>()
   readonly #queue: Array<() => void> = []
   #running = false
   readonly #maxWaiting: number
   readonly #keepMs: number
+  readonly #lapseMs: number
+  readonly #replica: string
   readonly #tag: string
+  #timer: NodeJS.Timeout | undefined
+  #lastBeat = 0
+  #closed = false
 
   constructor(options: TemplateBuildsOptions) {
     this.allowed = options.allowed
     this.limits = { ...DEFAULT_BUILD_LIMITS, ...options.limits }
+    this.#store = options.store
+    this.#shared = options.shared
     this.#maxWaiting = options.maxWaiting ?? 4
     this.#keepMs = options.keepMs ?? 3600_000
-    this.#tag = replicaTag(options.replica ?? `${process.pid}:${randomUUID()}`)
+    this.#lapseMs = options.lapseMs ?? 30_000
+    this.#replica = options.replica ?? `${process.pid}:${randomUUID()}`
+    this.#tag = replicaTag(this.#replica)
   }
 
   /** A new build's id: a UUID with this replica's tag, so that another replica can tell it is not its own. */
@@ -162,12 +206,13 @@ export class TemplateBuilds {
     return `${randomUUID()}-${this.#tag}`
   }
 
-  /** Throws what to do when the id is another replica's build; returns when it may be this one's. */
+  /** Throws what to do when the id is another replica's build and the store is not shared; returns otherwise. */
   assertHere(id: string): void {
+    if (this.#shared) return
     const tag = /^[0-9a-f-]{36}-([0-9a-f]{8})$/.exec(id)?.[1]
     if (tag && tag !== this.#tag)
       throw new BuildElsewhereError(
-        `Template build ${id} runs on another replica, not this one: builds are kept by the replica that runs them`,
+        `Template build ${id} runs on another replica, not this one: without a shared database (ANALYST_DATABASE_URL) builds are kept by the replica that runs them`,
         { hint: ELSEWHERE_HINT },
       )
   }
@@ -183,8 +228,37 @@ export class TemplateBuilds {
       )
   }
 
-  /** Starts a build (or queues it behind the one running); it runs on after the request ends. */
-  start(name: string, owner: string | null, run: RunBuild, id: string = this.newId()): TemplateBuild {
+  /**
+   * Records a build that a client asked for and whose steps come later (E2B's POST /v3/templates),
+   * so that whichever replica the steps reach starts it; returns its id.
+   */
+  async request(name: string, owner: string | null, request: Record<string, unknown>): Promise<string> {
+    this.assertAllowed()
+    const id = this.newId()
+    await this.#store.createTemplateBuild({ id, name, owner, request })
+    return id
+  }
+
+  /** What a requested build's request carried; a 404 when no such build was requested of this owner and name. */
+  async requested(id: string, owner: string | null, name: string): Promise<Record<string, unknown>> {
+    const stored = await this.#store.getTemplateBuild(id)
+    if (!stored || stored.owner !== owner || stored.name !== name || stored.replica !== undefined) {
+      this.assertHere(id)
+      throw new NotFoundError(`No build ${id} was requested for template ${name}`)
+    }
+    return stored.request ?? {}
+  }
+
+  /**
+   * Starts a build (or queues it behind the one running); it runs on after the request ends. With
+   * the `id` of a requested build, takes that one (a 409 when another replica took it first).
+   */
+  async start(
+    name: string,
+    owner: string | null,
+    run: RunBuild,
+    requestedId?: string,
+  ): Promise<TemplateBuild> {
     this.assertAllowed()
     this.#forget()
     const waiting = [...this.#builds.values()].filter((b) => b.status === 'waiting').length
@@ -197,62 +271,171 @@ export class TemplateBuilds {
       throw new ConflictError(`A build of "${name}" is under way already`, {
         hint: 'Wait for it to end, or cancel it first.',
       })
-    const build: TemplateBuild = {
+    const id = requestedId ?? this.newId()
+    const build: LocalBuild = {
       id,
       name,
       owner,
       status: 'waiting',
       log: [],
       createdAt: new Date(),
+      controller: new AbortController(),
+      stored: 0,
+      dirty: false,
+      writing: Promise.resolve(),
     }
-    const controller = new AbortController()
-    this.#builds.set(build.id, build)
-    this.#controllers.set(build.id, controller)
-    void this.#turn().then(() => this.#run(build, controller, run))
+    // Here before the store has it: a second request for the name meanwhile meets this one.
+    this.#builds.set(id, build)
+    try {
+      if (requestedId === undefined)
+        await this.#store.createTemplateBuild({ id, name, owner, replica: this.#replica })
+      else if (!(await this.#store.claimTemplateBuild(id, this.#replica)))
+        throw new ConflictError(`Template build ${id} has started already`, {
+          hint: 'Poll its status; to build again, request a new build.',
+        })
+    } catch (error) {
+      this.#builds.delete(id)
+      throw error
+    }
+    this.#tick()
+    build.done = this.#turn().then(() => this.#run(build, run))
     return build
   }
 
-  /** The build of this id if the caller may see it (its owner), else a 404. */
-  get(id: string, owner: string | null): TemplateBuild {
-    const build = this.#builds.get(id)
-    if (!build || build.owner !== owner) {
+  /**
+   * The build of this id if the caller may see it (its owner), else a 404: this replica's own from
+   * memory, another's from the store (failed first when its replica stopped beating).
+   */
+  async get(id: string, owner: string | null): Promise<TemplateBuild> {
+    const local = this.#builds.get(id)
+    if (local) {
+      if (local.owner !== owner) throw notFound(id)
+      return local
+    }
+    let stored = await this.#store.getTemplateBuild(id)
+    if (stored && !ended(stored) && (stored.beatMsAgo ?? 0) > this.#lapseMs) {
+      await this.#store.failLapsedTemplateBuilds(
+        this.#lapseMs,
+        `the replica that ran the build stopped (no sign of it for ${Math.round(this.#lapseMs / 1000)} s)`,
+      )
+      stored = await this.#store.getTemplateBuild(id)
+    }
+    if (!stored || stored.owner !== owner) {
       this.assertHere(id)
-      throw new NotFoundError(`No template build ${id} (an ended build is kept for its status for a while)`)
+      throw notFound(id)
     }
-    return build
+    return fromStore(stored)
   }
 
-  /** Builds of this owner, newest first. */
-  list(owner: string | null): TemplateBuild[] {
-    return [...this.#builds.values()].filter((b) => b.owner === owner).reverse()
+  /** Up to `limit` lines of a build's log from `offset` on (the build as `get` gave it). */
+  async log(build: TemplateBuild, offset: number, limit: number): Promise<BuildLogLine[]> {
+    const local = this.#builds.get(build.id)
+    if (local) return local.log.slice(offset, offset + limit)
+    return this.#store.templateBuildLog(build.id, offset, limit)
   }
 
-  /** Stops a build: its processes end, nothing of it is kept. False when it had ended already. */
-  cancel(id: string, owner: string | null): boolean {
-    const build = this.get(id, owner)
+  /** Stops a build, on whichever replica runs it: its processes end, nothing of it is kept. False when it had ended already. */
+  async cancel(id: string, owner: string | null): Promise<boolean> {
+    const build = await this.get(id, owner)
     if (ended(build)) return false
-    this.#controllers.get(id)?.abort(new Error('the build was cancelled'))
-    return true
+    const local = this.#builds.get(id)
+    if (local) {
+      local.controller.abort(new Error('the build was cancelled'))
+      return true
+    }
+    // The replica that runs it reads the flag with its next heartbeat.
+    return this.#store.requestTemplateBuildCancel(id)
   }
 
-  /** Calls `listener` for each event of the build from now on; returns the unsubscribe. */
-  subscribe(id: string, listener: (event: BuildEvent) => void): () => void {
-    const set = this.#listeners.get(id) ?? new Set()
-    this.#listeners.set(id, set)
+  /**
+   * The build's log so far, then each line, progress and the end as they come: from this replica's
+   * own events, or read from the store every FOLLOW_MS for another's build.
+   */
+  async *follow(build: TemplateBuild, signal: AbortSignal): AsyncGenerator<BuildEvent> {
+    const local = this.#builds.get(build.id)
+    if (local) yield* this.#followLocal(local, signal)
+    else yield* this.#followStored(build, signal)
+  }
+
+  async *#followLocal(build: LocalBuild, signal: AbortSignal): AsyncGenerator<BuildEvent> {
+    const queue: BuildEvent[] = []
+    let wake: (() => void) | undefined
+    const listener = (event: BuildEvent) => {
+      queue.push(event)
+      wake?.()
+    }
+    const set = this.#listeners.get(build.id) ?? new Set()
+    this.#listeners.set(build.id, set)
     set.add(listener)
-    return () => set.delete(listener)
+    const stop = () => wake?.()
+    signal.addEventListener('abort', stop)
+    try {
+      // The backlog as it is now; lines logged while it goes out come through the listener.
+      for (const line of build.log.slice(0, build.log.length)) yield { type: 'log', line }
+      if (ended(build)) queue.push({ type: 'end', build })
+      while (!signal.aborted) {
+        const event = queue.shift()
+        if (!event) {
+          await new Promise<void>((resolve) => {
+            wake = resolve
+          })
+          continue
+        }
+        yield event
+        if (event.type === 'end') return
+      }
+    } finally {
+      set.delete(listener)
+      signal.removeEventListener('abort', stop)
+    }
   }
 
-  /** Cancels every build (the server stops). */
-  close(): void {
-    for (const controller of this.#controllers.values()) controller.abort(new Error('the server stopped'))
+  async *#followStored(build: TemplateBuild, signal: AbortSignal): AsyncGenerator<BuildEvent> {
+    let offset = 0
+    let progress = JSON.stringify(build.progress)
+    while (!signal.aborted) {
+      // The state first: the runner writes its lines before it, so the lines read after an end are all of them.
+      const current = await this.get(build.id, build.owner)
+      for (;;) {
+        const lines = await this.#store.templateBuildLog(build.id, offset, 1000)
+        offset += lines.length
+        for (const line of lines) yield { type: 'log', line }
+        if (lines.length < 1000) break
+      }
+      if (JSON.stringify(current.progress) !== progress && current.progress) {
+        progress = JSON.stringify(current.progress)
+        yield { type: 'progress', ...current.progress }
+      }
+      if (ended(current)) {
+        yield { type: 'end', build: current }
+        return
+      }
+      await sleep(FOLLOW_MS, undefined, { signal }).catch(() => undefined)
+    }
+  }
+
+  /**
+   * Cancels every build (the server stops), and writes their end to the store while it is open: a
+   * build that does not stop within a few seconds is failed by the other replicas when it lapses.
+   */
+  async close(): Promise<void> {
+    const running = [...this.#builds.values()].filter((build) => !ended(build))
+    for (const build of running) build.controller.abort(new Error('the server stopped'))
+    await Promise.race([
+      Promise.all(running.map((build) => build.done)),
+      sleep(5000, undefined, { ref: false }),
+    ])
+    await Promise.all([...this.#builds.values()].map((build) => this.#flush(build)))
+    this.#closed = true
+    clearInterval(this.#timer)
+    this.#timer = undefined
   }
 
   #emit(build: TemplateBuild, event: BuildEvent) {
     for (const listener of this.#listeners.get(build.id) ?? []) listener(event)
   }
 
-  #log(build: TemplateBuild, message: string, level: BuildLogLine['level'] = 'info', step?: number) {
+  #log(build: LocalBuild, message: string, level: BuildLogLine['level'] = 'info', step?: number) {
     if (build.log.length >= MAX_LOG_LINES) return
     const line: BuildLogLine = {
       timestamp: new Date().toISOString(),
@@ -262,6 +445,69 @@ export class TemplateBuilds {
     }
     build.log.push(line)
     this.#emit(build, { type: 'log', line })
+    if (build.log.length - build.stored >= FLUSH_LINES) void this.#flush(build)
+  }
+
+  /** Writes what the store lacks of a build: its new lines, then its state. A failed write is tried again at the next tick. */
+  #flush(build: LocalBuild): Promise<void> {
+    build.writing = build.writing.then(async () => {
+      try {
+        const lines = build.log.slice(build.stored)
+        if (lines.length > 0) {
+          await this.#store.appendTemplateBuildLog(build.id, build.stored, lines)
+          build.stored += lines.length
+        }
+        if (build.dirty) {
+          build.dirty = false
+          await this.#store
+            .updateTemplateBuild(build.id, {
+              status: build.status,
+              ...(build.progress ? { progress: build.progress } : {}),
+              ...(build.reason ? { reason: build.reason } : {}),
+              ...(build.template ? { template: { ...build.template } } : {}),
+              finished: build.finishedAt !== undefined,
+            })
+            .catch((error: unknown) => {
+              build.dirty = true
+              throw error
+            })
+        }
+      } catch {
+        // The store is unreachable for now: the next tick writes it.
+      }
+    })
+    return build.writing
+  }
+
+  /** While this replica has builds the store lacks something of: flush them, and beat for those under way. */
+  #tick() {
+    if (this.#timer || this.#closed) return
+    this.#timer = setInterval(() => {
+      const pending = [...this.#builds.values()].filter(
+        (b) => !ended(b) || b.dirty || b.stored < b.log.length,
+      )
+      if (pending.length === 0) {
+        clearInterval(this.#timer)
+        this.#timer = undefined
+        return
+      }
+      for (const build of pending) void this.#flush(build)
+      if (Date.now() - this.#lastBeat >= HEARTBEAT_MS) {
+        this.#lastBeat = Date.now()
+        const live = pending.filter((b) => !ended(b))
+        this.#store
+          .beatTemplateBuilds(
+            this.#replica,
+            live.map((b) => b.id),
+          )
+          .then((cancelled) => {
+            for (const id of cancelled)
+              this.#builds.get(id)?.controller.abort(new Error('the build was cancelled'))
+          })
+          .catch(() => undefined)
+      }
+    }, FLUSH_MS)
+    this.#timer.unref()
   }
 
   /** Resolves when it is this build's turn. */
@@ -279,27 +525,32 @@ export class TemplateBuilds {
     else this.#running = false
   }
 
-  async #run(build: TemplateBuild, controller: AbortController, run: RunBuild) {
-    const { signal } = controller
+  async #run(build: LocalBuild, run: RunBuild) {
+    const { signal } = build.controller
     const timer = setTimeout(
       () =>
-        controller.abort(new Error(`the build ran past its time limit (${this.limits.timeoutMs / 1000} s)`)),
+        build.controller.abort(
+          new Error(`the build ran past its time limit (${this.limits.timeoutMs / 1000} s)`),
+        ),
       this.limits.timeoutMs,
     )
     try {
       if (signal.aborted) throw signal.reason
       build.status = 'building'
+      build.dirty = true
       this.#log(build, `Building template "${build.name}"`)
       const reporter: BuildReporter = {
         log: (message, options = {}) => this.#log(build, message, options.level, options.step),
         progress: (step, total, title) => {
           build.progress = { step, total, title }
+          build.dirty = true
           this.#emit(build, { type: 'progress', step, total, title })
         },
       }
-      build.template = await run({ reporter, signal, limits: this.limits })
+      const template = await run({ reporter, signal, limits: this.limits })
+      build.template = templateView(template)
       build.status = 'ready'
-      this.#log(build, `Template "${build.name}" is ready (${build.template.id.slice(0, 12)})`)
+      this.#log(build, `Template "${build.name}" is ready (${template.id.slice(0, 12)})`)
     } catch (error) {
       const cancelled = signal.aborted && /cancelled|server stopped/.test(String(signal.reason?.message))
       build.status = cancelled ? 'cancelled' : 'error'
@@ -314,23 +565,44 @@ export class TemplateBuilds {
     } finally {
       clearTimeout(timer)
       build.finishedAt = new Date()
-      this.#controllers.delete(build.id)
+      build.dirty = true
+      void this.#flush(build)
       this.#emit(build, { type: 'end', build })
       this.#listeners.delete(build.id)
       this.#next()
     }
   }
 
-  /** Drops builds that ended long enough ago. */
+  /** Drops builds that ended long enough ago, here and in the store. */
   #forget() {
     const before = Date.now() - this.#keepMs
     for (const [id, build] of this.#builds)
       if (build.finishedAt && build.finishedAt.getTime() < before) this.#builds.delete(id)
+    void this.#store.forgetTemplateBuilds(new Date(before).toISOString()).catch(() => undefined)
   }
 }
 
-export function ended(build: TemplateBuild): boolean {
+export function ended(build: Pick<TemplateBuild, 'status'>): boolean {
   return build.status === 'ready' || build.status === 'error' || build.status === 'cancelled'
+}
+
+function notFound(id: string): NotFoundError {
+  return new NotFoundError(`No template build ${id} (an ended build is kept for its status for a while)`)
+}
+
+/** Another replica's build, as the store has it. */
+function fromStore(stored: StoredTemplateBuild): TemplateBuild {
+  return {
+    id: stored.id,
+    name: stored.name,
+    owner: stored.owner,
+    status: stored.status,
+    ...(stored.progress ? { progress: stored.progress } : {}),
+    ...(stored.reason ? { reason: stored.reason } : {}),
+    ...(stored.template ? { template: stored.template as unknown as TemplateView } : {}),
+    createdAt: new Date(stored.createdAt),
+    ...(stored.finishedAt ? { finishedAt: new Date(stored.finishedAt) } : {}),
+  }
 }
 
 /** The step an error names, if it names one (a TemplateBuildError's `step.number`). */

@@ -3,25 +3,19 @@
  * administrator when sign-in is on; any caller with a token otherwise) builds and removal. A build
  * is untrusted code: off unless the server allows it (--allow-template-builds), then it runs in
  * the background with its log kept (GET …/builds/:id, with `logsOffset`), streamed as server-sent
- * events (GET …/builds/:id/events), and cancelled with DELETE …/builds/:id.
+ * events (GET …/builds/:id/events), and cancelled with DELETE …/builds/:id: on any replica over
+ * the same database, whichever one runs it.
  * @module
  */
 import { type Context, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import { z } from 'zod'
 import { ForbiddenError } from '../errors.js'
-import type { BuiltTemplate } from '../templates/types.js'
 import type { AuthVariables } from './auth/index.js'
 import { jsonBody, parse } from './request-body.js'
-import {
-  type BuildEvent,
-  ended,
-  type RunBuild,
-  type TemplateBuild,
-  type TemplateBuilds,
-  type TemplateCatalog,
-} from './template-builds.js'
-import type { TemplateBuildView, TemplateView } from './types.js'
+import type { RunBuild, TemplateBuild, TemplateBuilds, TemplateCatalog } from './template-builds.js'
+import { templateView } from './template-view.js'
+import type { TemplateBuildView } from './types.js'
 
 type Env = { Variables: AuthVariables }
 
@@ -44,26 +38,6 @@ const NewBuild = z
   })
   .strict()
 
-/** What a client sees of a template: no host paths. */
-export function templateView(template: BuiltTemplate): TemplateView {
-  return {
-    id: template.id,
-    name: template.names[0] ?? template.id.slice(0, 12),
-    names: template.names,
-    base:
-      template.base.kind === 'debian'
-        ? `debian:${template.base.suite}`
-        : template.base.kind === 'oci'
-          ? template.base.image
-          : 'host',
-    languages: template.languages,
-    python: template.python.version,
-    packages: template.packages,
-    sizeBytes: template.sizeBytes,
-    createdAt: template.createdAt,
-  }
-}
-
 export function buildView(build: TemplateBuild): TemplateBuildView {
   return {
     id: build.id,
@@ -71,7 +45,7 @@ export function buildView(build: TemplateBuild): TemplateBuildView {
     status: build.status,
     ...(build.progress ? { progress: build.progress } : {}),
     ...(build.reason ? { reason: build.reason } : {}),
-    ...(build.template ? { template: templateView(build.template) } : {}),
+    ...(build.template ? { template: build.template } : {}),
     createdAt: build.createdAt.toISOString(),
     ...(build.finishedAt ? { finishedAt: build.finishedAt.toISOString() } : {}),
   }
@@ -97,7 +71,7 @@ export function templateRoutes({ builds, catalog, buildSpec, signIn }: TemplateR
     builder(c)
     const body = parse(NewBuild, await jsonBody(c))
     const run = buildSpec(body.name, body.spec, body.force === true)
-    const build = builds.start(body.name, c.get('owner'), run)
+    const build = await builds.start(body.name, c.get('owner'), run)
     return c.json(buildView(build), 202, { location: `/api/templates/builds/${build.id}` })
   })
 
@@ -107,54 +81,30 @@ export function templateRoutes({ builds, catalog, buildSpec, signIn }: TemplateR
     return c.body(null, 204)
   })
 
-  app.get('/api/templates/builds/:id', (c) => {
-    const build = builds.get(c.req.param('id'), c.get('owner'))
+  app.get('/api/templates/builds/:id', async (c) => {
+    const build = await builds.get(c.req.param('id'), c.get('owner'))
     const offset = Math.max(0, Number(c.req.query('logsOffset') ?? 0) || 0)
-    return c.json({ ...buildView(build), log: build.log.slice(offset, offset + 1000), logsOffset: offset })
+    return c.json({ ...buildView(build), log: await builds.log(build, offset, 1000), logsOffset: offset })
   })
 
   // The log so far, then each line, progress and the end as they come (one event per SSE message).
-  app.get('/api/templates/builds/:id/events', (c) => {
-    const build = builds.get(c.req.param('id'), c.get('owner'))
+  app.get('/api/templates/builds/:id/events', async (c) => {
+    const build = await builds.get(c.req.param('id'), c.get('owner'))
     return streamSSE(c, async (stream) => {
-      const queue: BuildEvent[] = []
-      let wake: (() => void) | undefined
-      const unsubscribe = builds.subscribe(build.id, (event) => {
-        queue.push(event)
-        wake?.()
-      })
-      stream.onAbort(() => {
-        unsubscribe()
-        wake?.()
-      })
-      try {
-        // The backlog as it is now; lines logged while it goes out come through the listener.
-        for (const line of build.log.slice(0, build.log.length))
-          await stream.writeSSE({ event: 'log', data: JSON.stringify({ type: 'log', line }) })
-        if (ended(build)) queue.push({ type: 'end', build })
-        while (!stream.aborted) {
-          const event = queue.shift()
-          if (!event) {
-            await new Promise<void>((resolve) => {
-              wake = resolve
-            })
-            continue
-          }
-          const data = event.type === 'end' ? { type: 'end', build: buildView(event.build) } : event
-          await stream.writeSSE({ event: event.type, data: JSON.stringify(data) })
-          if (event.type === 'end') break
-        }
-      } finally {
-        unsubscribe()
+      const stop = new AbortController()
+      stream.onAbort(() => stop.abort())
+      for await (const event of builds.follow(build, stop.signal)) {
+        const data = event.type === 'end' ? { type: 'end', build: buildView(event.build) } : event
+        await stream.writeSSE({ event: event.type, data: JSON.stringify(data) })
       }
     })
   })
 
-  app.delete('/api/templates/builds/:id', (c) => {
-    const cancelled = builds.cancel(c.req.param('id'), c.get('owner'))
+  app.delete('/api/templates/builds/:id', async (c) => {
+    const cancelled = await builds.cancel(c.req.param('id'), c.get('owner'))
     return cancelled
       ? c.body(null, 204)
-      : c.json(buildView(builds.get(c.req.param('id'), c.get('owner'))), 409)
+      : c.json(buildView(await builds.get(c.req.param('id'), c.get('owner'))), 409)
   })
 
   return app

@@ -12,8 +12,9 @@ import { FileBlobStore } from './files/blobs.js'
 import { SqlAuthStore } from './sql/auth.js'
 import { SqlBlobStore } from './sql/blobs.js'
 import { SqlEvalStore } from './sql/evals.js'
+import { SqlTemplateBuildStore } from './sql/template-builds.js'
 import { SqliteHistoryStore } from './sqlite/store.js'
-import type { AuthStore, BlobStore, EvalStore, HistoryStore } from './types.js'
+import type { AuthStore, BlobStore, EvalStore, HistoryStore, TemplateBuildStore } from './types.js'
 
 export { FileBlobStore } from './files/blobs.js'
 export { loadSessionHistory, loadSessionStats, type SessionStats, sessionStats } from './history.js'
@@ -22,6 +23,7 @@ export { SqlBlobStore } from './sql/blobs.js'
 export { SqlEvalStore } from './sql/evals.js'
 export { SCHEMA_VERSION } from './sql/schema.js'
 export { PREVIEW_CHARS, SqlHistoryStore } from './sql/store.js'
+export { SqlTemplateBuildStore } from './sql/template-builds.js'
 export { SqliteHistoryStore } from './sqlite/store.js'
 export type * from './types.js'
 
@@ -42,6 +44,8 @@ export interface Stores {
   evals: EvalStore
   /** Users, browser sessions, API keys, shares and the audit log, in the same database. */
   auth: AuthStore
+  /** Template builds and their logs, in the same database: any replica answers for a build. */
+  templateBuilds: TemplateBuildStore
   /** Closes both. */
   close(): Promise<void>
 }
@@ -76,6 +80,7 @@ export async function openStores(
       blobs,
       evals: new SqlEvalStore(history.db),
       auth: new SqlAuthStore(history.db, feed),
+      templateBuilds: new SqlTemplateBuildStore(history.db, history.runtime),
       close: async () => {
         await feed.close()
         await history.close()
@@ -90,6 +95,7 @@ export async function openStores(
     blobs,
     evals: new SqlEvalStore(history.db),
     auth: new SqlAuthStore(history.db),
+    templateBuilds: new SqlTemplateBuildStore(history.db, history.runtime),
     close: () => history.close(),
   }
 }

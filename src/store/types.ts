@@ -423,6 +423,86 @@ export interface EvalStore {
   evalResults(runId: string): Promise<StoredEvalResult[]>
 }
 
+// ------------------------------------------------------------------ template builds
+
+export type TemplateBuildStatus = 'waiting' | 'building' | 'ready' | 'error' | 'cancelled'
+
+/** One line of a build's log. */
+export interface TemplateBuildLogLine {
+  /** ISO 8601. */
+  timestamp: string
+  level: 'debug' | 'info' | 'warn' | 'error'
+  message: string
+  /** The builder's number of the step it belongs to. */
+  step?: number
+}
+
+/** A template build as every replica reads it. */
+export interface StoredTemplateBuild {
+  id: string
+  /** The name the template gets. */
+  name: string
+  owner: string | null
+  status: TemplateBuildStatus
+  /** The replica that runs it; undefined while it is only requested (E2B's POST /v3/templates). */
+  replica?: string
+  /** How long ago its replica last said it was alive, by the database's clock; undefined before it started. */
+  beatMsAgo?: number
+  cancelRequested: boolean
+  progress?: { step: number; total: number; title: string }
+  reason?: { message: string; step?: number }
+  /** What a client sees of the template it made. */
+  template?: Record<string, unknown>
+  /** What the request carried for its build (E2B's resources). */
+  request?: Record<string, unknown>
+  /** ISO 8601. */
+  createdAt: string
+  finishedAt?: string
+}
+
+/**
+ * Where template builds and their logs are kept, so that any replica over the same database
+ * answers a build's status, pages its log and passes on its cancel; the replica that runs it
+ * writes (its log in batches) and beats.
+ */
+export interface TemplateBuildStore {
+  readonly specificationVersion: 'v1'
+  /** Records a build: taken by `replica`, or only requested (no replica yet). */
+  createTemplateBuild(input: {
+    id: string
+    name: string
+    owner: string | null
+    replica?: string
+    request?: Record<string, unknown>
+  }): Promise<StoredTemplateBuild>
+  /** Takes a requested build for `replica`; false when it was not requested, or another took it. */
+  claimTemplateBuild(id: string, replica: string): Promise<boolean>
+  getTemplateBuild(id: string): Promise<StoredTemplateBuild | undefined>
+  /** The runner's changes; `finished` stamps the end. */
+  updateTemplateBuild(
+    id: string,
+    changes: {
+      status?: TemplateBuildStatus
+      progress?: StoredTemplateBuild['progress']
+      reason?: StoredTemplateBuild['reason']
+      template?: Record<string, unknown>
+      finished?: boolean
+    },
+  ): Promise<void>
+  /** Adds lines at offsets `from`, `from + 1`, …; lines there already are kept (a retried batch). */
+  appendTemplateBuildLog(id: string, from: number, lines: TemplateBuildLogLine[]): Promise<void>
+  /** Up to `limit` lines from `offset` on. */
+  templateBuildLog(id: string, offset: number, limit: number): Promise<TemplateBuildLogLine[]>
+  /** Asks the replica that runs the build to stop it; false when it has ended. */
+  requestTemplateBuildCancel(id: string): Promise<boolean>
+  /** `replica` is alive and runs these builds: their heartbeats now; returns those a client asked to cancel. */
+  beatTemplateBuilds(replica: string, ids: string[]): Promise<string[]>
+  /** Fails the builds under way whose replica has not beaten for `lapseMs` (its process is gone), with `reason`. */
+  failLapsedTemplateBuilds(lapseMs: number, reason: string): Promise<number>
+  /** Forgets builds that ended, or were requested and never started, before `before` (ISO 8601). */
+  forgetTemplateBuilds(before: string): Promise<number>
+}
+
 // ------------------------------------------------------------------ users and sign-in (a separate seam)
 
 /** A person who signed in through the identity provider (OpenID Connect). */

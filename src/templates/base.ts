@@ -22,7 +22,7 @@ export const DEBIAN_SUITES = [
 ]
 
 export const BASES_THAT_WORK =
-  "host (the host's Python), debian:<suite> or debian:<suite>-slim (made from Debian's archive; suites: bookworm, trixie, forky, sid, stable, testing), template:NAME (a template built here), archive:PATH (an OCI or docker image archive), or an image already in local podman storage (podman images)"
+  "host (the host's Python), debian:<suite> or debian:<suite>-slim (made from Debian's archive; suites: bookworm, trixie, forky, sid, stable, testing), template:NAME (a template built here), archive:PATH (an OCI or docker image archive, read without podman), or an image already in local podman storage (podman images)"
 
 /** The base a name means, without looking anything up (see `checkBase`). */
 export function parseBase(text: string): RecipeBase {
@@ -65,8 +65,20 @@ export function localImageId(image: string): string | undefined {
   return result.stdout.trim() || undefined
 }
 
+/** Whether podman is installed here (an image in its storage can be read only through it). */
+function hasPodman(): boolean {
+  return spawnSync('podman', ['--version'], { timeout: 30_000 }).status === 0
+}
+
 /** Throws at once for an image base that is in no local storage: no registry is reachable. */
 export function refuseRegistryImage(image: string): never {
+  if (!hasPodman())
+    throw new InvalidArgumentError(
+      `The base image ${image} is not in local podman storage (podman is not installed here), and no registry can be reached`,
+      {
+        hint: `Save the image to a file where it is (podman save or docker save) and start from base: archive:PATH, which needs no podman. Bases that work: ${BASES_THAT_WORK}.`,
+      },
+    )
   throw new InvalidArgumentError(
     `The base image ${image} is not in local podman storage, and no registry can be reached`,
     {

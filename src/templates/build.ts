@@ -14,19 +14,12 @@ import { findPython, type PythonInfo } from '../python.js'
 import { localImageId, refuseRegistryImage } from './base.js'
 import { CACHE_RECORD, pruneAfterBuild, templateCacheDir } from './cache.js'
 import { canonicalJson, copySource, filesHash, sha256, templateId } from './identity.js'
+import { archiveRoot } from './image-archive.js'
 import { inspectTemplate } from './inspect.js'
 import { BUILD_PATH, type BuildJailSpec, buildEnv, buildJailArgs, mergePath } from './jail.js'
 import { type CommandResult, runCommand } from './process.js'
 import { removeRoot } from './remove-root.js'
-import {
-  copyRoot,
-  debianCacheEntry,
-  debianRecipe,
-  debianRoot,
-  imageRoot,
-  loadArchive,
-  type RootContext,
-} from './roots.js'
+import { copyRoot, debianCacheEntry, debianRecipe, debianRoot, imageRoot, type RootContext } from './roots.js'
 import { loadRecipe } from './spec.js'
 import { fetchKind, type PipConfig, type Step, stepTitle, type TemplateRecipe, VENV } from './steps.js'
 import { checkTemplateName, openTemplates, type TemplateManifest, writeManifest } from './store.js'
@@ -251,7 +244,7 @@ async function resolveBase(recipe: TemplateRecipe, home: string): Promise<Resolv
       const file = resolve(recipe.context, base.path)
       if (!existsSync(file) || !statSync(file).isFile())
         throw new InvalidArgumentError(`The image archive ${base.path} is not there`, {
-          hint: 'Give the path of a file that podman save wrote.',
+          hint: 'Give the path of a file that podman save, docker save or analyst template export wrote.',
         })
       const hash = filesHash(file)
       return {
@@ -259,8 +252,7 @@ async function resolveBase(recipe: TemplateRecipe, home: string): Promise<Resolv
         identity: { kind: 'archive', hash },
         cacheKey: hash,
         make: async (to, context) => {
-          const image = await loadArchive(file, context)
-          await imageRoot(image, to, context)
+          await archiveRoot(file, to, context)
           return { cached: false }
         },
       }

@@ -1,8 +1,8 @@
 /**
  * A build's starting root file system, by base: a Debian suite made by mmdebstrap from Debian's
  * archive (kept in the cache by its recipe, so that a changed layer above does not make it again),
- * an image from local podman storage or an archive (its file system, as `podman export` writes it),
- * or a copy of another template's root.
+ * an image from local podman storage (its file system, as `podman export` writes it), or a copy of
+ * another template's root. (An image archive is read without podman: image-archive.ts.)
  * @module
  */
 import { randomBytes } from 'node:crypto'
@@ -146,18 +146,4 @@ export async function imageRoot(image: string, to: string, context: RootContext)
   } finally {
     await runCommand(['podman', 'rm', '--force', container], { limits: { timeoutMs: 60_000 } })
   }
-}
-
-/** An image archive loaded into podman storage; returns the image's id. */
-export async function loadArchive(path: string, context: RootContext): Promise<string> {
-  const result = await runCommand(['podman', 'load', '--quiet', '--input', path], {
-    limits: context.limits,
-    signal: context.signal,
-  })
-  const loaded = result.tail.map((line) => /Loaded image(?:\(s\))?: (\S+)/.exec(line)?.[1]).find(Boolean)
-  if (result.code !== 0 || !loaded)
-    throw new SandboxError(
-      `podman could not load the image archive ${path}: ${result.tail.slice(-3).join(' ')}`,
-    )
-  return loaded.split(',')[0] as string
 }

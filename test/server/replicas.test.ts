@@ -4,11 +4,13 @@
  * Any replica serves any request: state is rebuilt where a session moves, a session's questions
  * are answered one after the other across replicas, a client watching a run reconnects to the
  * other replica, and a replica killed with -9 mid-run leaves an interrupted run that goes on
- * elsewhere with every committed step kept. And PostgreSQL restarted under a burst: requests meet a
+ * elsewhere with every committed step kept. A template build started on A is polled and cancelled
+ * through B. And PostgreSQL restarted under a burst: requests meet a
  * 503 with Retry-After, not a 500, the runs it cut off end as interrupted, and all answers again.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import parsePrometheus from 'parse-prometheus-text-format'
@@ -48,7 +50,8 @@ const replicas: Replica[] = []
 
 function serve(name: string, env: Record<string, string> = {}): Promise<Replica> {
   const home = mkdtempSync(join(tmpdir(), `analyst-replica-${name}-`))
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--database-url', databaseUrl], {
+  const args = ['serve', '--port', '0', '--database-url', databaseUrl, '--allow-template-builds']
+  const child = spawn(process.execPath, [BIN, ...args], {
     env: {
       PATH: process.env.PATH ?? '',
       ANALYST_HOME: home,
@@ -206,6 +209,67 @@ describe('analyst serve replicas over PostgreSQL', () => {
       run: { status: 'done', answer: 'Three steps.' },
     })
     expect((await fetch(`${b.url}/api/sessions/${id}/runs/nope/events`)).status).toBe(404)
+  }, 120_000)
+
+  it("a template build started on A is polled to success with its log through B (ours and E2B's status route), and cancelled from B", async () => {
+    const post = (replica: Replica, spec: Record<string, unknown>, name: string) =>
+      fetch(`${replica.url}/api/templates`, { method: 'POST', body: JSON.stringify({ name, spec }) })
+    const started = await post(a, { base: 'host', env: { BUILT_ON: 'a' } }, 'replica-env')
+    expect(started.status).toBe(202)
+    const { id } = (await started.json()) as { id: string }
+    type Polled = { status: string; log: Array<{ message: string }> }
+    const polled = await waitFor(
+      async () => {
+        const response = await fetch(`${b.url}/api/templates/builds/${id}`)
+        expect(response.status).toBe(200)
+        const body = (await response.json()) as Polled
+        return body.status === 'ready' || body.status === 'error' ? body : undefined
+      },
+      { what: 'the build to end, seen from B' },
+    )
+    expect(polled.status, JSON.stringify(polled.log)).toBe('ready')
+    const messages = polled.log.map((line) => line.message)
+    expect(messages[0]).toBe('Building template "replica-env"')
+    expect(messages.at(-1)).toMatch(/^Template "replica-env" is ready/)
+    // E2B's status with log paging, as the SDK polls it, from B too.
+    const page = (await (
+      await fetch(`${b.url}/templates/replica-env/builds/${id}/status?logsOffset=1&limit=2`, {
+        headers: { 'x-api-key': 'any' },
+      })
+    ).json()) as { status: string; logEntries: Array<{ message: string }> }
+    expect(page.status).toBe('ready')
+    expect(page.logEntries.map((entry) => entry.message)).toEqual(messages.slice(1, 3))
+
+    // A build that would hang (pip waits on an index that never answers), started on A, cancelled from B: A stops it.
+    const sockets = new Set<Socket>()
+    const silent = createServer((socket) => void sockets.add(socket))
+    await new Promise<void>((listening) => silent.listen(0, '127.0.0.1', listening))
+    const index = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/simple`
+    const slow = await post(
+      a,
+      { base: 'host', pip: { packages: ['nothing==1'], 'index-url': index } },
+      'replica-slow',
+    )
+    const slowId = ((await slow.json()) as { id: string }).id
+    await waitFor(
+      async () =>
+        ((await (await fetch(`${b.url}/api/templates/builds/${slowId}`)).json()) as Polled).status ===
+        'building',
+      { what: 'the slow build to start' },
+    )
+    expect((await fetch(`${b.url}/api/templates/builds/${slowId}`, { method: 'DELETE' })).status).toBe(204)
+    const cancelled = await waitFor(
+      async () => {
+        const body = (await (await fetch(`${b.url}/api/templates/builds/${slowId}`)).json()) as Polled & {
+          reason?: { message: string }
+        }
+        return body.status === 'building' ? undefined : body
+      },
+      { what: 'the cancel to reach A' },
+    )
+    expect(cancelled).toMatchObject({ status: 'cancelled', reason: { message: 'the build was cancelled' } })
+    for (const socket of sockets) socket.destroy()
+    silent.close()
   }, 120_000)
 
   it('kill -9 of A mid-run: B marks the run interrupted when the lease lapses, and the session goes on there', async () => {

@@ -3,7 +3,7 @@
  * .cache/templates, or ANALYST_TEMPLATE_CACHE), built once for the file and reused as the base of
  * the rest; a pip layer from a PEP 503 index on 127.0.0.1 made of a wheel the test builds; the
  * cache; failures that name their step and leave nothing; a Containerfile FROM the local base; a
- * registry base refused; export, import and podman load.
+ * registry base refused; export, import, an archive as a base (no podman) and podman load.
  */
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -278,7 +278,7 @@ describe.runIf(root)('template builds', () => {
   )
 
   it(
-    'exports an OCI archive that imports as the same template elsewhere, and that podman loads',
+    'exports an OCI archive that imports as the same template elsewhere, that a build starts from without podman, and that podman loads',
     async () => {
       const out = join(home, 'base.tar')
       await exportTemplate(base, out, home)
@@ -302,6 +302,20 @@ describe.runIf(root)('template builds', () => {
       } finally {
         rmSync(elsewhere, { recursive: true, force: true })
       }
+      // The archive as a base, read without podman: its root, then a step over it.
+      const fromArchive = (
+        await buildTemplate(
+          parseSpec(
+            `name: from-archive\nbase: archive:${out}\nrun: ["echo over-archive > /opt/marker"]\n`,
+            home,
+          ),
+          options(),
+        )
+      ).template
+      expect(fromArchive.base).toEqual({ kind: 'oci', image: `archive:${out}` })
+      expect(fromArchive.python).toEqual(base.python)
+      expect(readFileSync(join(fromArchive.rootfs as string, 'opt/marker'), 'utf8')).toBe('over-archive\n')
+      expect(readFileSync(join(fromArchive.rootfs as string, 'etc/passwd'), 'utf8')).toMatch(/^user:x:1000/m)
       if (spawnSync('podman', ['--version']).status !== 0) return
       const loaded = spawnSync('podman', ['load', '--quiet', '--input', out], { encoding: 'utf8' })
       expect(loaded.status, loaded.stderr).toBe(0)

@@ -9,6 +9,10 @@
  * 4. `GET /templates/{id}/builds/{buildId}/status?logsOffset=N` until ready or error, with the log
  *    entries from N on.
  *
+ * A build is recorded in the store from step 1 on, so that its steps (3) and its status (4) may
+ * reach any replica over the same database; the files uploaded in step 2 are still kept by the
+ * replica that took them (template-files.ts).
+ *
  * Builds are off unless the server allows them (--allow-template-builds), and for administrators
  * when sign-in is on. A template's E2B id is its name: `Sandbox.create(name)` starts it.
  * @module
@@ -107,12 +111,6 @@ function e2bFail(c: Context, status: number, message: string) {
 export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptions) {
   const app = new Hono<TemplatesEnv>()
   app.onError(answerError)
-  /** Builds requested and not yet started (POST /v3/templates, before the build's steps come). */
-  const requested = new Map<
-    string,
-    { name: string; owner: string | null; at: number; resources?: TemplateResources }
-  >()
-
   const mayBuild = (c: Context<TemplatesEnv>) => {
     builds.assertAllowed()
     if (!c.env.builder)
@@ -132,21 +130,18 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     const name = nameOf(given, parsed.data.tags ?? [])
     if (TEMPLATES.includes(name))
       throw new InvalidArgumentError(`"${name}" is the server's own template and cannot be rebuilt`)
-    const buildID = builds.newId()
-    const now = Date.now()
-    for (const [id, entry] of requested) if (now - entry.at > 3600_000) requested.delete(id)
     // The template's sandboxes get its memory and cores unless Sandbox.create sets its own.
     const { memoryMB, cpuCount } = parsed.data
     const resources = {
       ...(memoryMB ? { memoryBytes: memoryMB * 1024 ** 2 } : {}),
       ...(cpuCount ? { milliCpus: Math.round(cpuCount * 1000) } : {}),
     }
-    requested.set(buildID, {
+    // In the store: the build's steps may reach another replica.
+    const buildID = await builds.request(
       name,
-      owner: c.env.owner,
-      at: now,
-      ...(Object.keys(resources).length > 0 ? { resources } : {}),
-    })
+      c.env.owner,
+      Object.keys(resources).length > 0 ? { resources } : {},
+    )
     return c.json(
       { templateID: name, buildID, names: [name], aliases: [name], tags: ['latest'], public: false },
       202,
@@ -165,10 +160,9 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
   app.post('/v2/templates/:id/builds/:buildId', async (c) => {
     mayBuild(c)
     const buildID = c.req.param('buildId')
-    const pending = requested.get(buildID)
-    if (!pending || pending.owner !== c.env.owner || pending.name !== c.req.param('id')) {
-      builds.assertHere(buildID)
-      throw new NotFoundError(`No build ${buildID} was requested for template ${c.req.param('id')}`)
+    const name = c.req.param('id')
+    const { resources } = (await builds.requested(buildID, c.env.owner, name)) as {
+      resources?: TemplateResources
     }
     const request = readBuildRequest(await c.req.json().catch(() => undefined), names())
     const owner = c.env.owner
@@ -180,13 +174,12 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
           hint: 'Build again: the SDK uploads the files that are missing.',
         },
       )
-    requested.delete(buildID)
-    builds.start(
-      pending.name,
+    await builds.start(
+      name,
       owner,
       (context) =>
-        run(pending.resources ? { ...request, resources: pending.resources } : request, {
-          name: pending.name,
+        run(resources ? { ...request, resources } : request, {
+          name,
           unpack: (hash, dir) => files.unpack(owner, hash, dir),
           ...context,
         }),
@@ -196,15 +189,12 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     return c.body(null, 202, { 'content-length': '0' })
   })
 
-  app.get('/templates/:id/builds/:buildId/status', (c) => {
+  app.get('/templates/:id/builds/:buildId/status', async (c) => {
     const buildID = c.req.param('buildId')
-    const pending = requested.get(buildID)
-    if (pending && pending.owner === c.env.owner)
-      return c.json({ buildID, templateID: pending.name, status: 'waiting', logEntries: [], logs: [] })
-    const build = builds.get(buildID, c.env.owner)
+    const build = await builds.get(buildID, c.env.owner)
     const offset = Math.max(0, Number(c.req.query('logsOffset') ?? 0) || 0)
     const limit = Math.min(Math.max(1, Number(c.req.query('limit') ?? 100) || 100), 1000)
-    const entries = build.log.slice(offset, offset + limit).map((line) => ({
+    const entries = (await builds.log(build, offset, limit)).map((line) => ({
       timestamp: line.timestamp,
       level: line.level,
       message: line.message,

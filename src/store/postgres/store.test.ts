@@ -16,6 +16,7 @@ import { describeEvalStoreConformance } from '../evals.case.js'
 import { openStores } from '../index.js'
 import { CHUNK_BYTES } from '../sql/blobs.js'
 import { SCHEMA_VERSION } from '../sql/schema.js'
+import { describeTemplateBuildStoreConformance } from '../template-builds.case.js'
 import type { AuthChange } from '../types.js'
 import { AUTH_FEED_NAME, parseAuthChange } from './auth-feed.js'
 import { PostgresHistoryStore } from './store.js'
@@ -45,6 +46,13 @@ describeEvalStoreConformance({
 })
 
 describeAuthStoreConformance({
+  name: 'postgres',
+  async open() {
+    return openStores('/nonexistent', { ANALYST_DATABASE_URL: await cluster.createDatabase() })
+  },
+})
+
+describeTemplateBuildStoreConformance({
   name: 'postgres',
   async open() {
     return openStores('/nonexistent', { ANALYST_DATABASE_URL: await cluster.createDatabase() })

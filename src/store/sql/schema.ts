@@ -137,6 +137,39 @@ export interface RequestCountsTable {
   n: number
 }
 
+/** Since migration 11: template builds that API clients asked for, so that any replica answers for one. */
+export interface TemplateBuildsTable {
+  id: string
+  name: string
+  owner: string | null
+  /** waiting, building, ready, error or cancelled. */
+  status: string
+  /** The replica that runs it; null while it is only requested (E2B's POST /v3/templates). */
+  replica: string | null
+  /** Milliseconds since the epoch, by the database's clock: the runner's last sign of life. */
+  heartbeat_at: number | null
+  /** 1 once a client asked to cancel it: the runner reads it with its heartbeat. */
+  cancel_requested: ColumnType<number, number | undefined, number>
+  /** JSON: the step under way { step, total, title }. */
+  progress: string | null
+  /** JSON: why it failed { message, step }. */
+  reason: string | null
+  /** JSON: what a client sees of the template it made. */
+  template: string | null
+  /** JSON: what the request carried for its build (E2B's resources). */
+  request: string | null
+  created_at: string
+  finished_at: string | null
+}
+
+/** Since migration 11: a build's log, one row per line, numbered from 0 (the offset clients page by). */
+export interface TemplateBuildLogsTable {
+  build_id: string
+  seq: number
+  /** JSON: { timestamp, level, message, step }. */
+  line: string
+}
+
 /** Since migration 4: runs of a benchmark (`analyst eval`). */
 export interface EvalRunsTable {
   id: string
@@ -244,6 +277,8 @@ export interface Database {
   blocked: BlockedTable
   eval_runs: EvalRunsTable
   eval_results: EvalResultsTable
+  template_builds: TemplateBuildsTable
+  template_build_logs: TemplateBuildLogsTable
 }
 
 /** What differs between dialects in the migrations. */
@@ -518,6 +553,38 @@ export const MIGRATIONS: Migration[] = [
   async (db) => {
     await db.schema.alterTable('sessions').addColumn('template_id', 'text').execute()
     await db.schema.alterTable('sessions').addColumn('language', 'text').execute()
+  },
+  // 11: template builds and their logs, so that a build's status, log and cancel reach it from
+  // any replica (E2B's SDK polls behind a load balancer without affinity).
+  async (db) => {
+    await db.schema
+      .createTable('template_builds')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('owner', 'text')
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('replica', 'text')
+      .addColumn('heartbeat_at', 'bigint')
+      .addColumn('cancel_requested', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('progress', 'text')
+      .addColumn('reason', 'text')
+      .addColumn('template', 'text')
+      .addColumn('request', 'text')
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .addColumn('finished_at', 'text')
+      .execute()
+    await db.schema
+      .createIndex('template_builds_status')
+      .on('template_builds')
+      .columns(['status', 'replica'])
+      .execute()
+    await db.schema
+      .createTable('template_build_logs')
+      .addColumn('build_id', 'text', (c) => c.notNull().references('template_builds.id').onDelete('cascade'))
+      .addColumn('seq', 'integer', (c) => c.notNull())
+      .addColumn('line', 'text', (c) => c.notNull())
+      .addPrimaryKeyConstraint('template_build_logs_pk', ['build_id', 'seq'])
+      .execute()
   },
 ]
 

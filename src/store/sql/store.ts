@@ -115,7 +115,7 @@ export class SqlHistoryStore implements HistoryStore {
 
   constructor(
     readonly db: Kysely<Database>,
-    protected readonly runtime: SqlRuntime,
+    readonly runtime: SqlRuntime,
   ) {
     this.provider = runtime.provider
     this.shared = runtime.shared

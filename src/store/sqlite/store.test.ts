@@ -15,6 +15,7 @@ import { describeEvalStoreConformance } from '../evals.case.js'
 import { openStores } from '../index.js'
 import { SqlBlobStore } from '../sql/blobs.js'
 import { SCHEMA_VERSION } from '../sql/schema.js'
+import { describeTemplateBuildStoreConformance } from '../template-builds.case.js'
 import { SqliteHistoryStore } from './store.js'
 
 /** The embedded stores over a fresh home folder, removed on close. */
@@ -33,6 +34,7 @@ async function openTemporary() {
 describeStoreConformance({ name: 'sqlite + files', open: openTemporary })
 describeEvalStoreConformance({ name: 'sqlite', open: openTemporary })
 describeAuthStoreConformance({ name: 'sqlite', open: openTemporary })
+describeTemplateBuildStoreConformance({ name: 'sqlite', open: openTemporary })
 
 describeStoreConformance({
   name: 'sqlite + blobs in the database',

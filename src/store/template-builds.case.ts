@@ -1,0 +1,149 @@
+/**
+ * What every store of template builds must do, as one suite each database runs (SQLite and
+ * PostgreSQL): `describeTemplateBuildStoreConformance({ name, open })`.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { TemplateBuildLogLine, TemplateBuildStore } from './types.js'
+
+export interface OpenedTemplateBuildStores {
+  templateBuilds: TemplateBuildStore
+  close(): Promise<void>
+}
+
+const line = (message: string, step?: number): TemplateBuildLogLine => ({
+  timestamp: new Date().toISOString(),
+  level: 'info',
+  message,
+  ...(step !== undefined ? { step } : {}),
+})
+
+export function describeTemplateBuildStoreConformance(options: {
+  name: string
+  open: () => Promise<OpenedTemplateBuildStores>
+}) {
+  describe(`template build store conformance: ${options.name}`, () => {
+    let stores: OpenedTemplateBuildStores
+    let builds: TemplateBuildStore
+    beforeEach(async () => {
+      stores = await options.open()
+      builds = stores.templateBuilds
+    })
+    afterEach(async () => {
+      await stores.close()
+    })
+
+    it("keeps a build's state and its log by offset, a retried batch once; cancel is asked of its runner", async () => {
+      const created = await builds.createTemplateBuild({
+        id: 'b1',
+        name: 'team',
+        owner: 'alice',
+        replica: 'a',
+      })
+      expect(created).toMatchObject({
+        id: 'b1',
+        name: 'team',
+        owner: 'alice',
+        status: 'waiting',
+        replica: 'a',
+      })
+      expect(created.cancelRequested).toBe(false)
+      expect(created.beatMsAgo).toBeGreaterThanOrEqual(0)
+      expect(await builds.getTemplateBuild('nope')).toBeUndefined()
+
+      await builds.updateTemplateBuild('b1', {
+        status: 'building',
+        progress: { step: 2, total: 3, title: 'RUN x' },
+      })
+      await builds.appendTemplateBuildLog('b1', 0, [line('one'), line('two', 2)])
+      await builds.appendTemplateBuildLog('b1', 1, [line('two again'), line('three')])
+      expect((await builds.templateBuildLog('b1', 0, 100)).map((l) => l.message)).toEqual([
+        'one',
+        'two',
+        'three',
+      ])
+      expect(await builds.templateBuildLog('b1', 1, 1)).toMatchObject([{ message: 'two', step: 2 }])
+      expect(await builds.templateBuildLog('b1', 3, 100)).toEqual([])
+
+      // Another replica asks to cancel; the runner learns it with its next heartbeat.
+      expect(await builds.beatTemplateBuilds('a', ['b1'])).toEqual([])
+      expect(await builds.requestTemplateBuildCancel('b1')).toBe(true)
+      expect(await builds.beatTemplateBuilds('a', ['b1'])).toEqual(['b1'])
+      await builds.updateTemplateBuild('b1', {
+        status: 'cancelled',
+        reason: { message: 'the build was cancelled', step: 2 },
+        finished: true,
+      })
+      expect(await builds.getTemplateBuild('b1')).toMatchObject({
+        status: 'cancelled',
+        progress: { step: 2, total: 3, title: 'RUN x' },
+        reason: { message: 'the build was cancelled', step: 2 },
+        finishedAt: expect.any(String),
+      })
+      expect(await builds.requestTemplateBuildCancel('b1')).toBe(false)
+
+      await builds.createTemplateBuild({ id: 'b2', name: 'ok', owner: null, replica: 'a' })
+      await builds.updateTemplateBuild('b2', {
+        status: 'ready',
+        template: { id: 'f00', names: ['ok'] },
+        finished: true,
+      })
+      expect(await builds.getTemplateBuild('b2')).toMatchObject({
+        status: 'ready',
+        owner: null,
+        template: { id: 'f00' },
+      })
+    })
+
+    it('a requested build is claimed by one replica only; forgotten when old', async () => {
+      const requested = await builds.createTemplateBuild({
+        id: 'r1',
+        name: 'e2b',
+        owner: null,
+        request: { resources: { memoryBytes: 1024 } },
+      })
+      expect(requested.replica).toBeUndefined()
+      expect(requested.beatMsAgo).toBeUndefined()
+      expect(requested.request).toEqual({ resources: { memoryBytes: 1024 } })
+      expect(await builds.claimTemplateBuild('r1', 'b')).toBe(true)
+      expect(await builds.claimTemplateBuild('r1', 'a')).toBe(false)
+      expect(await builds.claimTemplateBuild('nope', 'a')).toBe(false)
+      expect(await builds.getTemplateBuild('r1')).toMatchObject({ replica: 'b', status: 'waiting' })
+
+      await builds.createTemplateBuild({ id: 'r2', name: 'never', owner: null })
+      await builds.createTemplateBuild({ id: 'done', name: 'x', owner: null, replica: 'a' })
+      await builds.appendTemplateBuildLog('done', 0, [line('kept until forgotten')])
+      await builds.updateTemplateBuild('done', { status: 'ready', finished: true })
+      const later = new Date(Date.now() + 60_000).toISOString()
+      // r1 runs (not forgotten); r2 was never started, done has ended.
+      expect(await builds.forgetTemplateBuilds(later)).toBe(2)
+      expect(await builds.getTemplateBuild('r2')).toBeUndefined()
+      expect(await builds.templateBuildLog('done', 0, 10)).toEqual([])
+      expect(await builds.getTemplateBuild('r1')).toBeDefined()
+    })
+
+    it('fails the builds whose replica stopped beating, with the reason; live and requested ones stay', async () => {
+      await builds.createTemplateBuild({ id: 'dead', name: 'a', owner: null, replica: 'gone' })
+      await builds.createTemplateBuild({ id: 'live', name: 'b', owner: null, replica: 'here' })
+      await builds.createTemplateBuild({ id: 'asked', name: 'c', owner: null })
+      // Lapsed after 1 s without a beat: wait for the clock to pass it, beating 'live' meanwhile.
+      await expect
+        .poll(
+          async () => {
+            await builds.beatTemplateBuilds('here', ['live'])
+            return (await builds.getTemplateBuild('dead'))?.beatMsAgo ?? 0
+          },
+          { timeout: 10_000 },
+        )
+        .toBeGreaterThan(1100)
+      await builds.beatTemplateBuilds('here', ['live'])
+      expect(await builds.failLapsedTemplateBuilds(1000, 'its replica stopped')).toBe(1)
+      expect(await builds.getTemplateBuild('dead')).toMatchObject({
+        status: 'error',
+        reason: { message: 'its replica stopped' },
+        finishedAt: expect.any(String),
+      })
+      expect((await builds.getTemplateBuild('live'))?.status).toBe('waiting')
+      expect((await builds.getTemplateBuild('asked'))?.status).toBe('waiting')
+    })
+  })
+}
