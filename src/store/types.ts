@@ -460,6 +460,15 @@ export interface StoredTemplateBuild {
   finishedAt?: string
 }
 
+/** What the replica that runs a build changes of it; `finished` stamps the end. */
+export interface TemplateBuildChanges {
+  status?: TemplateBuildStatus
+  progress?: StoredTemplateBuild['progress']
+  reason?: StoredTemplateBuild['reason']
+  template?: Record<string, unknown>
+  finished?: boolean
+}
+
 /**
  * Where template builds and their logs are kept, so that any replica over the same database
  * answers a build's status, pages its log and passes on its cancel; the replica that runs it
@@ -478,17 +487,7 @@ export interface TemplateBuildStore {
   /** Takes a requested build for `replica`; false when it was not requested, or another took it. */
   claimTemplateBuild(id: string, replica: string): Promise<boolean>
   getTemplateBuild(id: string): Promise<StoredTemplateBuild | undefined>
-  /** The runner's changes; `finished` stamps the end. */
-  updateTemplateBuild(
-    id: string,
-    changes: {
-      status?: TemplateBuildStatus
-      progress?: StoredTemplateBuild['progress']
-      reason?: StoredTemplateBuild['reason']
-      template?: Record<string, unknown>
-      finished?: boolean
-    },
-  ): Promise<void>
+  updateTemplateBuild(id: string, changes: TemplateBuildChanges): Promise<void>
   /** Adds lines at offsets `from`, `from + 1`, …; lines there already are kept (a retried batch). */
   appendTemplateBuildLog(id: string, from: number, lines: TemplateBuildLogLine[]): Promise<void>
   /** Up to `limit` lines from `offset` on. */

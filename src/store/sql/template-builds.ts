@@ -7,6 +7,7 @@
 import { type Kysely, type Selectable, sql } from 'kysely'
 import type {
   StoredTemplateBuild,
+  TemplateBuildChanges,
   TemplateBuildLogLine,
   TemplateBuildStatus,
   TemplateBuildStore,
@@ -93,16 +94,7 @@ export class SqlTemplateBuildStore implements TemplateBuildStore {
     return row ? toBuild(row) : undefined
   }
 
-  async updateTemplateBuild(
-    id: string,
-    changes: {
-      status?: TemplateBuildStatus
-      progress?: StoredTemplateBuild['progress']
-      reason?: StoredTemplateBuild['reason']
-      template?: Record<string, unknown>
-      finished?: boolean
-    },
-  ): Promise<void> {
+  async updateTemplateBuild(id: string, changes: TemplateBuildChanges): Promise<void> {
     await this.db
       .updateTable('template_builds')
       .set({
