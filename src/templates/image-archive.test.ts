@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { create, Header } from 'tar'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { refuseRegistryImage } from './base.js'
 import { archiveRoot } from './image-archive.js'
 import { exportTemplate } from './oci.js'
 import { openTemplates, writeManifest } from './store.js'
@@ -157,5 +158,24 @@ describe('image archives without podman', () => {
       message: expect.stringMatching(/not an image archive.*manifest\.json is missing/),
       hint: expect.stringMatching(/podman save, docker save or analyst template export/),
     })
+  })
+
+  it('refuses an image in podman storage when podman is missing, pointing to archive:', () => {
+    const path = process.env.PATH
+    process.env.PATH = join(work, 'no-podman-here')
+    try {
+      expect(() => refuseRegistryImage('team/base:1')).toThrow(
+        expect.objectContaining({
+          message: expect.stringMatching(
+            /team\/base:1 is not in local podman storage \(podman is not installed here\)/,
+          ),
+          hint: expect.stringMatching(
+            /podman save or docker save.*base: archive:PATH, which needs no podman/,
+          ),
+        }),
+      )
+    } finally {
+      process.env.PATH = path
+    }
   })
 })
