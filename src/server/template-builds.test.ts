@@ -48,7 +48,8 @@ describe('template builds on several replicas', () => {
     const b = replica('host-b:2:y', shared, true)
     const build = await a.start('team', 'alice', ({ reporter, signal }) => {
       reporter.progress(2, 3, 'RUN apt-get install jq')
-      for (let i = 0; i < 100; i++) reporter.log(`line ${i}`, { step: 2 })
+      for (let i = 0; i < 99; i++) reporter.log(`line ${i}`, { step: 2 })
+      reporter.log('pip found no x==9 in https://ci:s3cret@pypi.example/simple', { step: 2 })
       return new Promise<BuiltTemplate>((_, reject) =>
         signal.addEventListener('abort', () => reject(signal.reason)),
       )
@@ -58,7 +59,10 @@ describe('template builds on several replicas', () => {
     await expect.poll(async () => (await b.log(await b.get(build.id, 'alice'), 0, 1000)).length).toBe(101)
     const seen = await b.get(build.id, 'alice')
     expect(seen).toMatchObject({ name: 'team', status: 'building', progress: { step: 2, total: 3 } })
-    expect((await b.log(seen, 99, 10)).map((line) => line.message)).toEqual(['line 98', 'line 99'])
+    expect((await b.log(seen, 99, 10)).map((line) => line.message)).toEqual([
+      'line 98',
+      'pip found no x==9 in https://ci:***@pypi.example/simple',
+    ])
     await expect(b.get(build.id, 'bob')).rejects.toThrow(NotFoundError)
 
     // Cancelled on B: A reads the flag with its heartbeat and stops the build.

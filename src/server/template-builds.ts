@@ -440,7 +440,8 @@ export class TemplateBuilds {
     const line: BuildLogLine = {
       timestamp: new Date().toISOString(),
       level,
-      message: build.log.length === MAX_LOG_LINES - 1 ? '… (the rest of the log is cut)' : message,
+      message:
+        build.log.length === MAX_LOG_LINES - 1 ? '… (the rest of the log is cut)' : hidePasswords(message),
       ...(step !== undefined ? { step } : {}),
     }
     build.log.push(line)
@@ -560,7 +561,7 @@ export class TemplateBuilds {
           ? error.message
           : String(error)
       const step = stepOf(error)
-      build.reason = { message, ...(step !== undefined ? { step } : {}) }
+      build.reason = { message: hidePasswords(message), ...(step !== undefined ? { step } : {}) }
       this.#log(build, message, 'error', step)
     } finally {
       clearTimeout(timer)
@@ -603,6 +604,14 @@ function fromStore(stored: StoredTemplateBuild): TemplateBuild {
     createdAt: new Date(stored.createdAt),
     ...(stored.finishedAt ? { finishedAt: new Date(stored.finishedAt) } : {}),
   }
+}
+
+/**
+ * A log line with the passwords of the URLs in it hidden (a pip index URL may carry one): the log
+ * is kept in the database and shown to whoever may see the build.
+ */
+function hidePasswords(message: string): string {
+  return message.replace(/([a-z][a-z0-9+.-]*:\/\/[^:/?#@\s]*):[^@/?#\s]*@/gi, '$1:***@')
 }
 
 /** The step an error names, if it names one (a TemplateBuildError's `step.number`). */
