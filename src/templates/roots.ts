@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { SandboxError } from '../errors.js'
 import { BUILDER_VERSION, canonicalJson, sha256 } from './identity.js'
+import { holdLock } from './lock.js'
 import { type CommandLimits, runCommand } from './process.js'
 import { removeRoot } from './remove-root.js'
 import { KERNEL_PACKAGES } from './steps.js'
@@ -58,10 +59,23 @@ export async function debianRoot(
   slim: boolean,
   context: RootContext,
 ): Promise<{ root: string; cached: boolean }> {
-  const recipe = debianRecipe(suite, slim)
   const dir = join(context.cacheDir, debianCacheEntry(suite, slim))
   if (existsSync(join(dir, 'rootfs'))) return { root: join(dir, 'rootfs'), cached: true }
   mkdirSync(context.cacheDir, { recursive: true })
+  // Two builds on the same base at once (a server's queue and a CLI build, or test files) make it
+  // once: the second waits for the first's root instead of running mmdebstrap beside it.
+  const release = await holdLock(`${dir}.lock`, context.signal)
+  try {
+    if (existsSync(join(dir, 'rootfs'))) return { root: join(dir, 'rootfs'), cached: true }
+    await makeDebianRoot(suite, slim, dir, context)
+    return { root: join(dir, 'rootfs'), cached: false }
+  } finally {
+    release()
+  }
+}
+
+async function makeDebianRoot(suite: string, slim: boolean, dir: string, context: RootContext) {
+  const recipe = debianRecipe(suite, slim)
   const partial = join(context.cacheDir, `.partial-${randomBytes(6).toString('hex')}`)
   mkdirSync(partial)
   try {
@@ -72,6 +86,9 @@ export async function debianRoot(
         `--include=${recipe.packages.join(',')}`,
         '--aptopt=APT::Install-Recommends "false"',
         '--aptopt=APT::Install-Suggests "false"',
+        // No fsync per unpacked file, here and in the apt steps above (the option stays in the
+        // root's dpkg.cfg.d, as in Debian's container images): a failed build is thrown away whole.
+        '--dpkgopt=force-unsafe-io',
         ...(slim ? SLIM_EXCLUDES.map((option) => `--dpkgopt=${option}`) : []),
         // The account E2B's templates run as, and sandboxes' uid.
         `--customize-hook=echo 'user:x:1000:1000::/home/user:/bin/bash' >> "$1/etc/passwd"; echo 'user:x:1000:' >> "$1/etc/group"; mkdir -p "$1/home/user"; chown 1000:1000 "$1/home/user"; echo build > "$1/etc/hostname"`,
@@ -98,13 +115,12 @@ export async function debianRoot(
     try {
       renameSync(partial, dir)
     } catch {
-      // another build made the same base meanwhile: theirs serves
+      // made meanwhile by a builder that took no lock (another host sharing the cache): theirs serves
     }
   } finally {
     // A killed mmdebstrap leaves its mounts (the host's /dev/shm among them) in the partial root.
     removeRoot(partial)
   }
-  return { root: join(dir, 'rootfs'), cached: false }
 }
 
 /** Copies a root (hard links would let a step's in-place write reach the cache). */

@@ -6,10 +6,11 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { Sandbox } from '@e2b/code-interpreter'
 import { BuildError, Template } from 'e2b'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { TEMPLATE_CACHE } from '../support/templates.js'
 import { buildWheel, type PackageIndex, servePackageIndex } from '../templates/index-server.js'
 import { type E2BServer, startE2BServer } from './server.js'
 
@@ -24,7 +25,7 @@ describe.skipIf(!canBuild)("E2B's Template.build against analyst serve", () => {
     work = mkdtempSync(join(tmpdir(), 'analyst-e2b-build-'))
     index = await servePackageIndex(buildWheel(work, 'analysthello', '1.0'))
     // The builder reads these where the server runs: the shared base cache, and pip's index.
-    process.env.ANALYST_TEMPLATE_CACHE = resolve('.cache/templates')
+    process.env.ANALYST_TEMPLATE_CACHE = TEMPLATE_CACHE
     process.env.PIP_INDEX_URL = index.url
     e2b = await startE2BServer({ poolSize: 0, allowTemplateBuilds: true })
   }, 120_000)

@@ -53,7 +53,7 @@ describe.runIf(canMakeTemplates)('sandboxes in a trixie template', () => {
   })
 
   it('tell the model what the template has, and %pip says what is installed in it', async () => {
-    expect(sandbox.environment).toMatchObject({ template: TRIXIE, languages: ['python'] })
+    expect(sandbox.environment).toMatchObject({ template: TRIXIE, languages: ['python', 'bash'] })
     expect(sandbox.environment?.python).toMatch(/^3\.13\./)
     expect(sandbox.environment?.packages.pandas).toMatch(/^2\./)
     const pip = await sandbox.runCode('%pip install polars pandas')

@@ -1,14 +1,14 @@
 /**
- * Real template builds: a small trixie root (python3 only, cached between runs under
- * .cache/templates, or ANALYST_TEMPLATE_CACHE), built once for the file and reused as the base of
- * the rest; a pip layer from a PEP 503 index on 127.0.0.1 made of a wheel the test builds; the
- * cache; failures that name their step and leave nothing; a Containerfile FROM the local base; a
- * registry base refused; export, import, an archive as a base (no podman) and podman load.
+ * Real template builds: a small trixie root (python3 only, cached between runs in TEMPLATE_CACHE,
+ * whose root the trixie test template is built on too), built once for the file and reused as the
+ * base of the rest; a pip layer from a PEP 503 index on 127.0.0.1 made of a wheel the test builds;
+ * the cache; failures that name their step and leave nothing; a Containerfile FROM the local base;
+ * a registry base refused; export, import, an archive as a base (no podman) and podman load.
  */
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { InvalidArgumentError, TemplateBuildError } from '../../src/errors.js'
 import { type BuildOptions, type BuildProgress, buildTemplate } from '../../src/templates/build.js'
@@ -19,10 +19,10 @@ import { parseSpec } from '../../src/templates/spec.js'
 import { openTemplates } from '../../src/templates/store.js'
 import type { BuiltTemplate } from '../../src/templates/types.js'
 import { readmeRunFlags } from '../image/podman.js'
+import { TEMPLATE_CACHE } from '../support/templates.js'
 import { e2bBuildBody } from './e2b-body.js'
 import { buildWheel, type PackageIndex, servePackageIndex } from './index-server.js'
 
-const CACHE = process.env.ANALYST_TEMPLATE_CACHE ?? resolve(import.meta.dirname, '../../.cache/templates')
 const root = process.geteuid?.() === 0
 /** A build on a loaded 2-core machine: seconds alone, a minute or more beside other work. */
 const BUILD_MS = 240_000
@@ -33,7 +33,7 @@ describe.runIf(root)('template builds', () => {
   let base: BuiltTemplate
   const options = (extra: Partial<BuildOptions> = {}): BuildOptions => ({
     home,
-    cacheDir: CACHE,
+    cacheDir: TEMPLATE_CACHE,
     // Not the machine's PIP_* settings: the test's index only.
     env: { OPENAI_API_KEY: 'sk-host-secret', ANALYST_TOKEN: 'host-token' },
     ...extra,
