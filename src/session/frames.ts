@@ -9,7 +9,8 @@
  * (the default context's). They still wait behind a running cell: the kernel runs one cell at a
  * time, whatever its context. Answering beside a running cell would need a protocol message that
  * the kernel's IO thread answers (as it answers commands), reading a frame another thread may be
- * changing; that is left for later.
+ * changing (pandas is not thread-safe, and Stop cannot interrupt a side thread): instead a page or
+ * statistics request takes a signal, so the server keeps one waiting per grid (server/frames.ts).
  * @module
  */
 import { randomUUID } from 'node:crypto'
@@ -72,18 +73,35 @@ function contextOf(sandbox: Sandbox): Promise<Context | undefined> {
   return context
 }
 
-async function ask(sandbox: Sandbox, request: Record<string, unknown>): Promise<Record<string, unknown>> {
+async function ask(
+  sandbox: Sandbox,
+  request: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<Record<string, unknown>> {
   // The request reaches Python as a JSON string literal (a JSON string is a Python string too).
   return answerOf(
     sandbox,
     `__import__('analyst_data').print_frame_request(${JSON.stringify(JSON.stringify(request))})`,
+    signal,
   )
 }
 
-/** Runs `code` (a call that prints one marked JSON line) in the kernel, unrecorded; its answer. */
-async function answerOf(sandbox: Sandbox, code: string): Promise<Record<string, unknown>> {
+/**
+ * Runs `code` (a call that prints one marked JSON line) in the kernel, unrecorded; its answer. An
+ * aborted `signal` drops the request while it waits behind a running cell (the kernel never sees
+ * it) and rejects with the signal's reason.
+ */
+async function answerOf(
+  sandbox: Sandbox,
+  code: string,
+  signal?: AbortSignal,
+): Promise<Record<string, unknown>> {
   const context = await contextOf(sandbox)
-  const execution = await sandbox.runCode(code, { timeoutMs: TIMEOUT_MS, ...(context ? { context } : {}) })
+  const execution = await sandbox.runCode(code, {
+    timeoutMs: TIMEOUT_MS,
+    ...(context ? { context } : {}),
+    ...(signal ? { signal } : {}),
+  })
   const count = (asked.get(sandbox) ?? 0) + 1
   asked.set(sandbox, count % CLEAR_EVERY)
   if (context && count === CLEAR_EVERY) await sandbox.restartCodeContext(context).catch(() => undefined)
@@ -132,16 +150,18 @@ export async function framePage(
   sandbox: Sandbox | undefined,
   id: string,
   selection: FrameSelection & { offset: number; limit: number },
+  signal?: AbortSignal,
 ): Promise<FramePage> {
-  return (await ask(needSandbox(sandbox), { kind: 'rows', id, ...selection })) as unknown as FramePage
+  return (await ask(needSandbox(sandbox), { kind: 'rows', id, ...selection }, signal)) as unknown as FramePage
 }
 
 export async function frameStats(
   sandbox: Sandbox | undefined,
   id: string,
   selection: FrameSelection,
+  signal?: AbortSignal,
 ): Promise<{ rows: number; columns: Record<string, ColumnStats> }> {
-  return (await ask(needSandbox(sandbox), { kind: 'stats', id, ...selection })) as never
+  return (await ask(needSandbox(sandbox), { kind: 'stats', id, ...selection }, signal)) as never
 }
 
 export type FrameFormat = 'csv' | 'xlsx' | 'parquet'
