@@ -9,8 +9,9 @@
  * (the default context's). They still wait behind a running cell: the kernel runs one cell at a
  * time, whatever its context. Answering beside a running cell would need a protocol message that
  * the kernel's IO thread answers (as it answers commands), reading a frame another thread may be
- * changing (pandas is not thread-safe, and Stop cannot interrupt a side thread): instead a page or
- * statistics request takes a signal, so the server keeps one waiting per grid (server/frames.ts).
+ * changing (pandas is not thread-safe, and Stop cannot interrupt a side thread). Instead they
+ * reach the kernel one at a time (inLane) and a page or statistics request takes a signal that
+ * drops it while it waits, so the server keeps one waiting per grid (server/frames.ts).
  * @module
  */
 import { randomUUID } from 'node:crypto'
@@ -86,22 +87,45 @@ async function ask(
   )
 }
 
+/** Each sandbox's last request in its lane (inLane). */
+const lanes = new WeakMap<Sandbox, Promise<unknown>>()
+
 /**
- * Runs `code` (a call that prints one marked JSON line) in the kernel, unrecorded; its answer. An
- * aborted `signal` drops the request while it waits behind a running cell (the kernel never sees
- * it) and rejects with the signal's reason.
+ * `work` in its sandbox's lane: the host's questions reach the kernel one at a time, so all but
+ * one wait here, not in the kernel's queue, where a request can only be stopped by interrupting
+ * it (and a stop that comes late kills the kernel, frames and all). An aborted `signal` drops a
+ * request still waiting here at once, with the signal's reason; one in the kernel runs on.
  */
-async function answerOf(
-  sandbox: Sandbox,
-  code: string,
-  signal?: AbortSignal,
-): Promise<Record<string, unknown>> {
-  const context = await contextOf(sandbox)
-  const execution = await sandbox.runCode(code, {
-    timeoutMs: TIMEOUT_MS,
-    ...(context ? { context } : {}),
-    ...(signal ? { signal } : {}),
+function inLane<T>(sandbox: Sandbox, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  const turn = (lanes.get(sandbox) ?? Promise.resolve()).then(() => {
+    signal?.throwIfAborted()
+    return work()
   })
+  lanes.set(
+    sandbox,
+    turn.catch(() => undefined),
+  )
+  if (!signal) return turn
+  return new Promise<T>((resolve, reject) => {
+    const dropped = () => reject(signal.reason)
+    if (signal.aborted) dropped()
+    signal.addEventListener('abort', dropped, { once: true })
+    turn.then(resolve, reject).finally(() => signal.removeEventListener('abort', dropped))
+  })
+}
+
+/**
+ * Runs `code` (a call that prints one marked JSON line) in the kernel, unrecorded, in the
+ * sandbox's lane; its answer. An aborted `signal` drops the request while it waits (the kernel
+ * never sees it) and rejects with the signal's reason.
+ */
+function answerOf(sandbox: Sandbox, code: string, signal?: AbortSignal): Promise<Record<string, unknown>> {
+  return inLane(sandbox, () => answerNow(sandbox, code), signal)
+}
+
+async function answerNow(sandbox: Sandbox, code: string): Promise<Record<string, unknown>> {
+  const context = await contextOf(sandbox)
+  const execution = await sandbox.runCode(code, { timeoutMs: TIMEOUT_MS, ...(context ? { context } : {}) })
   const count = (asked.get(sandbox) ?? 0) + 1
   asked.set(sandbox, count % CLEAR_EVERY)
   if (context && count === CLEAR_EVERY) await sandbox.restartCodeContext(context).catch(() => undefined)
