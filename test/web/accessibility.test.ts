@@ -206,7 +206,9 @@ describe.skipIf(!hasChromium)('accessibility and small screens in Chromium', () 
           await panel.waitFor({ state: 'hidden' })
           await expect.poll(() => toggle.evaluate((button) => button === document.activeElement)).toBe(true)
         } else {
-          // A press inside the key list, opened over the sheet, leaves the sheet open.
+          // A press inside the key list, opened over the sheet, leaves the sheet open (the key
+          // from the sheet itself: Shift+Tab may have left the focus in its file field).
+          await panel.focus()
           await page.keyboard.press('?')
           const keys = page.getByRole('dialog', { name: 'Keys' })
           await keys.getByRole('heading', { name: 'Keys' }).click()
