@@ -452,6 +452,20 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     expect(
       (await fetch(`${server?.url}${rows}`, { headers: { authorization: 'Bearer other' } })).status,
     ).toBe(401)
+    // More rows than an XLSX sheet holds: a 400 that says what to do, before any byte.
+    const tall = await (await server?.service.openSandbox(sessionId))?.runCode(
+      "import pandas as pd\npd.DataFrame({'n': range(1_048_576)})",
+    )
+    const tallFrame = tall?.results.find((result) => result.extra?.['analyst/frame'])?.extra?.[
+      'analyst/frame'
+    ]
+    const tallId = (tallFrame as { id: string } | undefined)?.id
+    expect(tallId).toBeTruthy()
+    const xlsx = await get(`/api/sessions/${sessionId}/results/${tallId}/rows?format=xlsx`)
+    expect(xlsx.status).toBe(400)
+    expect(((await xlsx.json()) as { error: { message: string } }).error.message).toBe(
+      'An XLSX sheet holds at most 1,048,575 rows under its header, and this table has 1,048,576: filter it, or download it as CSV or Parquet',
+    )
     await server?.service.close(sessionId)
     const gone = await get(rows)
     expect(gone.status).toBe(410)
