@@ -4,10 +4,15 @@
  * `format=csv|xlsx|parquet` downloads the whole selection, streamed as it is made) and
  * `.../columns` (each column's statistics). The owner's only, as every session route; a table the
  * kernel no longer holds is a 410 that says to run its step again.
+ *
+ * The kernel runs one thing at a time, so a page asked for while a cell runs waits for it. Such
+ * requests do not pile up: each grid (a table's pages, or its statistics) has one waiting request,
+ * a newer one replaces it (409), and one whose browser stopped waiting is dropped before it
+ * reaches the kernel.
  * @module
  */
 import { type Context, Hono } from 'hono'
-import { InvalidArgumentError } from '../errors.js'
+import { ConflictError, InvalidArgumentError } from '../errors.js'
 import {
   type FrameFormat,
   type FrameSelection,
@@ -54,6 +59,8 @@ function selectionOf(c: Context): FrameSelection {
   return { sort: pick('sort'), filter: pick('filter'), search: pick('search') }
 }
 
+const gridKey = (c: Context, kind: string) => `${c.req.param('id')}\u0000${c.req.param('rid')}\u0000${kind}`
+
 function integer(c: Context, name: string, fallback: number, max: number): number {
   const text = c.req.query(name)
   if (text === undefined || text === '') return fallback
@@ -61,6 +68,36 @@ function integer(c: Context, name: string, fallback: number, max: number): numbe
   if (!Number.isInteger(value) || value < 0 || value > max)
     throw new InvalidArgumentError(`${name} must be a whole number from 0 to ${max}`)
   return value
+}
+
+/** The request each grid waits on, by session, table and kind. */
+const waiting = new Map<string, AbortController>()
+
+/**
+ * `work` with a signal that aborts when a newer request of the same grid comes, or when the
+ * browser goes: an aborted request still queued behind a running cell never reaches the kernel.
+ */
+export async function latestOf<T>(
+  key: string,
+  request: AbortSignal,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  waiting.get(key)?.abort(
+    new ConflictError('A newer request of this table replaced this one', {
+      hint: 'The grid shows the newest page asked for.',
+    }),
+  )
+  const controller = new AbortController()
+  waiting.set(key, controller)
+  const gone = () => controller.abort(new ConflictError('The browser stopped waiting for this table'))
+  if (request.aborted) gone()
+  else request.addEventListener('abort', gone, { once: true })
+  try {
+    return await work(controller.signal)
+  } finally {
+    request.removeEventListener('abort', gone)
+    if (waiting.get(key) === controller) waiting.delete(key)
+  }
 }
 
 export function frameRoutes(options: {
@@ -91,14 +128,24 @@ export function frameRoutes(options: {
       })
     const offset = integer(c, 'offset', 0, Number.MAX_SAFE_INTEGER)
     const limit = integer(c, 'limit', 50, 1000)
-    return c.json(await framePage(sandbox, id, { ...selection, offset, limit }))
+    return c.json(
+      await latestOf(gridKey(c, 'rows'), c.req.raw.signal, (signal) =>
+        framePage(sandbox, id, { ...selection, offset, limit }, signal),
+      ),
+    )
   })
 
   // What the kernel holds now (an empty list when the session's kernel is not running).
   app.get('/api/sessions/:id/variables', async (c) => c.json(await kernelVariables(await sandboxOf(c))))
 
-  app.get('/api/sessions/:id/results/:rid/columns', async (c) =>
-    c.json(await frameStats(await sandboxOf(c), c.req.param('rid') as string, selectionOf(c))),
-  )
+  app.get('/api/sessions/:id/results/:rid/columns', async (c) => {
+    const sandbox = await sandboxOf(c)
+    const selection = selectionOf(c)
+    return c.json(
+      await latestOf(gridKey(c, 'columns'), c.req.raw.signal, (signal) =>
+        frameStats(sandbox, c.req.param('rid') as string, selection, signal),
+      ),
+    )
+  })
   return app
 }

@@ -9,7 +9,9 @@
  * (the default context's). They still wait behind a running cell: the kernel runs one cell at a
  * time, whatever its context. Answering beside a running cell would need a protocol message that
  * the kernel's IO thread answers (as it answers commands), reading a frame another thread may be
- * changing; that is left for later.
+ * changing (pandas is not thread-safe, and Stop cannot interrupt a side thread). Instead they
+ * reach the kernel one at a time (inLane) and a page or statistics request takes a signal that
+ * drops it while it waits, so the server keeps one waiting per grid (server/frames.ts).
  * @module
  */
 import { randomUUID } from 'node:crypto'
@@ -72,16 +74,56 @@ function contextOf(sandbox: Sandbox): Promise<Context | undefined> {
   return context
 }
 
-async function ask(sandbox: Sandbox, request: Record<string, unknown>): Promise<Record<string, unknown>> {
+async function ask(
+  sandbox: Sandbox,
+  request: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<Record<string, unknown>> {
   // The request reaches Python as a JSON string literal (a JSON string is a Python string too).
   return answerOf(
     sandbox,
     `__import__('analyst_data').print_frame_request(${JSON.stringify(JSON.stringify(request))})`,
+    signal,
   )
 }
 
-/** Runs `code` (a call that prints one marked JSON line) in the kernel, unrecorded; its answer. */
-async function answerOf(sandbox: Sandbox, code: string): Promise<Record<string, unknown>> {
+/** Each sandbox's last request in its lane (inLane). */
+const lanes = new WeakMap<Sandbox, Promise<unknown>>()
+
+/**
+ * `work` in its sandbox's lane: the host's questions reach the kernel one at a time, so all but
+ * one wait here, not in the kernel's queue, where a request can only be stopped by interrupting
+ * it (and a stop that comes late kills the kernel, frames and all). An aborted `signal` drops a
+ * request still waiting here at once, with the signal's reason; one in the kernel runs on.
+ */
+function inLane<T>(sandbox: Sandbox, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+  const turn = (lanes.get(sandbox) ?? Promise.resolve()).then(() => {
+    signal?.throwIfAborted()
+    return work()
+  })
+  lanes.set(
+    sandbox,
+    turn.catch(() => undefined),
+  )
+  if (!signal) return turn
+  return new Promise<T>((resolve, reject) => {
+    const dropped = () => reject(signal.reason)
+    if (signal.aborted) dropped()
+    signal.addEventListener('abort', dropped, { once: true })
+    turn.then(resolve, reject).finally(() => signal.removeEventListener('abort', dropped))
+  })
+}
+
+/**
+ * Runs `code` (a call that prints one marked JSON line) in the kernel, unrecorded, in the
+ * sandbox's lane; its answer. An aborted `signal` drops the request while it waits (the kernel
+ * never sees it) and rejects with the signal's reason.
+ */
+function answerOf(sandbox: Sandbox, code: string, signal?: AbortSignal): Promise<Record<string, unknown>> {
+  return inLane(sandbox, () => answerNow(sandbox, code), signal)
+}
+
+async function answerNow(sandbox: Sandbox, code: string): Promise<Record<string, unknown>> {
   const context = await contextOf(sandbox)
   const execution = await sandbox.runCode(code, { timeoutMs: TIMEOUT_MS, ...(context ? { context } : {}) })
   const count = (asked.get(sandbox) ?? 0) + 1
@@ -132,16 +174,18 @@ export async function framePage(
   sandbox: Sandbox | undefined,
   id: string,
   selection: FrameSelection & { offset: number; limit: number },
+  signal?: AbortSignal,
 ): Promise<FramePage> {
-  return (await ask(needSandbox(sandbox), { kind: 'rows', id, ...selection })) as unknown as FramePage
+  return (await ask(needSandbox(sandbox), { kind: 'rows', id, ...selection }, signal)) as unknown as FramePage
 }
 
 export async function frameStats(
   sandbox: Sandbox | undefined,
   id: string,
   selection: FrameSelection,
+  signal?: AbortSignal,
 ): Promise<{ rows: number; columns: Record<string, ColumnStats> }> {
-  return (await ask(needSandbox(sandbox), { kind: 'stats', id, ...selection })) as never
+  return (await ask(needSandbox(sandbox), { kind: 'stats', id, ...selection }, signal)) as never
 }
 
 export type FrameFormat = 'csv' | 'xlsx' | 'parquet'

@@ -22,6 +22,7 @@ import { AdminPage } from './components/admin-page.js'
 import { Composer } from './components/composer.js'
 import { Datasets } from './components/datasets.js'
 import { Deferred } from './components/deferred.js'
+import { FindBar } from './components/find-bar.js'
 import { isTyping, KeysDialog } from './components/keys-dialog.js'
 import { KeysPage } from './components/keys-page.js'
 import { type CellOutcome, Run, type StepActions } from './components/run.js'
@@ -32,6 +33,8 @@ import { Sidebar } from './components/sidebar.js'
 import { Sources } from './components/sources.js'
 import { TemplatePicker } from './components/template-picker.js'
 import { TokenDialog } from './components/token-dialog.js'
+import type { FindMatch } from './find.js'
+import { KernelStateContext } from './kernel-state.js'
 import { useMedia } from './media.js'
 import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun, type UiStep } from './run-state.js'
 
@@ -419,7 +422,24 @@ function Workspace({ signin }: { signin: SignInState }) {
   }
   const stopRef = useRef(stop)
   stopRef.current = stop
+  // Moves as cells end (a step stored or finished live, a run or cell over): pages fetched before are stale.
+  const [runsEnded, setRunsEnded] = useState(0)
+  const wasRunning = useRef(running)
+  useEffect(() => {
+    if (wasRunning.current && !running) setRunsEnded((n) => n + 1)
+    wasRunning.current = running
+  }, [running])
+  const storedSteps =
+    detail && detail.id === currentId ? detail.runs.reduce((n, r) => n + r.steps.length, 0) : 0
+  const liveStepsDone = liveHere?.run.steps.filter((step) => !step.running).length ?? 0
+  const kernelState = {
+    busy: running,
+    stop: () => stopRef.current(),
+    cellsEnded: `${currentId}:${storedSteps}:${liveStepsDone}:${runsEnded}`,
+  }
   const [keysOpen, setKeysOpen] = useState(false)
+  /** The find box: shown, asked for (a new number each time the key is pressed), the match it went to. */
+  const [find, setFind] = useState<{ asked: number; match?: FindMatch; nonce: number } | null>(null)
   const [mode, setMode] = useState<'ask' | 'code'>('ask')
   const showsPanel = !page && currentId !== null && detail?.id === currentId
   const sheet = showsPanel && narrow && panelOpen
@@ -482,7 +502,7 @@ function Workspace({ signin }: { signin: SignInState }) {
       }
       const actions: Record<string, () => void> = {
         '?': () => setKeysOpen(true),
-        '/': focusComposer,
+        '/': () => setFind((open) => ({ nonce: 0, ...open, asked: (open?.asked ?? 0) + 1 })),
         a: () => {
           setMode('ask')
           focusComposer()
@@ -530,173 +550,195 @@ function Workspace({ signin }: { signin: SignInState }) {
   const title = detail && detail.id === currentId ? detail.title || 'Untitled analysis' : 'New analysis'
 
   return (
-    <div class={`app${dragging ? ' dragging' : ''}${showsPanel ? ' with-panel' : ''}`}>
-      <Sidebar
-        sessions={sessions}
-        currentId={currentId}
-        loading={listLoading}
-        hasToken={hasToken}
-        onNew={startNew}
-        onDelete={(session) => void remove(session)}
-        onForgetToken={() => {
-          token.set(null)
-          setHasToken(false)
-        }}
-      />
-      <main class="main">
-        <header class="topbar">
-          <h1 class="title">{page === 'keys' ? 'API keys' : page === 'admin' ? 'Users' : title}</h1>
-          {me && !page && detail && detail.id === currentId && detail.runs.length > 0 && (
-            <ShareButton
-              key={detail.id}
-              sessionId={detail.id}
-              onProblem={(error) => setProblem(problemOf(error))}
-            />
-          )}
-          {!page && detail && detail.id === currentId && (
-            <button
-              type="button"
-              class="button secondary small panel-toggle"
-              aria-expanded={panelOpen}
-              aria-keyshortcuts="s"
-              onClick={() => setPanelOpen(!panelOpen)}
-            >
-              Session
-            </button>
-          )}
-          {!page && detail && detail.id === currentId && detail.runs.length > 0 && (
-            <nav class="exports" aria-label="Export">
-              <span class="muted">Export</span>
-              <a class="button secondary small" href={withToken(exportUrl(detail.id, 'ipynb'))} download>
-                Notebook
-              </a>
-              <a class="button secondary small" href={withToken(exportUrl(detail.id, 'py'))} download>
-                Python
-              </a>
-              <a class="button secondary small" href={withToken(exportUrl(detail.id, 'html'))} download>
-                HTML report
-              </a>
-            </nav>
-          )}
-          {me && (
-            <AccountBar
-              me={me}
-              onSignOut={async () => {
-                try {
-                  location.assign(await account.signOut())
-                } catch (error) {
-                  setProblem(problemOf(error))
-                }
-              }}
-            />
-          )}
-        </header>
-        <div class="scroll">
-          <div class="column">
-            {problem && (
-              <div class="alert" role="alert">
-                <strong>{problem.message}</strong>
-                {problem.hint && <p class="hint">{problem.hint}</p>}
-                <button type="button" class="close" aria-label="Dismiss" onClick={() => setProblem(null)}>
-                  ×
-                </button>
-              </div>
+    <KernelStateContext.Provider value={kernelState}>
+      <div class={`app${dragging ? ' dragging' : ''}${showsPanel ? ' with-panel' : ''}`}>
+        <Sidebar
+          sessions={sessions}
+          currentId={currentId}
+          loading={listLoading}
+          hasToken={hasToken}
+          onNew={startNew}
+          onDelete={(session) => void remove(session)}
+          onForgetToken={() => {
+            token.set(null)
+            setHasToken(false)
+          }}
+        />
+        <main class="main">
+          <header class="topbar">
+            <h1 class="title">{page === 'keys' ? 'API keys' : page === 'admin' ? 'Users' : title}</h1>
+            {me && !page && detail && detail.id === currentId && detail.runs.length > 0 && (
+              <ShareButton
+                key={detail.id}
+                sessionId={detail.id}
+                onProblem={(error) => setProblem(problemOf(error))}
+              />
             )}
-            {page === 'keys' && <KeysPage onProblem={(error) => setProblem(problemOf(error))} />}
-            {page === 'admin' && me && (
-              <AdminPage selfId={me.user.id} onProblem={(error) => setProblem(problemOf(error))} />
+            {!page && detail && detail.id === currentId && (
+              <button
+                type="button"
+                class="button secondary small panel-toggle"
+                aria-expanded={panelOpen}
+                aria-keyshortcuts="s"
+                onClick={() => setPanelOpen(!panelOpen)}
+              >
+                Session
+              </button>
             )}
-            {!page && !currentId && datasets.length === 0 && uploading.length === 0 && (
-              <div class="welcome">
-                <h2>Ask your data a question</h2>
-                <p>
-                  Add a CSV, Excel, JSON or Parquet file
-                  {sources.length > 0 ? ', or ask about the sources below' : ''}. A model writes Python,
-                  Analyst runs it in a sandbox, and you get an answer backed by the numbers, tables and charts
-                  the code produced.
-                </p>
-              </div>
+            {!page && detail && detail.id === currentId && detail.runs.length > 0 && (
+              <nav class="exports" aria-label="Export">
+                <span class="muted">Export</span>
+                <a class="button secondary small" href={withToken(exportUrl(detail.id, 'ipynb'))} download>
+                  Notebook
+                </a>
+                <a class="button secondary small" href={withToken(exportUrl(detail.id, 'py'))} download>
+                  Python
+                </a>
+                <a class="button secondary small" href={withToken(exportUrl(detail.id, 'html'))} download>
+                  HTML report
+                </a>
+              </nav>
             )}
-            {!page && (
-              <>
-                {!currentId && (
-                  <TemplatePicker templates={templates} chosen={template} onChoose={setTemplate} />
-                )}
-                <Sources
-                  available={sources}
-                  chosen={detail && detail.id === currentId ? detail.sources : chosen}
-                  fixed={Boolean(currentId)}
-                  onToggle={(name, on) =>
-                    setChosen((names) => (on ? [...names, name] : names.filter((n) => n !== name)))
+            {me && (
+              <AccountBar
+                me={me}
+                onSignOut={async () => {
+                  try {
+                    location.assign(await account.signOut())
+                  } catch (error) {
+                    setProblem(problemOf(error))
                   }
-                />
-                <Datasets
-                  datasets={datasets}
-                  uploading={uploading}
-                  expand={runs.length === 0}
-                  onChoose={(files) => void upload(files)}
-                  fileUrl={currentId ? (name) => dataFileUrl({ sessionId: currentId }, name) : undefined}
-                />
-                <div class="conversation">
-                  {runs.map(({ run, live: isLive }, index) => (
-                    <Deferred
-                      key={run.id ?? `live-${index}`}
-                      eager={isLive || runs.length <= EAGER_RUNS || index === runs.length - 1}
-                      height={standInHeight(run)}
-                      stand={<p class="question">{run.question}</p>}
-                    >
-                      <Run
-                        run={run}
-                        live={isLive}
-                        actions={isLive ? undefined : actionsFor}
-                        onFollowUp={
-                          !running && index === runs.length - 1 ? (question) => void ask(question) : undefined
-                        }
-                      />
-                    </Deferred>
-                  ))}
-                </div>
-              </>
+                }}
+              />
             )}
-            <div ref={bottom} />
+          </header>
+          {find && !page && (
+            <FindBar
+              runs={runs.map(({ run }) => run)}
+              focusAsk={find.asked}
+              onGo={(match) => setFind((open) => open && { ...open, match, nonce: open.nonce + 1 })}
+              onClose={() => setFind(null)}
+            />
+          )}
+          <div class="scroll">
+            <div class="column">
+              {problem && (
+                <div class="alert" role="alert">
+                  <strong>{problem.message}</strong>
+                  {problem.hint && <p class="hint">{problem.hint}</p>}
+                  <button type="button" class="close" aria-label="Dismiss" onClick={() => setProblem(null)}>
+                    ×
+                  </button>
+                </div>
+              )}
+              {page === 'keys' && <KeysPage onProblem={(error) => setProblem(problemOf(error))} />}
+              {page === 'admin' && me && (
+                <AdminPage selfId={me.user.id} onProblem={(error) => setProblem(problemOf(error))} />
+              )}
+              {!page && !currentId && datasets.length === 0 && uploading.length === 0 && (
+                <div class="welcome">
+                  <h2>Ask your data a question</h2>
+                  <p>
+                    Add a CSV, Excel, JSON or Parquet file
+                    {sources.length > 0 ? ', or ask about the sources below' : ''}. A model writes Python,
+                    Analyst runs it in a sandbox, and you get an answer backed by the numbers, tables and
+                    charts the code produced.
+                  </p>
+                </div>
+              )}
+              {!page && (
+                <>
+                  {!currentId && (
+                    <TemplatePicker templates={templates} chosen={template} onChoose={setTemplate} />
+                  )}
+                  <Sources
+                    available={sources}
+                    chosen={detail && detail.id === currentId ? detail.sources : chosen}
+                    fixed={Boolean(currentId)}
+                    onToggle={(name, on) =>
+                      setChosen((names) => (on ? [...names, name] : names.filter((n) => n !== name)))
+                    }
+                  />
+                  <Datasets
+                    datasets={datasets}
+                    uploading={uploading}
+                    expand={runs.length === 0}
+                    onChoose={(files) => void upload(files)}
+                    fileUrl={currentId ? (name) => dataFileUrl({ sessionId: currentId }, name) : undefined}
+                  />
+                  <div class="conversation">
+                    {runs.map(({ run, live: isLive }, index) => (
+                      <Deferred
+                        key={run.id ?? `live-${index}`}
+                        eager={
+                          isLive ||
+                          runs.length <= EAGER_RUNS ||
+                          index === runs.length - 1 ||
+                          find?.match?.run === index
+                        }
+                        height={standInHeight(run)}
+                        stand={<p class="question">{run.question}</p>}
+                      >
+                        <Run
+                          run={run}
+                          live={isLive}
+                          actions={isLive ? undefined : actionsFor}
+                          reveal={
+                            find?.match?.run === index && find.match.step !== undefined
+                              ? { step: find.match.step, nonce: find.nonce }
+                              : undefined
+                          }
+                          onFollowUp={
+                            !running && index === runs.length - 1
+                              ? (question) => void ask(question)
+                              : undefined
+                          }
+                        />
+                      </Deferred>
+                    ))}
+                  </div>
+                </>
+              )}
+              <div ref={bottom} />
+            </div>
           </div>
-        </div>
-        <div class="composer-wrap">
-          <Composer
+          <div class="composer-wrap">
+            <Composer
+              running={running}
+              hasData={datasets.length > 0}
+              followUp={runs.length > 0}
+              onAsk={(question) => void ask(question)}
+              onRunCode={(code) => runCells([code])}
+              mode={mode}
+              onMode={setMode}
+              onStop={stop}
+            />
+          </div>
+        </main>
+        {showsPanel && detail && (
+          <SessionPanel
+            detail={detail}
             running={running}
-            hasData={datasets.length > 0}
-            followUp={runs.length > 0}
-            onAsk={(question) => void ask(question)}
-            onRunCode={(code) => runCells([code])}
-            mode={mode}
-            onMode={setMode}
-            onStop={stop}
+            open={panelOpen}
+            sheet={sheet}
+            onClose={() => setPanelOpen(false)}
+            onUpload={(files) => void upload(files)}
           />
-        </div>
-      </main>
-      {showsPanel && detail && (
-        <SessionPanel
-          detail={detail}
-          running={running}
-          open={panelOpen}
-          sheet={sheet}
-          onClose={() => setPanelOpen(false)}
-          onUpload={(files) => void upload(files)}
-        />
-      )}
-      {dragging && (
-        <div class="drop-hint" aria-hidden="true">
-          Drop files to add them to this analysis
-        </div>
-      )}
-      {keysOpen && <KeysDialog onClose={() => setKeysOpen(false)} />}
-      {tokenAsk && (
-        <TokenDialog
-          rejected={tokenAsk.rejected}
-          onSubmit={(value) => tokenAsk.resolve(value)}
-          onCancel={() => tokenAsk.resolve(null)}
-        />
-      )}
-    </div>
+        )}
+        {dragging && (
+          <div class="drop-hint" aria-hidden="true">
+            Drop files to add them to this analysis
+          </div>
+        )}
+        {keysOpen && <KeysDialog onClose={() => setKeysOpen(false)} />}
+        {tokenAsk && (
+          <TokenDialog
+            rejected={tokenAsk.rejected}
+            onSubmit={(value) => tokenAsk.resolve(value)}
+            onCancel={() => tokenAsk.resolve(null)}
+          />
+        )}
+      </div>
+    </KernelStateContext.Provider>
   )
 }

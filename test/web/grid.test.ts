@@ -2,8 +2,11 @@
  * The grid over a frame the kernel keeps, in Chromium (playwright-core) against the real server,
  * a scripted model and the real kernel: a 100,000-row DataFrame result is sorted and filtered in
  * the kernel and its pages checked against pandas, without adding to the kernel's execution
- * count; the selection downloads as CSV, XLSX and Parquet (streamed) and reads back; a bad column
- * or filter is a 400 with the reason; a closed kernel's table is a 410.
+ * count; the selection downloads as CSV, XLSX and Parquet (streamed) and reads back; while a cell
+ * holds the kernel, the grid waits for it with Stop at hand and serves pages it has from the
+ * browser; the server keeps one waiting request per grid; a bad column or filter is a 400 with the
+ * reason; a closed kernel's table is a 410. The find box searches a long session, its runs not
+ * drawn yet too, and axe finds nothing serious with it open.
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -13,8 +16,13 @@ import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { ScriptedModel } from '../../src/models/scripted.js'
+import type { Sandbox } from '../../src/sandbox/index.js'
+import { ownerOf } from '../../src/server/auth/secrets.js'
+import { latestOf } from '../../src/server/frames.js'
 import type { RunningServer } from '../../src/server/index.js'
 import type { SessionDetail } from '../../src/server/types.js'
+import { framePage } from '../../src/session/frames.js'
+import { seriousViolations } from '../support/axe.js'
 import { hasChromium } from '../support/chromium.js'
 import { startWebWorkspace, type WebWorkspace } from '../support/web-workspace.js'
 
@@ -148,6 +156,99 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     expect(code).toContain('sort_values("value", ascending=False)')
   }, 90_000)
 
+  it('while a cell holds the kernel: the grid waits with Stop at hand, keeps its rows, flips back to pages it has without a request, and gets the new page when the cell ends', async () => {
+    const grid = page.getByRole('region', { name: 'Table' }).first()
+    const status = () => grid.getByRole('status').textContent()
+    const filter = "group == 'c' and value > 1"
+    const count = pandas(`len(big.query("${filter}"))`) as number
+    const ids = pandas(
+      `big.query("${filter}").sort_values('value', ascending=False, kind='stable')['id'].head(100).tolist()`,
+    ) as number[]
+    const rowsFrom = (from: number) => `Rows ${from}–${from + 24} of ${count} (of 100000)`
+    // The first test left page 2 of the filtered, sorted table: page 1 is fetched too.
+    await grid.getByRole('button', { name: 'Previous' }).click()
+    await expect.poll(status).toBe(rowsFrom(1))
+    const asked: string[] = []
+    page.on('request', (request) => {
+      if (request.url().includes(`/results/${frameId}/rows?`)) asked.push(request.url())
+    })
+    const waitingNote = grid.getByText('Waiting for the running cell…')
+    /** A person's cell (Code mode) that holds the kernel until the file `name` is in the workspace. */
+    const hold = async (name: string) => {
+      await page.getByRole('radio', { name: 'Code' }).check()
+      const editor = page.getByRole('textbox', { name: 'Cell', exact: true })
+      await editor.click()
+      await page.keyboard.press('ControlOrMeta+a')
+      await page.keyboard.press('Delete')
+      await page.keyboard.insertText(
+        `import os, time\nwhile not os.path.exists(${JSON.stringify(name)}): time.sleep(0.05)`,
+      )
+      await page.keyboard.press('ControlOrMeta+Enter')
+      await expect.poll(() => server?.service.busy).toBeGreaterThan(0)
+    }
+
+    await hold('go-1')
+    // Pages fetched since the last cell ended come from the browser, with no request.
+    await grid.getByRole('button', { name: 'Next' }).click()
+    await expect.poll(status).toBe(rowsFrom(26))
+    await grid.getByRole('button', { name: 'Previous' }).click()
+    await expect.poll(status).toBe(rowsFrom(1))
+    await grid.getByRole('button', { name: 'Next' }).click()
+    await expect.poll(status).toBe(rowsFrom(26))
+    expect(asked).toEqual([])
+    // A page not fetched yet waits for the cell, saying so, with the rows it has still shown.
+    await grid.getByRole('button', { name: 'Next' }).click()
+    await waitingNote.waitFor()
+    await expect.poll(() => asked.length).toBe(1)
+    expect(await status()).toBe(rowsFrom(26))
+    expect(await column('id')).toEqual(ids.slice(25, 50).map(String))
+    // The server keeps one waiting request per grid: a newer one replaces it, and one whose
+    // browser went is dropped, both at once and neither reaching the kernel (seen by a spy on the
+    // sandbox's runCode; these pages are of one row, the browser's of 25).
+    const sandbox = (await server?.service.openSandbox(sessionId)) as Sandbox
+    const kernelAsked: number[] = []
+    const runCode = sandbox.runCode.bind(sandbox)
+    sandbox.runCode = ((code, options) => {
+      const offset = /offset\\":(\d+),\\"limit\\":1\}/.exec(code)?.[1]
+      if (offset) kernelAsked.push(Number(offset))
+      return runCode(code, options)
+    }) as Sandbox['runCode']
+    const said = (answer: Promise<unknown>) =>
+      answer.then(
+        () => 'answered',
+        (error: Error) => error.message,
+      )
+    const pageAt = (offset: number) => (signal: AbortSignal) =>
+      framePage(sandbox, frameId, { offset, limit: 1 }, signal)
+    const browserGone = new AbortController()
+    const replaced = said(latestOf('a grid', new AbortController().signal, pageAt(1)))
+    const newest = said(latestOf('a grid', new AbortController().signal, pageAt(2)))
+    const gone = said(latestOf('another grid', browserGone.signal, pageAt(3)))
+    browserGone.abort()
+    expect(await replaced).toBe('A newer request of this table replaced this one')
+    expect(await gone).toBe('The browser stopped waiting for this table')
+    // The cell ends (the test writes the file it waits on): the pages come.
+    await sandbox.files.write('go-1', '')
+    await expect.poll(status).toBe(rowsFrom(51))
+    expect(await column('id')).toEqual(ids.slice(50, 75).map(String))
+    await waitingNote.waitFor({ state: 'detached' })
+    expect(await newest).toBe('answered')
+    expect(kernelAsked).toEqual([2])
+    delete (sandbox as { runCode?: unknown }).runCode
+
+    // Stop works from the grid: the cell is interrupted, and the page it waited for comes.
+    await hold('never')
+    await grid.getByRole('button', { name: 'Next' }).click()
+    await waitingNote.waitFor()
+    await grid.getByRole('button', { name: 'Stop the cell' }).click()
+    await expect.poll(status).toBe(rowsFrom(76))
+    expect(await column('id')).toEqual(ids.slice(75, 100).map(String))
+    await expect.poll(() => server?.service.busy).toBe(0)
+    const detail = (await (await get(`/api/sessions/${sessionId}`)).json()) as SessionDetail
+    expect(detail.runs.at(-1)?.status).toBe('interrupted')
+    page.removeAllListeners('request')
+  }, 90_000)
+
   it('goes the whole path by keyboard: upload, ask, stop, open a step, edit, run, sort the grid, download', async () => {
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
     await page.keyboard.press('?')
@@ -182,7 +283,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await page.locator('.dataset-name', { hasText: 'sales.csv' }).waitFor()
 
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
-    await page.keyboard.press('/')
+    await page.keyboard.press('a')
     await page.keyboard.type('Take a while')
     await page.keyboard.press('Enter')
     await page.getByRole('status').filter({ hasText: 'running the code' }).waitFor()
@@ -232,6 +333,110 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     expect(Math.min(...values)).toBeGreaterThan(100)
   }, 120_000)
 
+  it('finds in a long session, runs not drawn yet too: n of m, Enter and Shift+Enter go to each match, drawn, opened and highlighted; axe finds nothing serious', async () => {
+    // 14 questions, each with a table (tall stand-ins): only the first few and the last are drawn at first.
+    const { history } = (server as RunningServer).stores
+    const session = await history.createSession({ title: 'A long analysis', owner: ownerOf('grid-token') })
+    const texts: Record<
+      number,
+      { question?: string; code?: string; stdout?: string; header?: string; answer?: string }
+    > = {
+      1: { question: 'Where is the Zephyr?' },
+      7: { code: '# The wind\nzephyr = 1\nprint(zephyr)' },
+      8: { stdout: 'zephyr wind\n' },
+      9: { header: 'zephyr_speed' },
+      10: { answer: 'The zephyr blows from the west.' },
+    }
+    let steps = 0
+    for (let q = 0; q < 14; q++) {
+      const said = texts[q] ?? {}
+      const run = await history.startRun(session.id, said.question ?? `Question ${q}`)
+      await history.commitStep({
+        runId: run.id,
+        sessionId: session.id,
+        step: {
+          step: ++steps,
+          code: said.code ?? `table_${q} = make(${q})`,
+          stdout: said.stdout ?? '',
+          stderr: '',
+          results: [
+            {
+              isMainResult: true,
+              text: 'a table',
+              data: { [said.header ?? 'region']: ['N', 'S'], value: [1, 2] },
+            },
+          ],
+          durationMs: 100,
+        },
+        artifacts: [],
+        blocked: [],
+      })
+      await history.finishRun(run.id, {
+        answer: said.answer ?? `Answer ${q}.`,
+        incomplete: false,
+        unsupportedNumbers: [],
+        usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+      })
+    }
+    await page.goto(`${server?.url}/#/s/${encodeURIComponent(session.id)}`)
+    await page.getByRole('heading', { name: 'A long analysis' }).waitFor()
+    const runsShown = page.locator('.conversation > *')
+    await expect.poll(() => page.locator('.conversation > .deferred').count()).toBeGreaterThan(5)
+    expect(await page.locator('.conversation article', { hasText: 'zephyr wind' }).count()).toBe(0)
+
+    const highlighted = () =>
+      page.evaluate(() => {
+        const range = [...(CSS.highlights.get('analyst-find') ?? [])][0] as Range | undefined
+        const element = range?.startContainer.parentElement
+        if (!range || !element) return null
+        const run = [...(document.querySelector('.conversation')?.children ?? [])].indexOf(
+          element.closest('article') as Element,
+        )
+        const part = element.closest('.question, .step-code, .output, th, .answer') as HTMLElement | null
+        return { text: range.toString(), run, part: part?.tagName === 'TH' ? 'th' : part?.className }
+      })
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+    await page.keyboard.press('/')
+    const box = page.getByRole('searchbox', { name: 'Find in this session' })
+    await expect.poll(() => box.evaluate((input) => input === document.activeElement)).toBe(true)
+    await page.keyboard.type('zephyr')
+    const count = page.getByRole('search').getByRole('status')
+    await expect.poll(() => count.textContent()).toBe('1 of 6')
+    await expect.poll(highlighted).toEqual({ text: 'Zephyr', run: 1, part: 'question' })
+    const matches = [
+      { text: 'zephyr', run: 7, part: 'step-code' },
+      { text: 'zephyr', run: 7, part: 'step-code' },
+      { text: 'zephyr', run: 8, part: 'output stdout' },
+      { text: 'zephyr', run: 9, part: 'th' },
+      { text: 'zephyr', run: 10, part: 'answer' },
+    ]
+    for (const [n, expected] of matches.entries()) {
+      await page.keyboard.press('Enter')
+      await expect.poll(() => count.textContent()).toBe(`${n + 2} of 6`)
+      await expect.poll(highlighted).toEqual(expected)
+    }
+    // Its step opened, its run drawn.
+    expect(await runsShown.nth(8).locator('.step-head').getAttribute('aria-expanded')).toBe('true')
+    await page.keyboard.press('Shift+Enter')
+    await expect.poll(() => count.textContent()).toBe('5 of 6')
+    await expect.poll(highlighted).toEqual({ text: 'zephyr', run: 9, part: 'th' })
+    await page.keyboard.press('Enter')
+    await page.keyboard.press('Enter')
+    await expect.poll(() => count.textContent()).toBe('1 of 6')
+
+    const found: Record<string, unknown> = {}
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme })
+      const violations = await seriousViolations(page)
+      if (violations.length) found[colorScheme] = violations
+    }
+    await page.emulateMedia({ colorScheme: 'light' })
+    expect(found).toEqual({})
+    await page.keyboard.press('Escape')
+    await box.waitFor({ state: 'detached' })
+    expect(await highlighted()).toBeNull()
+  }, 60_000)
+
   it('answers a bad column or filter with a 400 that says why, and a table the kernel lost with a 410', async () => {
     const rows = `/api/sessions/${sessionId}/results/${frameId}/rows`
     const badSort = await get(`${rows}?sort=nope`)
@@ -247,6 +452,20 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     expect(
       (await fetch(`${server?.url}${rows}`, { headers: { authorization: 'Bearer other' } })).status,
     ).toBe(401)
+    // More rows than an XLSX sheet holds: a 400 that says what to do, before any byte.
+    const tall = await (await server?.service.openSandbox(sessionId))?.runCode(
+      "import pandas as pd\npd.DataFrame({'n': range(1_048_576)})",
+    )
+    const tallFrame = tall?.results.find((result) => result.extra?.['analyst/frame'])?.extra?.[
+      'analyst/frame'
+    ]
+    const tallId = (tallFrame as { id: string } | undefined)?.id
+    expect(tallId).toBeTruthy()
+    const xlsx = await get(`/api/sessions/${sessionId}/results/${tallId}/rows?format=xlsx`)
+    expect(xlsx.status).toBe(400)
+    expect(((await xlsx.json()) as { error: { message: string } }).error.message).toBe(
+      'An XLSX sheet holds at most 1,048,575 rows under its header, and this table has 1,048,576: filter it, or download it as CSV or Parquet',
+    )
     await server?.service.close(sessionId)
     const gone = await get(rows)
     expect(gone.status).toBe(410)

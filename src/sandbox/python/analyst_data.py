@@ -132,6 +132,8 @@ def _selected(kept, request):
 
 
 PART_ROWS_CAP = 200_000
+# An Excel sheet's rows (1,048,576), less the header's.
+XLSX_ROWS = 1_048_575
 
 
 def _kinds(frame):
@@ -241,6 +243,10 @@ def frame_request(request):
             if kind == 'csv':
                 frame.to_csv(request['path'], index=False)
             else:
+                if len(frame) > XLSX_ROWS:
+                    raise FrameRequestError(
+                        'An XLSX sheet holds at most %s rows under its header, and this table has %s: '
+                        'filter it, or download it as CSV or Parquet' % (format(XLSX_ROWS, ','), format(len(frame), ',')))
                 frame.to_excel(request['path'], index=False)
             return {'rows': int(len(frame)), 'path': request['path']}
         offset = max(0, int(request.get('offset') or 0))

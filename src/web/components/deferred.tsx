@@ -16,7 +16,7 @@ export function Deferred({
   children,
   stand,
 }: {
-  /** Drawn at once (the parts a person sees first, and small pages). */
+  /** Drawn at once (the parts a person sees first, small pages, a part find jumps to). */
   eager: boolean
   /** The stand-in's height, near the part's, so the page does not jump much as parts are drawn. */
   height: number
@@ -26,6 +26,10 @@ export function Deferred({
 }) {
   const [shown, setShown] = useState(eager)
   const box = useRef<HTMLDivElement>(null)
+  useEffect(() => {
+    // Asked for since (find jumps to it): drawn now.
+    if (eager) setShown(true)
+  }, [eager])
   useEffect(() => {
     if (shown) return
     const element = box.current

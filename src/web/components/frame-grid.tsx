@@ -4,9 +4,16 @@
  * Table in manual mode). Column statistics on demand, the selection downloads as CSV, XLSX or
  * Parquet, and Copy as code turns the sort and filter into a pandas cell. A table the kernel no
  * longer holds says so and offers to run its step again.
+ *
+ * The kernel runs one thing at a time: while a cell runs, a page not fetched before waits for it,
+ * and the grid says so with Stop at hand, keeping the rows it shows; a page fetched since the last
+ * cell ended comes from the browser's cache (grid-pages.ts). A newer page aborts the request of
+ * the one before, which the server then drops (server/frames.ts).
  */
-import { useEffect, useState } from 'preact/hooks'
+import { useContext, useEffect, useState } from 'preact/hooks'
 import { ApiError, json, withToken } from '../api.js'
+import { cachedPage, keepPage } from '../grid-pages.js'
+import { KernelStateContext } from '../kernel-state.js'
 import { GridTable } from './grid-table.js'
 import { ScrollBox } from './scroll-box.js'
 
@@ -78,6 +85,9 @@ export function FrameGrid({
   const [problem, setProblem] = useState<{ message: string; gone: boolean } | null>(null)
   const [stats, setStats] = useState<Record<string, Stats> | null>(null)
   const [copied, setCopied] = useState<string | null>(null)
+  /** A page asked for and not answered yet. */
+  const [waiting, setWaiting] = useState(false)
+  const kernel = useContext(KernelStateContext)
   const base = `/api/sessions/${encodeURIComponent(sessionId)}/results/${encodeURIComponent(frame.id)}`
   const query = new URLSearchParams({
     ...(sort ? { sort } : {}),
@@ -85,26 +95,37 @@ export function FrameGrid({
     ...(search ? { search } : {}),
   })
 
+  const url = `${base}/rows?${query}&offset=${offset}&limit=${PAGE}`
+  const { cellsEnded } = kernel
   useEffect(() => {
-    let gone = false
-    json<Page>(`${base}/rows?${query}&offset=${offset}&limit=${PAGE}`).then(
+    const seen = cachedPage<Page>(url, cellsEnded)
+    if (seen) {
+      setPage(seen)
+      setProblem(null)
+      setWaiting(false)
+      return
+    }
+    const controller = new AbortController()
+    setWaiting(true)
+    json<Page>(url, { signal: controller.signal }).then(
       (next) => {
-        if (gone) return
+        keepPage(url, cellsEnded, next)
+        if (controller.signal.aborted) return
         setPage(next)
         setProblem(null)
+        setWaiting(false)
       },
       (error: unknown) => {
-        if (gone) return
+        if (controller.signal.aborted) return
+        setWaiting(false)
         setProblem({
           message: error instanceof Error ? error.message : String(error),
           gone: error instanceof ApiError && error.status === 410,
         })
       },
     )
-    return () => {
-      gone = true
-    }
-  }, [base, sort, filter, search, offset])
+    return () => controller.abort()
+  }, [url, cellsEnded])
   useEffect(() => setStats(null), [filter, search])
 
   const shown = page ? Math.max(0, ...Object.values(page.data).map((values) => values.length)) : 0
@@ -227,6 +248,15 @@ export function FrameGrid({
             )
           }
         />
+      )}
+      {waiting && kernel.busy && (
+        // Not a bare spinner: what it waits for, and the way to end the wait.
+        <p class="grid-waiting" aria-live="polite">
+          <span class="spinner" aria-hidden="true" /> Waiting for the running cell…{' '}
+          <button type="button" class="button secondary small" onClick={kernel.stop}>
+            Stop the cell
+          </button>
+        </p>
       )}
       <div class="table-foot">
         {page ? (

@@ -6,8 +6,8 @@ import { useEffect, useRef } from 'preact/hooks'
 import { trapTab } from '../focus.js'
 
 export const KEYS: [string, string][] = [
-  ['/', 'Go to the question box'],
-  ['a', 'Ask mode: a question for the model'],
+  ['/', 'Find in this session (Enter: the next match, Shift+Enter: the one before; Esc closes it)'],
+  ['a', 'Ask mode: go to the question box, for a question to the model'],
   ['c', 'Code mode: a cell of your own'],
   ['Enter', 'Ask the question (Shift+Enter: a new line)'],
   ['Ctrl+Enter', 'Run the code being edited (⌘+Enter on a Mac)'],

@@ -1,5 +1,5 @@
 /** One question and everything that answered it: the steps (code, output, tables, charts) and the answer. */
-import { useRef, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import type { Violation } from '../../agent/events.js'
 import { type ArtifactView, PERSON_CELL } from '../../server/types.js'
 import type { ChartEdit } from '../../store/export/chart-spec.js'
@@ -202,12 +202,18 @@ function Step({
   step,
   open: initiallyOpen,
   actions,
+  reveal,
 }: {
   step: UiStep
   open: boolean
   actions?: StepActions
+  /** Set (a new number each time) when find goes to a match in this step: it opens. */
+  reveal?: number
 }) {
   const [open, setOpen] = useState(initiallyOpen)
+  useEffect(() => {
+    if (reveal) setOpen(true)
+  }, [reveal])
   // Tables and charts are what a step is for: they show with the step closed too.
   const tables = step.results.filter((result) => result.data && !result.image)
   // The expression a main result came from, for the grid's Copy as code.
@@ -325,9 +331,12 @@ export function Run({
   live,
   actions,
   onFollowUp,
+  reveal,
 }: {
   run: UiRun
   live: boolean
+  /** The step find goes to (its index in the run's steps), and a new number each time. */
+  reveal?: { step: number; nonce: number }
   /** What a person may do with each step (none on a shared page or while it runs). */
   actions?: (step: UiStep, run: UiRun) => StepActions
   /** Asks a suggested follow-up (only under the last answer, when a question may be asked). */
@@ -350,8 +359,14 @@ export function Run({
       )}
       {run.steps.length > 0 && (
         <div class="steps">
-          {run.steps.map((step) => (
-            <Step key={step.step} step={step} open={live || person} actions={actions?.(step, run)} />
+          {run.steps.map((step, index) => (
+            <Step
+              key={step.step}
+              step={step}
+              open={live || person}
+              actions={actions?.(step, run)}
+              reveal={reveal?.step === index ? reveal.nonce : undefined}
+            />
           ))}
         </div>
       )}

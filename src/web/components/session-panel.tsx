@@ -179,7 +179,12 @@ function useSheet(panel: { current: HTMLElement | null }, sheet: boolean, onClos
     for (const other of others) other.inert = true
     if (!element.contains(document.activeElement)) element.focus()
     const outside = (event: PointerEvent) => {
-      if (!element.contains(event.target as Node)) close.current()
+      const target = event.target as Element
+      // A dialog over the sheet (the key list) is not the page under it.
+      if (element.contains(target) || target.closest?.('[aria-modal="true"]')) return
+      close.current()
+      // The press moves the focus where it landed after this handler: back to the Session button after it.
+      setTimeout(() => document.querySelector<HTMLElement>('.panel-toggle')?.focus())
     }
     document.addEventListener('pointerdown', outside)
     return () => {
