@@ -87,6 +87,25 @@ const SETTINGS = {
     },
     model: 'Use less memory: read only the columns you need (usecols), in chunks, or aggregate in SQL.',
   },
+  memoryBudget: {
+    say: 'Try again once other sandboxes have finished, or raise the memory budget of all sandboxes',
+    names: {
+      cli: 'ANALYST_MEMORY_BUDGET',
+      library: 'ANALYST_MEMORY_BUDGET',
+      server: 'ANALYST_MEMORY_BUDGET',
+    },
+    model:
+      'Other sessions held the memory then: run the step again; if it fails again, use less memory (usecols, chunks, aggregate in SQL).',
+  },
+  hostMemory: {
+    say: 'Give the machine more memory, or the sandboxes a memory budget that fits in it',
+    names: {
+      cli: 'ANALYST_MEMORY_BUDGET',
+      library: 'ANALYST_MEMORY_BUDGET',
+      server: 'ANALYST_MEMORY_BUDGET',
+    },
+    model: 'The machine was out of memory: run the step again, using less memory if you can.',
+  },
   data: {
     say: 'Give the data file again',
     names: { cli: '--data PATH', library: 'data', http: 'POST /api/sessions/:id/data', mcp: 'add_data' },
@@ -134,8 +153,13 @@ export function phraseFix(fix: Fix | undefined, door: Door): string | undefined 
 export function executionFix(error: { name: string; value: string } | undefined): Fix | undefined {
   if (!error) return undefined
   if (error.name === 'TimeoutError') return { setting: 'timeout' }
-  if (error.name === 'MemoryError' || (error.name === 'KernelDied' && /out of memory/.test(error.value)))
+  if (error.name === 'MemoryError') return { setting: 'memory' }
+  if (error.name === 'KernelDied' && /out of memory/.test(error.value)) {
+    // Which limit ran out (src/sandbox/local/out-of-memory.ts): each has its own remedy.
+    if (/memory budget of all sandboxes .* was full/.test(error.value)) return { setting: 'memoryBudget' }
+    if (/the machine ran out of memory/.test(error.value)) return { setting: 'hostMemory' }
     return { setting: 'memory' }
+  }
   return undefined
 }
 

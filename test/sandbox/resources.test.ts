@@ -5,10 +5,12 @@
  * kernel (not the host process, whatever score a pod started it at) is the OOM killer's first
  * choice, and a cell over the memory limit gets a MemoryError that names it while the session goes
  * on; one whose kernel the cgroup's OOM killer ends says so, and the next cell runs in a kernel
- * rebuilt by replay and says what happened.
+ * rebuilt by replay and says what happened. numpy's BLAS runs a thread per CPU of the sandbox, not
+ * per core of the host, forked from the zygote or spawned.
  */
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { executionFix, phraseFix } from '../../src/fixes.js'
@@ -84,6 +86,30 @@ describe.skipIf(!isRoot)("a sandbox's own memory and CPU (real cgroups)", () => 
     expect(batched()).toBe(false)
     expect(Number(read(cpu, 'cpu.shares'))).toBeGreaterThan(2)
     expect((await sandbox.runCode('1 + 1')).text).toBe('2')
+  })
+
+  it("numpy's BLAS runs as many threads as the sandbox has CPUs, forked or spawned; one per core with no quota", async () => {
+    // threadpoolctl asks OpenBLAS itself, after a product (where its threads start).
+    const blas = [
+      'import numpy, os',
+      'from threadpoolctl import threadpool_info',
+      'numpy.ones((300, 300)) @ numpy.ones((300, 300))',
+      "[p['num_threads'] for p in threadpool_info() if p['internal_api'] == 'openblas'], os.environ.get('OMP_NUM_THREADS')",
+    ].join('\n')
+    // Forked from the zygote (as root, the default), at half a CPU: one thread.
+    expect((await sandbox.runCode(blas)).text).toBe("([1], '1')")
+    const spawning = new LocalProvider({ poolSize: 0, coldStart: 'spawn' })
+    const spawned = await Sandbox.create({ provider: spawning, limits: { milliCpus: 1000 } })
+    const free = await Sandbox.create({ provider })
+    try {
+      expect((await spawned.runCode(blas)).text).toBe("([1], '1')")
+      // No quota: a thread per core of the host, up from the zygote's one.
+      const cores = availableParallelism()
+      expect((await free.runCode(blas)).text).toBe(`([${cores}], '${cores}')`)
+    } finally {
+      await Promise.all([spawned.kill(), free.kill()])
+      await spawning.close()
+    }
   })
 
   it('a cell over its memory limit gets a MemoryError naming the limit; the next cell says so, its state kept', async () => {

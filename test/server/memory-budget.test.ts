@@ -1,5 +1,7 @@
 /**
- * The sandboxes' memory budget (ANALYST_MEMORY_BUDGET) with real cgroups, as root: the idle session
+ * The sandboxes' memory budget (ANALYST_MEMORY_BUDGET) with real cgroups, as root: a kernel that the
+ * OOM killer takes because all sandboxes together filled the budget (not its own limit) says so,
+ * with what to do, through E2B's API; the idle session
  * used least recently is paused when the budget runs short, and its next question rebuilds its
  * state by replay and says so; with nothing idle to pause, a question is refused at once with 503,
  * Retry-After, and the owner's sessions named, and a paused E2B sandbox's next cell fails with the
@@ -10,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Sandbox } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { LocalProvider } from '../../src/index.js'
+import { Sandbox as AnalystSandbox, LocalProvider } from '../../src/index.js'
 import { ScriptedModel } from '../../src/models/scripted.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import { openApiDocument } from '../../src/server/openapi.js'
@@ -105,6 +107,38 @@ describe.skipIf(!isRoot)('the memory budget of the sandboxes (real cgroups)', ()
       .filter((event) => event.event === 'stdout')
       .map((event) => event.data.text)
       .join('')
+
+  it("a kernel the budget's OOM killer ends (under its own limit) says it was the budget, through E2B's API too", async () => {
+    Object.assign(process.env, { E2B_API_URL: server.url, E2B_SANDBOX_URL: server.url, E2B_API_KEY: 'any' })
+    // Another sandbox (the server's own, never paused) holds 100 MiB; this one asks for 400 MiB,
+    // far under its own limit (2 GiB): all together pass the budget, and the OOM killer takes the
+    // largest, this one.
+    const other = await AnalystSandbox.create({ provider })
+    const sandbox = await Sandbox.create()
+    try {
+      expect((await other.runCode("held = b'o' * (100 * 1024**2)")).error).toBeUndefined()
+      await sandbox.runCode('before = 41')
+      const killed = await sandbox.runCode("big = b'x' * (400 * 1024**2)")
+      expect(killed.error?.name, JSON.stringify(killed.error)).toBe('KernelDied')
+      expect(killed.error?.value).toMatch(
+        /out of memory: the memory budget of all sandboxes \(ANALYST_MEMORY_BUDGET, 420 MiB\) was full, not this sandbox's own limit \(2 GiB\); the other sandboxes use \d+(\.\d)? MiB of it: try again/,
+      )
+      // The fix, in the words of E2B's clients: not memoryMB, which would not have helped.
+      expect(killed.error?.value).toMatch(
+        /Try again once other sandboxes have finished.*\(ANALYST_MEMORY_BUDGET\)\.$/,
+      )
+      expect(killed.error?.value).not.toMatch(/memoryMB/)
+      const next = await sandbox.runCode('before + 1')
+      expect(next.text).toBe('42')
+      expect(next.logs.stderr.join('')).toMatch(
+        /kernel died in the last cell \(out of memory: the memory budget of all sandboxes/,
+      )
+      expect((await other.runCode('len(held)')).text).toBe(String(100 * 1024 ** 2))
+    } finally {
+      await sandbox.kill()
+      await other.kill()
+    }
+  })
 
   it('pauses the idle session used least recently, and its next question rebuilds it and says so', async () => {
     ids = [await newSession(), await newSession(), await newSession()]

@@ -24,19 +24,20 @@ import type {
   SandboxProvider,
   TerminalProcess,
 } from '../backend.js'
-import { formatBytes, signalExit } from '../cell-output.js'
+import { signalExit } from '../cell-output.js'
 import { finishCreate } from '../create-data.js'
 import { InvalidArgumentError, SandboxUnavailableError } from '../errors.js'
 import { KernelBackend } from '../kernel/backend.js'
-import { kernelEnv } from '../kernel/env.js'
+import { kernelEnv, threadsFor } from '../kernel/env.js'
 import { DEFAULT_LIMITS, resolveLimits } from '../kernel/limits.js'
 import type { Artifact } from '../messaging.js'
 import { isUnder, SANDBOX_TMP } from '../paths.js'
 import type { QueryHost } from '../query.js'
-import { type SandboxesMemory, sandboxesMemory } from './cgroup.js'
+import { type MemoryMark, type SandboxesMemory, sandboxesMemory } from './cgroup.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { SANDBOX_BIN_DIRS, SANDBOX_HOME } from './jail.js'
 import { Kernel, type KernelExit } from './kernel.js'
+import { outOfMemory } from './out-of-memory.js'
 import { findPython, type PythonInfo } from './python.js'
 import { fontCache } from './runtime.js'
 import { hostRoot, type SandboxRoot, templateRoot } from './template.js'
@@ -115,7 +116,8 @@ class LocalSandbox extends KernelBackend<Kernel> {
   readonly environment: SandboxEnvironment | undefined
   /** Folder watches, ended with the sandbox: each holds folders of its workspace open. */
   private readonly watches = new Set<FolderWatch>()
-  private oomKillsSeen: number
+  /** The memory counters at the last cell's start or end, against which a kernel's death is read. */
+  private memoryMark: MemoryMark | undefined
   /** While a cell runs: the check of its CPU time, and whether it was moved to the batch class. */
   private busyCheck: NodeJS.Timeout | undefined
   private batched = false
@@ -135,7 +137,7 @@ class LocalSandbox extends KernelBackend<Kernel> {
       python: config.root.python.version,
       packages: template.packages,
     }
-    this.oomKillsSeen = home.cgroup?.oomKills() ?? 0
+    this.memoryMark = home.cgroup?.memoryMark()
   }
 
   get sandboxId(): string {
@@ -152,6 +154,7 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   protected override async beforeCell(): Promise<void> {
     const cgroup = this.home.cgroup
+    this.memoryMark = cgroup?.memoryMark()
     const from = cgroup?.usage().cpuSeconds
     if (!cgroup || from === undefined) return
     this.busyCheck = setInterval(() => {
@@ -165,6 +168,8 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   protected override afterCell(): void {
     this.leaveBatch()
+    // A kernel that died in the cell is read against the cell's start (describeStop, next).
+    if (this.supervisor.current.alive) this.memoryMark = this.home.cgroup?.memoryMark()
   }
 
   /**
@@ -186,10 +191,16 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   protected async describeStop(kernel: Kernel): Promise<string> {
     const exit = await kernel.whenExited()
-    const oomKills = this.home.cgroup?.oomKills() ?? 0
-    if (oomKills > this.oomKillsSeen) {
-      this.oomKillsSeen = oomKills
-      return `out of memory: the sandbox may use ${formatBytes(this.config.limits.memoryBytes)}`
+    const cgroup = this.home.cgroup
+    const cause = cgroup && this.memoryMark && cgroup.oomCause(this.memoryMark)
+    if (cgroup && cause) {
+      this.memoryMark = cgroup.memoryMark()
+      return outOfMemory({
+        cause,
+        limitBytes: this.config.limits.memoryBytes,
+        ownBytes: cgroup.usage().memoryBytes,
+        all: sandboxesMemory(),
+      })
     }
     if (exit.signal) return `killed by ${exit.signal}`
     // bubblewrap passes a signal on as 128 + its number.
@@ -360,6 +371,7 @@ class LocalSandbox extends KernelBackend<Kernel> {
       { ...this.config.envs, ...envs },
       process.env,
       SANDBOX_BIN_DIRS,
+      threadsFor(this.config.limits.milliCpus),
     )
     await this.supervisor.current.setEnv(randomBytes(4).toString('hex'), envs)
   }

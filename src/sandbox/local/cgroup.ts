@@ -28,6 +28,13 @@ export interface Cgroup {
   procsFiles: string[]
   /** How many times the kernel's OOM killer has fired in this cgroup. */
   oomKills(): number
+  /** The memory counters now, to tell later which limit an OOM kill came from (`oomCause`). */
+  memoryMark(): MemoryMark
+  /**
+   * Which limit made the OOM killer take a process of this sandbox since `mark`; undefined where
+   * it took none.
+   */
+  oomCause(mark: MemoryMark): OomCause | undefined
   /** CPU time of all its processes so far (undefined where CPU is not accounted), and memory in bytes. */
   usage(): CgroupUsage
   /** Its CPU weight once its kernel has started: it starts at the host's, so that a start never queues behind busy sandboxes. */
@@ -46,6 +53,22 @@ export interface CgroupUsage {
   memoryBytes: number
   /** The page cache within memoryBytes (files, the workspace's tmpfs). */
   cacheBytes: number
+}
+
+/**
+ * Which limit ran out when the OOM killer took a sandbox's process: its own (`--memory`), the
+ * budget of all sandboxes together (ANALYST_MEMORY_BUDGET, the parent group's limit), or neither
+ * (the host or its container was out of memory).
+ */
+export type OomCause = 'own' | 'budget' | 'host'
+
+/** Counters that only rise, read at one moment (`memoryMark`). */
+export interface MemoryMark {
+  oomKills: number
+  /** Times the sandbox's own limit was the one reached (v2 only; v1 reads its peak instead). */
+  ownLimit: number
+  /** Times the budget (the parent group's limit) was reached. */
+  budget: number
 }
 
 export interface CgroupLimits {
@@ -273,6 +296,17 @@ export function sandboxesMemory(): SandboxesMemory | undefined {
 
 // ------------------------------------------------------------------ a sandbox's group
 
+/** v1's peaks of a group's memory, and of memory and swap (the limit a charge meets first where both are set). */
+const PEAK_FILES_V1 = ['memory.max_usage_in_bytes', 'memory.memsw.max_usage_in_bytes']
+/** How far below its limit a group's peak may stay when a charge is refused there: a huge page. */
+const PEAK_SLACK_BYTES = 4 * 1024 * 1024
+
+/** v2's events of a group alone (Linux 5.2), else its events with its descendants' (a sandbox's group has none). */
+function localEvents(dir: string): string {
+  const local = join(dir, 'memory.events.local')
+  return existsSync(local) ? local : join(dir, 'memory.events')
+}
+
 function v1(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgroup | undefined {
   const created: string[] = []
   try {
@@ -301,10 +335,27 @@ function v1(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
     const accounting = dirs.cpuacct
     const procsFiles = created.map((dir) => join(dir, 'cgroup.procs'))
     for (const file of procsFiles) chownSync(file, uid, uid)
+    const oomKills = () => readCount(join(memory, 'memory.oom_control'), 'oom_kill')
+    const budgetReached = () => readNumber(join(found.dirs.get('memory') as string, 'memory.failcnt')) ?? 0
     return {
       paths: created,
       procsFiles,
-      oomKills: () => readCount(join(memory, 'memory.oom_control'), 'oom_kill'),
+      oomKills,
+      memoryMark: () => {
+        // The peaks start again from what is used now (any write resets them).
+        for (const file of PEAK_FILES_V1) tryWrite(join(memory, file), '0')
+        return { oomKills: oomKills(), ownLimit: 0, budget: budgetReached() }
+      },
+      oomCause: (mark) => {
+        if (oomKills() <= mark.oomKills) return undefined
+        // v1 counts a kill in the victim's group whichever limit ran out, and keeps no count of
+        // a memsw limit reached: the group's peak since the mark says whether its own limit was
+        // reached, the parent's failcnt (its charges refused) whether the budget was.
+        const limit = readNumber(join(memory, 'memory.limit_in_bytes')) ?? Number.POSITIVE_INFINITY
+        const peak = Math.max(...PEAK_FILES_V1.map((file) => readNumber(join(memory, file)) ?? 0))
+        if (peak >= limit - PEAK_SLACK_BYTES) return 'own'
+        return budgetReached() > mark.budget ? 'budget' : 'host'
+      },
       usage: () => {
         const nanoseconds = accounting ? readNumber(join(accounting, 'cpuacct.usage')) : undefined
         const stat = join(memory, 'memory.stat')
@@ -350,10 +401,21 @@ function v2(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
   if (hasCpu) tryWrite(join(dir, 'cpu.weight'), String(STARTING_SHARES / 10))
   const procs = join(dir, 'cgroup.procs')
   chownSync(procs, uid, uid)
+  const oomKills = () => readCount(join(dir, 'memory.events'), 'oom_kill')
+  // `oom`: the times this group's own limit was reached and reclaim could not make room (local:
+  // not its descendants'); the parent's is the budget's.
+  const ownLimit = () => readCount(localEvents(dir), 'oom')
+  const budget = () => readCount(localEvents(found.dirs.get('') as string), 'oom')
   return {
     paths: [dir],
     procsFiles: [procs],
-    oomKills: () => readCount(join(dir, 'memory.events'), 'oom_kill'),
+    oomKills,
+    memoryMark: () => ({ oomKills: oomKills(), ownLimit: ownLimit(), budget: budget() }),
+    oomCause: (mark) => {
+      if (oomKills() <= mark.oomKills) return undefined
+      if (ownLimit() > mark.ownLimit) return 'own'
+      return budget() > mark.budget ? 'budget' : 'host'
+    },
     usage: () => ({
       cpuSeconds: readCount(join(dir, 'cpu.stat'), 'usage_usec') / 1e6,
       memoryBytes: readNumber(join(dir, 'memory.current')) ?? 0,

@@ -21,7 +21,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import type { SandboxLimits } from '../backend.js'
 import { SandboxUnavailableError } from '../errors.js'
-import { kernelEnv } from '../kernel/env.js'
+import { kernelEnv, threadsFor } from '../kernel/env.js'
 import { KERNEL_SOURCE_DIRS, kernelSourceFiles } from '../kernel/sources.js'
 import { type Cgroup, createCgroup } from './cgroup.js'
 import { bwrapArgs, SANDBOX_BIN_DIRS, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
@@ -293,6 +293,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
     const bootId = randomUUID()
     // The template's variables under the caller's.
     const envs = { ...config.root.env, ...config.envs }
+    const threads = threadsFor(config.limits.milliCpus)
     let spec: KernelSpawnSpec
     if (zygote && owner) {
       spec = forkSpec(() => sandboxZygote(config.hostPython, config.root), {
@@ -302,7 +303,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
         gid: owner.gid,
         tmpBytes: config.limits.workspaceBytes,
         bootId,
-        env: kernelEnv(SANDBOX_HOME, envs, process.env, SANDBOX_BIN_DIRS),
+        env: kernelEnv(SANDBOX_HOME, envs, process.env, SANDBOX_BIN_DIRS, threads),
         // The template's start step ran once in its zygote: the kernel starts from its state.
         kernel: { ...kernelConfigObject, start: undefined },
         cgroupProcs: cgroup?.procsFiles ?? [],
@@ -341,7 +342,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       spec = {
         command: jailed.command[0] as string,
         args: jailed.command.slice(1),
-        env: kernelEnv(SANDBOX_HOME, envs, process.env, SANDBOX_BIN_DIRS),
+        env: kernelEnv(SANDBOX_HOME, envs, process.env, SANDBOX_BIN_DIRS, threads),
         uid: jailed.uid,
         gid: jailed.gid,
         cgroupProcs: cgroup?.procsFiles,
@@ -353,7 +354,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       // No jail: the kernel runs as this user, with data/ linked into the workspace.
       const scratch = join(dir, 'tmp')
       mkdirSync(scratch)
-      const env = kernelEnv(work, envs, process.env, [join(source, 'bin')])
+      const env = kernelEnv(work, envs, process.env, [join(source, 'bin')], threads)
       Object.assign(env, {
         PATH: env.PATH?.replace(SANDBOX_KERNEL_DIR, source),
         TMPDIR: scratch,

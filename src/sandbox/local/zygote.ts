@@ -153,7 +153,8 @@ async function startZygote(
     : ['bwrap', ...args]
   const [command, ...rest] = jailed as [string, ...string[]]
   const child = spawn(command, rest, {
-    env: kernelEnv(SANDBOX_HOME, root.env, process.env, SANDBOX_BIN_DIRS),
+    // One thread for its math libraries: each kernel forked from it sizes them (analyst_threads.py).
+    env: kernelEnv(SANDBOX_HOME, root.env, process.env, SANDBOX_BIN_DIRS, 1),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const forget = onExit(() => child.kill('SIGKILL'))

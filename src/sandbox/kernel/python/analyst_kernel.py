@@ -35,6 +35,7 @@ import types
 import analyst_commands
 import analyst_languages
 import analyst_sql  # pandas only when a query's rows arrive
+import analyst_threads
 from analyst_data import finite as _finite, json_safe_columns, keep_frame
 
 REQUEST_FD = 3
@@ -890,6 +891,7 @@ def preload(names):
     if 'pandas' in sys.modules:
         import analyst_compat
         analyst_compat.allow_packaged_xlrd()
+    analyst_threads.find()
 
 
 def run_start(code, namespace):
@@ -942,6 +944,7 @@ def main():
     try:
         apply_limits(LIMITS)
         preload(config.get('preload'))
+        analyst_threads.resize()  # in a kernel forked from the zygote: numpy was loaded there
         import analyst_display_hooks
         analyst_display_hooks.install(display, get_ipython)
         contexts['default'] = Context('default', WORKDIR, STARTED)
