@@ -300,7 +300,7 @@ describe.runIf(canMakeTemplates)("sandboxes forked from a trixie template's own 
           Sandbox.create({ provider: from, template: TRIXIE, limits: { memoryBytes: 64 * MiB } }),
         ).rejects.toMatchObject({
           message: expect.stringContaining('(memory limit 64 MiB)'),
-          hint: expect.stringContaining('Give the sandbox more memory'),
+          hint: expect.stringContaining('Give the sandbox 512 MiB or more'),
           fix: { setting: 'memory' },
         })
       }

@@ -327,7 +327,7 @@ export function startHint(output: string): Pick<ErrorOptions, 'hint' | 'fix'> {
   // and a thread stack per core for OpenBLAS.
   if (/kernel failed to start: (MemoryError|RuntimeError\("can't start new thread)/.test(output)) {
     return {
-      hint: 'The memory limit is too small for the sandbox Python to start: it imports numpy, pandas and matplotlib first (about 150 MiB of address space, more on a host with many cores). Give the sandbox more memory.',
+      hint: 'The memory limit is too small for the sandbox Python to start: it imports numpy, pandas and matplotlib first (about 230 MiB of address space, and more for any computation). Give the sandbox 512 MiB or more.',
       fix: { setting: 'memory' },
     }
   }
