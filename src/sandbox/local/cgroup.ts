@@ -58,7 +58,9 @@ export interface CgroupLimits {
 /**
  * CPU weights, as v1's cpu.shares (v2's cpu.weight is a tenth of it). The host process has the
  * default (1024): all sandboxes together weigh half of it, so that four busy sandboxes leave the
- * server (and the kernels it forks) its share; a sandbox that is starting weighs as much as the host.
+ * server (and the kernels it forks) its share; a sandbox that is starting weighs as much as the
+ * host, and so does their parent while one starts (at half, a start waited behind every busy
+ * process outside the sandboxes: 0.71× the create time at load 9 with the parent at the host's).
  */
 const SANDBOXES_SHARES = 512
 const SANDBOX_SHARES = 256
@@ -161,6 +163,23 @@ interface Parent {
   /** By controller (v1: memory, pids, cpu, cpuacct; v2: ''), where sandboxes' groups are made. */
   dirs: Map<string, string>
   budgetBytes: number
+  /** Sandboxes made and not yet settled: while there are any, the parent weighs as much as the host. */
+  starting: number
+}
+
+/** The parent's CPU weight, as cpu.shares (v1) or cpu.weight (v2), where the cpu controller is there. */
+function parentShares(found: Parent, shares: number) {
+  const cpu = found.version === 1 ? found.dirs.get('cpu') : found.dirs.get('')
+  if (!cpu) return
+  if (found.version === 1) tryWrite(join(cpu, 'cpu.shares'), String(shares))
+  else tryWrite(join(cpu, 'cpu.weight'), String(shares / 10))
+}
+
+/** One sandbox starts (true) or has started or gone (false). */
+function starting(found: Parent, on: boolean) {
+  found.starting += on ? 1 : -1
+  if (on && found.starting === 1) parentShares(found, STARTING_SHARES)
+  if (!on && found.starting === 0) parentShares(found, SANDBOXES_SHARES)
 }
 
 let parent: Parent | undefined | null
@@ -205,7 +224,7 @@ function makeParentV1(budgetBytes: number): Parent | undefined {
     if (!tryWrite(join(memory, 'memory.limit_in_bytes'), String(budgetBytes))) throw new Error('memory')
     const cpu = dirs.get('cpu')
     if (cpu) tryWrite(join(cpu, 'cpu.shares'), String(SANDBOXES_SHARES))
-    return { version: 1, dirs, budgetBytes }
+    return { version: 1, dirs, budgetBytes, starting: 0 }
   } catch {
     removeDirs([...dirs.values()])
     return undefined
@@ -234,7 +253,7 @@ function makeParentV2(budgetBytes: number): Parent | undefined {
   tryWrite(join(dir, 'cgroup.subtree_control'), '+memory +pids')
   if (tryWrite(join(dir, 'cgroup.subtree_control'), '+cpu'))
     tryWrite(join(dir, 'cpu.weight'), String(SANDBOXES_SHARES / 10))
-  return { version: 2, dirs: new Map([['', dir]]), budgetBytes }
+  return { version: 2, dirs: new Map([['', dir]]), budgetBytes, starting: 0 }
 }
 
 /** The parent group, made at the first sandbox with the budget then; null where none can be made. */
@@ -374,9 +393,33 @@ function v2(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
  * A cgroup with the sandbox's memory, process and CPU limits, under the parent group, or undefined
  * where none can be made (a CPU quota asked for where the host delegates no CPU controller included).
  */
-export function createCgroup(name: string, limits: CgroupLimits, uid: number): Cgroup | undefined {
+export function createCgroup(
+  name: string,
+  limits: CgroupLimits,
+  uid: number,
+  /** A sandbox's: the parent weighs as much as the host until it settles (or is removed). */
+  options: { starting?: boolean } = {},
+): Cgroup | undefined {
   if (process.geteuid?.() !== 0) return undefined
   const found = parentGroup()
   if (!found) return undefined
-  return found.version === 1 ? v1(found, name, limits, uid) : v2(found, name, limits, uid)
+  const group = found.version === 1 ? v1(found, name, limits, uid) : v2(found, name, limits, uid)
+  if (!group || !options.starting) return group
+  starting(found, true)
+  let started = false
+  const start = () => {
+    if (!started) starting(found, false)
+    started = true
+  }
+  return {
+    ...group,
+    settle: () => {
+      group.settle()
+      start()
+    },
+    remove: () => {
+      start()
+      group.remove()
+    },
+  }
 }
