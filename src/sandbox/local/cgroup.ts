@@ -30,6 +30,8 @@ export interface Cgroup {
   oomKills(): number
   /** CPU time of all its processes so far (undefined where CPU is not accounted), and memory in bytes. */
   usage(): CgroupUsage
+  /** The CPU time alone: one small file read, not three (checked at each cell). */
+  cpuSeconds(): number | undefined
   /** Its CPU weight once its kernel has started: it starts at the host's, so that a start never queues behind busy sandboxes. */
   settle(): void
   /**
@@ -320,15 +322,19 @@ function v1(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
     const accounting = dirs.cpuacct
     const procsFiles = created.map((dir) => join(dir, 'cgroup.procs'))
     for (const file of procsFiles) chownSync(file, uid, uid)
+    const cpuSeconds = () => {
+      const nanoseconds = accounting ? readNumber(join(accounting, 'cpuacct.usage')) : undefined
+      return nanoseconds === undefined ? undefined : nanoseconds / 1e9
+    }
     return {
       paths: created,
       procsFiles,
       oomKills: () => readCount(join(memory, 'memory.oom_control'), 'oom_kill'),
+      cpuSeconds,
       usage: () => {
-        const nanoseconds = accounting ? readNumber(join(accounting, 'cpuacct.usage')) : undefined
         const stat = join(memory, 'memory.stat')
         return {
-          cpuSeconds: nanoseconds === undefined ? undefined : nanoseconds / 1e9,
+          cpuSeconds: cpuSeconds(),
           memoryBytes: readNumber(join(memory, 'memory.usage_in_bytes')) ?? 0,
           cacheBytes: readCount(stat, 'total_cache') || readCount(stat, 'cache'),
         }
@@ -369,12 +375,14 @@ function v2(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
   if (hasCpu) tryWrite(join(dir, 'cpu.weight'), String(STARTING_SHARES / 10))
   const procs = join(dir, 'cgroup.procs')
   chownSync(procs, uid, uid)
+  const cpuSeconds = () => readCount(join(dir, 'cpu.stat'), 'usage_usec') / 1e6
   return {
     paths: [dir],
     procsFiles: [procs],
     oomKills: () => readCount(join(dir, 'memory.events'), 'oom_kill'),
+    cpuSeconds,
     usage: () => ({
-      cpuSeconds: readCount(join(dir, 'cpu.stat'), 'usage_usec') / 1e6,
+      cpuSeconds: cpuSeconds(),
       memoryBytes: readNumber(join(dir, 'memory.current')) ?? 0,
       cacheBytes: readCount(join(dir, 'memory.stat'), 'file'),
     }),
