@@ -58,7 +58,8 @@ export interface CgroupLimits {
 }
 
 /**
- * CPU weights, as v1's cpu.shares (v2's cpu.weight is a tenth of it). The host process has the
+ * CPU weights, as v1's cpu.shares (v2's cpu.weight is a tenth of it, rounded: it takes only whole
+ * numbers, and refused 102.4, 51.2 and 25.6 unseen). The host process has the
  * default (1024): all sandboxes together weigh half of it, so that four busy sandboxes leave the
  * server (and the kernels it forks) its share; a sandbox that is starting weighs as much as the
  * host, and so does their parent while one starts (at half, a start waited behind every busy
@@ -174,7 +175,7 @@ function parentShares(found: Parent, shares: number) {
   const cpu = found.version === 1 ? found.dirs.get('cpu') : found.dirs.get('')
   if (!cpu) return
   if (found.version === 1) tryWrite(join(cpu, 'cpu.shares'), String(shares))
-  else tryWrite(join(cpu, 'cpu.weight'), String(shares / 10))
+  else tryWrite(join(cpu, 'cpu.weight'), String(Math.round(shares / 10)))
 }
 
 /** One sandbox starts (true) or has started or gone (false). */
@@ -254,7 +255,7 @@ function makeParentV2(budgetBytes: number): Parent | undefined {
   // Sandboxes' own groups get the controllers the parent has; cpu where delegated.
   tryWrite(join(dir, 'cgroup.subtree_control'), '+memory +pids')
   if (tryWrite(join(dir, 'cgroup.subtree_control'), '+cpu'))
-    tryWrite(join(dir, 'cpu.weight'), String(SANDBOXES_SHARES / 10))
+    tryWrite(join(dir, 'cpu.weight'), String(Math.round(SANDBOXES_SHARES / 10)))
   return { version: 2, dirs: new Map([['', dir]]), budgetBytes, starting: 0 }
 }
 
@@ -372,7 +373,7 @@ function v2(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
     return undefined
   }
   tryWrite(join(dir, 'memory.swap.max'), '0')
-  if (hasCpu) tryWrite(join(dir, 'cpu.weight'), String(STARTING_SHARES / 10))
+  if (hasCpu) tryWrite(join(dir, 'cpu.weight'), String(Math.round(STARTING_SHARES / 10)))
   const procs = join(dir, 'cgroup.procs')
   chownSync(procs, uid, uid)
   const cpuSeconds = () => readCount(join(dir, 'cpu.stat'), 'usage_usec') / 1e6
@@ -387,11 +388,11 @@ function v2(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
       cacheBytes: readCount(join(dir, 'memory.stat'), 'file'),
     }),
     settle: () => {
-      if (hasCpu) tryWrite(join(dir, 'cpu.weight'), String(SANDBOX_SHARES / 10))
+      if (hasCpu) tryWrite(join(dir, 'cpu.weight'), String(Math.round(SANDBOX_SHARES / 10)))
     },
     batch: (on) => {
       if (!hasCpu || tryWrite(join(dir, 'cpu.idle'), on ? '1' : '0')) return
-      tryWrite(join(dir, 'cpu.weight'), on ? '1' : String(SANDBOX_SHARES / 10))
+      tryWrite(join(dir, 'cpu.weight'), on ? '1' : String(Math.round(SANDBOX_SHARES / 10)))
     },
     remove: () => removeDirs([dir]),
   }
