@@ -155,10 +155,10 @@ class LocalSandbox extends KernelBackend<Kernel> {
   protected override async beforeCell(): Promise<void> {
     const cgroup = this.home.cgroup
     this.memoryMark = cgroup?.memoryMark()
-    const from = cgroup?.usage().cpuSeconds
+    const from = cgroup?.cpuSeconds()
     if (!cgroup || from === undefined) return
     this.busyCheck = setInterval(() => {
-      if ((cgroup.usage().cpuSeconds ?? from) - from < BATCH_AFTER_CPU_SECONDS) return
+      if ((cgroup.cpuSeconds() ?? from) - from < BATCH_AFTER_CPU_SECONDS) return
       clearInterval(this.busyCheck)
       this.batched = true
       cgroup.batch(true)

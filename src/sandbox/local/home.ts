@@ -241,6 +241,7 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
           milliCpus: config.limits.milliCpus,
         },
         uid,
+        { starting: true },
       )
 
       if (cgroup) {

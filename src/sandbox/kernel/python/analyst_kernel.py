@@ -33,6 +33,7 @@ import traceback
 import types
 
 import analyst_commands
+import analyst_display_hooks  # at import, not in main(): a zygote's kernels find it done
 import analyst_languages
 import analyst_sql  # pandas only when a query's rows arrive
 import analyst_threads
@@ -945,7 +946,6 @@ def main():
         apply_limits(LIMITS)
         preload(config.get('preload'))
         analyst_threads.resize()  # in a kernel forked from the zygote: numpy was loaded there
-        import analyst_display_hooks
         analyst_display_hooks.install(display, get_ipython)
         contexts['default'] = Context('default', WORKDIR, STARTED)
         run_start(config.get('start'), contexts['default'].namespace)

@@ -34,6 +34,7 @@ Python's hash seed is T's, shared by every sandbox forked from it.
 """
 
 import ctypes
+import gc
 import json
 import os
 import select
@@ -451,6 +452,9 @@ def main():
     SETTINGS['userns'] = bool(config.get('userns'))
     if config.get('start'):
         run_start(analyst_kernel, config)
+    # Every object made so far stays out of the collector's walks in the sandboxes: a walk would
+    # write to each object's header, and each page written after a fork is copied (a page fault).
+    gc.freeze()
     seccomp = bytes.fromhex(config.get('seccomp') or '')
     Zygote(seccomp).serve()
 
