@@ -170,9 +170,7 @@ if (missing.length > 0) {
 const lock = join(root, 'package-lock.json')
 const installed = join(root, 'node_modules', '.package-lock.json')
 if (!existsSync(installed) || statSync(installed).mtimeMs < statSync(lock).mtimeMs) {
-  // better-sqlite3 compiles from source where its prebuilt binary cannot be fetched (GitHub out of
-  // reach): on every core, not node-gyp's one.
-  run('npm', ['ci', '--no-audit', '--no-fund'], { env: { JOBS: 'max', ...process.env } })
+  run('npm', ['ci', '--no-audit', '--no-fund'])
 }
 
 // 3. dist/, when any source file is newer than the last build.

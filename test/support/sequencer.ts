@@ -15,6 +15,12 @@ const recorded = JSON.parse(
 ) as Record<string, number>
 /** A file not seen in the recorded run: a new one, likely short. */
 const UNKNOWN_S = 5
+/**
+ * Projects whose files wait for the trixie test template (vitest.config.ts): they start after
+ * every other file, by when its build, begun with the run, is done. Not a vitest group
+ * (sequence.groupOrder), which would also wait for the last of the others to end.
+ */
+export const STARTED_LAST = new Set(['template', 'trixie'])
 
 export class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
@@ -23,10 +29,12 @@ export class LongestFirst extends BaseSequencer {
       const cached = this.ctx.cache.getFileTestResults(key)?.duration
       return cached ? cached / 1000 : (recorded[key] ?? UNKNOWN_S)
     }
+    const last = (file: TestSpecification) => (STARTED_LAST.has(file.project.name) ? 1 : 0)
     return [...files].sort(
       (a, b) =>
         // Groups (sequence.groupOrder) still run one after the other.
         a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder ||
+        last(a) - last(b) ||
         seconds(b) - seconds(a),
     )
   }
