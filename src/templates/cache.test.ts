@@ -56,11 +56,12 @@ describe('template cache pruning', () => {
     expect(pruneTemplates({ home }).entries).toEqual([])
   })
 
-  it("keeps the suite's root for a template built before entries were recorded, and builds under way", () => {
+  it("keeps the suite's root for a template built before entries were recorded, and builds under way (their roots and locks)", () => {
     entry('debian-trixie-aaaa')
     entry('layer-x')
     entry('.partial-abc')
     entry('.partial-old')
+    entry('debian-bookworm-bbbb.lock')
     const old = new Date(Date.now() - 2 * 24 * 3600_000)
     utimesSync(join(cache, '.partial-old'), old, old)
     template('2'.repeat(64), 'legacy', undefined)
@@ -71,6 +72,7 @@ describe('template cache pruning', () => {
     ).toEqual(['.partial-old', 'layer-x'])
     expect(existsSync(join(cache, 'debian-trixie-aaaa'))).toBe(true)
     expect(existsSync(join(cache, '.partial-abc'))).toBe(true)
+    expect(existsSync(join(cache, 'debian-bookworm-bbbb.lock'))).toBe(true)
   })
 
   it('with all, removes unnamed templates first, then what only they came from', () => {

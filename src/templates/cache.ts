@@ -93,6 +93,8 @@ export function pruneTemplates(options: PruneOptions): PruneResult {
   }
   for (const name of names) {
     const path = join(cacheDir, name)
+    // A build's lock on a base it is making (lock.ts): tiny, and a dead holder's is taken over.
+    if (name.endsWith('.lock')) continue
     if (name.startsWith('.partial-') || name.includes('.partial-')) {
       // A build under way writes there: only one that died long ago is removed.
       if (Date.now() - statSync(path).mtimeMs < STALE_PARTIAL_MS) continue
