@@ -205,8 +205,11 @@ export class SessionService {
     } = {},
   ): Promise<StoredSession> {
     const { sources: asked, user, template: askedTemplate, ...rest } = input
+    const wanted = askedTemplate ?? this.options.sandbox?.template
+    // Built on another replica (serve): brought here first.
+    if (typeof wanted === 'string') await this.options.templates?.ensure?.(wanted)
     const environment = recordEnvironment(
-      askedTemplate ?? this.options.sandbox?.template,
+      wanted,
       this.options.analyst?.language,
       this.options,
     )

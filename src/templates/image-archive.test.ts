@@ -13,10 +13,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { create, Header } from 'tar'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { commitTemplate } from '../test/support/templates.js'
 import { refuseRegistryImage } from './base.js'
 import { archiveRoot } from './image-archive.js'
 import { exportTemplate } from './oci.js'
-import { openTemplates, writeManifest } from './store.js'
 
 let work: string
 beforeAll(() => {
@@ -75,26 +75,16 @@ const context = { onLog: (line: string) => void logs.push(line) }
 describe('image archives without podman', () => {
   it('reads the OCI archive that analyst template export writes', async () => {
     const home = join(work, 'home')
-    const store = openTemplates(home)
-    const folder = store.scratch('tiny')
-    tree(join(folder, 'rootfs'), {
-      'etc/os-release': 'ID=tiny\n',
-      'usr/bin/tool': '#!/bin/sh\necho tool\n',
-      'usr/bin/alias': '-> tool',
-    })
     const id = 'a'.repeat(64)
-    writeManifest(folder, {
-      id,
-      base: { kind: 'debian', suite: 'trixie' },
-      hasRootfs: true,
-      python: { path: '/usr/bin/python3', version: '3.13.5' },
-      languages: ['python'],
-      packages: {},
-      env: {},
-      sizeBytes: 0,
-      createdAt: new Date().toISOString(),
+    const template = commitTemplate(home, id, {
+      name: 'tiny',
+      fill: (folder) =>
+        tree(join(folder, 'rootfs'), {
+          'etc/os-release': 'ID=tiny\n',
+          'usr/bin/tool': '#!/bin/sh\necho tool\n',
+          'usr/bin/alias': '-> tool',
+        }),
     })
-    const template = { ...store.commit(folder, id), names: ['tiny'] }
     const out = join(work, 'tiny.tar')
     await exportTemplate(template, out, home)
 
