@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { commitTemplate } from '../test/support/templates.js'
 import { refuseRegistryImage } from './base.js'
 import { archiveRoot } from './image-archive.js'
-import { exportTemplate } from './oci.js'
+import { exportTemplate, importTemplate } from './oci.js'
 
 let work: string
 beforeAll(() => {
@@ -93,6 +93,26 @@ describe('image archives without podman', () => {
     expect(readFileSync(join(root, 'etc/os-release'), 'utf8')).toBe('ID=tiny\n')
     expect(readlinkSync(join(root, 'usr/bin/alias'))).toBe('tool')
     expect(existsSync(`${root}.archive`)).toBe(false)
+  })
+
+  it('exports and imports a template over the host with no pip layer (no venv): the same id, still no venv', async () => {
+    const home = join(work, 'host-home')
+    const id = 'b'.repeat(64)
+    const template = commitTemplate(home, id, {
+      name: 'env-only',
+      manifest: { base: { kind: 'host' }, hasRootfs: false, env: { BUILT_ON: 'a' } },
+    })
+    const out = join(work, 'env-only.tar')
+    await exportTemplate(template, out, home)
+    const elsewhere = join(work, 'host-elsewhere')
+    const { template: imported, existed } = await importTemplate(out, elsewhere)
+    expect([imported.id, imported.names, imported.env, existed]).toEqual([
+      id,
+      ['env-only'],
+      { BUILT_ON: 'a' },
+      false,
+    ])
+    expect(existsSync(join(imported.dir, 'venv'))).toBe(false)
   })
 
   it('applies a docker-archive’s layers in order with their whiteouts, never through a link', async () => {

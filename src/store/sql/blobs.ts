@@ -46,14 +46,23 @@ export function chunkWriter(insert: (seq: number, data: Buffer) => Promise<unkno
   })
 }
 
-/** The content `chunkWriter` wrote, read back one chunk at a time (`read` gives undefined past the last). */
-export function chunkReader(read: (seq: number) => Promise<Uint8Array | undefined>): Readable {
+/** The tables of chunks: the same columns but for the name of the key (a blob's hash, a template file's key). */
+const CHUNK_KEY = { blob_chunks: 'blob', template_file_chunks: 'file' } as const
+
+/** The content `chunkWriter` wrote under `key` in `table`, read back one chunk at a time. */
+export function chunkReader(db: Kysely<Database>, table: keyof typeof CHUNK_KEY, key: string): Readable {
   return Readable.from(
     (async function* () {
       for (let seq = 0; ; seq++) {
-        const data = await read(seq)
-        if (!data) return
-        yield Buffer.from(data)
+        // One shape for both tables: typed as blob_chunks.
+        const row = await db
+          .selectFrom(table as 'blob_chunks')
+          .select('data')
+          .where(CHUNK_KEY[table] as 'blob', '=', key)
+          .where('seq', '=', seq)
+          .executeTakeFirst()
+        if (!row) return
+        yield Buffer.from(row.data)
       }
     })(),
   )
@@ -102,15 +111,7 @@ export class SqlBlobStore implements BlobStore {
   async get(sha256: string): Promise<Readable | undefined> {
     const info = await this.stat(sha256)
     if (!info) return undefined
-    return chunkReader(async (seq) => {
-      const row = await this.db
-        .selectFrom('blob_chunks')
-        .select('data')
-        .where('blob', '=', sha256)
-        .where('seq', '=', seq)
-        .executeTakeFirst()
-      return row?.data
-    })
+    return chunkReader(this.db, 'blob_chunks', sha256)
   }
 
   async stat(sha256: string): Promise<BlobInfo | undefined> {

@@ -82,15 +82,7 @@ export class SqlTemplateFileStore implements TemplateFileStore {
   async readTemplateFile(key: string): Promise<Readable | undefined> {
     const file = await this.statTemplateFile(key)
     if (!file) return undefined
-    const chunks = chunkReader(async (seq) => {
-      const row = await this.db
-        .selectFrom('template_file_chunks')
-        .select('data')
-        .where('file', '=', key)
-        .where('seq', '=', seq)
-        .executeTakeFirst()
-      return row?.data
-    })
+    const chunks = chunkReader(this.db, 'template_file_chunks', key)
     const hash = createHash('sha256')
     const check = new Transform({
       transform(chunk: Buffer, _encoding, done) {
