@@ -57,6 +57,9 @@ export class TemplateShare {
   async publish(template: BuiltTemplate, name: string): Promise<number> {
     const { shared, catalog, files, home } = this.#options
     if (!shared) return 0
+    // Built before (from the cache), and shared then under this name.
+    const there = await files.statTemplateFile(`template:${template.id}`)
+    if (there?.name === name) return there.size
     const folder = catalog.scratch('share')
     try {
       const archive = join(folder, 'template.tar')
