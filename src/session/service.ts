@@ -208,11 +208,7 @@ export class SessionService {
     const wanted = askedTemplate ?? this.options.sandbox?.template
     // Built on another replica (serve): brought here first.
     if (typeof wanted === 'string') await this.options.templates?.ensure?.(wanted)
-    const environment = recordEnvironment(
-      wanted,
-      this.options.analyst?.language,
-      this.options,
-    )
+    const environment = recordEnvironment(wanted, this.options.analyst?.language, this.options)
     const directory = this.options.sources
     if (!directory && asked?.length) {
       throw new InvalidArgumentError('This server offers no data sources to choose from', {
