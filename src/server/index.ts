@@ -28,6 +28,7 @@ import { type QuotaConfig, Quotas, quotasFromEnv } from './quotas.js'
 import { buildLimitsFromEnv, type TemplateBuildLimits, TemplateBuilds } from './template-builds.js'
 import { importTemplatesAtStart } from './template-import.js'
 import { apiRun, type BuildTemplate, e2bRun, type ParseSpec } from './template-runs.js'
+import { sharedCatalog } from './template-share.js'
 
 export { createApp, ownerOf } from './app.js'
 export { createLogger } from './logging.js'
@@ -216,6 +217,14 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     () => provider,
   )
   let model: Promise<ModelChoice> | undefined
+  // Templates: those in ANALYST_HOME/templates, and those built on another replica over the same
+  // database (template-share.ts); builds by API clients when the operator allows them.
+  const { catalog, share } = sharedCatalog({
+    home,
+    catalog: openTemplates(home),
+    files: stores.templateFiles,
+    shared: stores.history.shared,
+  })
   // The server's memory and CPUs are defaults: a session's template's go over them, as in E2B's create.
   const { limits: defaultLimits, ...sessionSandbox } = sandbox
   service = new SessionService({
@@ -239,7 +248,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
             : error
         }))),
     cacheDir: join(home, 'cache'),
-    templates: openTemplates(home),
+    templates: catalog,
     idleMs: options.idleMs,
     leaseMs: options.leaseMs,
     observer: metrics.observer,
@@ -276,14 +285,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const signin = signInSettings
     ? new SignIn({ settings: signInSettings, store: stores.auth, tokens, logger: options.logger })
     : undefined
-  // Templates: those in ANALYST_HOME/templates, and builds by API clients when the operator allows them.
-  const catalog = openTemplates(home)
   const builds = new TemplateBuilds({
     allowed: options.allowTemplateBuilds === true,
     store: stores.templateBuilds,
     shared: stores.history.shared,
     replica: service.replica,
     limits: { ...buildLimitsFromEnv(), ...options.templateBuildLimits },
+    publish: (template, name) => share.publish(template, name),
   })
   const builder = options.templateBuilder ?? (await loadTemplateBuilder())
   const runs = { home, store: catalog, ...builder }
@@ -297,7 +305,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     templates: {
       catalog,
       builds,
-      files: new TemplateFiles(join(home, 'template-files')),
+      files: new TemplateFiles(stores.templateFiles),
       run: e2bRun(runs),
     },
     ...(signin

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { NotFoundError } from '../errors.js'
+import { ConflictError, NotFoundError, RateLimitError } from '../errors.js'
 import { openStores, type Stores } from '../store/index.js'
 import type { BuiltTemplate } from '../templates/types.js'
 import { BuildElsewhereError, type TemplateBuild, TemplateBuilds } from './template-builds.js'
@@ -21,14 +21,19 @@ afterEach(async () => {
   }
 })
 
-const replica = (name: string, store: Stores, shared: boolean, lapseMs?: number) =>
+const replica = (name: string, store: Stores, shared: boolean, lapseMs?: number, maxWaiting?: number) =>
   new TemplateBuilds({
     allowed: true,
     replica: name,
     store: store.templateBuilds,
     shared,
     ...(lapseMs ? { lapseMs } : {}),
+    ...(maxWaiting ? { maxWaiting } : {}),
   })
+
+/** A build that runs until it is cancelled. */
+const hang = ({ signal }: { signal: AbortSignal }) =>
+  new Promise<BuiltTemplate>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)))
 
 const template = {
   id: 'f'.repeat(64),
@@ -85,6 +90,33 @@ describe('template builds on several replicas', () => {
     for await (const event of b.follow(await b.get(requested, null), new AbortController().signal))
       followed.push(event.type)
     expect(followed).toEqual(['log', 'log', 'end'])
+  })
+
+  it('one build of a name at a time, and the cap on waiting builds, hold over every replica', async () => {
+    const shared = await stores()
+    const a = replica('host-a:1:x', shared, true, undefined, 1)
+    const b = replica('host-b:2:y', shared, true, undefined, 1)
+    try {
+      const first = await a.start('team', null, hang)
+      // Running, as the store has it (A writes its state within a quarter of a second).
+      await expect.poll(async () => (await b.get(first.id, null)).status).toBe('building')
+      const twice = await b.start('team', null, hang).catch((e: unknown) => e)
+      expect(ConflictError.isInstance(twice), String(twice)).toBe(true)
+      expect((twice as Error).message).toMatch(/"team" is under way already/)
+      // A's second build waits for its first: the one waiting over both replicas.
+      expect((await a.start('other', null, hang)).status).toBe('waiting')
+      const over = await b.start('third', null, hang).catch((e: unknown) => e)
+      expect(RateLimitError.isInstance(over), String(over)).toBe(true)
+      expect((over as Error).message).toMatch(/1 template builds are waiting already/)
+    } finally {
+      await a.close()
+      await b.close()
+    }
+    // Ended, the name is free on either replica.
+    const c = replica('host-c:3:z', shared, true)
+    const again = await c.start('team', null, async () => template)
+    await expect.poll(async () => (await c.get(again.id, null)).status).toBe('ready')
+    await c.close()
   })
 
   it('fails a build whose replica stopped beating, with that reason', async () => {

@@ -5,8 +5,10 @@
  * its state and log go to the history store (the log in batches), so that any replica over the
  * same database answers its status and log paging (E2B's SDK polls through a load balancer
  * without affinity), and passes a cancel on (a flag its runner reads with its heartbeat). A build
- * whose replica stopped beating has failed. The template it makes is under that replica's
- * ANALYST_HOME/templates.
+ * whose replica stopped beating has failed. One build of a name is under way at a time, and the
+ * builds waiting are capped, over every replica (the store refuses a second of a name). The
+ * template it makes is under that replica's ANALYST_HOME/templates, and shared through the store
+ * with the others (template-share.ts).
  * @module
  */
 import { createHash, randomUUID } from 'node:crypto'
@@ -103,6 +105,8 @@ export interface TemplateCatalog {
   /** The template a name or id points at; a NotFoundError naming those there are. */
   resolve(nameOrId: string): BuiltTemplate
   remove(nameOrId: string): { name?: string; id?: string }
+  /** Brings the template a name or id points at from the other replicas, when it is not here (template-share.ts). */
+  ensure?(nameOrId: string): Promise<void>
 }
 
 export type BuildStatus = TemplateBuildStatus
@@ -137,7 +141,7 @@ export interface TemplateBuildsOptions {
   /** Whether other replicas share the store (PostgreSQL); with SQLite another replica's build is elsewhere. */
   shared: boolean
   limits?: Partial<TemplateBuildLimits>
-  /** Builds waiting for their turn, beyond the one running. @default 4 */
+  /** Builds waiting for their turn, beyond those running, over every replica. @default 4 */
   maxWaiting?: number
   /** How long an ended build is kept for its status. @default 1 hour */
   keepMs?: number
@@ -145,6 +149,11 @@ export interface TemplateBuildsOptions {
   replica?: string
   /** A build under way whose replica has not beaten for this long failed with it. @default 30 s */
   lapseMs?: number
+  /**
+   * Shares a template just built with the other replicas (template-share.ts), before its build is
+   * ready; the bytes it put in the store, 0 when there are no others.
+   */
+  publish?: (template: BuiltTemplate, name: string) => Promise<number>
 }
 
 /** A build's log is capped: a chatty apt-get should not hold the server's memory. */
@@ -183,6 +192,7 @@ export class TemplateBuilds {
   readonly #maxWaiting: number
   readonly #keepMs: number
   readonly #lapseMs: number
+  readonly #publish: TemplateBuildsOptions['publish']
   readonly #replica: string
   readonly #tag: string
   #timer: NodeJS.Timeout | undefined
@@ -197,6 +207,7 @@ export class TemplateBuilds {
     this.#maxWaiting = options.maxWaiting ?? 4
     this.#keepMs = options.keepMs ?? 3600_000
     this.#lapseMs = options.lapseMs ?? 30_000
+    this.#publish = options.publish
     this.#replica = options.replica ?? `${process.pid}:${randomUUID()}`
     this.#tag = replicaTag(this.#replica)
   }
@@ -261,7 +272,18 @@ export class TemplateBuilds {
   ): Promise<TemplateBuild> {
     this.assertAllowed()
     this.#forget()
-    const waiting = [...this.#builds.values()].filter((b) => b.status === 'waiting').length
+    // The limits hold over every replica, through the store: a build of a replica that stopped
+    // fails first, so that it holds its name no longer; then the builds waiting anywhere count.
+    await this.#store.failLapsedTemplateBuilds(this.#lapseMs, lapsed(this.#lapseMs))
+    // This replica's last build of the name has ended here: the store is to know it before the next.
+    await Promise.all(
+      [...this.#builds.values()].filter((b) => b.name === name && ended(b)).map((b) => b.writing),
+    )
+    const waitingElsewhere = await this.#store.countWaitingTemplateBuilds()
+    const waiting = Math.max(
+      waitingElsewhere,
+      [...this.#builds.values()].filter((b) => b.status === 'waiting').length,
+    )
     if (waiting >= this.#maxWaiting)
       throw new RateLimitError(`${waiting} template builds are waiting already`, {
         hint: 'Try again when one has finished.',
@@ -314,10 +336,7 @@ export class TemplateBuilds {
     }
     let stored = await this.#store.getTemplateBuild(id)
     if (stored && !ended(stored) && (stored.beatMsAgo ?? 0) > this.#lapseMs) {
-      await this.#store.failLapsedTemplateBuilds(
-        this.#lapseMs,
-        `the replica that ran the build stopped (no sign of it for ${Math.round(this.#lapseMs / 1000)} s)`,
-      )
+      await this.#store.failLapsedTemplateBuilds(this.#lapseMs, lapsed(this.#lapseMs))
       stored = await this.#store.getTemplateBuild(id)
     }
     if (!stored || stored.owner !== owner) {
@@ -549,6 +568,7 @@ export class TemplateBuilds {
         },
       }
       const template = await run({ reporter, signal, limits: this.limits })
+      await this.#share(build, template)
       build.template = templateView(template)
       build.status = 'ready'
       this.#log(build, `Template "${build.name}" is ready (${template.id.slice(0, 12)})`)
@@ -574,6 +594,25 @@ export class TemplateBuilds {
     }
   }
 
+  /** Puts the template in the store for the other replicas; a failure is said in the log, and the build stays good here. */
+  async #share(build: LocalBuild, template: BuiltTemplate) {
+    if (!this.#publish) return
+    try {
+      const bytes = await this.#publish(template, build.name)
+      if (bytes > 0)
+        this.#log(
+          build,
+          `Shared with the other replicas through the database (${(bytes / 1024 ** 2).toFixed(1)} MiB)`,
+        )
+    } catch (error) {
+      this.#log(
+        build,
+        `The template could not be shared with the other replicas (${error instanceof Error ? error.message : String(error)}): only this one starts it`,
+        'warn',
+      )
+    }
+  }
+
   /** Drops builds that ended long enough ago, here and in the store. */
   #forget() {
     const before = Date.now() - this.#keepMs
@@ -581,6 +620,11 @@ export class TemplateBuilds {
       if (build.finishedAt && build.finishedAt.getTime() < before) this.#builds.delete(id)
     void this.#store.forgetTemplateBuilds(new Date(before).toISOString()).catch(() => undefined)
   }
+}
+
+/** Why a build whose replica stopped beating failed. */
+function lapsed(lapseMs: number): string {
+  return `the replica that ran the build stopped (no sign of it for ${Math.round(lapseMs / 1000)} s)`
 }
 
 export function ended(build: Pick<TemplateBuild, 'status'>): boolean {

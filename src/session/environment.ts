@@ -17,7 +17,10 @@ import type { StoredSession } from '../store/index.js'
 import type { TemplateStore } from '../templates/store.js'
 
 /** Where built templates are found by name or id: the door's ANALYST_HOME/templates. */
-export type TemplateCatalog = Pick<TemplateStore, 'resolve' | 'get'>
+export type TemplateCatalog = Pick<TemplateStore, 'resolve' | 'get'> & {
+  /** Brings the template a name or id points at from another replica, when it is not here (serve's replicas). */
+  ensure?(nameOrId: string): Promise<void>
+}
 
 /** The fields a new session records of its environment. */
 export type RecordedEnvironment = Pick<StoredSession, 'template' | 'templateId' | 'language'>

@@ -221,6 +221,9 @@ export class LiveSession {
     const language = sessionLanguage(session, context.analyst.language)
     // A session that predates these records (no language kept) starts in the door's template.
     const { template: doorTemplate, limits: doorLimits, ...sandboxSettings } = context.sandbox
+    // Built on another replica: brought here first.
+    const recorded = session?.templateId ?? session?.template
+    if (recorded) await context.templates?.ensure?.(recorded)
     const template = sessionTemplate(session, context) ?? (session?.language ? undefined : doorTemplate)
     const limits = sessionLimits(template, doorLimits, context.defaultLimits, context)
     const settings = { ...context.analyst, language }

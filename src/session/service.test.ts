@@ -16,8 +16,9 @@ import {
   ShuttingDownError,
 } from '../errors.js'
 import { ScriptedModel, type ScriptStep } from '../models/scripted.js'
-import { openTemplates, writeManifest } from '../templates/store.js'
+import { openTemplates } from '../templates/store.js'
 import { MockSandboxProvider } from '../test/mock-sandbox.js'
+import { commitTemplate } from '../test/support/templates.js'
 import { SessionService, type SessionServiceOptions } from './service.js'
 
 const SALES = resolve('examples/sales.csv')
@@ -184,22 +185,15 @@ describe('SessionService', () => {
     const templatesHome = mkdtempSync(join(tmpdir(), 'analyst-service-templates-'))
     onTestFinished(() => rmSync(templatesHome, { recursive: true, force: true }))
     const catalog = openTemplates(templatesHome)
-    const build = (id: string) => {
-      const folder = catalog.scratch('build')
-      writeManifest(folder, {
-        id,
-        base: { kind: 'host' },
-        hasRootfs: false,
-        python: { path: '/usr/bin/python3', version: '3.11.2' },
-        languages: ['python'],
-        packages: {},
-        env: {},
-        sizeBytes: 0,
-        createdAt: new Date().toISOString(),
+    const build = (id: string) =>
+      commitTemplate(templatesHome, id, {
+        name: 'team',
+        manifest: {
+          base: { kind: 'host' },
+          hasRootfs: false,
+          python: { path: '/usr/bin/python3', version: '3.11.2' },
+        },
       })
-      catalog.commit(folder, id)
-      catalog.setName('team', id)
-    }
     const [older, newer] = ['1'.repeat(64), '2'.repeat(64)]
     build(older)
     const mock = provider()

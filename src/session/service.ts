@@ -205,11 +205,10 @@ export class SessionService {
     } = {},
   ): Promise<StoredSession> {
     const { sources: asked, user, template: askedTemplate, ...rest } = input
-    const environment = recordEnvironment(
-      askedTemplate ?? this.options.sandbox?.template,
-      this.options.analyst?.language,
-      this.options,
-    )
+    const wanted = askedTemplate ?? this.options.sandbox?.template
+    // Built on another replica (serve): brought here first.
+    if (typeof wanted === 'string') await this.options.templates?.ensure?.(wanted)
+    const environment = recordEnvironment(wanted, this.options.analyst?.language, this.options)
     const directory = this.options.sources
     if (!directory && asked?.length) {
       throw new InvalidArgumentError('This server offers no data sources to choose from', {

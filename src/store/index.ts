@@ -13,8 +13,16 @@ import { SqlAuthStore } from './sql/auth.js'
 import { SqlBlobStore } from './sql/blobs.js'
 import { SqlEvalStore } from './sql/evals.js'
 import { SqlTemplateBuildStore } from './sql/template-builds.js'
+import { SqlTemplateFileStore } from './sql/template-files.js'
 import { SqliteHistoryStore } from './sqlite/store.js'
-import type { AuthStore, BlobStore, EvalStore, HistoryStore, TemplateBuildStore } from './types.js'
+import type {
+  AuthStore,
+  BlobStore,
+  EvalStore,
+  HistoryStore,
+  TemplateBuildStore,
+  TemplateFileStore,
+} from './types.js'
 
 export { FileBlobStore } from './files/blobs.js'
 export { loadSessionHistory, loadSessionStats, type SessionStats, sessionStats } from './history.js'
@@ -24,6 +32,7 @@ export { SqlEvalStore } from './sql/evals.js'
 export { SCHEMA_VERSION } from './sql/schema.js'
 export { PREVIEW_CHARS, SqlHistoryStore } from './sql/store.js'
 export { SqlTemplateBuildStore } from './sql/template-builds.js'
+export { SqlTemplateFileStore } from './sql/template-files.js'
 export { SqliteHistoryStore } from './sqlite/store.js'
 export type * from './types.js'
 
@@ -46,6 +55,8 @@ export interface Stores {
   auth: AuthStore
   /** Template builds and their logs, in the same database: any replica answers for a build. */
   templateBuilds: TemplateBuildStore
+  /** Files templates need on every replica (COPY uploads, built templates' exports), in the same database. */
+  templateFiles: TemplateFileStore
   /** Closes both. */
   close(): Promise<void>
 }
@@ -81,6 +92,7 @@ export async function openStores(
       evals: new SqlEvalStore(history.db),
       auth: new SqlAuthStore(history.db, feed),
       templateBuilds: new SqlTemplateBuildStore(history.db, history.runtime),
+      templateFiles: new SqlTemplateFileStore(history.db),
       close: async () => {
         await feed.close()
         await history.close()
@@ -96,6 +108,7 @@ export async function openStores(
     evals: new SqlEvalStore(history.db),
     auth: new SqlAuthStore(history.db),
     templateBuilds: new SqlTemplateBuildStore(history.db, history.runtime),
+    templateFiles: new SqlTemplateFileStore(history.db),
     close: () => history.close(),
   }
 }

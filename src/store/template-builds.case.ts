@@ -2,12 +2,22 @@
  * What every store of template builds must do, as one suite each database runs (SQLite and
  * PostgreSQL): `describeTemplateBuildStoreConformance({ name, open })`.
  */
+import { createHash } from 'node:crypto'
+import { text } from 'node:stream/consumers'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { TemplateBuildLogLine, TemplateBuildStore } from './types.js'
+import { ConflictError, TooLargeError } from '../errors.js'
+import type { TemplateBuildLogLine, TemplateBuildStore, TemplateFileStore } from './types.js'
 
 export interface OpenedTemplateBuildStores {
   templateBuilds: TemplateBuildStore
+  templateFiles: TemplateFileStore
   close(): Promise<void>
+}
+
+/** Content of `bytes` bytes, in pieces of odd sizes (not the store's chunks). */
+async function* content(bytes: number, fill = 'x') {
+  for (let sent = 0; sent < bytes; sent += 100_003)
+    yield Buffer.from(fill.repeat(Math.min(100_003, bytes - sent)))
 }
 
 const line = (message: string, step?: number): TemplateBuildLogLine => ({
@@ -119,6 +129,65 @@ export function describeTemplateBuildStoreConformance(options: {
       expect(await builds.getTemplateBuild('r2')).toBeUndefined()
       expect(await builds.templateBuildLog('done', 0, 10)).toEqual([])
       expect(await builds.getTemplateBuild('r1')).toBeDefined()
+    })
+
+    it('one build of a name is under way at a time over every replica; the waiting builds are counted', async () => {
+      await builds.createTemplateBuild({ id: 'one', name: 'busy', owner: null, replica: 'a' })
+      const second = await builds
+        .createTemplateBuild({ id: 'two', name: 'busy', owner: null, replica: 'b' })
+        .catch((e: unknown) => e)
+      expect(ConflictError.isInstance(second), String(second)).toBe(true)
+      expect((second as Error).message).toMatch(/"busy" is under way/)
+      // Requested (E2B's POST /v3/templates) is not under way; claiming it is.
+      await builds.createTemplateBuild({ id: 'asked', name: 'busy', owner: null })
+      const claimed = await builds.claimTemplateBuild('asked', 'b').catch((e: unknown) => e)
+      expect(ConflictError.isInstance(claimed), String(claimed)).toBe(true)
+      await builds.createTemplateBuild({ id: 'other', name: 'free', owner: null, replica: 'b' })
+      expect(await builds.countWaitingTemplateBuilds()).toBe(2)
+      await builds.updateTemplateBuild('one', { status: 'ready', finished: true })
+      expect(await builds.claimTemplateBuild('asked', 'b')).toBe(true)
+      expect(await builds.countWaitingTemplateBuilds()).toBe(2)
+    })
+
+    it('keeps template files in chunks by key: read back whole and checked, replaced, one per name, capped, expired', async () => {
+      const files = stores.templateFiles
+      const bytes = 700_000 // three chunks of 256 KiB
+      const kept = await files.putTemplateFile('copy:o:h1', content(bytes))
+      expect(kept).toMatchObject({
+        key: 'copy:o:h1',
+        size: bytes,
+        sha256: createHash('sha256').update('x'.repeat(bytes)).digest('hex'),
+      })
+      expect(kept.name).toBeUndefined()
+      expect(await text((await files.readTemplateFile('copy:o:h1')) as AsyncIterable<Buffer>)).toBe(
+        'x'.repeat(bytes),
+      )
+      await files.putTemplateFile('copy:o:h1', content(10, 'y'))
+      expect(await text((await files.readTemplateFile('copy:o:h1')) as AsyncIterable<Buffer>)).toBe(
+        'y'.repeat(10),
+      )
+      expect(await files.readTemplateFile('copy:o:nope')).toBeUndefined()
+
+      const over = await files
+        .putTemplateFile('copy:o:big', content(300_000), { maxBytes: 200_000 })
+        .catch((e: unknown) => e)
+      expect(TooLargeError.isInstance(over), String(over)).toBe(true)
+      expect(await files.statTemplateFile('copy:o:big')).toBeUndefined()
+
+      await files.putTemplateFile('template:1', content(5), { name: 'team' })
+      expect((await files.namedTemplateFile('team'))?.key).toBe('template:1')
+      await files.putTemplateFile('template:2', content(6), { name: 'team' })
+      expect(await files.namedTemplateFile('team')).toMatchObject({
+        key: 'template:2',
+        name: 'team',
+        size: 6,
+      })
+      expect(await files.statTemplateFile('template:1')).toBeUndefined()
+
+      const later = new Date(Date.now() + 60_000).toISOString()
+      expect(await files.forgetTemplateFiles('copy:', later)).toBe(1)
+      expect(await files.statTemplateFile('copy:o:h1')).toBeUndefined()
+      expect(await files.statTemplateFile('template:2')).toBeDefined()
     })
 
     it('fails the builds whose replica stopped beating, with the reason; live and requested ones stay', async () => {

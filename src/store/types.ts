@@ -476,7 +476,10 @@ export interface TemplateBuildChanges {
  */
 export interface TemplateBuildStore {
   readonly specificationVersion: 'v1'
-  /** Records a build: taken by `replica`, or only requested (no replica yet). */
+  /**
+   * Records a build: taken by `replica`, or only requested (no replica yet). One build of a name is
+   * under way at a time over every replica: taking a second throws a ConflictError.
+   */
   createTemplateBuild(input: {
     id: string
     name: string
@@ -484,8 +487,13 @@ export interface TemplateBuildStore {
     replica?: string
     request?: Record<string, unknown>
   }): Promise<StoredTemplateBuild>
-  /** Takes a requested build for `replica`; false when it was not requested, or another took it. */
+  /**
+   * Takes a requested build for `replica`; false when it was not requested, or another took it; a
+   * ConflictError when another build of its name is under way.
+   */
   claimTemplateBuild(id: string, replica: string): Promise<boolean>
+  /** How many builds that a replica took wait for their turn, over every replica. */
+  countWaitingTemplateBuilds(): Promise<number>
   getTemplateBuild(id: string): Promise<StoredTemplateBuild | undefined>
   updateTemplateBuild(id: string, changes: TemplateBuildChanges): Promise<void>
   /** Adds lines at offsets `from`, `from + 1`, …; lines there already are kept (a retried batch). */
@@ -500,6 +508,41 @@ export interface TemplateBuildStore {
   failLapsedTemplateBuilds(lapseMs: number, reason: string): Promise<number>
   /** Forgets builds that ended, or were requested and never started, before `before` (ISO 8601). */
   forgetTemplateBuilds(before: string): Promise<number>
+}
+
+/** A file kept for templates: the tar of an E2B COPY step's files, or a built template's export. */
+export interface StoredTemplateFile {
+  key: string
+  /** The template name of an export. */
+  name?: string
+  size: number
+  sha256: string
+  createdAt: string
+}
+
+/**
+ * Files that templates need on every replica, kept in the shared database in chunks (never whole
+ * in memory): a COPY's upload reaches the replica that builds, a template's export the replica
+ * that starts a sandbox in it.
+ */
+export interface TemplateFileStore {
+  readonly specificationVersion: 'v1'
+  /**
+   * Keeps the content under `key`, over a file there; with `name`, the file of that name (another
+   * key's) goes. Throws a TooLargeError past `maxBytes`, keeping nothing.
+   */
+  putTemplateFile(
+    key: string,
+    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    options?: { name?: string; maxBytes?: number },
+  ): Promise<StoredTemplateFile>
+  statTemplateFile(key: string): Promise<StoredTemplateFile | undefined>
+  /** The content, checked against its SHA-256 as it is read (the stream fails if it differs); undefined when none. */
+  readTemplateFile(key: string): Promise<Readable | undefined>
+  /** The file kept under a name (a template's export). */
+  namedTemplateFile(name: string): Promise<StoredTemplateFile | undefined>
+  /** Removes the files whose key starts with `prefix` kept before `before` (ISO 8601); how many. */
+  forgetTemplateFiles(prefix: string, before: string): Promise<number>
 }
 
 // ------------------------------------------------------------------ users and sign-in (a separate seam)

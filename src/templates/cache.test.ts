@@ -2,8 +2,9 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync }
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
+import { commitTemplate } from '../test/support/templates.js'
 import { CACHE_RECORD, pruneAfterBuild, pruneTemplates, templateCacheDir } from './cache.js'
-import { openTemplates, writeManifest } from './store.js'
+import { openTemplates } from './store.js'
 
 let home: string
 let cache: string
@@ -21,24 +22,13 @@ function entry(name: string, kib = 64) {
 
 /** A built template (a trixie root) that came from `entries` (undefined: built before they were recorded). */
 function template(id: string, name: string | undefined, entries: string[] | undefined) {
-  const store = openTemplates(home)
-  const folder = store.scratch('build')
-  mkdirSync(join(folder, 'rootfs'))
-  writeFileSync(join(folder, 'rootfs', 'file'), Buffer.alloc(32 * 1024, 1))
-  if (entries) writeFileSync(join(folder, CACHE_RECORD), JSON.stringify({ entries }))
-  writeManifest(folder, {
-    id,
-    base: { kind: 'debian', suite: 'trixie' },
-    hasRootfs: true,
-    python: { path: '/usr/bin/python3', version: '3.13.5' },
-    languages: ['python'],
-    packages: {},
-    env: {},
-    sizeBytes: 0,
-    createdAt: new Date().toISOString(),
+  commitTemplate(home, id, {
+    ...(name ? { name } : {}),
+    fill: (folder) => {
+      writeFileSync(join(folder, 'rootfs', 'file'), Buffer.alloc(32 * 1024, 1))
+      if (entries) writeFileSync(join(folder, CACHE_RECORD), JSON.stringify({ entries }))
+    },
   })
-  store.commit(folder, id)
-  if (name) store.setName(name, id)
 }
 
 describe('template cache pruning', () => {

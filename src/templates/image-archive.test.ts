@@ -13,10 +13,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { create, Header } from 'tar'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { commitTemplate } from '../test/support/templates.js'
 import { refuseRegistryImage } from './base.js'
 import { archiveRoot } from './image-archive.js'
-import { exportTemplate } from './oci.js'
-import { openTemplates, writeManifest } from './store.js'
+import { exportTemplate, importTemplate } from './oci.js'
 
 let work: string
 beforeAll(() => {
@@ -75,26 +75,16 @@ const context = { onLog: (line: string) => void logs.push(line) }
 describe('image archives without podman', () => {
   it('reads the OCI archive that analyst template export writes', async () => {
     const home = join(work, 'home')
-    const store = openTemplates(home)
-    const folder = store.scratch('tiny')
-    tree(join(folder, 'rootfs'), {
-      'etc/os-release': 'ID=tiny\n',
-      'usr/bin/tool': '#!/bin/sh\necho tool\n',
-      'usr/bin/alias': '-> tool',
-    })
     const id = 'a'.repeat(64)
-    writeManifest(folder, {
-      id,
-      base: { kind: 'debian', suite: 'trixie' },
-      hasRootfs: true,
-      python: { path: '/usr/bin/python3', version: '3.13.5' },
-      languages: ['python'],
-      packages: {},
-      env: {},
-      sizeBytes: 0,
-      createdAt: new Date().toISOString(),
+    const template = commitTemplate(home, id, {
+      name: 'tiny',
+      fill: (folder) =>
+        tree(join(folder, 'rootfs'), {
+          'etc/os-release': 'ID=tiny\n',
+          'usr/bin/tool': '#!/bin/sh\necho tool\n',
+          'usr/bin/alias': '-> tool',
+        }),
     })
-    const template = { ...store.commit(folder, id), names: ['tiny'] }
     const out = join(work, 'tiny.tar')
     await exportTemplate(template, out, home)
 
@@ -103,6 +93,26 @@ describe('image archives without podman', () => {
     expect(readFileSync(join(root, 'etc/os-release'), 'utf8')).toBe('ID=tiny\n')
     expect(readlinkSync(join(root, 'usr/bin/alias'))).toBe('tool')
     expect(existsSync(`${root}.archive`)).toBe(false)
+  })
+
+  it('exports and imports a template over the host with no pip layer (no venv): the same id, still no venv', async () => {
+    const home = join(work, 'host-home')
+    const id = 'b'.repeat(64)
+    const template = commitTemplate(home, id, {
+      name: 'env-only',
+      manifest: { base: { kind: 'host' }, hasRootfs: false, env: { BUILT_ON: 'a' } },
+    })
+    const out = join(work, 'env-only.tar')
+    await exportTemplate(template, out, home)
+    const elsewhere = join(work, 'host-elsewhere')
+    const { template: imported, existed } = await importTemplate(out, elsewhere)
+    expect([imported.id, imported.names, imported.env, existed]).toEqual([
+      id,
+      ['env-only'],
+      { BUILT_ON: 'a' },
+      false,
+    ])
+    expect(existsSync(join(imported.dir, 'venv'))).toBe(false)
   })
 
   it('applies a docker-archive’s layers in order with their whiteouts, never through a link', async () => {

@@ -69,6 +69,9 @@ export async function exportTemplate(
         ['-c', '-f', layerFile, '--numeric-owner', '--xattrs', '--sort=name', '-C', template.rootfs, '.'],
         'Packing the root',
       )
+    else if (!existsSync(join(template.dir, 'venv')))
+      // Over the host's Python with no pip layer (env, workdir, start only): no venv, an empty layer.
+      await tar(['-c', '-f', layerFile, '-T', '/dev/null'], 'Packing the empty layer')
     else
       await tar(
         [
@@ -213,7 +216,8 @@ export async function importTemplate(
       ['-x', '-f', layer, '-C', target, '--numeric-owner', '--xattrs', '--same-permissions'],
       'Unpacking the layer',
     )
-    if (!manifest.hasRootfs) renameSync(join(folder, VENV.slice(1)), join(folder, 'venv'))
+    if (!manifest.hasRootfs && existsSync(join(folder, VENV.slice(1))))
+      renameSync(join(folder, VENV.slice(1)), join(folder, 'venv'))
     if (!manifest.hasRootfs)
       rmSync(join(folder, VENV.slice(1).split('/')[0] as string), { recursive: true, force: true })
     writeManifest(folder, manifest)

@@ -3,23 +3,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { InvalidArgumentError, NotFoundError } from '../errors.js'
-import { openTemplates, resolveTemplate, type TemplateManifest, writeManifest } from './store.js'
+import { commitTemplate } from '../test/support/templates.js'
+import { openTemplates, resolveTemplate, type TemplateManifest } from './store.js'
 
 const idOf = (char: string) => char.repeat(64)
 
-function manifest(id: string, overrides: Partial<TemplateManifest> = {}): TemplateManifest {
-  return {
-    id,
-    base: { kind: 'debian', suite: 'trixie' },
-    hasRootfs: true,
-    python: { path: '/opt/venv/bin/python', version: '3.13.5' },
-    languages: ['python'],
-    packages: { pandas: '2.2.3' },
-    env: { PATH: '/opt/venv/bin:/usr/bin:/bin' },
-    sizeBytes: 1000,
-    createdAt: new Date().toISOString(),
-    ...overrides,
-  }
+/** What these tests' templates have beyond the shared default: a venv's Python, pandas, a PATH. */
+const DEFAULTS: Partial<TemplateManifest> = {
+  python: { path: '/opt/venv/bin/python', version: '3.13.5' },
+  packages: { pandas: '2.2.3' },
+  env: { PATH: '/opt/venv/bin:/usr/bin:/bin' },
+  sizeBytes: 1000,
 }
 
 describe('template store', () => {
@@ -31,13 +25,7 @@ describe('template store', () => {
 
   /** A build as the builder makes it: a scratch folder, its rootfs, the manifest last, committed. */
   function build(id: string, name?: string, overrides: Partial<TemplateManifest> = {}) {
-    const store = openTemplates(home)
-    const folder = store.scratch('build')
-    mkdirSync(join(folder, 'rootfs'))
-    writeManifest(folder, manifest(id, overrides))
-    const built = store.commit(folder, id)
-    if (name) store.setName(name, id)
-    return built
+    return commitTemplate(home, id, { ...(name ? { name } : {}), manifest: { ...DEFAULTS, ...overrides } })
   }
 
   it('resolves a name, an id and an id prefix to the folder and rootfs where they are', () => {
@@ -104,10 +92,7 @@ describe('template store', () => {
   it('keeps the template already committed under an id unless told to replace it', () => {
     build(idOf('a'), undefined, { sizeBytes: 1 })
     expect(build(idOf('a'), undefined, { sizeBytes: 2 }).sizeBytes).toBe(1)
-    const store = openTemplates(home)
-    const folder = store.scratch('build')
-    writeManifest(folder, manifest(idOf('a'), { sizeBytes: 3 }))
-    expect(store.commit(folder, idOf('a'), { replace: true }).sizeBytes).toBe(3)
-    expect(store.list()).toHaveLength(1)
+    expect(commitTemplate(home, idOf('a'), { manifest: { sizeBytes: 3 }, replace: true }).sizeBytes).toBe(3)
+    expect(openTemplates(home).list()).toHaveLength(1)
   })
 })

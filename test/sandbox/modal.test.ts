@@ -29,9 +29,9 @@ import {
 } from '../../src/sandbox/modal/index.js'
 import { sessionDetail } from '../../src/server/views.js'
 import { loadSessionHistory } from '../../src/store/index.js'
-import { openTemplates, writeManifest } from '../../src/templates/store.js'
 import { describeConformance } from '../../src/test/conformance.js'
 import { type FakeModal, startFakeModal } from '../../src/test/support/modal-control-plane.js'
+import { commitTemplate } from '../../src/test/support/templates.js'
 import { askAll, openTestService } from '../support/service.js'
 import { waitFor } from '../support/wait.js'
 
@@ -157,24 +157,13 @@ describe('modal templates', () => {
   /** A template in a store of its own, as a build leaves it: its manifest and the recipe it was built from. */
   function storeWith(name: string, recipe: unknown, env: Record<string, string> = {}) {
     const home = mkdtempSync(join(tmpdir(), 'analyst-modal-templates-'))
-    const store = openTemplates(home)
-    const folder = store.scratch('test')
-    writeFileSync(join(folder, 'recipe.json'), JSON.stringify(recipe))
     const id = createHash('sha256').update(JSON.stringify(recipe)).digest('hex')
-    writeManifest(folder, {
-      id,
-      base: { kind: 'debian', suite: 'trixie' },
-      hasRootfs: false,
+    commitTemplate(home, id, {
+      name,
       // The fake runs the kernel with the host's Python; on Modal it is the image's.
-      python: { path: 'python3', version: '3.13.5' },
-      languages: ['python'],
-      packages: {},
-      env,
-      sizeBytes: 0,
-      createdAt: new Date().toISOString(),
+      manifest: { hasRootfs: false, python: { path: 'python3', version: '3.13.5' }, env },
+      fill: (folder) => writeFileSync(join(folder, 'recipe.json'), JSON.stringify(recipe)),
     })
-    store.commit(folder, id)
-    store.setName(name, id)
     return home
   }
 

@@ -5,15 +5,19 @@
  * are answered one after the other across replicas, a client watching a run reconnects to the
  * other replica, and a replica killed with -9 mid-run leaves an interrupted run that goes on
  * elsewhere with every committed step kept. A template build started on A is polled and cancelled
- * through B. And PostgreSQL restarted under a burst: requests meet a
+ * through B, and its template starts sandboxes on B; a second build of its name is refused on B;
+ * E2B's COPY files uploaded to A are found by the build started on B. And PostgreSQL restarted under a burst: requests meet a
  * 503 with Retry-After, not a 500, the runs it cut off end as interrupted, and all answers again.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { buffer } from 'node:stream/consumers'
 import parsePrometheus from 'parse-prometheus-text-format'
+import { create as createTar } from 'tar'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
@@ -240,6 +244,30 @@ describe('analyst serve replicas over PostgreSQL', () => {
     expect(page.status).toBe('ready')
     expect(page.logEntries.map((entry) => entry.message)).toEqual(messages.slice(1, 3))
 
+    // Built on A, started through B (its home has no templates): B brings it from the database.
+    expect(messages).toContainEqual(expect.stringMatching(/^Shared with the other replicas/))
+    const created = await fetch(`${b.url}/v2/sandboxes`, {
+      method: 'POST',
+      headers: { 'x-api-key': 'any', 'content-type': 'application/json' },
+      body: JSON.stringify({ templateID: 'replica-env' }),
+    })
+    const sandbox = (await created.json()) as { sandboxID: string }
+    expect(created.status, JSON.stringify(sandbox)).toBe(201)
+    await fetch(`${b.url}/sandboxes/${sandbox.sandboxID}`, {
+      method: 'DELETE',
+      headers: { 'x-api-key': 'any' },
+    })
+    const made = await fetch(`${b.url}/api/sessions`, {
+      method: 'POST',
+      body: JSON.stringify({ template: 'replica-env' }),
+    })
+    const session = (await made.json()) as { id: string }
+    expect(made.status, JSON.stringify(session)).toBe(201)
+    script.push({ code: "import os\nprint('built on', os.environ.get('BUILT_ON'))" }, (request) => ({
+      content: lastObservation(request).includes('built on a') ? 'Built on A.' : 'Not in the template.',
+    }))
+    expect(answer(await askOverSse(b.url, session.id, 'Where was it built?'))).toBe('Built on A.')
+
     // A build that would hang (pip waits on an index that never answers), started on A, cancelled from B: A stops it.
     const sockets = new Set<Socket>()
     const silent = createServer((socket) => void sockets.add(socket))
@@ -257,6 +285,12 @@ describe('analyst serve replicas over PostgreSQL', () => {
         'building',
       { what: 'the slow build to start' },
     )
+    // One build of a name at a time, over both replicas.
+    const twice = await post(b, { base: 'host' }, 'replica-slow')
+    expect([twice.status, ((await twice.json()) as { error: { message: string } }).error.message]).toEqual([
+      409,
+      'A build of "replica-slow" is under way already (on this replica or another)',
+    ])
     expect((await fetch(`${b.url}/api/templates/builds/${slowId}`, { method: 'DELETE' })).status).toBe(204)
     const cancelled = await waitFor(
       async () => {
@@ -270,6 +304,57 @@ describe('analyst serve replicas over PostgreSQL', () => {
     expect(cancelled).toMatchObject({ status: 'cancelled', reason: { message: 'the build was cancelled' } })
     for (const socket of sockets) socket.destroy()
     silent.close()
+  }, 120_000)
+
+  it("E2B's COPY: the files hash asked of B, the files uploaded to A, the build started on B finds them", async () => {
+    const e2b = { 'x-api-key': 'any', 'content-type': 'application/json' }
+    const requested = await fetch(`${a.url}/v3/templates`, {
+      method: 'POST',
+      headers: e2b,
+      body: JSON.stringify({ name: 'replica-copy' }),
+    })
+    expect(requested.status).toBe(202)
+    const { buildID } = (await requested.json()) as { buildID: string }
+    const hash = createHash('sha256').update('replica-copy files').digest('hex')
+    const asked = (await (
+      await fetch(`${b.url}/templates/replica-copy/files/${hash}`, { headers: e2b })
+    ).json()) as { present: boolean; url: string }
+    expect(asked.present).toBe(false)
+    // The upload URL names B; a load balancer without affinity sends the PUT to A.
+    const put = new URL(asked.url)
+    const context = mkdtempSync(join(tmpdir(), 'analyst-replica-copy-'))
+    writeFileSync(join(context, 'greeting.txt'), 'hello from A\n')
+    const body = await buffer(createTar({ cwd: context, gzip: true }, ['greeting.txt']))
+    rmSync(context, { recursive: true, force: true })
+    const uploaded = await fetch(`${a.url}${put.pathname}${put.search}`, { method: 'PUT', body })
+    expect(uploaded.status, await uploaded.text()).toBeLessThan(300)
+    expect(
+      (
+        (await (await fetch(`${b.url}/templates/replica-copy/files/${hash}`, { headers: e2b })).json()) as {
+          present: boolean
+        }
+      ).present,
+    ).toBe(true)
+    // The host's Python takes no files: the build fails there, after B unpacked them.
+    const started = await fetch(`${b.url}/v2/templates/replica-copy/builds/${buildID}`, {
+      method: 'POST',
+      headers: e2b,
+      body: JSON.stringify({
+        fromTemplate: 'code-interpreter-v1',
+        steps: [{ type: 'COPY', args: ['greeting.txt', '/opt/greeting.txt'], filesHash: hash, force: false }],
+      }),
+    })
+    expect(started.status, await started.text()).toBe(202)
+    const status = await waitFor(
+      async () => {
+        const polled = (await (
+          await fetch(`${a.url}/templates/replica-copy/builds/${buildID}/status`, { headers: e2b })
+        ).json()) as { status: string; reason?: { message: string } }
+        return polled.status === 'error' || polled.status === 'ready' ? polled : undefined
+      },
+      { what: 'the COPY build to end' },
+    )
+    expect(status.reason?.message).toMatch(/files cannot be copied in over the host's Python/)
   }, 120_000)
 
   it('kill -9 of A mid-run: B marks the run interrupted when the lease lapses, and the session goes on there', async () => {

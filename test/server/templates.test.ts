@@ -14,7 +14,7 @@ import { type RunningServer, startServer } from '../../src/server/index.js'
 import type { BuildTemplate } from '../../src/server/template-runs.js'
 import type { TemplateBuildView, TemplateView } from '../../src/server/types.js'
 import { exportTemplate } from '../../src/templates/oci.js'
-import { openTemplates, writeManifest } from '../../src/templates/store.js'
+import { commitTemplate } from '../../src/test/support/templates.js'
 import { readSse } from '../support/sse.js'
 
 const ALICE = 'alice-token-for-templates'
@@ -30,26 +30,15 @@ const fakeBuilder: BuildTemplate = async (recipe, options) => {
     await new Promise((_, reject) =>
       options.signal?.addEventListener('abort', () => reject(options.signal?.reason)),
     )
-  const store = openTemplates(options.home)
   const id = createHash('sha256')
     .update(JSON.stringify(recipe.steps) + String(recipe.name))
     .digest('hex')
-  const folder = store.scratch('fake')
-  mkdirSync(join(folder, 'venv', 'bin'), { recursive: true })
-  writeManifest(folder, {
-    id,
-    base: { kind: 'debian', suite: 'trixie' },
-    hasRootfs: false,
-    python: { path: '/usr/bin/python3', version: '3.13.5' },
-    languages: ['python'],
-    packages: { pandas: '2.2.3' },
-    env: {},
-    sizeBytes: 123_456,
-    createdAt: new Date().toISOString(),
+  const template = commitTemplate(options.home, id, {
+    name: options.name as string,
+    manifest: { hasRootfs: false, packages: { pandas: '2.2.3' }, sizeBytes: 123_456 },
+    fill: (folder) => mkdirSync(join(folder, 'venv', 'bin'), { recursive: true }),
   })
-  const built = store.commit(folder, id)
-  store.setName(options.name as string, id)
-  return { template: { ...built, names: [options.name as string] } }
+  return { template }
 }
 
 async function start(allowTemplateBuilds: boolean) {

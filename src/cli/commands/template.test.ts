@@ -1,9 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { openTemplates, writeManifest } from '../../templates/store.js'
+import { commitTemplate } from '../../test/support/templates.js'
 import { UsageError } from '../errors.js'
 import { templateBuild, templateList, templateRemove, templateShow } from './template.js'
 
@@ -21,22 +21,16 @@ describe('analyst template list, show, rm', () => {
   const id = 'a'.repeat(64)
   beforeEach(() => {
     home = mkdtempSync(join(tmpdir(), 'analyst-template-cli-'))
-    const store = openTemplates(home)
-    const folder = store.scratch('build')
-    mkdirSync(join(folder, 'rootfs'))
-    writeManifest(folder, {
-      id,
-      base: { kind: 'debian', suite: 'trixie' },
-      hasRootfs: true,
-      python: { path: '/usr/bin/python3', version: '3.13.5' },
-      languages: ['python', 'bash'],
-      packages: { pandas: '2.2.3', numpy: '2.2.4' },
-      env: { TZ: 'UTC' },
-      sizeBytes: 1.5 * 1024 ** 3,
-      createdAt: '2026-12-04T19:00:00.000Z',
+    commitTemplate(home, id, {
+      name: 'modern',
+      manifest: {
+        languages: ['python', 'bash'],
+        packages: { pandas: '2.2.3', numpy: '2.2.4' },
+        env: { TZ: 'UTC' },
+        sizeBytes: 1.5 * 1024 ** 3,
+        createdAt: '2026-12-04T19:00:00.000Z',
+      },
     })
-    store.commit(folder, id)
-    store.setName('modern', id)
   })
   afterEach(() => rmSync(home, { recursive: true, force: true }))
   const env = () => ({ ANALYST_HOME: home })

@@ -235,6 +235,9 @@ export function controlRoutes({
   app.post('/v2/sandboxes', async (c) => {
     if (closing()) return e2bError(c, 503, 'The server is shutting down')
     const request = await body(c, NewSandbox)
+    // Built on another replica: brought here first (the server's own need no look).
+    const asked = request.templateID.replace(/:latest$/, '')
+    if (!TEMPLATES.includes(asked)) await templates?.ensure?.(asked)
     const found = templateFor(request.templateID)
     if (found === null) {
       const built = templates?.list().flatMap((t) => t.names) ?? []

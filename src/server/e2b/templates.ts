@@ -9,9 +9,9 @@
  * 4. `GET /templates/{id}/builds/{buildId}/status?logsOffset=N` until ready or error, with the log
  *    entries from N on.
  *
- * A build is recorded in the store from step 1 on, so that its steps (3) and its status (4) may
- * reach any replica over the same database; the files uploaded in step 2 are still kept by the
- * replica that took them (template-files.ts).
+ * A build is recorded in the store from step 1 on, and the files uploaded in step 2 are kept there
+ * too (template-files.ts), so that each of these requests may reach any replica over the same
+ * database.
  *
  * Builds are off unless the server allows them (--allow-template-builds), and for administrators
  * when sign-in is on. A template's E2B id is its name: `Sandbox.create(name)` starts it.
@@ -148,12 +148,12 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     )
   })
 
-  app.get('/templates/:id/files/:hash', (c) => {
+  app.get('/templates/:id/files/:hash', async (c) => {
     mayBuild(c)
     const hash = c.req.param('hash')
-    if (files.present(c.env.owner, hash)) return c.json({ present: true }, 201)
+    if (await files.present(c.env.owner, hash)) return c.json({ present: true }, 201)
     const url = new URL(c.req.url)
-    url.search = new URLSearchParams({ upload: files.uploadSecret(c.env.owner, hash) }).toString()
+    url.search = new URLSearchParams({ upload: await files.uploadSecret(c.env.owner, hash) }).toString()
     return c.json({ present: false, url: url.toString() }, 201)
   })
 
@@ -166,7 +166,8 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     }
     const request = readBuildRequest(await c.req.json().catch(() => undefined), names())
     const owner = c.env.owner
-    const missing = request.files.find((hash) => !files.present(owner, hash))
+    const present = await Promise.all(request.files.map((hash) => files.present(owner, hash)))
+    const missing = request.files.find((_hash, i) => !present[i])
     if (missing)
       throw new InvalidArgumentError(
         `The files of hash ${missing.slice(0, 12)}… (a COPY step) were not uploaded`,
@@ -220,10 +221,11 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     })
   })
 
-  app.get('/templates/aliases/:alias', (c) => {
+  app.get('/templates/aliases/:alias', async (c) => {
     const alias = c.req.param('alias')
     if (TEMPLATES.includes(alias)) return c.json({ templateID: alias, public: true })
     const name = alias.replace(/:latest$/, '')
+    await catalog.ensure?.(name)
     return names().includes(name)
       ? c.json({ templateID: name, public: false })
       : e2bFail(c, 404, `template "${alias}" doesn't exist`)

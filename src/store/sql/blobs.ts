@@ -14,6 +14,60 @@ import type { Database } from './schema.js'
 
 export const CHUNK_BYTES = 256 * 1024
 
+/**
+ * A stream's content written as numbered chunks of CHUNK_BYTES (the last one shorter), each by
+ * `insert`, one after the other: never more than a chunk or two in memory.
+ */
+export function chunkWriter(insert: (seq: number, data: Buffer) => Promise<unknown>): Writable {
+  let pending: Buffer[] = []
+  let pendingBytes = 0
+  let seq = 0
+  /** Writes whole chunks (and, at the end, the rest). */
+  const flush = async (end: boolean) => {
+    let buffered = Buffer.concat(pending, pendingBytes)
+    while (buffered.length >= CHUNK_BYTES || (end && buffered.length > 0)) {
+      const data = buffered.subarray(0, CHUNK_BYTES)
+      buffered = buffered.subarray(data.length)
+      await insert(seq++, data)
+    }
+    pending = [buffered]
+    pendingBytes = buffered.length
+  }
+  return new Writable({
+    write: (chunk: Buffer, _encoding, done) => {
+      pending.push(chunk)
+      pendingBytes += chunk.length
+      if (pendingBytes < CHUNK_BYTES) return done()
+      flush(false).then(() => done(), done)
+    },
+    final: (done) => {
+      flush(true).then(() => done(), done)
+    },
+  })
+}
+
+/** The tables of chunks: the same columns but for the name of the key (a blob's hash, a template file's key). */
+const CHUNK_KEY = { blob_chunks: 'blob', template_file_chunks: 'file' } as const
+
+/** The content `chunkWriter` wrote under `key` in `table`, read back one chunk at a time. */
+export function chunkReader(db: Kysely<Database>, table: keyof typeof CHUNK_KEY, key: string): Readable {
+  return Readable.from(
+    (async function* () {
+      for (let seq = 0; ; seq++) {
+        // One shape for both tables: typed as blob_chunks.
+        const row = await db
+          .selectFrom(table as 'blob_chunks')
+          .select('data')
+          .where(CHUNK_KEY[table] as 'blob', '=', key)
+          .where('seq', '=', seq)
+          .executeTakeFirst()
+        if (!row) return
+        yield Buffer.from(row.data)
+      }
+    })(),
+  )
+}
+
 export class SqlBlobStore implements BlobStore {
   readonly specificationVersion = 'v1'
   readonly provider: string
@@ -31,31 +85,9 @@ export class SqlBlobStore implements BlobStore {
   ): Promise<BlobInfo> {
     const part = `part-${randomUUID()}`
     const measured = measure(options.maxBytes)
-    let pending: Buffer[] = []
-    let pendingBytes = 0
-    let seq = 0
-    /** Writes whole chunks (and, at the end, the rest). */
-    const flush = async (end: boolean) => {
-      let buffered = Buffer.concat(pending, pendingBytes)
-      while (buffered.length >= CHUNK_BYTES || (end && buffered.length > 0)) {
-        const data = buffered.subarray(0, CHUNK_BYTES)
-        buffered = buffered.subarray(data.length)
-        await this.db.insertInto('blob_chunks').values({ blob: part, seq: seq++, data }).execute()
-      }
-      pending = [buffered]
-      pendingBytes = buffered.length
-    }
-    const writer = new Writable({
-      write: (chunk: Buffer, _encoding, done) => {
-        pending.push(chunk)
-        pendingBytes += chunk.length
-        if (pendingBytes < CHUNK_BYTES) return done()
-        flush(false).then(() => done(), done)
-      },
-      final: (done) => {
-        flush(true).then(() => done(), done)
-      },
-    })
+    const writer = chunkWriter((seq, data) =>
+      this.db.insertInto('blob_chunks').values({ blob: part, seq, data }).execute(),
+    )
     try {
       await pipeline(toStream(source), measured, writer, { signal: options.signal })
       const { sha256, size } = measured.digest()
@@ -79,21 +111,7 @@ export class SqlBlobStore implements BlobStore {
   async get(sha256: string): Promise<Readable | undefined> {
     const info = await this.stat(sha256)
     if (!info) return undefined
-    const db = this.db
-    return Readable.from(
-      (async function* () {
-        for (let seq = 0; ; seq++) {
-          const row = await db
-            .selectFrom('blob_chunks')
-            .select('data')
-            .where('blob', '=', sha256)
-            .where('seq', '=', seq)
-            .executeTakeFirst()
-          if (!row) return
-          yield Buffer.from(row.data)
-        }
-      })(),
-    )
+    return chunkReader(this.db, 'blob_chunks', sha256)
   }
 
   async stat(sha256: string): Promise<BlobInfo | undefined> {

@@ -4,7 +4,7 @@
  * asked of `Dialect`.
  * @module
  */
-import type { ColumnDefinitionBuilder, ColumnType, Generated, Kysely } from 'kysely'
+import { type ColumnDefinitionBuilder, type ColumnType, type Generated, type Kysely, sql } from 'kysely'
 import { AnalystError } from '../../errors.js'
 
 export interface SessionsTable {
@@ -257,6 +257,29 @@ export interface AuditTable {
   detail: string | null
 }
 
+/**
+ * Since migration 12: files kept for templates in the database, so that every replica reaches
+ * them: the tar of an E2B COPY step's files (`copy:<owner key>:<files hash>`, expired after a
+ * while) and a built template's export (`template:<id>`, under the name it was built as).
+ */
+export interface TemplateFilesTable {
+  key: string
+  /** A template's name, for its export; null for a COPY's files. */
+  name: string | null
+  size: number
+  /** The content's SHA-256, checked as it is read back. */
+  sha256: string
+  created_at: string
+}
+
+/** Since migration 12: a template file's content in chunks, numbered from 0 (as blob_chunks). */
+export interface TemplateFileChunksTable {
+  /** The file's key, or `part-<uuid>` while it is being written. */
+  file: string
+  seq: number
+  data: Uint8Array
+}
+
 export interface Database {
   users: UsersTable
   browser_sessions: BrowserSessionsTable
@@ -279,6 +302,8 @@ export interface Database {
   eval_results: EvalResultsTable
   template_builds: TemplateBuildsTable
   template_build_logs: TemplateBuildLogsTable
+  template_files: TemplateFilesTable
+  template_file_chunks: TemplateFileChunksTable
 }
 
 /** What differs between dialects in the migrations. */
@@ -585,6 +610,37 @@ export const MIGRATIONS: Migration[] = [
       .addColumn('line', 'text', (c) => c.notNull())
       .addPrimaryKeyConstraint('template_build_logs_pk', ['build_id', 'seq'])
       .execute()
+  },
+  // 12: templates across replicas: the files of E2B's COPY steps and built templates' exports,
+  // in chunks, so that a build or a sandbox on any replica finds them; and one build per name
+  // under way, over every replica (the replica that claims a second one meets the index).
+  async (db, dialect) => {
+    await db.schema
+      .createTable('template_files')
+      .addColumn('key', 'text', (c) => c.primaryKey())
+      .addColumn('name', 'text')
+      .addColumn('size', 'bigint', (c) => c.notNull())
+      .addColumn('sha256', 'text', (c) => c.notNull())
+      .addColumn('created_at', 'text', (c) => c.notNull())
+      .execute()
+    await db.schema.createIndex('template_files_name').on('template_files').columns(['name']).execute()
+    await db.schema
+      .createTable('template_file_chunks')
+      .addColumn('file', 'text', (c) => c.notNull())
+      .addColumn('seq', 'integer', (c) => c.notNull())
+      .addColumn('data', dialect.binary, (c) => c.notNull())
+      .addPrimaryKeyConstraint('template_file_chunks_pk', ['file', 'seq'])
+      .execute()
+    // Builds of one name under way before the upgrade, on two replicas: the older ones fail.
+    const underWay = sql`replica is not null and status in ('waiting', 'building')`
+    await sql`update template_builds set status = 'error', finished_at = ${new Date().toISOString()},
+      reason = ${JSON.stringify({ message: 'another build of this name was under way' })}
+      where ${underWay} and exists (select 1 from template_builds later
+        where later.name = template_builds.name and later.replica is not null
+        and later.status in ('waiting', 'building') and later.id > template_builds.id)`.execute(db)
+    await sql`create unique index template_builds_one_per_name on template_builds (name) where ${underWay}`.execute(
+      db,
+    )
   },
 ]
 

@@ -5,6 +5,7 @@
  * @module
  */
 import { type Kysely, type Selectable, sql } from 'kysely'
+import { ConflictError } from '../../errors.js'
 import type {
   StoredTemplateBuild,
   TemplateBuildChanges,
@@ -19,6 +20,18 @@ import { now, type SqlRuntime } from './store.js'
 const UNDER_WAY = ['waiting', 'building']
 
 const json = (text: string | null) => (text === null ? undefined : JSON.parse(text))
+
+/**
+ * A second build of a name under way, as the unique index of migration 12 refuses it (PostgreSQL
+ * names the index, SQLite the column): a ConflictError; any other error as it was.
+ */
+function busy(error: unknown, name: string): never {
+  if (/template_builds_one_per_name|UNIQUE constraint failed: template_builds\.name/.test(String(error)))
+    throw new ConflictError(`A build of "${name}" is under way already (on this replica or another)`, {
+      hint: 'Wait for it to end, or cancel it first.',
+    })
+  throw error
+}
 
 function toBuild(row: Selectable<TemplateBuildsTable> & { beat_ms_ago: number | null }): StoredTemplateBuild {
   return {
@@ -70,6 +83,7 @@ export class SqlTemplateBuildStore implements TemplateBuildStore {
         finished_at: null,
       })
       .execute()
+      .catch((error: unknown) => busy(error, input.name))
     return (await this.getTemplateBuild(input.id)) as StoredTemplateBuild
   }
 
@@ -81,7 +95,20 @@ export class SqlTemplateBuildStore implements TemplateBuildStore {
       .where('replica', 'is', null)
       .where('status', '=', 'waiting')
       .executeTakeFirst()
+      .catch(async (error: unknown) =>
+        busy(error, (await this.getTemplateBuild(id))?.name ?? 'this template'),
+      )
     return Number(result.numUpdatedRows) === 1
+  }
+
+  async countWaitingTemplateBuilds(): Promise<number> {
+    const row = await this.db
+      .selectFrom('template_builds')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('status', '=', 'waiting')
+      .where('replica', 'is not', null)
+      .executeTakeFirst()
+    return Number(row?.n ?? 0)
   }
 
   async getTemplateBuild(id: string): Promise<StoredTemplateBuild | undefined> {
