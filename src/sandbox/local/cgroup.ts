@@ -115,8 +115,15 @@ function readCount(file: string, key: string): number {
   }
 }
 
+const COUNT_PATTERNS = new Map<string, RegExp>()
+
 function countIn(text: string | undefined, key: string): number {
-  const match = text?.match(new RegExp(`^${key} (\\d+)`, 'm'))
+  let pattern = COUNT_PATTERNS.get(key)
+  if (!pattern) {
+    pattern = new RegExp(`^${key} (\\d+)`, 'm')
+    COUNT_PATTERNS.set(key, pattern)
+  }
+  const match = text?.match(pattern)
   return match ? Number(match[1]) : 0
 }
 
@@ -176,8 +183,9 @@ class CounterFiles {
       let text = ''
       for (let at = 0; ; ) {
         const read = readSync(fd, this.buffer, 0, this.buffer.length, at)
-        if (read === 0) return text
         text += this.buffer.toString('utf8', 0, read)
+        // A cgroup file gives all it holds to one read large enough: a short read is the end.
+        if (read < this.buffer.length) return text
         at += read
       }
     } catch {
@@ -441,12 +449,16 @@ function v1(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
     const accounting = dirs.cpuacct
     const procsFiles = created.map((dir) => join(dir, 'cgroup.procs'))
     for (const file of procsFiles) chownSync(file, uid, uid)
+    // The paths made once: a cell reads them at its start and end.
     const counters = new CounterFiles()
-    const oomKills = () => counters.count(join(memory, 'memory.oom_control'), 'oom_kill')
-    const budgetReached = () =>
-      counters.number(join(found.dirs.get('memory') as string, 'memory.failcnt')) ?? 0
+    const oomControl = join(memory, 'memory.oom_control')
+    const failures = join(found.dirs.get('memory') as string, 'memory.failcnt')
+    const cpuUsage = accounting && join(accounting, 'cpuacct.usage')
+    const peaks = PEAK_FILES_V1.map((file) => join(memory, file))
+    const oomKills = () => counters.count(oomControl, 'oom_kill')
+    const budgetReached = () => counters.number(failures) ?? 0
     const cpuSeconds = () => {
-      const nanoseconds = accounting ? counters.number(join(accounting, 'cpuacct.usage')) : undefined
+      const nanoseconds = cpuUsage ? counters.number(cpuUsage) : undefined
       return nanoseconds === undefined ? undefined : nanoseconds / 1e9
     }
     return {
@@ -456,7 +468,7 @@ function v1(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
       cpuSeconds,
       memoryMark: () => {
         // The peaks start again from what is used now (any write resets them).
-        for (const file of PEAK_FILES_V1) counters.write(join(memory, file), '0')
+        for (const file of peaks) counters.write(file, '0')
         return { oomKills: oomKills(), ownLimit: 0, budget: budgetReached() }
       },
       oomCause: (mark) => {
@@ -517,14 +529,16 @@ function v2(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
   const procs = join(dir, 'cgroup.procs')
   chownSync(procs, uid, uid)
   const counters = new CounterFiles()
-  const oomKills = () => counters.count(join(dir, 'memory.events'), 'oom_kill')
+  const events = join(dir, 'memory.events')
+  const cpuStat = join(dir, 'cpu.stat')
+  const oomKills = () => counters.count(events, 'oom_kill')
   // `oom`: the times this group's own limit was reached and reclaim could not make room (local:
   // not its descendants'); the parent's is the budget's.
   const ownEvents = localEvents(dir)
   const budgetEvents = localEvents(found.dirs.get('') as string)
   const ownLimit = () => counters.count(ownEvents, 'oom')
   const budget = () => counters.count(budgetEvents, 'oom')
-  const cpuSeconds = () => counters.count(join(dir, 'cpu.stat'), 'usage_usec') / 1e6
+  const cpuSeconds = () => counters.count(cpuStat, 'usage_usec') / 1e6
   return {
     paths: [dir],
     procsFiles: [procs],
