@@ -152,7 +152,7 @@ function tryWrite(file: string, value: string): boolean {
  * Closed with the group; after that, each call opens the file again.
  */
 class CounterFiles {
-  /** An open file, or null where it could not be opened (v1's memsw files without swap accounting). */
+  /** An open file, or null where there is none (v1's memsw files without swap accounting). */
   private readonly fds = new Map<string, number | null>()
   private readonly buffer = Buffer.alloc(1024)
   private closed = false
@@ -162,7 +162,9 @@ class CounterFiles {
     if (fd !== undefined) return fd
     try {
       fd = openSync(file, flags)
-    } catch {
+    } catch (error) {
+      // Tried again at the next call unless the file is not there (out of descriptors, say).
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return null
       fd = null
     }
     this.fds.set(file, fd)
