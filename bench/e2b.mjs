@@ -37,6 +37,24 @@ const option = (name, fallback) => {
 }
 
 /**
+ * The server in a child process (this file with --serve [dist]): its URL, a refill of its warm pool
+ * (each create refills it in the background: waited for, so no kernel starts while timing), and
+ * its CPU time so far in microseconds (less bent by a busy machine than wall time).
+ */
+async function serverChild(args = []) {
+  const child = fork(fileURLToPath(import.meta.url), ['--serve', ...args], {
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  })
+  const reply = () => new Promise((done) => child.once('message', done))
+  const { url } = await reply()
+  const ask = async (message) => {
+    child.send(message)
+    return reply()
+  }
+  return { child, url, warm: () => ask('warm'), cpu: async () => (await ask('cpu')).cpu }
+}
+
+/**
  * `--ab <distA> <distB>`: `runCode('1 + 1')` through the SDK against two builds of `analyst serve`
  * (e.g. a copy of main's dist and a branch's), each in its own process, in alternating rounds so
  * that both meet the same moments of a busy machine; with each server's CPU time per round trip.
@@ -53,15 +71,7 @@ async function ab() {
   const trips = option('--trips', 25)
   const sides = []
   for (const dist of dists) {
-    const child = fork(fileURLToPath(import.meta.url), ['--serve', dist], {
-      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    })
-    const reply = () => new Promise((done) => child.once('message', done))
-    const { url } = await reply()
-    const warm = async () => {
-      child.send('warm')
-      await reply()
-    }
+    const { child, url, warm, cpu } = await serverChild([dist])
     const connection = { apiUrl: url, sandboxUrl: url, apiKey: TOKEN, timeoutMs: 3_600_000 }
     const fresh = await E2BSandbox.create(connection)
     await warm()
@@ -77,11 +87,6 @@ for i in range(10_000):
       { timeoutMs: 600_000 },
     )
     if (made.error) throw new Error(`writing the files: ${made.error.value}`)
-    /** The server's CPU time so far, in microseconds (less bent by a busy machine than wall time). */
-    const cpu = async () => {
-      child.send('cpu')
-      return (await reply()).cpu
-    }
     sides.push({ dist, child, cpu, sandboxes: { fresh, filled }, times: { fresh: [], filled: [] }, cpuUs: 0 })
   }
   const onePlusOne = async (sandbox) => {
@@ -141,16 +146,7 @@ if (serveAt !== -1) {
 } else if (process.argv.includes('--ab')) {
   await ab()
 } else {
-  const child = fork(fileURLToPath(import.meta.url), ['--serve'], {
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  })
-  const reply = () => new Promise((resolve) => child.once('message', resolve))
-  const { url } = await reply()
-  /** Each create refills a pool in the background: wait for it, so no kernel starts while timing. */
-  const warmRemote = async () => {
-    child.send('warm')
-    await reply()
-  }
+  const { child, url, warm: warmRemote } = await serverChild()
   process.env.E2B_API_URL = url
   process.env.E2B_SANDBOX_URL = url
   process.env.E2B_API_KEY = TOKEN
