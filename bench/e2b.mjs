@@ -5,15 +5,14 @@
 // the files calls that carry envd's details (list, getInfo) beside a plain read of the same file.
 // The server runs in a child process (this file with --serve), as it would for a real client.
 // Usage: node bench/e2b.mjs [--quick]   (run `npm run build` first; `npm run bench` does)
+//        node bench/e2b.mjs --ab <distA> <distB> [--rounds N] [--trips N]   (two builds in turns)
 import { fork } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { loadavg } from 'node:os'
+import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Sandbox as E2BSandbox } from '@e2b/code-interpreter'
 import { LocalProvider, Sandbox } from '../dist/index.js'
-import { startServer } from '../dist/server/index.js'
-import { machine, percentile, table } from './util.mjs'
+import { machine, percentile, serveE2B, table } from './util.mjs'
 
 const quick = process.argv.includes('--quick')
 const N = { roundTrip: quick ? 200 : 1000, create: quick ? 10 : 30, files: quick ? 50 : 200, warmup: 50 }
@@ -32,39 +31,122 @@ async function repeat(n, fn) {
 
 const TOKEN = 'bench-token'
 
-/** The server side: `analyst serve` with a warm pool; the parent asks it to refill the pool. */
-async function serve() {
-  const home = mkdtempSync(join(tmpdir(), 'analyst-bench-e2b-'))
-  const provider = new LocalProvider({ poolSize: 1 })
-  const server = await startServer({ port: 0, home, tokens: [TOKEN], provider })
-  await provider.warm()
-  process.on('message', async (message) => {
-    if (message === 'warm') {
-      await provider.warm()
-      process.send('warm')
-    } else if (message === 'close') {
-      await server.close()
-      await provider.close()
-      rmSync(home, { recursive: true, force: true })
-      process.exit(0)
-    }
-  })
-  process.send({ url: server.url })
+const option = (name, fallback) => {
+  const at = process.argv.indexOf(name)
+  return at === -1 ? fallback : Number(process.argv[at + 1])
 }
 
-if (process.argv.includes('--serve')) {
-  await serve()
-} else {
-  const child = fork(fileURLToPath(import.meta.url), ['--serve'], {
+/**
+ * The server in a child process (this file with --serve [dist]): its URL, a refill of its warm pool
+ * (each create refills it in the background: waited for, so no kernel starts while timing), and
+ * its CPU time so far in microseconds (less bent by a busy machine than wall time).
+ */
+async function serverChild(args = []) {
+  const child = fork(fileURLToPath(import.meta.url), ['--serve', ...args], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   })
-  const reply = () => new Promise((resolve) => child.once('message', resolve))
+  const reply = () => new Promise((done) => child.once('message', done))
   const { url } = await reply()
-  /** Each create refills a pool in the background: wait for it, so no kernel starts while timing. */
-  const warmRemote = async () => {
-    child.send('warm')
-    await reply()
+  const ask = async (message) => {
+    child.send(message)
+    return reply()
   }
+  return { child, url, warm: () => ask('warm'), cpu: async () => (await ask('cpu')).cpu }
+}
+
+/**
+ * `--ab <distA> <distB>`: `runCode('1 + 1')` through the SDK against two builds of `analyst serve`
+ * (e.g. a copy of main's dist and a branch's), each in its own process, in alternating rounds so
+ * that both meet the same moments of a busy machine; with each server's CPU time per round trip.
+ * Each server has a fresh sandbox and one holding 200 files written through `files.write` and
+ * 10,000 written by a cell.
+ */
+async function ab() {
+  const at = process.argv.indexOf('--ab')
+  const given = process.argv.slice(at + 1, at + 3)
+  if (given.length !== 2 || given.some((dist) => dist.startsWith('--')))
+    throw new Error('Usage: node bench/e2b.mjs --ab <distA> <distB> [--rounds N] [--trips N]')
+  const dists = given.map((dist) => resolve(dist))
+  const rounds = option('--rounds', 20)
+  const trips = option('--trips', 25)
+  const sides = []
+  for (const dist of dists) {
+    const { child, url, warm, cpu } = await serverChild([dist])
+    const connection = { apiUrl: url, sandboxUrl: url, apiKey: TOKEN, timeoutMs: 3_600_000 }
+    const fresh = await E2BSandbox.create(connection)
+    await warm()
+    const filled = await E2BSandbox.create(connection)
+    await warm()
+    for (let i = 0; i < 200; i++) await filled.files.write(`small/f${i}.txt`, 'x')
+    const made = await filled.runCode(
+      `import os
+for i in range(10_000):
+    folder = f'many/{i // 1000}'
+    if i % 1000 == 0: os.makedirs(folder, exist_ok=True)
+    open(f'{folder}/{i}.txt', 'w').close()`,
+      { timeoutMs: 600_000 },
+    )
+    if (made.error) throw new Error(`writing the files: ${made.error.value}`)
+    sides.push({ dist, child, cpu, sandboxes: { fresh, filled }, times: { fresh: [], filled: [] }, cpuUs: 0 })
+  }
+  const onePlusOne = async (sandbox) => {
+    if ((await sandbox.runCode('1 + 1')).text !== '2') throw new Error('wrong answer from the SDK')
+  }
+  for (const side of sides)
+    for (let i = 0; i < 50; i++) for (const s of Object.values(side.sandboxes)) await onePlusOne(s)
+  const loads = []
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? sides : [...sides].reverse()
+    for (const side of order) {
+      const cpuBefore = await side.cpu()
+      for (const kind of ['fresh', 'filled']) {
+        for (let i = 0; i < trips; i++) {
+          const start = performance.now()
+          await onePlusOne(side.sandboxes[kind])
+          side.times[kind].push(performance.now() - start)
+        }
+      }
+      side.cpuUs += (await side.cpu()) - cpuBefore
+    }
+    loads.push(loadavg()[0])
+  }
+  const ms = (value) => `${value.toFixed(2)} ms`
+  const [a, b] = sides
+  const rows = []
+  for (const kind of ['fresh', 'filled']) {
+    for (const side of sides) {
+      rows.push([
+        `${side === a ? 'A' : 'B'} ${kind}`,
+        String(side.times[kind].length),
+        ms(percentile(side.times[kind], 50)),
+        ms(percentile(side.times[kind], 99)),
+      ])
+    }
+  }
+  const ratio = (kind) => (percentile(b.times[kind], 50) / percentile(a.times[kind], 50)).toFixed(3)
+  console.log(`E2B SDK \`runCode('1 + 1')\`, A/B in ${rounds} alternating rounds of ${trips} per sandbox (${machine()}, load ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)})
+A: ${a.dist}
+B: ${b.dist}
+
+${table(['server, sandbox', 'n', 'p50', 'p99'], rows)}
+
+B/A at p50: fresh ${ratio('fresh')}, filled ${ratio('filled')}
+
+The server's CPU time per round trip: A ${(a.cpuUs / a.times.fresh.length / 2).toFixed(0)} µs, B ${(b.cpuUs / b.times.fresh.length / 2).toFixed(0)} µs (B/A ${(b.cpuUs / a.cpuUs).toFixed(3)})`)
+  for (const side of sides) {
+    await side.sandboxes.fresh.kill()
+    await side.sandboxes.filled.kill()
+    side.child.send('close')
+  }
+}
+
+const serveAt = process.argv.indexOf('--serve')
+if (serveAt !== -1) {
+  await serveE2B(process.argv[serveAt + 1] ?? fileURLToPath(new URL('../dist', import.meta.url)), TOKEN)
+} else if (process.argv.includes('--ab')) {
+  await ab()
+} else {
+  const { child, url, warm: warmRemote } = await serverChild()
   process.env.E2B_API_URL = url
   process.env.E2B_SANDBOX_URL = url
   process.env.E2B_API_KEY = TOKEN

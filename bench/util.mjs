@@ -1,6 +1,8 @@
 // Shared by the benchmarks: percentiles, a markdown table, and the machine's description.
-import { readdirSync, readFileSync } from 'node:fs'
-import { cpus, loadavg, totalmem } from 'node:os'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 
 export function percentile(values, p) {
   const sorted = [...values].sort((a, b) => a - b)
@@ -69,4 +71,31 @@ export function loadAverage() {
   return loadavg()
     .map((value) => value.toFixed(1))
     .join(', ')
+}
+
+// The server side of the E2B benchmarks, in a child process as a real client would meet it:
+// `analyst serve` from a dist folder with a warm pool of one. Its parent asks over IPC for the
+// pool to be refilled ('warm'), for the server's CPU time so far ('cpu') and for the end ('close').
+export async function serveE2B(dist, token) {
+  const { LocalProvider } = await import(pathToFileURL(join(dist, 'index.js')).href)
+  const { startServer } = await import(pathToFileURL(join(dist, 'server/index.js')).href)
+  const home = mkdtempSync(join(tmpdir(), 'analyst-bench-e2b-'))
+  const provider = new LocalProvider({ poolSize: 1 })
+  const server = await startServer({ port: 0, home, tokens: [token], provider })
+  await provider.warm()
+  process.on('message', async (message) => {
+    if (message === 'warm') {
+      await provider.warm()
+      process.send('warm')
+    } else if (message === 'cpu') {
+      const { user, system } = process.cpuUsage()
+      process.send({ cpu: user + system })
+    } else if (message === 'close') {
+      await server.close()
+      await provider.close()
+      rmSync(home, { recursive: true, force: true })
+      process.exit(0)
+    }
+  })
+  process.send({ url: server.url })
 }

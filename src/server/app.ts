@@ -172,7 +172,8 @@ export function createApp(options: AppOptions): Hono<Env> {
     const requestId = given && REQUEST_ID.test(given) ? given : randomUUID()
     c.set('requestId', requestId)
     c.header('x-request-id', requestId)
-    const sessionId = c.req.path.match(/^\/api\/sessions\/([^/]+)/)?.[1]
+    // Read only for the logs: without a logger (the library's servers, benchmarks) nothing is made.
+    const sessionId = options.logger && c.req.path.match(/^\/api\/sessions\/([^/]+)/)?.[1]
     const log = options.logger?.child({ requestId, ...(sessionId ? { sessionId } : {}) })
     c.set('log', log)
     const started = performance.now()

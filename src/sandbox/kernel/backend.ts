@@ -46,6 +46,8 @@ export interface KernelBackendSettings {
 
 /** How long a stopped cell waits for its cancelled queries to say they ended. */
 const QUERY_SETTLE_MS = 5000
+/** Why a cell's queries still open end: one reason made once (abort() without one makes a DOMException, with its stack, at every cell). */
+const CELL_ENDED = new Error('the cell ended')
 /** How long one cell may take when it is run again to rebuild a kernel. */
 const RERUN_TIMEOUT_MS = 300_000
 
@@ -246,7 +248,7 @@ export abstract class KernelBackend<K extends ProtocolKernel> implements Sandbox
       },
       this.settings,
     ).finally(() => {
-      cell.controller.abort()
+      cell.controller.abort(CELL_ENDED)
       this.running = undefined
       this.afterCell()
     })

@@ -4,7 +4,6 @@
  * error are kept for replay after a pause (pause.ts).
  * @module
  */
-import { setTimeout as sleep } from 'node:timers/promises'
 import { Hono, type Context as HonoContext } from 'hono'
 import { z } from 'zod'
 import { AnalystError, statusOf } from '../../errors.js'
@@ -194,7 +193,15 @@ export function interpreterRoutes(registry: Registry) {
       })
     registry.working(entry, finished)
     const headers = { 'content-type': 'application/x-ndjson' }
-    const quick = await Promise.race([finished.then(() => true), sleep(BUFFER_MS).then(() => false)])
+    // A timer cleared as the cell ends: one left to run out would outlive most quick cells.
+    let wait: NodeJS.Timeout | undefined
+    const quick = await Promise.race([
+      finished.then(() => true),
+      new Promise<false>((resolve) => {
+        wait = setTimeout(resolve, BUFFER_MS, false)
+      }),
+    ])
+    clearTimeout(wait)
     // A sandbox killed or paused while the cell ran: the stream is cut off, with no last line.
     if (quick && !life.signal.aborted) return new Response(buffered.join(''), { headers })
     const encoder = new TextEncoder()

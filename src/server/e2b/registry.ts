@@ -4,7 +4,7 @@
  * pause and resume it: its contexts and the cells that ran without error.
  * @module
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import { InvalidArgumentError, NotFoundError } from '../../errors.js'
 import type {
   Context,
@@ -107,12 +107,8 @@ export function unguessable(prefix = ''): string {
   )
 }
 
-export function sameSecret(given: string | undefined, expected: string): boolean {
-  if (given === undefined) return false
-  const a = Buffer.from(given)
-  const b = Buffer.from(expected)
-  return a.length === b.length && timingSafeEqual(a, b)
-}
+/** The same check as the server's tokens: one constant-time comparison for every secret. */
+export { sameSecret } from '../auth/secrets.js'
 
 function gone(entry: SandboxEntry): NotFoundError {
   return new NotFoundError(`sandbox "${entry.id}" was killed`)
