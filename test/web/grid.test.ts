@@ -256,6 +256,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     const elsewhere = server?.service.runCell(
       sessionId,
       "import os, time\nopen('holding', 'w').close()\nwhile not os.path.exists('go-2'): time.sleep(0.05)",
+      { timeoutMs: 300_000 },
     )
     await expect.poll(() => kernel.files.exists('holding')).toBe(true)
     await grid.getByRole('button', { name: 'Previous' }).click()
@@ -280,12 +281,12 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       fetch(`${rowsPath}${offset}`, {
         headers: { authorization: 'Bearer grid-token', 'analyst-client': tab, accept },
       })
+    expect((await asTab('bad tab', 1)).status).toBe(400)
     const older = readSse(await asTab('tab-a', 1, 'text/event-stream'))
     expect((await older.next()).value?.event).toBe('waiting')
     const otherTab = asTab('tab-b', 2)
     const newer = asTab('tab-a', 3)
     expect((await older.next()).value).toMatchObject({ event: 'failed', data: { status: 409 } })
-    expect((await asTab('bad tab', 1)).status).toBe(400)
     // The cell ends: the page comes, the note goes, and the pages kept from before it are asked again.
     await kernel.files.write('go-2', '')
     await elsewhere
