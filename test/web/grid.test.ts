@@ -281,7 +281,6 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       fetch(`${rowsPath}${offset}`, {
         headers: { authorization: 'Bearer grid-token', 'analyst-client': tab, accept },
       })
-    expect((await asTab('bad tab', 1)).status).toBe(400)
     const older = readSse(await asTab('tab-a', 1, 'text/event-stream'))
     expect((await older.next()).value?.event).toBe('waiting')
     const otherTab = asTab('tab-b', 2)
@@ -292,6 +291,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await elsewhere
     expect(((await (await otherTab).json()) as { offset: number }).offset).toBe(2)
     expect(((await (await newer).json()) as { offset: number }).offset).toBe(3)
+    expect((await asTab('bad tab', 1)).status).toBe(400)
     await expect.poll(status).toBe(rowsFrom(26))
     await waitingNote.waitFor({ state: 'detached' })
     await grid.getByRole('button', { name: 'Next' }).click()
