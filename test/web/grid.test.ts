@@ -6,8 +6,9 @@
  * holds the kernel, the grid waits for it with Stop at hand and serves pages it has from the
  * browser; a cell started elsewhere is told by the server, and its end refreshes the pages kept;
  * the server keeps one waiting request per grid and tab; column statistics no longer wanted are
- * dropped; a bad column or filter is a 400 with the reason; a closed kernel's table is a 410. The find box searches a long session, its runs not
- * drawn yet too, and axe finds nothing serious with it open.
+ * dropped, and shown ones hide again; Code mode's highlighted editor passes axe in the dark theme;
+ * a bad column or filter is a 400 with the reason; a closed kernel's table is a 410. The find box
+ * searches a long session, its runs not drawn yet too, and axe finds nothing serious with it open.
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -300,6 +301,20 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await grid.getByRole('button', { name: 'Next' }).click()
     await expect.poll(status).toBe(rowsFrom(76))
     expect(asked.slice(askedBefore).some((url) => url.includes('offset=75'))).toBe(true)
+    // Column statistics are a toggle: shown under each column's name, then hidden again.
+    const statsButton = grid.getByRole('button', { name: 'Column stats' })
+    await statsButton.click()
+    await expect.poll(() => grid.locator('.column-stats').count()).toBe(3)
+    expect(await statsButton.getAttribute('aria-pressed')).toBe('true')
+    await statsButton.click()
+    await expect.poll(() => grid.locator('.column-stats').count()).toBe(0)
+    expect(await statsButton.getAttribute('aria-pressed')).toBe('false')
+    // Code mode's editor holds the last cell, highlighted: in the dark theme too, axe finds nothing serious.
+    expect(await page.locator('.composer .cm-content span').count()).toBeGreaterThan(0)
+    await page.emulateMedia({ colorScheme: 'dark' })
+    const inDark = await seriousViolations(page)
+    await page.emulateMedia({ colorScheme: 'light' })
+    expect(inDark).toEqual([])
     page.removeAllListeners('request')
   }, 120_000)
 

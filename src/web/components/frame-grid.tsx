@@ -209,7 +209,13 @@ export function FrameGrid({
             Filter
           </button>
         </form>
-        <button type="button" class="button secondary small" onClick={() => void loadStats()}>
+        {/* A toggle: pressed, the statistics show under each column's name; pressed again, they go. */}
+        <button
+          type="button"
+          class="button secondary small"
+          aria-pressed={stats !== null}
+          onClick={() => (stats ? setStats(null) : void loadStats())}
+        >
           Column stats
         </button>
         <a
