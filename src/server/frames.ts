@@ -6,13 +6,18 @@
  * kernel no longer holds is a 410 that says to run its step again.
  *
  * The kernel runs one thing at a time, so a page asked for while a cell runs waits for it. Such
- * requests do not pile up: each grid (a table's pages, or its statistics) has one waiting request,
- * a newer one replaces it (409), and one whose browser stopped waiting is dropped before it
- * reaches the kernel.
+ * requests do not pile up: each grid (a table's pages, or its statistics) of each page that asks
+ * (the client its `Analyst-Client` header names: two tabs keep theirs) has one waiting request, a
+ * newer one replaces it (409), and one whose browser stopped waiting is dropped before it reaches
+ * the kernel. A client that accepts `text/event-stream` is told at once that its request waits
+ * for a running cell (started there, in another tab, by MCP): `waiting`, then `answer` (the JSON
+ * it would have had) or `failed` (status, message, hint), so it can say so while it waits.
  * @module
  */
 import { type Context, Hono } from 'hono'
-import { ConflictError, InvalidArgumentError } from '../errors.js'
+import { streamSSE } from 'hono/streaming'
+import { AnalystError, ConflictError, InvalidArgumentError, known, statusOf } from '../errors.js'
+import { advice } from '../fixes.js'
 import {
   type FrameFormat,
   type FrameSelection,
@@ -59,7 +64,22 @@ function selectionOf(c: Context): FrameSelection {
   return { sort: pick('sort'), filter: pick('filter'), search: pick('search') }
 }
 
-const gridKey = (c: Context, kind: string) => `${c.req.param('id')}\u0000${c.req.param('rid')}\u0000${kind}`
+/** The header that names the page (a browser tab) a grid's request comes from. */
+export const CLIENT_HEADER = 'analyst-client'
+const CLIENT = /^[A-Za-z0-9_-]{1,64}$/
+
+/** The grid a request is for: its session, table and kind, and the client that shows it. */
+function gridKey(c: Context, kind: string): string {
+  const client = c.req.header(CLIENT_HEADER) ?? ''
+  if (client && !CLIENT.test(client))
+    throw new InvalidArgumentError(
+      `The ${CLIENT_HEADER} header must be 1 to 64 letters, digits, "-" or "_"`,
+      {
+        hint: 'Leave it out, or send an id of your own for each page that shows the table.',
+      },
+    )
+  return [c.req.param('id'), c.req.param('rid'), kind, client].join('\u0000')
+}
 
 function integer(c: Context, name: string, fallback: number, max: number): number {
   const text = c.req.query(name)
@@ -100,6 +120,50 @@ export async function latestOf<T>(
   }
 }
 
+/** Whether a cell or question is running in the session (here or on another replica: the store says). */
+async function running(service: SessionService, sessionId: string): Promise<boolean> {
+  return (await service.history.runs(sessionId)).some((run) => run.status === 'running')
+}
+
+/**
+ * The answer of a grid's request: JSON, or, for a client that accepts an event stream and while a
+ * cell holds the kernel, `waiting` at once and then the answer or why there is none.
+ */
+async function gridAnswer(
+  c: Context,
+  service: SessionService,
+  kind: string,
+  work: (signal: AbortSignal) => Promise<unknown>,
+): Promise<Response> {
+  const key = gridKey(c, kind)
+  const sessionId = c.req.param('id') as string
+  const wantsEvents = c.req.header('accept')?.includes('text/event-stream')
+  if (!wantsEvents || !(await running(service, sessionId)))
+    return c.json(await latestOf(key, c.req.raw.signal, work))
+  return streamSSE(c, async (stream) => {
+    await stream.writeSSE({
+      event: 'waiting',
+      data: JSON.stringify({ message: 'A cell is running in this session' }),
+    })
+    try {
+      const answer = await latestOf(key, c.req.raw.signal, work)
+      await stream.writeSSE({ event: 'answer', data: JSON.stringify(answer) })
+    } catch (thrown) {
+      const error = known(thrown)
+      const named = AnalystError.isInstance(error)
+      if (!named) console.error('analyst serve: internal error:', error)
+      await stream.writeSSE({
+        event: 'failed',
+        data: JSON.stringify({
+          status: statusOf(error),
+          message: named ? error.message : 'Internal error',
+          ...(named && advice(error, 'http') ? { hint: advice(error, 'http') } : {}),
+        }),
+      })
+    }
+  })
+}
+
 export function frameRoutes(options: {
   service: SessionService
   ownerOf: (c: Context) => string | null
@@ -128,10 +192,8 @@ export function frameRoutes(options: {
       })
     const offset = integer(c, 'offset', 0, Number.MAX_SAFE_INTEGER)
     const limit = integer(c, 'limit', 50, 1000)
-    return c.json(
-      await latestOf(gridKey(c, 'rows'), c.req.raw.signal, (signal) =>
-        framePage(sandbox, id, { ...selection, offset, limit }, signal),
-      ),
+    return gridAnswer(c, service, 'rows', (signal) =>
+      framePage(sandbox, id, { ...selection, offset, limit }, signal),
     )
   })
 
@@ -141,10 +203,8 @@ export function frameRoutes(options: {
   app.get('/api/sessions/:id/results/:rid/columns', async (c) => {
     const sandbox = await sandboxOf(c)
     const selection = selectionOf(c)
-    return c.json(
-      await latestOf(gridKey(c, 'columns'), c.req.raw.signal, (signal) =>
-        frameStats(sandbox, c.req.param('rid') as string, selection, signal),
-      ),
+    return gridAnswer(c, service, 'columns', (signal) =>
+      frameStats(sandbox, c.req.param('rid') as string, selection, signal),
     )
   })
   return app

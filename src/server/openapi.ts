@@ -316,7 +316,8 @@ export const openApiDocument = {
         ],
         responses: {
           200: {
-            description: '{ rows (after filter and search), offset, data: { column: values } }, or the file',
+            description:
+              '{ rows (after filter and search), offset, data: { column: values } }, or the file. While a cell runs in the session, a client that accepts text/event-stream gets `waiting` at once, then `answer` (that JSON) or `failed` (status, message, hint). Each grid of each client (its `Analyst-Client` header) has one waiting request: a newer one replaces it (409)',
           },
           400: error,
           404: error,
@@ -391,7 +392,7 @@ export const openApiDocument = {
         summary:
           "Each column's type, nulls, and a 10-bin histogram (numbers) or its top values, over the rows that sort, filter and search select",
         responses: {
-          200: { description: '{ rows, columns: { name: stats } }' },
+          200: { description: '{ rows, columns: { name: stats } }; waits for a running cell as rows does' },
           400: error,
           404: error,
           410: error,

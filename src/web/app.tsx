@@ -435,6 +435,11 @@ function Workspace({ signin }: { signin: SignInState }) {
   const kernelState = {
     busy: running,
     stop: () => stopRef.current(),
+    elsewhere: Boolean(runningElsewhere),
+    endedElsewhere: () => {
+      setRunsEnded((n) => n + 1)
+      if (currentRef.current) void refreshDetail(currentRef.current)
+    },
     cellsEnded: `${currentId}:${storedSteps}:${liveStepsDone}:${runsEnded}`,
   }
   const [keysOpen, setKeysOpen] = useState(false)

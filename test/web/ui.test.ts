@@ -3,7 +3,8 @@
  * Chromium driven by playwright-core. Upload a file, see its profile, ask, watch the code and a
  * chart arrive, read the answer, ask a follow-up by its key, reload, find the session and open it
  * again; shape its chart and find the edit kept (on reload, in the exports); reach the exports,
- * the session panel, its files and Restart kernel by key.
+ * the session panel, its files and Restart kernel by key. The wheel over a chart scrolls the page
+ * (Ctrl with it zooms the chart).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -246,6 +247,31 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     const figure = page.locator('.run').first().locator('figure.chart').first()
     await figure.getByRole('tab', { name: 'Chart' }).click()
     await figure.locator(BARS).first().waitFor()
+
+    // The wheel over a chart scrolls the conversation, the chart as it was; with Ctrl it zooms.
+    const canvas = figure.locator('.chart-canvas svg')
+    // Sorted: Vega redraws the labels in another order.
+    const labels = async () => (await canvas.locator('.role-axis-label text').allTextContents()).sort()
+    const drawn = await labels()
+    const scrolled = () =>
+      figure.evaluate((element) => {
+        for (let box = element.parentElement; box; box = box.parentElement)
+          if (box.scrollHeight > box.clientHeight && getComputedStyle(box).overflowY !== 'visible')
+            return box.scrollTop
+        return document.scrollingElement?.scrollTop ?? 0
+      })
+    const top = await scrolled()
+    await canvas.hover()
+    await page.mouse.wheel(0, top > 0 ? -120 : 120)
+    await expect.poll(scrolled).not.toBe(top)
+    expect(await labels()).toEqual(drawn)
+    await canvas.hover()
+    await page.keyboard.down('Control')
+    await page.mouse.wheel(0, 240)
+    await page.keyboard.up('Control')
+    await expect.poll(labels).not.toEqual(drawn)
+    await canvas.dblclick()
+    await expect.poll(labels).toEqual(drawn)
 
     // Another type, another title: the chart is drawn again from the edited spec, and the edit is
     // kept with the step's result.

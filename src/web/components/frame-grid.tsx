@@ -6,13 +6,17 @@
  * longer holds says so and offers to run its step again.
  *
  * The kernel runs one thing at a time: while a cell runs, a page not fetched before waits for it,
- * and the grid says so with Stop at hand, keeping the rows it shows; a page fetched since the last
- * cell ended comes from the browser's cache (grid-pages.ts). A newer page aborts the request of
- * the one before, which the server then drops (server/frames.ts).
+ * and the grid says so, keeping the rows it shows, with Stop at hand for a cell of this page; the
+ * server says so too (grid-request.ts), also of a cell started elsewhere (another tab, an MCP
+ * client), whose end then refreshes the session and the pages kept. A page fetched since the last
+ * cell ended comes from the browser's cache (grid-pages.ts). A newer page, or another selection,
+ * aborts the request of the one before (and of the column statistics), which the server then
+ * drops (server/frames.ts).
  */
-import { useContext, useEffect, useState } from 'preact/hooks'
-import { ApiError, json, withToken } from '../api.js'
+import { useContext, useEffect, useRef, useState } from 'preact/hooks'
+import { ApiError, withToken } from '../api.js'
 import { cachedPage, keepPage } from '../grid-pages.js'
+import { gridRequest } from '../grid-request.js'
 import { KernelStateContext } from '../kernel-state.js'
 import { GridTable } from './grid-table.js'
 import { ScrollBox } from './scroll-box.js'
@@ -87,6 +91,10 @@ export function FrameGrid({
   const [copied, setCopied] = useState<string | null>(null)
   /** A page asked for and not answered yet. */
   const [waiting, setWaiting] = useState(false)
+  /** The server said the page waits for a running cell. */
+  const [held, setHeld] = useState(false)
+  /** The column statistics asked for and not answered yet. */
+  const statsRequest = useRef<AbortController | null>(null)
   const kernel = useContext(KernelStateContext)
   const base = `/api/sessions/${encodeURIComponent(sessionId)}/results/${encodeURIComponent(frame.id)}`
   const query = new URLSearchParams({
@@ -97,7 +105,14 @@ export function FrameGrid({
 
   const url = `${base}/rows?${query}&offset=${offset}&limit=${PAGE}`
   const { cellsEnded } = kernel
+  /** Read when a waited page comes: whether the cell it waited for was this page's. */
+  const kernelNow = useRef(kernel)
+  kernelNow.current = kernel
+  // Another page or selection: the statistics asked for before are not waited for (the server
+  // drops them if they still wait, so the page does not queue behind them).
+  useEffect(() => () => statsRequest.current?.abort(), [url])
   useEffect(() => {
+    setHeld(false)
     const seen = cachedPage<Page>(url, cellsEnded)
     if (seen) {
       setPage(seen)
@@ -107,17 +122,22 @@ export function FrameGrid({
     }
     const controller = new AbortController()
     setWaiting(true)
-    json<Page>(url, { signal: controller.signal }).then(
-      (next) => {
+    gridRequest<Page>(url, { signal: controller.signal, onWaiting: () => setHeld(true) }).then(
+      ({ value: next, waited }) => {
         keepPage(url, cellsEnded, next)
+        // A cell not of this page ended: its end is not seen otherwise (one of this page's moves
+        // `cellsEnded` when it ends).
+        if (waited && !kernelNow.current.busy) kernelNow.current.endedElsewhere()
         if (controller.signal.aborted) return
         setPage(next)
         setProblem(null)
         setWaiting(false)
+        setHeld(false)
       },
       (error: unknown) => {
         if (controller.signal.aborted) return
         setWaiting(false)
+        setHeld(false)
         setProblem({
           message: error instanceof Error ? error.message : String(error),
           gone: error instanceof ApiError && error.status === 410,
@@ -129,12 +149,23 @@ export function FrameGrid({
   useEffect(() => setStats(null), [filter, search])
 
   const shown = page ? Math.max(0, ...Object.values(page.data).map((values) => values.length)) : 0
-  const loadStats = () =>
-    json<{ columns: Record<string, Stats> }>(`${base}/columns?${query}`).then(
-      (answer) => setStats(answer.columns),
-      (error: unknown) =>
-        setProblem({ message: error instanceof Error ? error.message : String(error), gone: false }),
+  const loadStats = () => {
+    statsRequest.current?.abort()
+    const controller = new AbortController()
+    statsRequest.current = controller
+    return gridRequest<{ columns: Record<string, Stats> }>(`${base}/columns?${query}`, {
+      signal: controller.signal,
+      onWaiting: () => {},
+    }).then(
+      ({ value }) => {
+        if (!controller.signal.aborted) setStats(value.columns)
+      },
+      (error: unknown) => {
+        if (controller.signal.aborted) return
+        setProblem({ message: error instanceof Error ? error.message : String(error), gone: false })
+      },
     )
+  }
 
   if (problem?.gone)
     return (
@@ -178,7 +209,13 @@ export function FrameGrid({
             Filter
           </button>
         </form>
-        <button type="button" class="button secondary small" onClick={() => void loadStats()}>
+        {/* A toggle: pressed, the statistics show under each column's name; pressed again, they go. */}
+        <button
+          type="button"
+          class="button secondary small"
+          aria-pressed={stats !== null}
+          onClick={() => (stats ? setStats(null) : void loadStats())}
+        >
           Column stats
         </button>
         <a
@@ -249,13 +286,18 @@ export function FrameGrid({
           }
         />
       )}
-      {waiting && kernel.busy && (
-        // Not a bare spinner: what it waits for, and the way to end the wait.
+      {waiting && (kernel.busy || kernel.elsewhere || held) && (
+        // Not a bare spinner: what it waits for, and the way to end the wait (a cell started
+        // elsewhere is stopped where it was started).
         <p class="grid-waiting" aria-live="polite">
           <span class="spinner" aria-hidden="true" /> Waiting for the running cell…{' '}
-          <button type="button" class="button secondary small" onClick={kernel.stop}>
-            Stop the cell
-          </button>
+          {kernel.busy ? (
+            <button type="button" class="button secondary small" onClick={kernel.stop}>
+              Stop the cell
+            </button>
+          ) : (
+            <span class="muted">(started in another tab or client)</span>
+          )}
         </p>
       )}
       <div class="table-foot">

@@ -11,6 +11,7 @@ export const KEYS: [string, string][] = [
   ['c', 'Code mode: a cell of your own'],
   ['Enter', 'Ask the question (Shift+Enter: a new line)'],
   ['Ctrl+Enter', 'Run the code being edited (⌘+Enter on a Mac)'],
+  ['Ctrl+wheel', 'Over a chart: zoom it (⌘ on a Mac, or pinch); drag pans, a double-click resets'],
   ['Esc', 'Stop the question or cell that is running; close the session sheet or a dialog'],
   ['1, 2, 3', 'Ask the follow-up question of that number, under the last answer'],
   ['u', 'Go to Add files (then Enter chooses them)'],

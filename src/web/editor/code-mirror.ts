@@ -10,6 +10,7 @@ import { sql } from '@codemirror/lang-sql'
 import {
   bracketMatching,
   defaultHighlightStyle,
+  HighlightStyle,
   indentOnInput,
   StreamLanguage,
   syntaxHighlighting,
@@ -38,6 +39,33 @@ export interface EditorOptions {
   onChange?: (text: string) => void
 }
 
+/**
+ * CodeMirror's default highlighting in the page's colours (style.css's `--hl-*`, set for either
+ * theme, as the read-only code has them): its own are for a light background, and on the dark
+ * theme's they fail the contrast a reader needs.
+ */
+const THEMED: Record<string, string> = {
+  '#708': 'var(--hl-keyword)',
+  '#219': 'var(--hl-number)',
+  '#164': 'var(--hl-number)',
+  '#a11': 'var(--hl-string)',
+  '#e40': 'var(--hl-string)',
+  '#00f': 'var(--hl-title)',
+  '#00c': 'var(--hl-title)',
+  '#30a': 'var(--hl-builtin)',
+  '#085': 'var(--hl-builtin)',
+  '#167': 'var(--hl-builtin)',
+  '#256': 'var(--hl-builtin)',
+  '#404740': 'var(--hl-comment)',
+  '#940': 'var(--hl-comment)',
+  '#f00': 'var(--error)',
+}
+const pageHighlightStyle = HighlightStyle.define(
+  defaultHighlightStyle.specs.map((spec) =>
+    typeof spec.color === 'string' && THEMED[spec.color] ? { ...spec, color: THEMED[spec.color] } : spec,
+  ),
+)
+
 function languageOf(language: CellLanguage): Extension {
   if (language === 'sql') return sql()
   if (language === 'r') return StreamLanguage.define(r)
@@ -58,7 +86,7 @@ export function mountEditor(parent: HTMLElement, options: EditorOptions): Mounte
         history(),
         indentOnInput(),
         bracketMatching(),
-        syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        syntaxHighlighting(pageHighlightStyle),
         languageOf(options.language ?? 'python'),
         // Mod-Enter before the defaults (which would insert a line); Tab indents, Esc then Tab leaves.
         keymap.of([{ key: 'Mod-Enter', run }, indentWithTab, ...defaultKeymap, ...historyKeymap]),

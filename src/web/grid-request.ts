@@ -1,0 +1,48 @@
+/**
+ * A grid's request (a page of rows, column statistics) as the server answers it: JSON at once
+ * while the session's kernel is free; while a cell holds it (started on this page, in another
+ * tab, by an MCP client), an event stream that says so first (`waiting`) and brings the answer
+ * (`answer`) or why there is none (`failed`) when the cell has ended. Each request names this
+ * page, so that the server's one waiting request per grid is one per grid and tab
+ * (server/frames.ts): two tabs on one table keep theirs.
+ * @module
+ */
+import { ApiError, send } from './api.js'
+import { readSse } from './sse.js'
+
+/** This page's name for the server: random, and not `crypto.randomUUID`, which plain http lacks. */
+const CLIENT = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) =>
+  b.toString(16).padStart(2, '0'),
+).join('')
+
+export interface GridAnswer<T> {
+  value: T
+  /** It waited for a running cell (which has ended since). */
+  waited: boolean
+}
+
+/** The answer to `path`; `onWaiting` is called when the server says it waits for a running cell. */
+export async function gridRequest<T>(
+  path: string,
+  options: { signal: AbortSignal; onWaiting: () => void },
+): Promise<GridAnswer<T>> {
+  const response = await send(path, {
+    signal: options.signal,
+    headers: { Accept: 'application/json, text/event-stream', 'Analyst-Client': CLIENT },
+  })
+  if (!response.headers.get('content-type')?.startsWith('text/event-stream'))
+    return { value: (await response.json()) as T, waited: false }
+  if (!response.body) throw new ApiError('The server sent no stream', response.status)
+  let answer: { value: T } | undefined
+  let failure: ApiError | undefined
+  await readSse(response.body, (message) => {
+    const data = JSON.parse(message.data) as { status?: number; message?: string; hint?: string }
+    if (message.event === 'waiting') options.onWaiting()
+    else if (message.event === 'answer') answer = { value: data as T }
+    else if (message.event === 'failed')
+      failure = new ApiError(data.message ?? 'The table could not be read', data.status ?? 500, data.hint)
+  })
+  if (failure) throw failure
+  if (!answer) throw new ApiError('The server stopped before it answered', response.status)
+  return { value: answer.value, waited: true }
+}
