@@ -18,8 +18,9 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
      bubblewrap's jail; it owns no other namespace) and drops the capabilities it has there, sets
      no_new_privs and installs the seccomp filter (the one bubblewrap gets, plus no new user
      namespaces). It reaps orphans and exits with the kernel's status.
-  K  forked by G, with G's (lack of) privileges: the kernel. It reseeds numpy's generator (Python's
-     random reseeds itself after fork) and runs analyst_kernel.main(), which closes every fd but 0-4.
+  K  forked by G, with G's (lack of) privileges: the kernel. It runs analyst_kernel.main(), which
+     closes every fd but 0-4, says ready, then reseeds numpy's generator (Python's random reseeds
+     itself after fork) and finishes its set-up before it reads the first request.
 A template's zygote (one per template) is the same T, with the template's Python, files and start
 step (run once, before any fork: every kernel's default context starts from the module it left),
 but run by analyst_userns.py as root of a user namespace of its own: an unprivileged uid on the
@@ -37,11 +38,13 @@ import ctypes
 import gc
 import json
 import os
+import resource
 import select
 import signal
 import socket
 import struct
 import sys
+import time
 
 SOCKET_PATH = '/tmp/.zygote/socket'  # under the zygote's /tmp, which no sandbox mounts
 HOME = '/home/user'
@@ -81,6 +84,13 @@ SECCOMP_MODE_FILTER = 2
 
 libc = ctypes.CDLL(None, use_errno=True)
 MACHINE = os.uname().machine
+# When each phase of one sandbox's start ended (CLOCK_MONOTONIC, as Node's hrtime): T's, then G's
+# and K's, which inherit the list; the kernel's ready message carries it (bench/fork-cost.mjs).
+TRACE = []
+
+
+def mark(phase):
+    TRACE.append((phase, time.monotonic_ns(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt))
 
 
 def check(result, what):
@@ -156,6 +166,7 @@ def drop_privileges(config, seccomp, last_cap):
 
 
 def run_kernel(config):
+    mark('K forked')
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # What Python sets up at start, as a kernel started on its own has it.
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -165,9 +176,11 @@ def run_kernel(config):
     os.environ.clear()
     os.environ.update(config['env'])
     sys.argv = [f'{os.path.dirname(__file__)}/analyst_kernel.py', json.dumps(config['kernel'])]
-    if 'numpy' in sys.modules:
-        sys.modules['numpy'].random.seed()
     import analyst_kernel
+
+    analyst_kernel.FORKED = True  # it reseeds numpy's generator, after it said ready
+    analyst_kernel.FORK_TRACE = TRACE
+    mark('K config')
 
     sys.modules['__main__'] = analyst_kernel
     analyst_kernel.main()
@@ -189,15 +202,18 @@ def loopback_up():
 
 def build_jail(config, work_fd, data_fd):
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+    mark('G unshare')
     if SETTINGS['hostname']:  # refused by a container runtime's default seccomp profile (probe.ts)
         socket.sethostname('sandbox')
     loopback_up()
+    mark('G loopback')
     mount(None, '/', None, MS_REC | MS_PRIVATE)
     move_mount(work_fd, HOME)
     os.close(work_fd)
     move_mount(data_fd, f'{HOME}/data')
     os.close(data_fd)
     mount(None, f'{HOME}/data', None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    mark('G workspace')
     if SETTINGS['userns']:
         # In a user namespace, the kernel mounts a new proc only while one is visible: the new one
         # goes over the zygote's (which it hides), and as bubblewrap does, its host-wide parts are
@@ -210,6 +226,7 @@ def build_jail(config, work_fd, data_fd):
     else:
         libc.umount2(b'/proc', MNT_DETACH)
         mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mark('G proc')
     size = int(config['tmpBytes'])
     libc.umount2(b'/tmp', MNT_DETACH)  # the zygote's, with its socket folder
     mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={size},mode=1777')
@@ -224,12 +241,15 @@ def build_jail(config, work_fd, data_fd):
     mount(staged, BOOT_ID, None, MS_BIND)
     mount(None, BOOT_ID, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.unlink(staged)
+    mark('G tmp')
     libc.umount2(b'/dev/pts', MNT_DETACH)
     mount('devpts', '/dev/pts', 'devpts', MS_NOSUID | MS_NOEXEC, 'newinstance,ptmxmode=0666,mode=620')
+    mark('G devpts')
 
 
 def run_init(conn, config, fds, seccomp):
     """G: pid 1 of the sandbox's PID namespace."""
+    mark('G forked')
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # No handlers: PID 1 of a namespace then gets no signal from inside it (bubblewrap's init too).
     for number in signal.valid_signals():
@@ -251,11 +271,13 @@ def run_init(conn, config, fds, seccomp):
     # built meanwhile, and nothing is forked before the host says it is done.
     creds = struct.pack('iII', os.getpid(), os.getuid(), os.getgid())
     conn.sendmsg([b'p'], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
+    mark('G pid sent')
     build_jail(config, work_fd, data_fd)
     with open('/proc/sys/kernel/cap_last_cap') as f:
         last_cap = int(f.read())
     if conn.recv(1) != b'g':
         os._exit(70)
+    mark('G in cgroups')
     conn.close()
     unshare(CLONE_NEWCGROUP)  # rooted at the sandbox's own cgroup, now that it is in it
     # Before code can look at this process: nothing of the zygote's (its wake-up pipe) stays open.
@@ -264,6 +286,7 @@ def run_init(conn, config, fds, seccomp):
     # (same uid, no capabilities, same seccomp filter), so, as in bubblewrap's jail, code may look
     # at it (dumpable) and find nothing of the host. As PID 1 it gets no signal it does not handle.
     drop_privileges(config, seccomp, last_cap)
+    mark('G unprivileged')
     kernel = os.fork()
     if kernel == 0:
         try:
@@ -280,6 +303,21 @@ def run_init(conn, config, fds, seccomp):
 
 
 # ---------------------------------------------------------------- T: the zygote
+
+
+def fork_init():
+    """fork(2) for G, without Python's at-fork handlers where that is safe.
+
+    os.fork() runs them in the child (threading's and random's re-initialisation, a template's own
+    hooks): about 250 page faults, each a copy of a page of the zygote, which G would pay before
+    it builds the jail and K again. G needs none of them (it runs no thread and no user code, and
+    forks K with os.fork(), which runs them in K, as a fork of T's state). Skipping them is safe only
+    in a process of one thread (no lock can be held by another), which the zygote is unless a
+    template's start step started threads: then os.fork().
+    """
+    if len(os.listdir('/proc/self/task')) > 1:
+        return os.fork()
+    return check(libc.fork(), 'fork')
 
 
 class Zygote:
@@ -326,6 +364,8 @@ class Zygote:
 
     def accept(self):
         conn, _ = self.listener.accept()
+        TRACE.clear()
+        mark('T accept')
         try:
             conn.settimeout(5)
             size = struct.unpack('!I', conn.recv(4, socket.MSG_WAITALL))[0]
@@ -343,6 +383,7 @@ class Zygote:
             sys.stderr.write(f'zygote: bad request: {error!r}\n')
             conn.close()
             return
+        mark('T request')
         try:
             pid = self.fork(conn, config, fds)
         finally:
@@ -359,7 +400,7 @@ class Zygote:
     def fork(self, conn, config, fds):
         try:
             unshare(CLONE_NEWPID)  # only for the next child: it becomes pid 1 of a new namespace
-            pid = os.fork()
+            pid = fork_init()
         except OSError as error:
             sys.stderr.write(f'zygote: fork failed: {error!r}\n')
             return None
