@@ -64,7 +64,8 @@ if (process.argv.includes('--child')) {
       steps[`${name} (faults)`].push(same ? faults - phases[j - 1][2] : faults)
     }
     const after = stat(zygote)
-    const init = children(zygote).at(-1)
+    // The sandbox's init: the zygote's last child with a kernel (a jail shell waiting for the next has none).
+    const init = children(zygote).filter((pid) => children(pid).length > 0).at(-1)
     const kernel = stat(children(init)[0])
     const jail = stat(init)
     rows.T.push(after.cpuMs - before.cpuMs)

@@ -50,6 +50,8 @@ SOCKET_PATH = '/tmp/.zygote/socket'  # under the zygote's /tmp, which no sandbox
 HOME = '/home/user'
 BOOT_ID = '/proc/sys/kernel/random/boot_id'
 MAX_CONFIG = 4 << 20
+# The zygote makes the jail shell for the next request (run_shell) once idle this long.
+SHELL_AFTER_IDLE_MS = 50
 # Set from the zygote's config in main(): what this machine lets a jail do.
 SETTINGS = {'hostname': True, 'userns': False}
 # Read-only in a template zygote's sandboxes, as in bubblewrap's jail.
@@ -200,7 +202,8 @@ def loopback_up():
         fcntl.ioctl(sock, 0x8914, struct.pack('16sh', b'lo', flags | 0x1 | 0x40))  # SIOCSIFFLAGS: UP, RUNNING
 
 
-def build_jail(config, work_fd, data_fd):
+def build_shell():
+    """The jail's namespaces and the mounts that no request decides: the same for every sandbox."""
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
     mark('G unshare')
     if SETTINGS['hostname']:  # refused by a container runtime's default seccomp profile (probe.ts)
@@ -208,12 +211,6 @@ def build_jail(config, work_fd, data_fd):
     loopback_up()
     mark('G loopback')
     mount(None, '/', None, MS_REC | MS_PRIVATE)
-    move_mount(work_fd, HOME)
-    os.close(work_fd)
-    move_mount(data_fd, f'{HOME}/data')
-    os.close(data_fd)
-    mount(None, f'{HOME}/data', None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    mark('G workspace')
     if SETTINGS['userns']:
         # In a user namespace, the kernel mounts a new proc only while one is visible: the new one
         # goes over the zygote's (which it hides), and as bubblewrap does, its host-wide parts are
@@ -227,8 +224,21 @@ def build_jail(config, work_fd, data_fd):
         libc.umount2(b'/proc', MNT_DETACH)
         mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
     mark('G proc')
-    size = int(config['tmpBytes'])
     libc.umount2(b'/tmp', MNT_DETACH)  # the zygote's, with its socket folder
+    libc.umount2(b'/dev/pts', MNT_DETACH)
+    mount('devpts', '/dev/pts', 'devpts', MS_NOSUID | MS_NOEXEC, 'newinstance,ptmxmode=0666,mode=620')
+    mark('G devpts')
+
+
+def build_jail(config, work_fd, data_fd):
+    """What one sandbox's request decides: its workspace and data, its /tmp and /dev/shm, its boot id."""
+    move_mount(work_fd, HOME)
+    os.close(work_fd)
+    move_mount(data_fd, f'{HOME}/data')
+    os.close(data_fd)
+    mount(None, f'{HOME}/data', None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    mark('G workspace')
+    size = int(config['tmpBytes'])
     mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={size},mode=1777')
     os.mkdir('/tmp/.matplotlib', 0o700)
     os.chown('/tmp/.matplotlib', config['uid'], config['gid'])
@@ -242,13 +252,10 @@ def build_jail(config, work_fd, data_fd):
     mount(None, BOOT_ID, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.unlink(staged)
     mark('G tmp')
-    libc.umount2(b'/dev/pts', MNT_DETACH)
-    mount('devpts', '/dev/pts', 'devpts', MS_NOSUID | MS_NOEXEC, 'newinstance,ptmxmode=0666,mode=620')
-    mark('G devpts')
 
 
-def run_init(conn, config, fds, seccomp):
-    """G: pid 1 of the sandbox's PID namespace."""
+def become_init():
+    """G's first steps, before any request: pid 1 of the sandbox's PID namespace."""
     mark('G forked')
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # No handlers: PID 1 of a namespace then gets no signal from inside it (bubblewrap's init too).
@@ -259,6 +266,41 @@ def run_init(conn, config, fds, seccomp):
             except (OSError, ValueError):
                 pass
     os.setsid()
+
+
+def run_shell(requests, seccomp):
+    """G made ahead of a request (a jail shell: no kernel, no session, no code of anyone's).
+
+    Its namespaces, /proc and /dev/pts are made while the zygote is idle; a request (its config,
+    the kernel's sockets, the mounts and the launcher's connection) comes on `requests`.
+    """
+    become_init()
+    build_shell()
+    header, fds, _, _ = socket.recv_fds(requests, 4, 7, socket.MSG_WAITALL)
+    if len(header) < 4 or len(fds) != 7:
+        os._exit(73)  # the zygote is gone, or did not send a request
+    TRACE.clear()
+    size = struct.unpack('!I', header)[0]
+    message = b''
+    while len(message) < size:
+        chunk = requests.recv(size - len(message))
+        if not chunk:
+            os._exit(73)
+        message += chunk
+    requests.close()
+    mark('G request')
+    conn = socket.socket(fileno=fds.pop())
+    start_init(conn, parse_request(message), fds, seccomp, shell=False)
+
+
+def run_init(conn, config, fds, seccomp):
+    """G forked for a request: pid 1 of the sandbox's PID namespace."""
+    become_init()
+    start_init(conn, config, fds, seccomp, shell=True)
+
+
+def start_init(conn, config, fds, seccomp, shell):
+    """G, with a request: the jail (its shell too unless made before), then the kernel K."""
     stdout, stderr, requests, messages, work_fd, data_fd = fds
     # The kernel's pipes on 1-4: first out of the way of each other, then in place.
     moved = [os.dup(fd) for fd in (stdout, stderr, requests, messages)]
@@ -272,6 +314,8 @@ def run_init(conn, config, fds, seccomp):
     creds = struct.pack('iII', os.getpid(), os.getuid(), os.getgid())
     conn.sendmsg([b'p'], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
     mark('G pid sent')
+    if shell:
+        build_shell()
     build_jail(config, work_fd, data_fd)
     with open('/proc/sys/kernel/cap_last_cap') as f:
         last_cap = int(f.read())
@@ -339,15 +383,22 @@ class Zygote:
         self.poller.register(self.wake_read, select.POLLIN)
         self.conns = {}  # fd -> socket, while its launcher is connected
         self.children = {}  # init pid -> socket
+        self.shell = None  # (pid, socket) of the jail shell for the next request (make_shell)
+        self.shell_died = False  # one died unused: the next is made after the next request only
 
     def serve(self):
+        self.make_shell()
         sys.stdout.write('ready\n')
         sys.stdout.flush()
         while True:
             try:
-                events = self.poller.poll()
+                # The next jail shell once nothing happened for a while: a sandbox starting now
+                # does not share the cores with it.
+                events = self.poller.poll(None if self.shell or self.shell_died else SHELL_AFTER_IDLE_MS)
             except InterruptedError:
                 continue
+            if not events and self.shell is None and not self.shell_died:
+                self.make_shell()
             for fd, event in events:
                 if fd == self.listener.fileno():
                     self.accept()
@@ -374,18 +425,16 @@ class Zygote:
             message, fds, _, _ = socket.recv_fds(conn, size, 6, socket.MSG_WAITALL)
             if len(fds) != 6:
                 raise ValueError('expected 6 fds')
-            head, _, env = message.partition(b'\0')
-            config = json.loads(head)
-            pairs = (pair.partition(b'=') for pair in env.split(b'\0') if pair)
-            config['env'] = {key.decode(errors='surrogateescape'): value.decode(errors='surrogateescape') for key, _, value in pairs}
+            config = parse_request(message)
             conn.settimeout(None)
         except Exception as error:
             sys.stderr.write(f'zygote: bad request: {error!r}\n')
             conn.close()
             return
         mark('T request')
+        self.shell_died = False
         try:
-            pid = self.fork(conn, config, fds)
+            pid = self.hand_to_shell(conn, message, fds) or self.fork(conn, config, fds)
         finally:
             for fd in fds:
                 os.close(fd)
@@ -397,6 +446,59 @@ class Zygote:
         # Only a hang-up: the data on this socket is for G and the launcher.
         self.poller.register(conn, select.POLLRDHUP)
 
+    def make_shell(self):
+        """G for the next request, made while the zygote is idle (run_shell)."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            unshare(CLONE_NEWPID)
+            pid = fork_init()
+        except OSError as error:
+            sys.stderr.write(f'zygote: fork failed: {error!r}\n')
+            mine.close()
+            theirs.close()
+            return
+        if pid == 0:
+            try:
+                self.close_in_child()
+                mine.close()
+                run_shell(theirs, self.seccomp)
+            except BaseException as error:
+                try:
+                    os.write(2, f'sandbox jail failed: {error!r}\n'.encode())
+                except OSError:
+                    pass
+            os._exit(72)
+        check(libc.syscall(SYS_SETNS[MACHINE], self.own_pid_ns, CLONE_NEWPID), 'setns')
+        theirs.close()
+        self.shell = (pid, mine)
+
+    def hand_to_shell(self, conn, message, fds):
+        """The request to the jail shell made before, if there is one: its pid, or None."""
+        if self.shell is None:
+            return None
+        pid, mine = self.shell
+        self.shell = None
+        try:
+            socket.send_fds(mine, [struct.pack('!I', len(message))], [*fds, conn.fileno()])
+            mine.sendall(message)
+        except OSError:
+            os.kill(pid, signal.SIGKILL)  # reaped as any child; the request forks a G of its own
+            return None
+        finally:
+            mine.close()
+        return pid
+
+    def close_in_child(self):
+        """In G: nothing of the zygote's but what G needs (its wake-up pipe's write end goes later)."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for other in [self.listener, *self.conns.values()]:
+            os.close(other.detach())
+        if self.shell is not None:
+            os.close(self.shell[1].detach())
+        os.close(self.own_pid_ns)
+        os.close(self.wake_read)
+
     def fork(self, conn, config, fds):
         try:
             unshare(CLONE_NEWPID)  # only for the next child: it becomes pid 1 of a new namespace
@@ -406,12 +508,7 @@ class Zygote:
             return None
         if pid == 0:
             try:
-                signal.set_wakeup_fd(-1)
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                for other in [self.listener, *self.conns.values()]:
-                    os.close(other.detach())
-                os.close(self.own_pid_ns)
-                os.close(self.wake_read)
+                self.close_in_child()
                 run_init(conn, config, fds, self.seccomp)
             except BaseException as error:
                 try:  # fd 2 is the launcher's stderr once the pipes are in place, else the zygote's
@@ -430,6 +527,10 @@ class Zygote:
                 return
             if pid == 0:
                 return
+            if self.shell is not None and self.shell[0] == pid:
+                self.shell[1].close()  # it died before a request: no other until the next one
+                self.shell = None
+                self.shell_died = True
             conn = self.children.pop(pid, None)
             if conn is None:
                 continue
@@ -458,6 +559,15 @@ class Zygote:
             self.poller.unregister(fd)
             del self.conns[fd]
         conn.close()
+
+
+def parse_request(message):
+    """A request from the launcher: its JSON, then the kernel's environment as NUL-separated pairs."""
+    head, _, env = message.partition(b'\0')
+    config = json.loads(head)
+    pairs = (pair.partition(b'=') for pair in env.split(b'\0') if pair)
+    config['env'] = {key.decode(errors='surrogateescape'): value.decode(errors='surrogateescape') for key, _, value in pairs}
+    return config
 
 
 def run_start(analyst_kernel, config):
