@@ -65,7 +65,9 @@ if (process.argv.includes('--child')) {
     }
     const after = stat(zygote)
     // The sandbox's init: the zygote's last child with a kernel (a jail shell waiting for the next has none).
-    const init = children(zygote).filter((pid) => children(pid).length > 0).at(-1)
+    const init = children(zygote)
+      .filter((pid) => children(pid).length > 0)
+      .at(-1)
     const kernel = stat(children(init)[0])
     const jail = stat(init)
     rows.T.push(after.cpuMs - before.cpuMs)
