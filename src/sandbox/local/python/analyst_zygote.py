@@ -462,6 +462,7 @@ class Zygote:
             sys.stderr.write(f'zygote: fork failed: {error!r}\n')
             mine.close()
             theirs.close()
+            self.shell_died = True  # not tried again before the next request
             return
         if pid == 0:
             try:
