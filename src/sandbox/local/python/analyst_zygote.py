@@ -56,8 +56,9 @@ SOCKET_PATH = '/tmp/.zygote/socket'  # under the zygote's /tmp, which no sandbox
 HOME = '/home/user'
 BOOT_ID = '/proc/sys/kernel/random/boot_id'
 MAX_CONFIG = 4 << 20
-# The zygote makes the jail shell for the next request (run_shell) once idle this long.
-SHELL_AFTER_IDLE_MS = 50
+# The zygote makes the jail shell for the next request (run_shell) once idle this long: after the
+# last sandbox's start and, mostly, its first cell, which would otherwise share the cores with it.
+SHELL_AFTER_IDLE_MS = 250
 # Set from the zygote's config in main(): what this machine lets a jail do.
 SETTINGS = {'hostname': True, 'userns': False}
 # Read-only in a template zygote's sandboxes, as in bubblewrap's jail.
