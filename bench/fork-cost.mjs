@@ -7,6 +7,7 @@
 // Usage: node bench/fork-cost.mjs [N] [DIST...]   (root; `npm run build` first; several builds,
 // e.g. a scratch worktree's dist/, are measured in turns, each in a process of its own)
 import { execFileSync } from 'node:child_process'
+import { subscribe } from 'node:diagnostics_channel'
 import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
@@ -39,13 +40,34 @@ if (process.argv.includes('--child')) {
     (pid) => command(pid).includes('analyst_zygote.py') && !command(pid).startsWith('bwrap'),
   )
   const rows = { wall: [], T: [], G: [], K: [], 'T faults': [], 'G faults': [], 'K faults': [] }
+  // Each create's phases (analyst:fork-trace, CLOCK_MONOTONIC ns): how long each took after the one before.
+  let phases = []
+  subscribe('analyst:fork-trace', (message) => phases.push(...message.phases))
+  const steps = {}
+  const ns = () => Number(process.hrtime.bigint())
   for (let i = 0; i < N; i++) {
     const before = stat(zygote)
     const start = performance.now()
+    phases = [['create', ns()]]
     const sandbox = await Sandbox.create({ provider })
     rows.wall.push(performance.now() - start)
+    phases.push(['create returned', ns()])
+    for (let j = 1; j < phases.length; j++) {
+      const name = `${phases[j - 1][0]} → ${phases[j][0]}`
+      steps[name] ??= []
+      steps[name].push((phases[j][1] - phases[j - 1][1]) / 1e6)
+      // The process's minor faults in that phase (T, G and K count their own from their fork).
+      const [phase, , faults] = phases[j]
+      if (faults === undefined) continue
+      const same = phases[j - 1][0][0] === phase[0] && phases[j - 1][2] !== undefined
+      steps[`${name} (faults)`] ??= []
+      steps[`${name} (faults)`].push(same ? faults - phases[j - 1][2] : faults)
+    }
     const after = stat(zygote)
-    const init = children(zygote).at(-1)
+    // The sandbox's init: the zygote's last child with a kernel (a jail shell waiting for the next has none).
+    const init = children(zygote)
+      .filter((pid) => children(pid).length > 0)
+      .at(-1)
     const kernel = stat(children(init)[0])
     const jail = stat(init)
     rows.T.push(after.cpuMs - before.cpuMs)
@@ -57,12 +79,13 @@ if (process.argv.includes('--child')) {
     await sandbox.kill()
   }
   await provider.close()
-  console.log(
-    JSON.stringify(Object.fromEntries(Object.entries(rows).map(([key, values]) => [key, median(values)]))),
-  )
+  const medians = (table) =>
+    Object.fromEntries(Object.entries(table).map(([key, values]) => [key, median(values)]))
+  console.log(JSON.stringify({ ...medians(rows), phases: medians(steps) }))
 } else {
   const builds = dists.length > 0 ? dists : [join(fileURLToPath(import.meta.url), '..', '..', 'dist')]
   const rows = []
+  const phases = []
   for (let round = 0; round < 2; round++) {
     for (const dist of builds) {
       const load = loadavg()[0].toFixed(1)
@@ -74,6 +97,7 @@ if (process.argv.includes('--child')) {
         },
       )
       const m = JSON.parse(out.trim().split('\n').at(-1))
+      phases.push([dist, m.phases])
       rows.push(
         `| ${dist} | ${m.wall.toFixed(0)} ms | ${m.T.toFixed(1)} / ${m['T faults']} | ${m.G.toFixed(1)} / ${m['G faults']} | ${m.K.toFixed(1)} / ${m['K faults']} | ${load} |`,
       )
@@ -84,4 +108,16 @@ if (process.argv.includes('--child')) {
 | build | create p50 | zygote T per fork: CPU ms / faults | init G | kernel K (to ready) | load |
 | --- | --- | --- | --- | --- | --- |
 ${rows.join('\n')}`)
+  // Where a create's time goes, phase by phase (medians of the same creates), per build and round.
+  const names = [...new Set(phases.flatMap(([, m]) => Object.keys(m)))].filter(
+    (name) => !name.endsWith('(faults)'),
+  )
+  const cell = (m, name) =>
+    `${m[name]?.toFixed(2) ?? ''}${m[`${name} (faults)`] === undefined ? '' : ` / ${m[`${name} (faults)`]}`}`
+  console.log(`
+### Cold fork, phase by phase (ms / minor faults, medians; each phase from the end of the one before)
+
+| phase | ${phases.map(([dist]) => dist).join(' | ')} |
+| --- | ${phases.map(() => '---').join(' | ')} |
+${names.map((name) => `| ${name} | ${phases.map(([, m]) => cell(m, name)).join(' | ')} |`).join('\n')}`)
 }

@@ -60,6 +60,26 @@ for (let i = 0; i < N.create; i++) {
   }
 }
 
+// Forked creates two ways: after the zygote was idle (it makes the jail shell of the next sandbox
+// then: analyst_zygote.py), and back to back (each created as soon as the one before is killed,
+// before the zygote may have made it).
+const pace = Object.fromEntries(
+  Object.keys(paths)
+    .filter((name) => name.endsWith('forked'))
+    .map((name) => [name, { idle: [], backToBack: [] }]),
+)
+for (let i = 0; i < N.create; i++) {
+  for (const name of Object.keys(pace)) {
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    for (const kind of ['idle', 'backToBack']) {
+      const start = performance.now()
+      const sandbox = await create(paths[name])
+      pace[name][kind].push(performance.now() - start)
+      await sandbox.kill()
+    }
+  }
+}
+
 const idle = {}
 for (const [name, path] of Object.entries(paths)) {
   // Only this path's zygote runs while it is measured, started before (it is not a sandbox's).
@@ -99,6 +119,17 @@ console.log(
         'create / idle vs host forked',
       ],
       rows,
+    ),
+    '',
+    `Forked creates after the zygote was idle 300 ms (it has made the next sandbox's jail shell) and back to back (the next create as soon as the one before is killed), turn about; create p50 / p99 (ms):`,
+    '',
+    table(
+      ['path', 'after idle', 'back to back'],
+      Object.entries(pace).map(([name, { idle, backToBack }]) => [
+        name,
+        `${p(idle, 50)} / ${p(idle, 99)}`,
+        `${p(backToBack, 50)} / ${p(backToBack, 99)}`,
+      ]),
     ),
   ].join('\n'),
 )

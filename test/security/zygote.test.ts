@@ -5,6 +5,7 @@
  * state, and no Python state a previous sibling left. Each case runs in a fresh pair; a neighbour
  * sandbox from the same zygote is checked after every case.
  */
+import { readFileSync } from 'node:fs'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider, Sandbox } from '../../src/index.js'
 import { stopZygotes } from '../../src/sandbox/local/zygote.js'
@@ -272,5 +273,50 @@ describe.runIf(isRoot)('hostile code: sandboxes forked from one zygote', () => {
     expect(after).toEqual(clean)
     expect(after.env).toBeNull()
     expect(after.cwd).toBe('/home/user')
+  })
+
+  it('a jail shell made while the zygote is idle holds no kernel, and makes the same jail as a fork at once', async () => {
+    const children = (pid: number) =>
+      readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number)
+    const descendants = (pid: number): number[] =>
+      children(pid).flatMap((child) => [child, ...descendants(child)])
+    const command = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    const zygote = () =>
+      descendants(process.pid).find(
+        (pid) => command(pid).includes('analyst_zygote.py') && !command(pid).startsWith('bwrap'),
+      )
+    // Idle, the zygote has made the next sandbox's init: a child of its own with no kernel below it.
+    const shell = () => {
+      const found = zygote()
+      return found ? children(found).find((pid) => children(pid).length === 0) : undefined
+    }
+    await expect.poll(shell, { timeout: 10_000 }).toBeDefined()
+    // Three at once: the first takes the shell, the others find none and fork their init.
+    let c: Sandbox | undefined
+    try {
+      ;[a, b, c] = await Promise.all([forked(), forked(), forked()])
+      const look = py`
+        import fcntl, os, socket, struct
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            lo = struct.unpack('16sh', fcntl.ioctl(s, 0x8913, struct.pack('16sh', b'lo', 0)))[1] & 1
+        mounts = sorted(line.split()[4] + ' ' + line.split()[5] for line in open('/proc/self/mountinfo'))
+        report(host=socket.gethostname(), lo=lo, mounts=mounts, pids=sorted(int(p) for p in os.listdir('/proc') if p.isdigit())[:2],
+               zygote=os.path.exists('/tmp/.zygote'), pts=os.listdir('/dev/pts'))
+      `
+      const seen = await Promise.all([a, b, c].map((sandbox) => probe(sandbox, look)))
+      for (const one of seen) {
+        expect(one.host).toBe('sandbox')
+        expect(one.lo, 'the loopback is up').toBe(1)
+        expect(one.pids).toEqual([1, 2])
+        expect(one.zygote, "the zygote's socket folder").toBe(false)
+        expect(one.mounts, 'the same mounts, with the same options, on either path').toEqual(seen[0].mounts)
+      }
+    } finally {
+      await c?.kill()
+    }
   })
 })

@@ -4,6 +4,7 @@
  * process's pipes, a Modal exec's stdin/stdout) subclasses it with `write` and its end.
  * @module
  */
+import { channel } from 'node:diagnostics_channel'
 import type { Language } from '../backend.js'
 import { SandboxError, SandboxUnavailableError } from '../errors.js'
 import type { HostRequest, KernelMessage } from './protocol.js'
@@ -14,6 +15,12 @@ export type ProcessMessage = Extract<KernelMessage, { type: 'proc-started' | 'pr
 export type ProcessHandler = (message: ProcessMessage) => void
 /** What the kernel asks of the host while a cell runs: sql() and describe_table(). */
 export type HostQuestion = Extract<KernelMessage, { type: 'query' | 'query-cancel' | 'describe-table' }>
+
+/**
+ * A forked kernel's start, phase by phase, for benchmarks (bench/fork-cost.mjs): published when
+ * its ready message carries the phases (CLOCK_MONOTONIC ns, as process.hrtime.bigint()).
+ */
+export const forkTrace = channel('analyst:fork-trace')
 
 export abstract class KernelChannel<Exit extends Error> {
   protected readonly cells = new Map<string, { handler: CellHandler; reject: (error: Error) => void }>()
@@ -74,6 +81,8 @@ export abstract class KernelChannel<Exit extends Error> {
     switch (message.type) {
       case 'ready':
         this.readyPid = message.pid
+        if (message.trace && forkTrace.hasSubscribers)
+          forkTrace.publish({ pid: message.pid, phases: [...message.trace, ['node ready', nowNs()]] })
         return this.waiters.get('ready')?.()
       case 'proc-started':
       case 'proc-out':
@@ -203,4 +212,8 @@ export abstract class KernelChannel<Exit extends Error> {
   async setEnv(id: string, envs: Record<string, string>): Promise<void> {
     await this.request(`env-set:${id}`, { type: 'env', id, envs })
   }
+}
+
+function nowNs(): number {
+  return Number(process.hrtime.bigint())
 }

@@ -12,7 +12,13 @@ import type { ColumnLayout, QueryColumn } from '../query.js'
 const cellId = z.string()
 
 export const KernelMessage = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('ready'), pid: z.number(), python: z.string() }),
+  z.object({
+    type: z.literal('ready'),
+    pid: z.number(),
+    python: z.string(),
+    /** A forked kernel's start, phase by phase: [phase, CLOCK_MONOTONIC ns, its process's minor faults so far]. */
+    trace: z.array(z.tuple([z.string(), z.number(), z.number()])).optional(),
+  }),
   z.object({ type: z.literal('stdout'), id: cellId, text: z.string() }),
   z.object({ type: z.literal('stderr'), id: cellId, text: z.string() }),
   z.object({ type: z.literal('truncated'), id: cellId }),

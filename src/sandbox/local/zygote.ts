@@ -17,6 +17,7 @@ import type { Socket } from 'node:net'
 import { join } from 'node:path'
 import type { Readable, Writable } from 'node:stream'
 import { SandboxUnavailableError } from '../errors.js'
+import { forkTrace } from '../kernel/channel.js'
 import { kernelEnv } from '../kernel/env.js'
 import { bwrapArgs, SANDBOX_BIN_DIRS, SANDBOX_HOME, SANDBOX_KERNEL_DIR } from './jail.js'
 import type { KernelProcess, KernelSpawnSpec } from './kernel.js'
@@ -311,6 +312,8 @@ export class Launcher extends EventEmitter {
           reject(error)
         },
       })
+      if (forkTrace.hasSubscribers)
+        forkTrace.publish({ id, phases: [['node launch', Number(process.hrtime.bigint())]] })
       this.process.send({ type: 'start', id, work, data, cgroupProcs, env, request: rest })
     })
   }

@@ -511,6 +511,17 @@ def start_module():
     return module
 
 
+# Set by the zygote (analyst_zygote.py) in a kernel it forked.
+FORKED = False
+# The phases of a forked kernel's start, from the zygote: sent with `ready`.
+FORK_TRACE = None
+
+
+def mark(phase):
+    if FORK_TRACE is not None:
+        FORK_TRACE.append((phase, time.monotonic_ns(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt))
+
+
 # A template's start step run once in its zygote (analyst_zygote.py): a forked kernel's default
 # context is the module it left.
 STARTED = None
@@ -983,23 +994,49 @@ def main():
         _real_exit(status)
 
     os._exit = exit_after_output
-    try:
-        apply_limits(LIMITS)
+    requests = queue.Queue()
+
+    def set_up():
         preload(config.get('preload'))
+        if FORKED and 'numpy' in sys.modules:
+            sys.modules['numpy'].random.seed()  # the zygote's state, shared by every kernel forked from it
         analyst_threads.resize()  # in a kernel forked from the zygote: numpy was loaded there
+        mark('K threads')
         analyst_display_hooks.install(display, get_ipython)
         contexts['default'] = Context('default', WORKDIR, STARTED)
         run_start(config.get('start'), contexts['default'].namespace)
-        requests = queue.Queue()
+        mark('K context')
         threading.Thread(target=io_loop, args=(requests, threading.get_ident()), daemon=True).start()
-    except BaseException as error:
+        mark('K io thread')
+
+    def failed(error):
         # fd 1 and 2 are the capture's pipes by now: the host reads why on the original stderr
         # (a MemoryError here is a memory limit too small for the imports: kernel.ts says so).
         memory = LIMITS.get('memoryBytes')
         limit = f' (memory limit {memory // 2**20} MiB)' if memory else ''
         os.write(crash_log, f'kernel failed to start: {error!r}{limit}\n'.encode())
+
+    mark('K main')
+    try:
+        apply_limits(LIMITS)
+        if not FORKED:
+            set_up()
+    except BaseException as error:
+        failed(error)
         raise
-    send({'type': 'ready', 'pid': os.getpid(), 'python': sys.version.split()[0]})
+    ready = {'type': 'ready', 'pid': os.getpid(), 'python': sys.version.split()[0]}
+    if FORK_TRACE is not None:
+        ready['trace'] = FORK_TRACE
+    send(ready)
+    # A forked kernel has its imports from the zygote: what is left of its set-up runs after it
+    # said ready, while the host answers its create, and before any request is read (they wait in
+    # the socket). The work is the same; a create no longer waits for it.
+    if FORKED:
+        try:
+            set_up()
+        except BaseException as error:
+            failed(error)
+            raise
     while True:
         handle(requests.get())
 

@@ -8,18 +8,25 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
   L  the launcher (analyst_launcher.py): one per zygote, on the host, as root. For each
      sandbox it clones the workspace and data mounts (open_tree) and sends them, with the
      kernel's sockets, to T.
-  G  forked by T into a new PID namespace (its init). It tells L its host PID (SCM_CREDENTIALS);
-     while L moves it into the sandbox's cgroups, G unshares mount, net, IPC and UTS namespaces
-     (the cgroup namespace once it is in its cgroups: nothing is forked before), mounts the
-     workspace at /home/user, data/ read-only, a fresh
-     /proc, a size-limited /tmp (hiding the zygote's, with its socket), /dev/shm and /dev/pts of
-     its own. Then it empties the capability bounding set, takes the sandbox's own host uid (all
-     capabilities gone), enters a user namespace of its own where that uid is 1000 (as in
-     bubblewrap's jail; it owns no other namespace) and drops the capabilities it has there, sets
-     no_new_privs and installs the seccomp filter (the one bubblewrap gets, plus no new user
-     namespaces). It reaps orphans and exits with the kernel's status.
-  K  forked by G, with G's (lack of) privileges: the kernel. It reseeds numpy's generator (Python's
-     random reseeds itself after fork) and runs analyst_kernel.main(), which closes every fd but 0-4.
+  G  forked by T into a new PID namespace (its init), without Python's at-fork handlers
+     (fork_init). It unshares mount, net, IPC and UTS namespaces, brings its loopback up, mounts a
+     fresh /proc and /dev/pts of its own and unmounts the zygote's /tmp (with its socket): the
+     jail's shell, which no request decides. T makes the next sandbox's G that far once it has
+     been idle SHELL_AFTER_IDLE_MS, so that a request finds it made; a request that finds none
+     (creates back to back) forks a G that builds the shell itself. A waiting shell holds no
+     kernel, no session and nothing of anyone's; it takes the request (config, the kernel's
+     sockets, the mounts, L's connection) from T over a socket pair. Then G tells L its host PID
+     (SCM_CREDENTIALS); while L moves it into the sandbox's cgroups, G mounts the workspace at
+     /home/user, data/ read-only, a size-limited /tmp and /dev/shm of its own (the cgroup
+     namespace once it is in its cgroups: nothing is forked before). Then it empties the
+     capability bounding set, takes the sandbox's own host uid (all capabilities gone), enters a
+     user namespace of its own where that uid is 1000 (as in bubblewrap's jail; it owns no other
+     namespace) and drops the capabilities it has there, sets no_new_privs and installs the
+     seccomp filter (the one bubblewrap gets, plus no new user namespaces). It reaps orphans and
+     exits with the kernel's status.
+  K  forked by G, with G's (lack of) privileges: the kernel. It runs analyst_kernel.main(), which
+     closes every fd but 0-4, says ready, then reseeds numpy's generator (Python's random reseeds
+     itself after fork) and finishes its set-up before it reads the first request.
 A template's zygote (one per template) is the same T, with the template's Python, files and start
 step (run once, before any fork: every kernel's default context starts from the module it left),
 but run by analyst_userns.py as root of a user namespace of its own: an unprivileged uid on the
@@ -37,16 +44,21 @@ import ctypes
 import gc
 import json
 import os
+import resource
 import select
 import signal
 import socket
 import struct
 import sys
+import time
 
 SOCKET_PATH = '/tmp/.zygote/socket'  # under the zygote's /tmp, which no sandbox mounts
 HOME = '/home/user'
 BOOT_ID = '/proc/sys/kernel/random/boot_id'
 MAX_CONFIG = 4 << 20
+# The zygote makes the jail shell for the next request (run_shell) once idle this long: after the
+# last sandbox's start and, mostly, its first cell, which would otherwise share the cores with it.
+SHELL_AFTER_IDLE_MS = 250
 # Set from the zygote's config in main(): what this machine lets a jail do.
 SETTINGS = {'hostname': True, 'userns': False}
 # Read-only in a template zygote's sandboxes, as in bubblewrap's jail.
@@ -81,6 +93,13 @@ SECCOMP_MODE_FILTER = 2
 
 libc = ctypes.CDLL(None, use_errno=True)
 MACHINE = os.uname().machine
+# When each phase of one sandbox's start ended (CLOCK_MONOTONIC, as Node's hrtime): T's, then G's
+# and K's, which inherit the list; the kernel's ready message carries it (bench/fork-cost.mjs).
+TRACE = []
+
+
+def mark(phase):
+    TRACE.append((phase, time.monotonic_ns(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt))
 
 
 def check(result, what):
@@ -156,6 +175,7 @@ def drop_privileges(config, seccomp, last_cap):
 
 
 def run_kernel(config):
+    mark('K forked')
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # What Python sets up at start, as a kernel started on its own has it.
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -165,9 +185,11 @@ def run_kernel(config):
     os.environ.clear()
     os.environ.update(config['env'])
     sys.argv = [f'{os.path.dirname(__file__)}/analyst_kernel.py', json.dumps(config['kernel'])]
-    if 'numpy' in sys.modules:
-        sys.modules['numpy'].random.seed()
     import analyst_kernel
+
+    analyst_kernel.FORKED = True  # it reseeds numpy's generator, after it said ready
+    analyst_kernel.FORK_TRACE = TRACE
+    mark('K config')
 
     sys.modules['__main__'] = analyst_kernel
     analyst_kernel.main()
@@ -187,17 +209,15 @@ def loopback_up():
         fcntl.ioctl(sock, 0x8914, struct.pack('16sh', b'lo', flags | 0x1 | 0x40))  # SIOCSIFFLAGS: UP, RUNNING
 
 
-def build_jail(config, work_fd, data_fd):
+def build_shell():
+    """The jail's namespaces and the mounts that no request decides: the same for every sandbox."""
     unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+    mark('G unshare')
     if SETTINGS['hostname']:  # refused by a container runtime's default seccomp profile (probe.ts)
         socket.sethostname('sandbox')
     loopback_up()
+    mark('G loopback')
     mount(None, '/', None, MS_REC | MS_PRIVATE)
-    move_mount(work_fd, HOME)
-    os.close(work_fd)
-    move_mount(data_fd, f'{HOME}/data')
-    os.close(data_fd)
-    mount(None, f'{HOME}/data', None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     if SETTINGS['userns']:
         # In a user namespace, the kernel mounts a new proc only while one is visible: the new one
         # goes over the zygote's (which it hides), and as bubblewrap does, its host-wide parts are
@@ -210,8 +230,22 @@ def build_jail(config, work_fd, data_fd):
     else:
         libc.umount2(b'/proc', MNT_DETACH)
         mount('proc', '/proc', 'proc', MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    size = int(config['tmpBytes'])
+    mark('G proc')
     libc.umount2(b'/tmp', MNT_DETACH)  # the zygote's, with its socket folder
+    libc.umount2(b'/dev/pts', MNT_DETACH)
+    mount('devpts', '/dev/pts', 'devpts', MS_NOSUID | MS_NOEXEC, 'newinstance,ptmxmode=0666,mode=620')
+    mark('G devpts')
+
+
+def build_jail(config, work_fd, data_fd):
+    """What one sandbox's request decides: its workspace and data, its /tmp and /dev/shm, its boot id."""
+    move_mount(work_fd, HOME)
+    os.close(work_fd)
+    move_mount(data_fd, f'{HOME}/data')
+    os.close(data_fd)
+    mount(None, f'{HOME}/data', None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    mark('G workspace')
+    size = int(config['tmpBytes'])
     mount('tmpfs', '/tmp', 'tmpfs', MS_NOSUID | MS_NODEV, f'size={size},mode=1777')
     os.mkdir('/tmp/.matplotlib', 0o700)
     os.chown('/tmp/.matplotlib', config['uid'], config['gid'])
@@ -224,12 +258,12 @@ def build_jail(config, work_fd, data_fd):
     mount(staged, BOOT_ID, None, MS_BIND)
     mount(None, BOOT_ID, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
     os.unlink(staged)
-    libc.umount2(b'/dev/pts', MNT_DETACH)
-    mount('devpts', '/dev/pts', 'devpts', MS_NOSUID | MS_NOEXEC, 'newinstance,ptmxmode=0666,mode=620')
+    mark('G tmp')
 
 
-def run_init(conn, config, fds, seccomp):
-    """G: pid 1 of the sandbox's PID namespace."""
+def become_init():
+    """G's first steps, before any request: pid 1 of the sandbox's PID namespace."""
+    mark('G forked')
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # No handlers: PID 1 of a namespace then gets no signal from inside it (bubblewrap's init too).
     for number in signal.valid_signals():
@@ -239,6 +273,41 @@ def run_init(conn, config, fds, seccomp):
             except (OSError, ValueError):
                 pass
     os.setsid()
+
+
+def run_shell(requests, seccomp):
+    """G made ahead of a request (a jail shell: no kernel, no session, no code of anyone's).
+
+    Its namespaces, /proc and /dev/pts are made while the zygote is idle; a request (its config,
+    the kernel's sockets, the mounts and the launcher's connection) comes on `requests`.
+    """
+    become_init()
+    build_shell()
+    header, fds, _, _ = socket.recv_fds(requests, 4, 7, socket.MSG_WAITALL)
+    if len(header) < 4 or len(fds) != 7:
+        os._exit(73)  # the zygote is gone, or did not send a request
+    TRACE.clear()
+    size = struct.unpack('!I', header)[0]
+    message = b''
+    while len(message) < size:
+        chunk = requests.recv(size - len(message))
+        if not chunk:
+            os._exit(73)
+        message += chunk
+    requests.close()
+    mark('G request')
+    conn = socket.socket(fileno=fds.pop())
+    start_init(conn, parse_request(message), fds, seccomp, shell=False)
+
+
+def run_init(conn, config, fds, seccomp):
+    """G forked for a request: pid 1 of the sandbox's PID namespace."""
+    become_init()
+    start_init(conn, config, fds, seccomp, shell=True)
+
+
+def start_init(conn, config, fds, seccomp, shell):
+    """G, with a request: the jail (its shell too unless made before), then the kernel K."""
     stdout, stderr, requests, messages, work_fd, data_fd = fds
     # The kernel's pipes on 1-4: first out of the way of each other, then in place.
     moved = [os.dup(fd) for fd in (stdout, stderr, requests, messages)]
@@ -251,11 +320,15 @@ def run_init(conn, config, fds, seccomp):
     # built meanwhile, and nothing is forked before the host says it is done.
     creds = struct.pack('iII', os.getpid(), os.getuid(), os.getgid())
     conn.sendmsg([b'p'], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, creds)])
+    mark('G pid sent')
+    if shell:
+        build_shell()
     build_jail(config, work_fd, data_fd)
     with open('/proc/sys/kernel/cap_last_cap') as f:
         last_cap = int(f.read())
     if conn.recv(1) != b'g':
         os._exit(70)
+    mark('G in cgroups')
     conn.close()
     unshare(CLONE_NEWCGROUP)  # rooted at the sandbox's own cgroup, now that it is in it
     # Before code can look at this process: nothing of the zygote's (its wake-up pipe) stays open.
@@ -264,6 +337,7 @@ def run_init(conn, config, fds, seccomp):
     # (same uid, no capabilities, same seccomp filter), so, as in bubblewrap's jail, code may look
     # at it (dumpable) and find nothing of the host. As PID 1 it gets no signal it does not handle.
     drop_privileges(config, seccomp, last_cap)
+    mark('G unprivileged')
     kernel = os.fork()
     if kernel == 0:
         try:
@@ -280,6 +354,21 @@ def run_init(conn, config, fds, seccomp):
 
 
 # ---------------------------------------------------------------- T: the zygote
+
+
+def fork_init():
+    """fork(2) for G, without Python's at-fork handlers where that is safe.
+
+    os.fork() runs them in the child (threading's and random's re-initialisation, a template's own
+    hooks): about 250 page faults, each a copy of a page of the zygote, which G would pay before
+    it builds the jail and K again. G needs none of them (it runs no thread and no user code, and
+    forks K with os.fork(), which runs them in K, as a fork of T's state). Skipping them is safe only
+    in a process of one thread (no lock can be held by another), which the zygote is unless a
+    template's start step started threads: then os.fork().
+    """
+    if len(os.listdir('/proc/self/task')) > 1:
+        return os.fork()
+    return check(libc.fork(), 'fork')
 
 
 class Zygote:
@@ -301,15 +390,22 @@ class Zygote:
         self.poller.register(self.wake_read, select.POLLIN)
         self.conns = {}  # fd -> socket, while its launcher is connected
         self.children = {}  # init pid -> socket
+        self.shell = None  # (pid, socket) of the jail shell for the next request (make_shell)
+        self.shell_died = False  # one died unused: the next is made after the next request only
 
     def serve(self):
+        self.make_shell()
         sys.stdout.write('ready\n')
         sys.stdout.flush()
         while True:
             try:
-                events = self.poller.poll()
+                # The next jail shell once nothing happened for a while: a sandbox starting now
+                # does not share the cores with it.
+                events = self.poller.poll(None if self.shell or self.shell_died else SHELL_AFTER_IDLE_MS)
             except InterruptedError:
                 continue
+            if not events and self.shell is None and not self.shell_died:
+                self.make_shell()
             for fd, event in events:
                 if fd == self.listener.fileno():
                     self.accept()
@@ -326,6 +422,8 @@ class Zygote:
 
     def accept(self):
         conn, _ = self.listener.accept()
+        TRACE.clear()
+        mark('T accept')
         try:
             conn.settimeout(5)
             size = struct.unpack('!I', conn.recv(4, socket.MSG_WAITALL))[0]
@@ -334,17 +432,16 @@ class Zygote:
             message, fds, _, _ = socket.recv_fds(conn, size, 6, socket.MSG_WAITALL)
             if len(fds) != 6:
                 raise ValueError('expected 6 fds')
-            head, _, env = message.partition(b'\0')
-            config = json.loads(head)
-            pairs = (pair.partition(b'=') for pair in env.split(b'\0') if pair)
-            config['env'] = {key.decode(errors='surrogateescape'): value.decode(errors='surrogateescape') for key, _, value in pairs}
+            config = parse_request(message)
             conn.settimeout(None)
         except Exception as error:
             sys.stderr.write(f'zygote: bad request: {error!r}\n')
             conn.close()
             return
+        mark('T request')
+        self.shell_died = False
         try:
-            pid = self.fork(conn, config, fds)
+            pid = self.hand_to_shell(conn, message, fds) or self.fork(conn, config, fds)
         finally:
             for fd in fds:
                 os.close(fd)
@@ -356,21 +453,70 @@ class Zygote:
         # Only a hang-up: the data on this socket is for G and the launcher.
         self.poller.register(conn, select.POLLRDHUP)
 
+    def make_shell(self):
+        """G for the next request, made while the zygote is idle (run_shell)."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            unshare(CLONE_NEWPID)
+            pid = fork_init()
+        except OSError as error:
+            sys.stderr.write(f'zygote: fork failed: {error!r}\n')
+            mine.close()
+            theirs.close()
+            self.shell_died = True  # not tried again before the next request
+            return
+        if pid == 0:
+            try:
+                self.close_in_child()
+                mine.close()
+                run_shell(theirs, self.seccomp)
+            except BaseException as error:
+                try:
+                    os.write(2, f'sandbox jail failed: {error!r}\n'.encode())
+                except OSError:
+                    pass
+            os._exit(72)
+        check(libc.syscall(SYS_SETNS[MACHINE], self.own_pid_ns, CLONE_NEWPID), 'setns')
+        theirs.close()
+        self.shell = (pid, mine)
+
+    def hand_to_shell(self, conn, message, fds):
+        """The request to the jail shell made before, if there is one: its pid, or None."""
+        if self.shell is None:
+            return None
+        pid, mine = self.shell
+        self.shell = None
+        try:
+            socket.send_fds(mine, [struct.pack('!I', len(message))], [*fds, conn.fileno()])
+            mine.sendall(message)
+        except OSError:
+            os.kill(pid, signal.SIGKILL)  # reaped as any child; the request forks a G of its own
+            return None
+        finally:
+            mine.close()
+        return pid
+
+    def close_in_child(self):
+        """In G: nothing of the zygote's but what G needs (its wake-up pipe's write end goes later)."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for other in [self.listener, *self.conns.values()]:
+            os.close(other.detach())
+        if self.shell is not None:
+            os.close(self.shell[1].detach())
+        os.close(self.own_pid_ns)
+        os.close(self.wake_read)
+
     def fork(self, conn, config, fds):
         try:
             unshare(CLONE_NEWPID)  # only for the next child: it becomes pid 1 of a new namespace
-            pid = os.fork()
+            pid = fork_init()
         except OSError as error:
             sys.stderr.write(f'zygote: fork failed: {error!r}\n')
             return None
         if pid == 0:
             try:
-                signal.set_wakeup_fd(-1)
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                for other in [self.listener, *self.conns.values()]:
-                    os.close(other.detach())
-                os.close(self.own_pid_ns)
-                os.close(self.wake_read)
+                self.close_in_child()
                 run_init(conn, config, fds, self.seccomp)
             except BaseException as error:
                 try:  # fd 2 is the launcher's stderr once the pipes are in place, else the zygote's
@@ -389,6 +535,10 @@ class Zygote:
                 return
             if pid == 0:
                 return
+            if self.shell is not None and self.shell[0] == pid:
+                self.shell[1].close()  # it died before a request: no other until the next one
+                self.shell = None
+                self.shell_died = True
             conn = self.children.pop(pid, None)
             if conn is None:
                 continue
@@ -417,6 +567,15 @@ class Zygote:
             self.poller.unregister(fd)
             del self.conns[fd]
         conn.close()
+
+
+def parse_request(message):
+    """A request from the launcher: its JSON, then the kernel's environment as NUL-separated pairs."""
+    head, _, env = message.partition(b'\0')
+    config = json.loads(head)
+    pairs = (pair.partition(b'=') for pair in env.split(b'\0') if pair)
+    config['env'] = {key.decode(errors='surrogateescape'): value.decode(errors='surrogateescape') for key, _, value in pairs}
+    return config
 
 
 def run_start(analyst_kernel, config):
