@@ -320,7 +320,8 @@ describe('the OOM killer in a container with a small --memory', () => {
       const scores = await oomScores(id)
       const tini = scores.find((process) => process.pid === 1)
       const server = scores.find((process) => process.command.includes('dist/cli/bin.js serve'))
-      const kernels = scores.filter((process) => process.command.includes('analyst_kernel'))
+      // The kernels themselves, not the bubblewrap processes whose arguments name them.
+      const kernels = scores.filter((process) => /^\S*python3\S* .*analyst_kernel\.py/.test(process.command))
       expect(tini?.command).toMatch(/tini/)
       expect(server).toBeDefined()
       expect(kernels.length).toBeGreaterThan(0)
