@@ -69,8 +69,13 @@ export function imageNames(prefix = 'localhost/') {
     containerfile: `${prefix}analyst-containerfile:${VERSION}`,
   }
 }
-/** Outside /usr, which every jail sees (read-only): the server's code and Node stay out of sight. */
+/** Outside /usr, which every jail sees (read-only): the server's code stays out of sight. */
 const APP = '/opt/analyst-server'
+/**
+ * Node itself in /usr, as the host's /usr/bin/node: JavaScript and TypeScript contexts run it in
+ * the jail (`node` on the kernel's PATH), and the server runs the same binary.
+ */
+const NODE = '/usr/local/bin/node'
 const HEALTHCHECK =
   "node -e \"fetch('http://127.0.0.1:'+(process.env.PORT||8787)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))\""
 
@@ -330,11 +335,9 @@ function appDir(target, node, build) {
   // On the copy: a change to the list applies without compiling the modules again.
   prune(join(staging, 'node_modules'))
   mkdirSync(join(staging, 'bin'))
-  writeFileSync(
-    join(staging, 'bin/analyst'),
-    `#!/bin/sh\nexec ${APP}/bin/node ${APP}/dist/cli/bin.js "$@"\n`,
-    { mode: 0o755 },
-  )
+  writeFileSync(join(staging, 'bin/analyst'), `#!/bin/sh\nexec ${NODE} ${APP}/dist/cli/bin.js "$@"\n`, {
+    mode: 0o755,
+  })
   return staging
 }
 
@@ -386,11 +389,7 @@ function buildAnalyst(target, epoch, options) {
     base,
     image,
     epoch,
-    [
-      [app, APP],
-      [join(node, 'bin/node'), `${APP}/bin/node`],
-      ...(templates ? [[templates, TEMPLATES_IN_IMAGE]] : []),
-    ],
+    [[app, APP], [join(node, 'bin/node'), NODE], ...(templates ? [[templates, TEMPLATES_IN_IMAGE]] : [])],
     [
       ...(templates ? ['--env', `ANALYST_TEMPLATE_IMPORT=${TEMPLATES_IN_IMAGE}`] : []),
       '--user',
@@ -400,7 +399,7 @@ function buildAnalyst(target, epoch, options) {
       '--env',
       'NODE_ENV=production',
       '--env',
-      `PATH=${APP}/bin:/usr/bin:/bin`,
+      `PATH=${APP}/bin:/usr/local/bin:/usr/bin:/bin`,
       '--workingdir',
       '/data',
       '--volume',

@@ -1,13 +1,16 @@
 /**
  * The image as users run it: podman with exactly the README's flags (runc, the two ulimits,
  * --cap-drop ALL, --read-only, --security-opt unmask=/proc/*, podman's default seccomp profile),
- * jails inside the container, a question through a fake model kept across a restart on the
- * volume, and two containers over one PostgreSQL.
+ * jails inside the container, R, JavaScript, TypeScript and bash contexts and the template baked
+ * in (E2B's SDK), a kernel the OOM killer takes under a small --memory (never tini or the server),
+ * a question through a fake model kept across a restart on the volume, and two containers over
+ * one PostgreSQL.
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Sandbox } from '@e2b/code-interpreter'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
 import { freePort } from '../../src/test/support/ports.js'
@@ -19,7 +22,18 @@ import {
   startFakeOpenAI,
 } from '../support/fake-openai.js'
 import { askOverSse, type SseEvent } from '../support/sse.js'
-import { healthy, IMAGE, LABEL, must, podman, readmeRunFlags, startContainer, volume } from './podman.js'
+import {
+  healthy,
+  IMAGE,
+  LABEL,
+  must,
+  podman,
+  readmeRunFlags,
+  startContainer,
+  TEMPLATE,
+  TEMPLATE_PACKAGE,
+  volume,
+} from './podman.js'
 
 const script: ScriptEntry[] = []
 let model: FakeOpenAI
@@ -32,7 +46,9 @@ function answer(events: SseEvent[]): string | undefined {
 }
 
 /** `analyst serve` in a container on the host's network, at a port of its own on 127.0.0.1. */
-async function serve(options: { volume?: string; env?: Record<string, string>; args?: string[] } = {}) {
+async function serve(
+  options: { volume?: string; env?: Record<string, string>; args?: string[]; flags?: string[] } = {},
+) {
   const port = await freePort()
   const env = {
     PORT: String(port), // the image's HEALTHCHECK asks this port
@@ -45,6 +61,7 @@ async function serve(options: { volume?: string; env?: Record<string, string>; a
     [
       '--network',
       'host',
+      ...(options.flags ?? []),
       ...(options.volume ? ['-v', `${options.volume}:/data`] : []),
       ...Object.entries(env).flatMap(([name, value]) => ['-e', `${name}=${value}`]),
     ],
@@ -191,6 +208,144 @@ print(json.dumps(out))
     expect(checks.find((check) => check.name === 'sandbox')?.ok).toBe(true)
     // Podman's default seccomp profile refuses sethostname under --cap-drop ALL: said, not fatal.
     expect(checks.find((check) => check.name === 'jail hostname')?.detail).toMatch(/^refused here/)
+  })
+})
+
+const TOKEN = 'image-test-token'
+
+/** `analyst serve` in a container, with E2B's SDK pointed at it (its own environment variables). */
+async function serveForE2B(flags: string[] = []) {
+  const served = await serve({ env: { ANALYST_TOKEN: TOKEN }, flags })
+  process.env.E2B_API_URL = served.url
+  process.env.E2B_SANDBOX_URL = served.url
+  process.env.E2B_API_KEY = TOKEN
+  return served
+}
+
+describe("other languages and a template, through E2B's SDK", () => {
+  beforeAll(async () => {
+    await serveForE2B()
+  })
+
+  it('runs R (with its packages and ggplot2), JavaScript, TypeScript and bash contexts in the jail', async () => {
+    const sandbox = await Sandbox.create()
+    try {
+      const r = await sandbox.runCode(
+        'suppressPackageStartupMessages({library(data.table); library(readr); library(readxl); library(ggplot2)})\nd <- data.table(x = 1:3)\nsum(d$x)',
+        { language: 'r' },
+      )
+      expect(r.error).toBeUndefined()
+      expect(r.results[0]?.text).toBe('[1] 6')
+      const plot = await sandbox.runCode(
+        'ggplot(data.frame(x = 1:3, y = c(2, 1, 3)), aes(x, y)) + geom_line()',
+        {
+          language: 'r',
+        },
+      )
+      expect(plot.error).toBeUndefined()
+      expect(plot.results.some((result) => result.png)).toBe(true)
+      const js = await sandbox.runCode('const v = process.versions.node; await Promise.resolve(v)', {
+        language: 'js',
+      })
+      expect(js.error).toBeUndefined()
+      expect(js.text).toMatch(/^20\./)
+      const ts = await sandbox.runCode('const n: number = 6; n * 7', { language: 'ts' })
+      expect(ts.text).toBe('42')
+      const bash = await sandbox.runCode('echo "$((6 * 7)) $(pwd)"', { language: 'bash' })
+      expect(bash.logs.stdout).toEqual(['42 /home/user\n'])
+    } finally {
+      await sandbox.kill()
+    }
+  })
+
+  it('starts a sandbox from the template baked into the image (npm run image -- --with-template)', async () => {
+    const sandbox = await Sandbox.create(TEMPLATE)
+    try {
+      const execution = await sandbox.runCode(
+        `import ${TEMPLATE_PACKAGE.name}, sys, pandas\nprint(${TEMPLATE_PACKAGE.name}.VERSION, sys.prefix)`,
+      )
+      expect(execution.error).toBeUndefined()
+      expect(execution.logs.stdout.join('')).toBe(`${TEMPLATE_PACKAGE.version} /opt/venv\n`)
+    } finally {
+      await sandbox.kill()
+    }
+    // The sandbox with no template has no such package.
+    const plain = await Sandbox.create()
+    try {
+      const execution = await plain.runCode(`import ${TEMPLATE_PACKAGE.name}`)
+      expect(execution.error?.name).toBe('ModuleNotFoundError')
+    } finally {
+      await plain.kill()
+    }
+  })
+
+  it('runs R files with analyst run --language r', async () => {
+    writeFileSync(
+      join(cells, 'sales.R'),
+      'df <- data.frame(city = c("Oslo", "Lima", "Oslo"), sales = c(3, 4, 5))\nprint(tapply(df$sales, df$city, sum))\n',
+    )
+    const result = await analyst(['run', '--language', 'r', '--json', '/cells/sales.R'])
+    expect(result.code, result.stderr).toBe(0)
+    const cell = JSON.parse(result.stdout.trim().split('\n').at(-1) as string)
+    expect(cell.error).toBeUndefined()
+    expect(cell.logs.stdout.join('')).toMatch(/Lima\s+Oslo\s*\n\s*4\s+8/)
+  })
+})
+
+/** Each process of the container: its pid, its oom_score_adj and its command line. */
+async function oomScores(container: string): Promise<Array<{ pid: number; adj: number; command: string }>> {
+  const listing = await must([
+    'exec',
+    container,
+    'sh',
+    '-c',
+    'for p in /proc/[0-9]*; do a=$(cat $p/oom_score_adj 2>/dev/null) && printf "%s %s %s\\n" "$(basename $p)" "$a" "$(tr "\\0" " " < $p/cmdline 2>/dev/null)"; done',
+  ])
+  return listing
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [pid, adj, ...command] = line.split(' ')
+      return { pid: Number(pid), adj: Number(adj), command: command.join(' ') }
+    })
+}
+
+describe('the OOM killer in a container with a small --memory', () => {
+  it('takes a kernel, never tini or the server: the cell says out of memory, and the server answers after', async () => {
+    // No swap: past the limit, the container's OOM killer must choose.
+    const { id, url } = await serveForE2B(['--memory', '640m', '--memory-swap', '640m'])
+    const sandbox = await Sandbox.create()
+    try {
+      expect((await sandbox.runCode('x = 21\nx * 2')).text).toBe('42')
+      const scores = await oomScores(id)
+      const tini = scores.find((process) => process.pid === 1)
+      const server = scores.find((process) => process.command.includes('dist/cli/bin.js serve'))
+      // The kernels themselves, not the bubblewrap processes whose arguments name them.
+      const kernels = scores.filter((process) => /^\S*python3\S* .*analyst_kernel\.py/.test(process.command))
+      expect(tini?.command).toMatch(/tini/)
+      expect(server).toBeDefined()
+      expect(kernels.length).toBeGreaterThan(0)
+      // Kernels at the most there is; the server and tini as low as the container lets them be.
+      for (const kernel of kernels) expect(kernel.adj).toBe(1000)
+      expect(server?.adj).toBeLessThanOrEqual(tini?.adj as number)
+      expect(tini?.adj).toBeLessThan(1000)
+      // 900 MiB written, past the container's 640 MiB, below the sandbox's own limit (2 GiB).
+      const big = await sandbox.runCode("b = b'\\x01' * (900 * 2**20)")
+      expect(big.error?.name).toBe('KernelDied')
+      expect(big.error?.value).toMatch(/out of memory/)
+      const after = await oomScores(id)
+      expect(after.find((process) => process.pid === 1)?.command).toBe(tini?.command)
+      expect(after.find((process) => process.command.includes('dist/cli/bin.js serve'))?.pid).toBe(
+        server?.pid,
+      )
+      expect((await must(['inspect', '--format', '{{.State.Running}}', id])).trim()).toBe('true')
+      expect((await fetch(`${url}/healthz`)).ok).toBe(true)
+      // The sandbox goes on in a new kernel, which replayed the cell before it.
+      const next = await sandbox.runCode('x + 1')
+      expect(next.text).toBe('22')
+    } finally {
+      await sandbox.kill()
+    }
   })
 })
 

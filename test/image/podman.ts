@@ -22,6 +22,9 @@ export const POSTGRES_IMAGE = 'localhost/analyst-postgres:15'
 export const PROXY_IMAGE = 'localhost/analyst-proxy:2.6'
 export const JUPYTER_IMAGE = 'localhost/analyst-jupyter:1.23'
 export const LABEL = 'analyst-test-image=1'
+/** The template that the tests' image carries (npm run image -- --with-template), and its one package. */
+export const TEMPLATE = 'tiny'
+export const TEMPLATE_PACKAGE = { name: 'tinypkg', version: '0.1.0' }
 /** The compose project of the tests. */
 export const PROJECT = 'analysttest'
 

@@ -33,7 +33,7 @@ import { DEFAULT_LIMITS, resolveLimits } from '../kernel/limits.js'
 import type { Artifact } from '../messaging.js'
 import { isUnder, SANDBOX_TMP } from '../paths.js'
 import type { QueryHost } from '../query.js'
-import { type MemoryMark, type SandboxesMemory, sandboxesMemory } from './cgroup.js'
+import { enclosingOomKills, type MemoryMark, type SandboxesMemory, sandboxesMemory } from './cgroup.js'
 import { type Home, type HomeConfig, prepareHome } from './home.js'
 import { SANDBOX_BIN_DIRS, SANDBOX_HOME } from './jail.js'
 import { Kernel, type KernelExit } from './kernel.js'
@@ -118,6 +118,8 @@ class LocalSandbox extends KernelBackend<Kernel> {
   private readonly watches = new Set<FolderWatch>()
   /** The memory counters at the last cell's start or end, against which a kernel's death is read. */
   private memoryMark: MemoryMark | undefined
+  /** Without a group of its own: the OOM kills of the group the server runs in (its container's), at the same moments. */
+  private enclosingMark: number | undefined
   /** While a cell runs: the check of its CPU time, and whether it was moved to the batch class. */
   private busyCheck: NodeJS.Timeout | undefined
   private batched = false
@@ -137,7 +139,12 @@ class LocalSandbox extends KernelBackend<Kernel> {
       python: config.root.python.version,
       packages: template.packages,
     }
-    this.memoryMark = home.cgroup?.memoryMark()
+    this.markMemory()
+  }
+
+  private markMemory(): void {
+    this.memoryMark = this.home.cgroup?.memoryMark()
+    this.enclosingMark = this.home.cgroup ? undefined : enclosingOomKills()
   }
 
   get sandboxId(): string {
@@ -154,7 +161,7 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   protected override async beforeCell(): Promise<void> {
     const cgroup = this.home.cgroup
-    this.memoryMark = cgroup?.memoryMark()
+    this.markMemory()
     const from = cgroup?.cpuSeconds()
     if (!cgroup || from === undefined) return
     this.busyCheck = setInterval(() => {
@@ -169,7 +176,7 @@ class LocalSandbox extends KernelBackend<Kernel> {
   protected override afterCell(): void {
     this.leaveBatch()
     // A kernel that died in the cell is read against the cell's start (describeStop, next).
-    if (this.supervisor.current.alive) this.memoryMark = this.home.cgroup?.memoryMark()
+    if (this.supervisor.current.alive) this.markMemory()
   }
 
   /**
@@ -200,6 +207,17 @@ class LocalSandbox extends KernelBackend<Kernel> {
         limitBytes: this.config.limits.memoryBytes,
         ownBytes: cgroup.usage().memoryBytes,
         all: sandboxesMemory(),
+      })
+    }
+    // No group of its own: the container's limit took it if its group counted a kill meanwhile.
+    const before = this.enclosingMark
+    if (!cgroup && before !== undefined && (enclosingOomKills() ?? 0) > before) {
+      this.markMemory()
+      return outOfMemory({
+        cause: 'host',
+        limitBytes: this.config.limits.memoryBytes,
+        ownBytes: 0,
+        all: undefined,
       })
     }
     if (exit.signal) return `killed by ${exit.signal}`

@@ -276,6 +276,28 @@ export function memoryBudget(env: NodeJS.ProcessEnv = process.env): number {
   return bytes
 }
 
+/**
+ * The OOM kills counted in the memory group this process runs in, for sandboxes without a group of
+ * their own (a container that delegates none, a host process that is not root): there a kernel
+ * taken by the container's limit is told from one killed by hand. In a container the group is the
+ * mount's root (v1 shows the host's path in /proc/self/cgroup, not mounted inside). Undefined
+ * where no count can be read.
+ */
+export function enclosingOomKills(): number | undefined {
+  const files: string[] = []
+  const v1 = ownPath('memory')
+  if (v1 !== undefined)
+    files.push(
+      join('/sys/fs/cgroup/memory', v1, 'memory.oom_control'),
+      '/sys/fs/cgroup/memory/memory.oom_control',
+    )
+  const v2 = ownPath('')
+  if (v2 !== undefined)
+    files.push(join('/sys/fs/cgroup', v2, 'memory.events'), '/sys/fs/cgroup/memory.events')
+  const file = files.find((path) => existsSync(path))
+  return file === undefined ? undefined : readCount(file, 'oom_kill')
+}
+
 // ------------------------------------------------------------------ the parent group
 
 interface Parent {
