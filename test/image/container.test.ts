@@ -329,6 +329,17 @@ describe('the OOM killer in a container with a small --memory', () => {
       for (const kernel of kernels) expect(kernel.adj).toBe(1000)
       expect(server?.adj).toBeLessThanOrEqual(tini?.adj as number)
       expect(tini?.adj).toBeLessThan(1000)
+      // The sandboxes' memory budget is 80% of the container's 640 MiB, not of the host's memory
+      // (on cgroup v1, /proc/self/cgroup names the host's path; the mount is the container's group).
+      const budget = await must([
+        'exec',
+        id,
+        'node',
+        '--input-type=module',
+        '-e',
+        "console.log((await import('/opt/analyst-server/dist/sandbox/local/cgroup.js')).memoryBudget())",
+      ])
+      expect(Number(budget)).toBe(Math.floor(640 * 2 ** 20 * 0.8))
       // 900 MiB written, past the container's 640 MiB, below the sandbox's own limit (2 GiB).
       const big = await sandbox.runCode("b = b'\\x01' * (900 * 2**20)")
       expect(big.error?.name).toBe('KernelDied')

@@ -242,10 +242,13 @@ function memoryAvailable(): number {
   const v1 = ownPath('memory')
   if (v1 !== undefined) {
     // v1 reports no limit as a huge number; a limit on an ancestor shows in hierarchical_memory_limit.
-    const own = join('/sys/fs/cgroup/memory', v1)
-    const hierarchical = readCount(join(own, 'memory.stat'), 'hierarchical_memory_limit')
-    for (const value of [readNumber(join(own, 'memory.limit_in_bytes')), hierarchical])
-      if (value && value > 0 && value < limit) limit = value
+    // In a container, /proc/self/cgroup names the host's path while the hierarchy's mount is the
+    // container's own group (podman: 640 MiB there under --memory 640m): read both.
+    for (const own of [join('/sys/fs/cgroup/memory', v1), '/sys/fs/cgroup/memory']) {
+      const hierarchical = readCount(join(own, 'memory.stat'), 'hierarchical_memory_limit')
+      for (const value of [readNumber(join(own, 'memory.limit_in_bytes')), hierarchical])
+        if (value && value > 0 && value < limit) limit = value
+    }
   }
   const v2 = ownPath('')
   if (v2 !== undefined) {
