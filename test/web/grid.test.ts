@@ -334,6 +334,11 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     // (the focus then lands on a field a later render replaces): press it again, as a person
     // would on seeing no focus there, until the focus is on Add files.
     const addFiles = page.locator('.add-files input[type=file]')
+    let chooser: FileChooser | undefined
+    const chosen = (next: FileChooser) => {
+      chooser ??= next
+    }
+    page.on('filechooser', chosen)
     const onAddFiles = () => addFiles.evaluate((input) => input === document.activeElement)
     await expect
       .poll(
@@ -346,13 +351,10 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
         { interval: 500 },
       )
       .toBe(true)
-    // Enter there opens the file chooser. On a loaded machine it may not come (3 runs in 11 here,
-    // the focus seen on Add files before the key): press it again, as a person would, on Add files.
-    let chooser: FileChooser | undefined
-    const chosen = (next: FileChooser) => {
-      chooser ??= next
-    }
-    page.on('filechooser', chosen)
+    // Enter there opens the file chooser. On a loaded machine it did not come in 3 runs of 11, the
+    // focus seen on Add files before the key: playwright-core turns on the chooser's interception
+    // when the first listener is added, without waiting for it (Page's updateSubscription), so the
+    // key may come first. The listener is added before the focus moves, and Enter pressed again.
     await expect
       .poll(
         async () => {
