@@ -109,7 +109,11 @@ describe('chart data as a Vega-Lite spec', () => {
     expect(main(spec).mark).toMatchObject({ type: 'line', tooltip: true })
     expect(main(spec).encoding.x).toMatchObject({ field: 'x', type: 'quantitative', title: 'month' })
     expect(main(spec).encoding.color.field).toBe('series')
-    expect(main(spec).params[0]).toMatchObject({ bind: 'scales', select: { encodings: ['x', 'y'] } })
+    // Zoom with Ctrl or Cmd on the wheel: a plain wheel scrolls the page or notebook past the chart.
+    expect(main(spec).params[0]).toMatchObject({
+      bind: 'scales',
+      select: { encodings: ['x', 'y'], zoom: 'wheel![event.ctrlKey || event.metaKey]' },
+    })
     expect(layers(spec)[1]).toMatchObject({ mark: { type: 'rule' }, encoding: { y: { datum: 2 } } })
   })
 

@@ -193,14 +193,20 @@ function markOf(mark: ChartMark, markers: boolean): Record<string, unknown> {
   }
 }
 
-/** Zoom and pan on the continuous axes (drag, wheel; double-click resets). */
+/**
+ * Zoom and pan on the continuous axes (drag; the wheel with Ctrl or Cmd, or a trackpad's pinch;
+ * double-click resets). A plain wheel scrolls the page or notebook the chart is in, instead of
+ * stopping at each chart to zoom it.
+ */
+export const ZOOM_EVENT = 'wheel![event.ctrlKey || event.metaKey]'
+
 function zoom(name: string, encoding: Record<string, Channel | undefined>): Array<Record<string, unknown>> {
   const continuous = (['x', 'y'] as const).filter((c) => {
     const type = encoding[c]?.type
     return type === 'quantitative' || type === 'temporal'
   })
   return continuous.length
-    ? [{ name, select: { type: 'interval', encodings: continuous }, bind: 'scales' }]
+    ? [{ name, select: { type: 'interval', encodings: continuous, zoom: ZOOM_EVENT }, bind: 'scales' }]
     : []
 }
 

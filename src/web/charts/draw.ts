@@ -31,36 +31,12 @@ function config(dark: boolean) {
   }
 }
 
-/**
- * The wheel zooms a chart only with Ctrl or Cmd held (a trackpad's pinch sends it so): without it,
- * a person scrolling down the conversation would stop at each chart and zoom it instead. Set on
- * the page's copy only; the spec (the chart's portable form, in the exports) keeps Vega-Lite's default.
- */
-const ZOOM = 'wheel![event.ctrlKey || event.metaKey]'
-
-function zoomWithModifier(spec: unknown): unknown {
-  if (Array.isArray(spec)) return spec.map(zoomWithModifier)
-  if (spec === null || typeof spec !== 'object') return spec
-  const node = spec as Record<string, unknown>
-  // The rows (`data`, `datasets`) are copied as they are: they may be many, and hold no params.
-  const zoomed = Object.fromEntries(
-    Object.entries(node).map(([key, value]) => [
-      key,
-      key === 'data' || key === 'datasets' ? value : zoomWithModifier(value),
-    ]),
-  )
-  if (node.bind === 'scales' && node.select && typeof node.select === 'object')
-    zoomed.select = { ...(node.select as object), zoom: ZOOM }
-  return zoomed
-}
-
 export async function drawChart(
   element: HTMLElement,
   spec: VegaLiteSpec,
   options: { dark: boolean; description: string },
 ): Promise<DrawnChart> {
-  const shown = zoomWithModifier({ description: options.description, ...spec })
-  const result = await embed(element, shown as VisualizationSpec, {
+  const result = await embed(element, { description: options.description, ...spec } as VisualizationSpec, {
     actions: false,
     renderer: 'svg',
     ast: true,
