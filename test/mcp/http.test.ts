@@ -25,7 +25,7 @@ import { LocalProvider } from '../../src/sandbox/local/index.js'
 import { ownerOf, type RunningServer, startServer } from '../../src/server/index.js'
 import { MockSandboxProvider } from '../../src/test/mock-sandbox.js'
 import { callTool, PROTOCOL_ERROR_CASES, textOf } from '../support/mcp.js'
-import { alive, descendants } from '../support/processes.js'
+import { alive, descendants, waitingShells } from '../support/processes.js'
 import { waitFor } from '../support/wait.js'
 
 const TOKENS = ['token-alice', 'token-bob']
@@ -239,7 +239,10 @@ describe('MCP over Streamable HTTP on analyst serve', () => {
     const before = new Set(descendants().map((p) => p.pid))
     const ran = await callTool(client, 'run_python', { code: 'import os\n1 + 1' })
     expect(textOf(ran)).toContain('[result] 2')
-    const kernel = descendants().filter((p) => !before.has(p.pid))
+    // Not the jail shell that the zygote makes for the next sandbox once it is idle: no sandbox's.
+    const now = descendants()
+    const shells = waitingShells(now)
+    const kernel = now.filter((p) => !before.has(p.pid) && !shells.has(p.pid))
     // A jail of its own, spawned (bwrap) or forked from the zygote (analyst_zygote.py).
     expect(kernel.some((p) => /bwrap|analyst_zygote/.test(p.cmd))).toBe(true)
     await transport.terminateSession()

@@ -5,8 +5,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs'
 
-/** Processes descended from `root` (pid and command line). @default this process */
-export function descendants(root = process.pid): Array<{ pid: number; cmd: string }> {
+/** Processes descended from `root` (pid, parent and command line). @default this process */
+export function descendants(root = process.pid): Array<{ pid: number; ppid: number; cmd: string }> {
   const parent = new Map<number, number>()
   for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
     try {
@@ -36,8 +36,25 @@ export function descendants(root = process.pid): Array<{ pid: number; cmd: strin
     } catch {
       // gone meanwhile
     }
-    return { pid, cmd }
+    return { pid, ppid: parent.get(pid) as number, cmd }
   })
+}
+
+/**
+ * The jail shells that zygotes have made for their next sandbox (analyst_zygote.py's run_shell):
+ * a child of the zygote's Python with no child of its own. They belong to no sandbox, and
+ * outlive every one. (A sandbox's init, also the zygote's child, has its kernel as a child.)
+ */
+export function waitingShells(processes: Array<{ pid: number; ppid: number; cmd: string }>): Set<number> {
+  const zygotePython = (cmd: string | undefined) => /^\S*python\S* .*analyst_zygote\.py/.test(cmd ?? '')
+  const byPid = new Map(processes.map((p) => [p.pid, p]))
+  const parents = new Set(processes.map((p) => p.ppid))
+  // The zygote itself: its Python, not started by another of its kind (its parent is bwrap or us).
+  const zygote = (pid: number) =>
+    zygotePython(byPid.get(pid)?.cmd) && !zygotePython(byPid.get(byPid.get(pid)?.ppid ?? 0)?.cmd)
+  return new Set(
+    processes.filter((p) => zygotePython(p.cmd) && !parents.has(p.pid) && zygote(p.ppid)).map((p) => p.pid),
+  )
 }
 
 /** Whether a process is alive (a zombie counts as gone). */

@@ -1019,8 +1019,9 @@ def main():
     mark('K main')
     try:
         apply_limits(LIMITS)
-        if not FORKED:
-            set_up()
+        # Before `ready`, forked or not: a memory limit too small for the set-up then fails the
+        # create with the limit named (kernel.ts), instead of a kernel that dies at its first cell.
+        set_up()
     except BaseException as error:
         failed(error)
         raise
@@ -1028,15 +1029,6 @@ def main():
     if FORK_TRACE is not None:
         ready['trace'] = FORK_TRACE
     send(ready)
-    # A forked kernel has its imports from the zygote: what is left of its set-up runs after it
-    # said ready, while the host answers its create, and before any request is read (they wait in
-    # the socket). The work is the same; a create no longer waits for it.
-    if FORKED:
-        try:
-            set_up()
-        except BaseException as error:
-            failed(error)
-            raise
     while True:
         handle(requests.get())
 

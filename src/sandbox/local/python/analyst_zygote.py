@@ -187,7 +187,7 @@ def run_kernel(config):
     sys.argv = [f'{os.path.dirname(__file__)}/analyst_kernel.py', json.dumps(config['kernel'])]
     import analyst_kernel
 
-    analyst_kernel.FORKED = True  # it reseeds numpy's generator, after it said ready
+    analyst_kernel.FORKED = True  # it reseeds numpy's generator in its set-up
     analyst_kernel.FORK_TRACE = TRACE
     mark('K config')
 
