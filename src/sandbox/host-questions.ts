@@ -68,9 +68,13 @@ async function runQuery(
   }
   const controller = new AbortController()
   const cancel = () => controller.abort(new Error('the cell was stopped'))
-  cell.controller.signal.addEventListener('abort', cancel, { once: true })
+  // A query can reach the host after the cell's stop (they cross: the kernel asked before the
+  // interrupt came, or its code went on after it): a stopped cell's query never starts.
+  if (cell.controller.signal.aborted) cancel()
+  else cell.controller.signal.addEventListener('abort', cancel, { once: true })
   cell.queries.set(id, controller)
   try {
+    controller.signal.throwIfAborted()
     const stream = await sources.run(
       { query: question.query, source: question.source ?? undefined, params: question.params ?? undefined },
       {

@@ -178,6 +178,9 @@ export function createApp(options: AppOptions): Hono<Env> {
     c.set('log', log)
     const started = performance.now()
     await next()
+    // A handler that answers with a Response of its own (the E2B API) drops what c.header() set
+    // before it: the id goes on that response too, as the logs have it.
+    if (!c.res.headers.has('x-request-id')) c.header('x-request-id', requestId)
     const seconds = (performance.now() - started) / 1000
     const route = c.req.routePath === '*' || c.req.routePath === '/api/*' ? 'other' : c.req.routePath
     options.metrics?.request(route, c.req.method, c.res.status, seconds)

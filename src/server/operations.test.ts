@@ -82,6 +82,11 @@ async function start(
     metrics,
     quotas: new Quotas(options.quotas ?? {}, test.stores.history),
     readiness: { database: () => test?.stores.history.checkReady() as Promise<void>, ...options.readiness },
+    // A stand-in for the E2B API (src/server/e2b): it answers with a Response of its own.
+    e2b: {
+      handles: (request) => new URL(request.url).pathname.startsWith('/v2/'),
+      fetch: () => Response.json({ sandboxes: [] }),
+    },
   })
   const call = async (path: string, init: RequestInit = {}, token: string | null = 'token-a') => {
     const headers = new Headers(init.headers)
@@ -191,6 +196,12 @@ describe('operations', () => {
     expect(requests.find((line) => String(line.path).includes('export'))?.path).toBe(
       `/api/sessions/${id}/export`,
     )
+    // The E2B API's own responses carry the id too, the one its log line has.
+    const e2b = await call('/v2/sandboxes', {}, null)
+    const e2bLine = lines.find((line) => line.msg === 'request' && line.path === '/v2/sandboxes')
+    expect(e2b.headers.get('x-request-id')).toBe(e2bLine?.requestId)
+    const forwarded = await call('/v2/sandboxes', { headers: { 'x-request-id': 'from-the-proxy-2' } }, null)
+    expect(forwarded.headers.get('x-request-id')).toBe('from-the-proxy-2')
   })
 
   it('answers a token over a quota with 429, Retry-After and the limit; other tokens go on', async () => {

@@ -26,6 +26,11 @@ describe('E2B API: keys and access tokens', () => {
     const response = await fetch(`${e2b.url}/v2/sandboxes`, { method: 'POST', body: '{"templateID":"base"}' })
     expect(response.status).toBe(401)
     expect(await response.json()).toEqual({ code: 401, message: expect.stringMatching(/E2B_API_KEY/) })
+    // Its answers carry the request id the server's log lines use, as Analyst's own routes do.
+    expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+    const given = await fetch(`${e2b.url}/v2/sandboxes`, { headers: { 'x-request-id': 'from-the-proxy-7' } })
+    expect(given.status).toBe(401)
+    expect(given.headers.get('x-request-id')).toBe('from-the-proxy-7')
   })
 
   it('refuses calls into a sandbox without its access tokens', async () => {
@@ -47,6 +52,7 @@ describe('E2B API: keys and access tokens', () => {
       ).toBe(401)
       const ok = await execute({ 'E2B-Traffic-Access-Token': trafficAccessToken })
       expect(ok.status).toBe(200)
+      expect(ok.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
       const lines = (await ok.text()).split('\n')
       expect(lines.at(-1)).toBe('')
       expect(lines.slice(0, -1).map((line) => JSON.parse(line).type)).toEqual([

@@ -6,7 +6,7 @@
  * a question through a fake model kept across a restart on the volume, and two containers over
  * one PostgreSQL.
  */
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -313,6 +313,7 @@ async function oomScores(container: string): Promise<Array<{ pid: number; adj: n
 describe('the OOM killer in a container with a small --memory', () => {
   it('takes a kernel, never tini or the server: the cell says out of memory, and the server answers after', async () => {
     // No swap: past the limit, the container's OOM killer must choose.
+    rmSync('oom', { force: true })
     const { id, url } = await serveForE2B(['--memory', '640m', '--memory-swap', '640m'])
     const sandbox = await Sandbox.create()
     try {
@@ -350,6 +351,8 @@ describe('the OOM killer in a container with a small --memory', () => {
         server?.pid,
       )
       expect((await must(['inspect', '--format', '{{.State.Running}}', id])).trim()).toBe('true')
+      // conmon noted the OOM in podman's working folder (podman.ts), not in the repository's.
+      expect(existsSync('oom')).toBe(false)
       expect((await fetch(`${url}/healthz`)).ok).toBe(true)
       // The sandbox goes on in a new kernel, which replayed the cell before it.
       const next = await sandbox.runCode('x + 1')

@@ -5,8 +5,9 @@
  * @module
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { resolve } from 'node:path'
+import { mkdirSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
 import { waitFor } from '../support/wait.js'
 
 const VERSION = JSON.parse(readFileSync(resolve('package.json'), 'utf8')).version as string
@@ -51,14 +52,22 @@ export interface Result {
   stderr: string
 }
 
+/**
+ * podman's working folder. conmon, which podman starts beside each container and which keeps its
+ * working folder, makes an empty file `oom` there when the container's OOM killer fires (conmon
+ * 2.1, open("oom", O_CREAT)): run from the repository, the OOM test left `oom` in its root.
+ */
+const PODMAN_CWD = join(tmpdir(), 'analyst-test-podman')
+
 /** podman (or another command) without blocking the event loop: the tests' fake model answers meanwhile. */
 export function podman(
   args: string[],
   options: { input?: string; command?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<Result> {
+  mkdirSync(PODMAN_CWD, { recursive: true })
   return new Promise((resolvePromise, reject) => {
     const child = spawn(options.command ?? 'podman', args, {
-      cwd: options.cwd,
+      cwd: options.cwd ?? PODMAN_CWD,
       env: options.env ?? process.env,
     })
     let stdout = ''

@@ -26,14 +26,20 @@ class MemoryHost implements QueryHost {
   readonly sources = [{ name: 'shop', kind: 'postgres' as const }]
   readonly requests: Array<QueryRequest & { timeoutMs: number }> = []
   readonly aborted: string[] = []
+  /** `slow` queries started and not yet cancelled: what would still run on a database server. */
+  running = 0
   constructor(private readonly tables: Record<string, Table>) {}
 
   async run(request: QueryRequest, options: QueryOptions) {
     this.requests.push({ ...request, timeoutMs: options.timeoutMs })
     if (request.source && request.source !== 'shop') throw new Error(`No source named ${request.source}`)
+    // As the real sources do (src/sources): a query whose signal was aborted already never starts.
+    options.signal.throwIfAborted()
     if (request.query === 'slow') {
+      this.running++
       await new Promise<void>((_, reject) =>
         options.signal.addEventListener('abort', () => {
+          this.running--
           this.aborted.push(request.query)
           reject(new Error('cancelled on the server'))
         }),
@@ -178,14 +184,43 @@ describe('sql() in a local sandbox', () => {
     expect((await sandbox.runCode('kept')).text).toBe('5')
   })
 
-  it('cancels it when the caller aborts the cell', async () => {
+  it('cancels it on its server when the caller aborts the cell while it runs', async () => {
+    const controller = new AbortController()
+    const running = sandbox.runCode("sql('slow')", { signal: controller.signal })
+    await waitFor(() => host.running === 1, { what: 'the query on the host' })
+    controller.abort(new Error('stop'))
+    await expect(running).rejects.toThrow('stop')
+    expect(host.aborted).toEqual(['slow', 'slow'])
+    expect(host.running).toBe(0)
+  })
+
+  it('leaves no query running when the abort reaches the host before the query does', async () => {
+    // The cell swallows the interrupt and asks anyway: its query comes after the cell was stopped.
+    const asked = host.requests.length
+    const controller = new AbortController()
+    const running = sandbox.runCode(
+      "import time\ntry:\n    print('asking', flush=True)\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    pass\nsql('slow')",
+      { signal: controller.signal, onStdout: () => controller.abort(new Error('stop')) },
+    )
+    await expect(running).rejects.toThrow('stop')
+    // It never reached the source (nothing to cancel there), and the sandbox goes on.
+    expect(host.requests.length).toBe(asked)
+    expect(host.running).toBe(0)
+    expect((await sandbox.runCode('kept')).text).toBe('5')
+  })
+
+  it('leaves no query running whenever the abort comes', async () => {
+    // The abort races the query: the kernel may be interrupted before it asks, while it asks, or
+    // while it waits; none may leave the query to run on its server.
+    const before = host.running
     const controller = new AbortController()
     const running = sandbox.runCode("print('asking', flush=True)\nsql('slow')", {
       signal: controller.signal,
       onStdout: () => controller.abort(new Error('stop')),
     })
     await expect(running).rejects.toThrow('stop')
-    await waitFor(() => host.aborted.length === 2, { what: 'the second cancel' })
+    // The kernel's `done` came after its query, if it asked: the host has seen it by now.
+    expect(host.running).toBe(before)
   })
 
   it("describe_table() shows the host's description as text", async () => {

@@ -98,8 +98,27 @@ const STARTING_SHARES = 1024
 /** Where the kernel has no cpu.idle (before 5.15): the lowest weight, which is close. */
 const BATCH_SHARES = 2
 
-function ownPath(controller: string): string | undefined {
-  for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
+/**
+ * Where the cgroup files are: the system's, or a folder laid out as they are (a test's, for the
+ * hierarchy this host does not mount: cgroup v2 where v1 holds the memory controller).
+ */
+export interface CgroupRoot {
+  /** What /proc/self/cgroup says: this process's group in each hierarchy. */
+  self: string
+  /** Where the hierarchies are mounted. */
+  mount: string
+  /** Makes a group's folder: in cgroupfs the kernel fills it with the group's files; elsewhere they must be made. */
+  mkdir(dir: string): void
+}
+
+const SYSTEM: CgroupRoot = {
+  self: '/proc/self/cgroup',
+  mount: '/sys/fs/cgroup',
+  mkdir: (dir) => mkdirSync(dir),
+}
+
+function ownPath(controller: string, root: CgroupRoot): string | undefined {
+  for (const line of readFileSync(root.self, 'utf8').split('\n')) {
     const [, controllers, path] = line.split(':')
     if (controllers === undefined || path === undefined) continue
     if (controller === '' ? line.startsWith('0::') : controllers.split(',').includes(controller)) return path
@@ -237,23 +256,25 @@ function removeDirs(paths: string[]) {
 // ------------------------------------------------------------------ the budget
 
 /** The memory this process may use as its container sees it: the host's, or a cgroup limit above it. */
-function memoryAvailable(): number {
+function memoryAvailable(root: CgroupRoot): number {
   let limit = totalmem()
-  const v1 = ownPath('memory')
+  const v1 = ownPath('memory', root)
   if (v1 !== undefined) {
     // v1 reports no limit as a huge number; a limit on an ancestor shows in hierarchical_memory_limit.
     // In a container, /proc/self/cgroup names the host's path while the hierarchy's mount is the
     // container's own group (podman: 640 MiB there under --memory 640m): read both.
-    for (const own of [join('/sys/fs/cgroup/memory', v1), '/sys/fs/cgroup/memory']) {
+    const mount = join(root.mount, 'memory')
+    for (const own of [join(mount, v1), mount]) {
       const hierarchical = readCount(join(own, 'memory.stat'), 'hierarchical_memory_limit')
       for (const value of [readNumber(join(own, 'memory.limit_in_bytes')), hierarchical])
         if (value && value > 0 && value < limit) limit = value
     }
   }
-  const v2 = ownPath('')
+  const v2 = ownPath('', root)
   if (v2 !== undefined) {
+    // Up to the root of the group namespace (a container's: its own limit), which says "max" where none.
     for (let path = v2; ; path = path.slice(0, path.lastIndexOf('/')) || '/') {
-      const value = readNumber(join('/sys/fs/cgroup', path, 'memory.max'))
+      const value = readNumber(join(root.mount, path, 'memory.max'))
       if (value && value < limit) limit = value
       if (path === '/') break
     }
@@ -265,9 +286,9 @@ function memoryAvailable(): number {
  * The memory all of this process's sandboxes may use together: ANALYST_MEMORY_BUDGET (a size, or
  * a percentage of what the host or its container has), by default 80% of it.
  */
-export function memoryBudget(env: NodeJS.ProcessEnv = process.env): number {
+export function memoryBudget(env: NodeJS.ProcessEnv = process.env, root = SYSTEM): number {
   const given = env.ANALYST_MEMORY_BUDGET?.trim()
-  const available = memoryAvailable()
+  const available = memoryAvailable(root)
   if (!given) return Math.floor(available * 0.8)
   const percent = /^(\d+(?:\.\d+)?)%$/.exec(given)
   const bytes = percent ? Math.floor((available * Number(percent[1])) / 100) : parseSize(given)
@@ -286,17 +307,16 @@ export function memoryBudget(env: NodeJS.ProcessEnv = process.env): number {
  * mount's root (v1 shows the host's path in /proc/self/cgroup, not mounted inside). Undefined
  * where no count can be read.
  */
-export function enclosingOomKills(): number | undefined {
+export function enclosingOomKills(root = SYSTEM): number | undefined {
   const files: string[] = []
-  const v1 = ownPath('memory')
+  const v1 = ownPath('memory', root)
   if (v1 !== undefined)
     files.push(
-      join('/sys/fs/cgroup/memory', v1, 'memory.oom_control'),
-      '/sys/fs/cgroup/memory/memory.oom_control',
+      join(root.mount, 'memory', v1, 'memory.oom_control'),
+      join(root.mount, 'memory', 'memory.oom_control'),
     )
-  const v2 = ownPath('')
-  if (v2 !== undefined)
-    files.push(join('/sys/fs/cgroup', v2, 'memory.events'), '/sys/fs/cgroup/memory.events')
+  const v2 = ownPath('', root)
+  if (v2 !== undefined) files.push(join(root.mount, v2, 'memory.events'), join(root.mount, 'memory.events'))
   const file = files.find((path) => existsSync(path))
   return file === undefined ? undefined : readCount(file, 'oom_kill')
 }
@@ -310,6 +330,7 @@ interface Parent {
   budgetBytes: number
   /** Sandboxes made and not yet settled: while there are any, the parent weighs as much as the host. */
   starting: number
+  root: CgroupRoot
 }
 
 /** The parent's CPU weight, as cpu.shares (v1) or cpu.weight (v2), where the cpu controller is there. */
@@ -349,12 +370,12 @@ function sweepParents(base: string) {
   }
 }
 
-function makeParentV1(budgetBytes: number): Parent | undefined {
+function makeParentV1(budgetBytes: number, root: CgroupRoot): Parent | undefined {
   const dirs = new Map<string, string>()
   try {
     for (const controller of ['memory', 'pids', 'cpu', 'cpuacct']) {
-      const own = ownPath(controller)
-      const base = `/sys/fs/cgroup/${controller}`
+      const own = ownPath(controller, root)
+      const base = join(root.mount, controller)
       if (own === undefined || !existsSync(join(base, 'cgroup.procs'))) {
         if (controller === 'memory' || controller === 'pids') throw new Error(controller)
         continue // CPU weight and accounting where the host lets us; the limits hold without them
@@ -362,23 +383,23 @@ function makeParentV1(budgetBytes: number): Parent | undefined {
       const at = join(base, own)
       sweepParents(at)
       const dir = join(at, parentName(ownerTag))
-      if (!existsSync(dir)) mkdirSync(dir)
+      if (!existsSync(dir)) root.mkdir(dir)
       dirs.set(controller, dir)
     }
     const memory = dirs.get('memory') as string
     if (!tryWrite(join(memory, 'memory.limit_in_bytes'), String(budgetBytes))) throw new Error('memory')
     const cpu = dirs.get('cpu')
     if (cpu) tryWrite(join(cpu, 'cpu.shares'), String(SANDBOXES_SHARES))
-    return { version: 1, dirs, budgetBytes, starting: 0 }
+    return { version: 1, dirs, budgetBytes, starting: 0, root }
   } catch {
     removeDirs([...dirs.values()])
     return undefined
   }
 }
 
-function makeParentV2(budgetBytes: number): Parent | undefined {
-  const own = ownPath('')
-  const mount = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].find((dir) =>
+function makeParentV2(budgetBytes: number, root: CgroupRoot): Parent | undefined {
+  const own = ownPath('', root)
+  const mount = [root.mount, join(root.mount, 'unified')].find((dir) =>
     existsSync(join(dir, 'cgroup.controllers')),
   )
   if (own === undefined || mount === undefined) return undefined
@@ -386,7 +407,7 @@ function makeParentV2(budgetBytes: number): Parent | undefined {
   sweepParents(at)
   const dir = join(at, parentName(ownerTag))
   try {
-    if (!existsSync(dir)) mkdirSync(dir)
+    if (!existsSync(dir)) root.mkdir(dir)
   } catch {
     return undefined
   }
@@ -398,14 +419,18 @@ function makeParentV2(budgetBytes: number): Parent | undefined {
   tryWrite(join(dir, 'cgroup.subtree_control'), '+memory +pids')
   if (tryWrite(join(dir, 'cgroup.subtree_control'), '+cpu'))
     tryWrite(join(dir, 'cpu.weight'), String(Math.round(SANDBOXES_SHARES / 10)))
-  return { version: 2, dirs: new Map([['', dir]]), budgetBytes, starting: 0 }
+  return { version: 2, dirs: new Map([['', dir]]), budgetBytes, starting: 0, root }
+}
+
+/** The parent group under `root` with this budget, made now; undefined where none can be made. */
+function makeParent(budgetBytes: number, root: CgroupRoot): Parent | undefined {
+  return makeParentV1(budgetBytes, root) ?? makeParentV2(budgetBytes, root)
 }
 
 /** The parent group, made at the first sandbox with the budget then; null where none can be made. */
 function parentGroup(): Parent | null {
   if (parent !== undefined) return parent
-  const budget = memoryBudget()
-  parent = makeParentV1(budget) ?? makeParentV2(budget) ?? null
+  parent = makeParent(memoryBudget(), SYSTEM) ?? null
   const made = parent
   // After the exit hook of runtime.ts (which ends the sandboxes in it): process listeners run in order.
   if (made) process.once('exit', () => removeDirs([...made.dirs.values()]))
@@ -422,7 +447,10 @@ export interface SandboxesMemory {
 export function sandboxesMemory(): SandboxesMemory | undefined {
   if (process.geteuid?.() !== 0) return undefined
   const found = parentGroup()
-  if (!found) return undefined
+  return found ? memoryOf(found) : undefined
+}
+
+function memoryOf(found: Parent): SandboxesMemory {
   if (found.version === 1) {
     const memory = found.dirs.get('memory') as string
     const usage = readNumber(join(memory, 'memory.usage_in_bytes')) ?? 0
@@ -454,7 +482,7 @@ function v1(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
     const dirs: Record<string, string> = {}
     for (const [controller, base] of found.dirs) {
       const dir = join(base, `analyst-${name}`)
-      mkdirSync(dir)
+      found.root.mkdir(dir)
       created.push(dir)
       dirs[controller] = dir
     }
@@ -537,7 +565,7 @@ function v1(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgr
 function v2(found: Parent, name: string, limits: CgroupLimits, uid: number): Cgroup | undefined {
   const dir = join(found.dirs.get('') as string, `analyst-${name}`)
   try {
-    mkdirSync(dir)
+    found.root.mkdir(dir)
   } catch {
     return undefined
   }
@@ -609,7 +637,16 @@ export function createCgroup(
 ): Cgroup | undefined {
   if (process.geteuid?.() !== 0) return undefined
   const found = parentGroup()
-  if (!found) return undefined
+  return found ? groupIn(found, name, limits, uid, options) : undefined
+}
+
+function groupIn(
+  found: Parent,
+  name: string,
+  limits: CgroupLimits,
+  uid: number,
+  options: { starting?: boolean },
+): Cgroup | undefined {
   const group = found.version === 1 ? v1(found, name, limits, uid) : v2(found, name, limits, uid)
   if (!group || !options.starting) return group
   starting(found, true)
@@ -628,5 +665,20 @@ export function createCgroup(
       start()
       group.remove()
     },
+  }
+}
+
+/**
+ * The sandboxes' parent group under another root than the system's, with what createCgroup and
+ * sandboxesMemory do there: for a test that lays out a cgroup tree this host does not mount.
+ */
+export function cgroupsAt(root: CgroupRoot, budgetBytes = memoryBudget({}, root)) {
+  const found = makeParent(budgetBytes, root)
+  if (!found) return undefined
+  return {
+    dirs: found.dirs,
+    create: (name: string, limits: CgroupLimits, uid: number, options: { starting?: boolean } = {}) =>
+      groupIn(found, name, limits, uid, options),
+    memory: () => memoryOf(found),
   }
 }

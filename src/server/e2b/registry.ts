@@ -22,7 +22,10 @@ import { ServedSandbox } from './served.js'
 /** The envd version the API claims: the SDK enables features by it (octet-stream uploads, closeStdin, watch entries). */
 export const ENVD_VERSION = '0.6.4'
 
-/** Cells kept for replay; past that, a pause is refused rather than resumed without some of them. */
+/**
+ * Cells kept for replay; past that, none are kept (they would grow with every cell of a long-lived
+ * sandbox) and a pause is refused rather than resumed without some of them.
+ */
 const MAX_RECORDED_CELLS = 10_000
 const MAX_RECORDED_BYTES = 32 * 1024 * 1024
 
@@ -71,6 +74,8 @@ export interface SandboxEntry {
   contexts: Map<string, ServedContext>
   cells: RecordedCell[]
   recordedBytes: number
+  /** It ran more cells than are kept for replay: it cannot be paused. */
+  unreplayable: boolean
   /** The workspace, while paused. */
   snapshot?: Snapshot
   metrics: MetricsHistory
@@ -171,6 +176,7 @@ export class Registry {
       contexts: new Map(),
       cells: [],
       recordedBytes: 0,
+      unreplayable: false,
       metrics: new MetricsHistory(now.getTime()),
       transition: Promise.resolve(),
       working: 0,
@@ -213,10 +219,16 @@ export class Registry {
     entry.timer.unref()
   }
 
-  /** Keeps a cell that ran without error, for replay after a pause. */
+  /** Keeps a cell that ran without error, for replay after a pause; past the caps, none. */
   record(entry: SandboxEntry, cell: RecordedCell) {
+    if (entry.unreplayable) return
     entry.cells.push(cell)
     entry.recordedBytes += cell.code.length
+    if (entry.cells.length > MAX_RECORDED_CELLS || entry.recordedBytes > MAX_RECORDED_BYTES) {
+      entry.cells = []
+      entry.recordedBytes = 0
+      entry.unreplayable = true
+    }
   }
 
   /** Forgets a context's cells: it was restarted or removed. */
@@ -230,7 +242,7 @@ export class Registry {
     return this.step(entry, async () => {
       if (!this.entries.has(entry.id)) throw gone(entry)
       if (entry.state === 'paused') return false
-      if (entry.cells.length > MAX_RECORDED_CELLS || entry.recordedBytes > MAX_RECORDED_BYTES) {
+      if (entry.unreplayable) {
         throw new InvalidArgumentError(
           `This sandbox ran more than ${MAX_RECORDED_CELLS} cells (or ${MAX_RECORDED_BYTES / 1024 ** 2} MiB of code): too many to replay on resume. Keep it running, or start a new one.`,
         )
