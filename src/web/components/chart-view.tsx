@@ -21,6 +21,7 @@ import {
 } from '../../store/export/chart-spec.js'
 import type { DrawnChart } from '../charts/draw.js'
 import { matplotlibCell } from '../charts/matplotlib.js'
+import { count } from '../format.js'
 import { useMedia } from '../media.js'
 import { ScrollBox } from './scroll-box.js'
 
@@ -89,7 +90,7 @@ function ValuesTable({ chart }: { chart: Chart }) {
       </table>
       {rows.length > MAX_TABLE_ROWS && (
         <div class="table-foot">
-          first {MAX_TABLE_ROWS} of {rows.length} rows
+          first {count(MAX_TABLE_ROWS)} of {count(rows.length)} rows
         </div>
       )}
     </ScrollBox>

@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks'
 import type { KernelVariable } from '../../session/frames.js'
 import { json } from '../api.js'
-import { bytes } from '../format.js'
+import { bytes, count } from '../format.js'
 
 export function Variables({ sessionId, version }: { sessionId: string; version: string }) {
   const [variables, setVariables] = useState<KernelVariable[] | null>(null)
@@ -37,7 +37,13 @@ export function Variables({ sessionId, version }: { sessionId: string; version: 
             <tr key={variable.name}>
               <td>{variable.name}</td>
               <td>{variable.type}</td>
-              <td>{variable.shape ? variable.shape.join(' × ') : (variable.length ?? '')}</td>
+              <td>
+                {variable.shape
+                  ? variable.shape.map(count).join(' × ')
+                  : variable.length !== undefined
+                    ? count(variable.length)
+                    : ''}
+              </td>
               <td>{variable.bytes !== undefined ? bytes(variable.bytes) : ''}</td>
             </tr>
           ))}
