@@ -403,7 +403,12 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await (await server?.service.openSandbox(sessionId))?.files.write('go-3', '')
     await expect.poll(() => grid.locator('.column-stats').count()).toBe(3)
     await waitingNote.waitFor({ state: 'detached' })
-    expect(await grid.locator('.column-stats').first().textContent()).toMatch(/^int64 · 0 null/)
+    // Each column's type and nulls; a number's range and mean, or a text's distinct values.
+    expect(await grid.locator('.column-stats').allTextContents()).toEqual([
+      expect.stringMatching(/^int64 · 0 nulls0 to 99,999, mean 49,999\.5/),
+      expect.stringMatching(/^float64 · 0 nulls-?\d.* to \d.*, mean -?0\.\d+$/),
+      expect.stringMatching(/^object · 0 nulls5 distinct[a-e] \(\d{1,2},\d{3}\)/),
+    ])
   }, 90_000)
 
   it('goes the whole path by keyboard: upload, ask, stop, open a step, edit, run, sort the grid, download', async () => {

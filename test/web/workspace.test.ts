@@ -178,6 +178,9 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     ])
     expect(await row('y').locator('td').allTextContents()).toEqual(['y', 'int', '', ''])
     expect(await panel.textContent()).not.toContain('np')
+    // The table fits the panel (its memory column was cut off at the panel's edge).
+    const sidePanel = page.getByRole('complementary', { name: 'Session' })
+    expect(await sidePanel.evaluate((element) => element.scrollWidth - element.clientWidth)).toBe(0)
   }, 60_000)
 
   it('shows the files of the workspace: a preview, a download, and a file dropped in goes to data/', async () => {

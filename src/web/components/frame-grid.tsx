@@ -15,8 +15,9 @@
  * drops (server/frames.ts).
  */
 import { useContext, useEffect, useRef, useState } from 'preact/hooks'
+import type { ColumnStats } from '../../session/frames.js'
 import { ApiError, withToken } from '../api.js'
-import { count } from '../format.js'
+import { count, num } from '../format.js'
 import { cachedPage, keepPage } from '../grid-pages.js'
 import { gridRequest } from '../grid-request.js'
 import { KernelStateContext } from '../kernel-state.js'
@@ -29,15 +30,6 @@ interface Page {
   rows: number
   offset: number
   data: Record<string, unknown[]>
-}
-
-interface Stats {
-  type: string
-  nulls: number
-  min?: number
-  max?: number
-  histogram?: { counts: number[] }
-  top?: [string, number][]
 }
 
 /** The grid's sort and filter as a pandas cell, from the expression that made the table. */
@@ -89,7 +81,7 @@ export function FrameGrid({
   const [offset, setOffset] = useState(0)
   const [page, setPage] = useState<Page | null>(null)
   const [problem, setProblem] = useState<{ message: string; gone: boolean } | null>(null)
-  const [stats, setStats] = useState<Record<string, Stats> | null>(null)
+  const [stats, setStats] = useState<Record<string, ColumnStats> | null>(null)
   const [copied, setCopied] = useState<string | null>(null)
   /** A page asked for and not answered yet. */
   const [waiting, setWaiting] = useState(false)
@@ -163,7 +155,7 @@ export function FrameGrid({
     statsRequest.current?.abort()
     const controller = new AbortController()
     statsRequest.current = controller
-    return gridRequest<{ columns: Record<string, Stats> }>(`${base}/columns?${query}`, {
+    return gridRequest<{ columns: Record<string, ColumnStats> }>(`${base}/columns?${query}`, {
       signal: controller.signal,
       onWaiting: () => {
         if (!controller.signal.aborted) setStatsHeld(true)
@@ -289,9 +281,18 @@ export function FrameGrid({
             stats?.[name] && (
               <div class="column-stats">
                 <span>
-                  {stats[name].type} · {count(stats[name].nulls)} null
+                  {stats[name].type} · {count(stats[name].nulls)} null{stats[name].nulls === 1 ? '' : 's'}
                 </span>
+                {stats[name].min !== undefined && stats[name].max !== undefined && (
+                  <span class="muted">
+                    {num(stats[name].min)} to {num(stats[name].max)}
+                    {stats[name].mean !== undefined && `, mean ${num(stats[name].mean)}`}
+                  </span>
+                )}
                 {stats[name].histogram && <Histogram counts={stats[name].histogram.counts} />}
+                {stats[name].unique !== undefined && (
+                  <span class="muted">{count(stats[name].unique)} distinct</span>
+                )}
                 {stats[name].top && (
                   <span class="muted">
                     {stats[name].top.map(([value, n]) => `${value} (${count(n)})`).join(', ')}
