@@ -303,20 +303,24 @@ export function FrameGrid({
           }
         />
       )}
-      {((waiting && (kernel.cellRunning || held)) || statsHeld) && (
-        // Not a bare spinner: what it waits for, and the way to end the wait (a cell started
-        // elsewhere is stopped where it was started).
-        <p class="grid-waiting" aria-live="polite">
-          <span class="spinner" aria-hidden="true" /> Waiting for the running cell…{' '}
-          {kernel.busy ? (
-            <button type="button" class="button secondary small" onClick={kernel.stop}>
-              Stop the cell
-            </button>
-          ) : (
-            <span class="muted">(started in another tab or client)</span>
-          )}
-        </p>
-      )}
+      {/* The live region stays while the note comes and goes: a screen reader reads what is put in
+          one it knows, not one that arrives with its text. */}
+      <div aria-live="polite">
+        {((waiting && (kernel.cellRunning || held)) || statsHeld) && (
+          // Not a bare spinner: what it waits for, and the way to end the wait (a cell started
+          // elsewhere is stopped where it was started).
+          <p class="grid-waiting">
+            <span class="spinner" aria-hidden="true" /> Waiting for the running cell…{' '}
+            {kernel.busy ? (
+              <button type="button" class="button secondary small" onClick={kernel.stop}>
+                Stop the cell
+              </button>
+            ) : (
+              <span class="muted">(started in another tab or client)</span>
+            )}
+          </p>
+        )}
+      </div>
       <div class="table-foot">
         {page ? (
           <>
