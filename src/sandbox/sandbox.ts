@@ -178,6 +178,8 @@ export class Sandbox {
   readonly files: Files
   /** Shell commands beside the kernel, in the same isolation (E2B's `sandbox.commands`). */
   readonly commands: Commands
+  /** Cells in runCode now, of every context (the server's grid asks whether the kernel is held). */
+  #running = 0
 
   protected constructor(
     private readonly backend: SandboxBackend,
@@ -227,6 +229,11 @@ export class Sandbox {
   /** The template it started from (its Python and main packages), where the engine knows it. */
   get environment(): SandboxEnvironment | undefined {
     return this.backend.environment
+  }
+
+  /** How many cells run (or wait in the kernel's queue) now: runCode calls that have not returned. */
+  get runningCells(): number {
+    return this.#running
   }
 
   get sandboxId(): string {
@@ -290,15 +297,20 @@ export class Sandbox {
           return
       }
     }
-    await this.backend.doExecute({
-      code,
-      contextId: options.context?.id,
-      ...(language && language !== 'python' ? { language } : {}),
-      envs: options.envs,
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      signal: options.signal,
-      onEvent,
-    })
+    this.#running++
+    try {
+      await this.backend.doExecute({
+        code,
+        contextId: options.context?.id,
+        ...(language && language !== 'python' ? { language } : {}),
+        envs: options.envs,
+        timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+        signal: options.signal,
+        onEvent,
+      })
+    } finally {
+      this.#running--
+    }
     if (callbackErrors.length > 0) throw callbackErrors[0]
     return execution
   }

@@ -12,13 +12,21 @@
  * the kernel. A client that accepts `text/event-stream` is told at once that its request waits
  * for a running cell (started there, in another tab, by MCP): `waiting`, then `answer` (the JSON
  * it would have had) or `failed` (status, message, hint), so it can say so while it waits.
+ *
+ * "Waits" is what this replica's kernel does: a cell runs in it now. A question whose model is
+ * still thinking holds no kernel, and a run the store still marks running (its replica died, its
+ * lease lapsed) holds none here either. A run another replica answers under a live lease runs in
+ * that replica's kernel, not in this one: a request here does not wait for it (and once the
+ * sweep sees the other replica's lease, this replica lets its stale kernel go: its tables are a 410).
  * @module
  */
 import { type Context, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import { AnalystError, ConflictError, InvalidArgumentError, known, statusOf } from '../errors.js'
 import { advice } from '../fixes.js'
+import type { Sandbox } from '../sandbox/index.js'
 import {
+  cellRunning,
   type FrameFormat,
   type FrameSelection,
   frameFile,
@@ -120,25 +128,19 @@ export async function latestOf<T>(
   }
 }
 
-/** Whether a cell or question is running in the session (here or on another replica: the store says). */
-async function running(service: SessionService, sessionId: string): Promise<boolean> {
-  return (await service.history.runs(sessionId)).some((run) => run.status === 'running')
-}
-
 /**
  * The answer of a grid's request: JSON, or, for a client that accepts an event stream and while a
  * cell holds the kernel, `waiting` at once and then the answer or why there is none.
  */
 async function gridAnswer(
   c: Context,
-  service: SessionService,
+  sandbox: Sandbox | undefined,
   kind: string,
   work: (signal: AbortSignal) => Promise<unknown>,
 ): Promise<Response> {
   const key = gridKey(c, kind)
-  const sessionId = c.req.param('id') as string
   const wantsEvents = c.req.header('accept')?.includes('text/event-stream')
-  if (!wantsEvents || !(await running(service, sessionId)))
+  if (!wantsEvents || !sandbox || !cellRunning(sandbox))
     return c.json(await latestOf(key, c.req.raw.signal, work))
   return streamSSE(c, async (stream) => {
     await stream.writeSSE({
@@ -192,7 +194,7 @@ export function frameRoutes(options: {
       })
     const offset = integer(c, 'offset', 0, Number.MAX_SAFE_INTEGER)
     const limit = integer(c, 'limit', 50, 1000)
-    return gridAnswer(c, service, 'rows', (signal) =>
+    return gridAnswer(c, sandbox, 'rows', (signal) =>
       framePage(sandbox, id, { ...selection, offset, limit }, signal),
     )
   })
@@ -203,7 +205,7 @@ export function frameRoutes(options: {
   app.get('/api/sessions/:id/results/:rid/columns', async (c) => {
     const sandbox = await sandboxOf(c)
     const selection = selectionOf(c)
-    return gridAnswer(c, service, 'columns', (signal) =>
+    return gridAnswer(c, sandbox, 'columns', (signal) =>
       frameStats(sandbox, c.req.param('rid') as string, selection, signal),
     )
   })

@@ -123,9 +123,27 @@ function answerOf(sandbox: Sandbox, code: string, signal?: AbortSignal): Promise
   return inLane(sandbox, () => answerNow(sandbox, code), signal)
 }
 
+/** The host's questions in each sandbox's kernel now (at most one: they go in its lane). */
+const inKernel = new WeakMap<Sandbox, number>()
+
+/**
+ * Whether a cell holds the sandbox's kernel now (a question's, a person's, an MCP client's, one
+ * replayed), so that a request for a table waits for it. The host's own questions are not cells,
+ * and a question whose model is still thinking holds nothing.
+ */
+export function cellRunning(sandbox: Sandbox): boolean {
+  return sandbox.runningCells > (inKernel.get(sandbox) ?? 0)
+}
+
 async function answerNow(sandbox: Sandbox, code: string): Promise<Record<string, unknown>> {
   const context = await contextOf(sandbox)
-  const execution = await sandbox.runCode(code, { timeoutMs: TIMEOUT_MS, ...(context ? { context } : {}) })
+  inKernel.set(sandbox, (inKernel.get(sandbox) ?? 0) + 1)
+  let execution: Awaited<ReturnType<Sandbox['runCode']>>
+  try {
+    execution = await sandbox.runCode(code, { timeoutMs: TIMEOUT_MS, ...(context ? { context } : {}) })
+  } finally {
+    inKernel.set(sandbox, (inKernel.get(sandbox) ?? 1) - 1)
+  }
   const count = (asked.get(sandbox) ?? 0) + 1
   asked.set(sandbox, count % CLEAR_EVERY)
   if (context && count === CLEAR_EVERY) await sandbox.restartCodeContext(context).catch(() => undefined)

@@ -434,8 +434,8 @@ function Workspace({ signin }: { signin: SignInState }) {
   const liveStepsDone = liveHere?.run.steps.filter((step) => !step.running).length ?? 0
   const kernelState = {
     busy: running,
+    cellRunning: cells !== null || Boolean(liveHere?.run.steps.some((step) => step.running)),
     stop: () => stopRef.current(),
-    elsewhere: Boolean(runningElsewhere),
     endedElsewhere: () => {
       setRunsEnded((n) => n + 1)
       if (currentRef.current) void refreshDetail(currentRef.current)

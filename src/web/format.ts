@@ -1,4 +1,10 @@
-/** Small formatters shared by the components. */
+/** Small formatters shared by the components: numbers in the reader's locale (100,000; 100.000). */
+
+/** The browser's locale (its first language), for digits and separators; the words stay English. */
+const counts = new Intl.NumberFormat()
+const twoDecimals = new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 })
+const fourDecimals = new Intl.NumberFormat(undefined, { maximumFractionDigits: 4 })
+const oneDecimal = new Intl.NumberFormat(undefined, { minimumFractionDigits: 1, maximumFractionDigits: 1 })
 
 export function bytes(size: number): string {
   if (size < 1024) return `${size} B`
@@ -9,15 +15,15 @@ export function bytes(size: number): string {
     value /= 1024
     unit++
   }
-  return `${value < 10 ? value.toFixed(1) : Math.round(value)} ${units[unit]}`
+  return `${value < 10 ? oneDecimal.format(value) : count(Math.round(value))} ${units[unit]}`
 }
 
 export function count(n: number): string {
-  return n.toLocaleString('en-US')
+  return counts.format(n)
 }
 
 export function seconds(ms: number): string {
-  return ms < 1000 ? `${Math.max(0, Math.round(ms))} ms` : `${(ms / 1000).toFixed(1)} s`
+  return ms < 1000 ? `${Math.max(0, Math.round(ms))} ms` : `${oneDecimal.format(ms / 1000)} s`
 }
 
 const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' })
@@ -40,5 +46,5 @@ export function ago(iso: string, now = Date.now()): string {
 /** A number from a profile, short: 1234.5678 → 1,234.57. */
 export function num(value: number): string {
   if (Number.isInteger(value)) return count(value)
-  return value.toLocaleString('en-US', { maximumFractionDigits: Math.abs(value) < 1 ? 4 : 2 })
+  return (Math.abs(value) < 1 ? fourDecimals : twoDecimals).format(value)
 }

@@ -1,20 +1,21 @@
 /**
  * What the open session's kernel is doing, as the page knows it, for the parts that ask it for
- * something (a grid's page): whether a cell or question of this page runs (a request waits behind
- * it), how to stop it, whether one started elsewhere (another tab, an MCP client) runs, and a count
- * that moves each time a cell ends (a cell may change any frame it holds, so what was fetched
- * before is stale).
+ * something (a grid's page): whether a cell of this page runs in it now (a request waits behind
+ * it; a question whose model is thinking holds no kernel), whether a question or cell of this page
+ * goes on and how to stop it, and a count that moves each time a cell ends (a cell may change any
+ * frame it holds, so what was fetched before is stale). A cell started elsewhere (another tab, an
+ * MCP client) is told by the server, which knows its kernel (grid-request.ts).
  * @module
  */
 import { createContext } from 'preact'
 
 export interface KernelState {
-  /** A question or a person's cell of this page runs in the kernel now. */
+  /** A question or a person's cell of this page goes on (its model may be thinking). */
   busy: boolean
+  /** A cell of this page runs in the kernel now: a person's, or a step of its question. */
+  cellRunning: boolean
   /** Stops it (as Stop and Esc do). */
   stop: () => void
-  /** A run started elsewhere (another tab, an MCP client) runs, as the session's record says. */
-  elsewhere: boolean
   /**
    * Told by a part whose request waited for a cell this page did not start, once it answered: the
    * cell has ended, so the session is read again and `cellsEnded` moves.
@@ -26,8 +27,8 @@ export interface KernelState {
 
 export const KernelStateContext = createContext<KernelState>({
   busy: false,
+  cellRunning: false,
   stop: () => {},
-  elsewhere: false,
   endedElsewhere: () => {},
   cellsEnded: '',
 })

@@ -36,6 +36,20 @@ const MAKE = [
   "big = pd.DataFrame({'id': np.arange(100_000), 'value': rng.normal(size=100_000).round(4), 'group': rng.choice(list('abcde'), 100_000)})",
 ].join('\n')
 
+/** The scripted model, which thinks (holding no kernel) while `thinking` is unsettled. */
+class ThinkingModel extends ScriptedModel {
+  thinking: Promise<void> | undefined
+  /** Calls that came while it thinks. */
+  pondering = 0
+  override async doStream(options: Parameters<ScriptedModel['doStream']>[0]) {
+    if (this.thinking) {
+      this.pondering++
+      await this.thinking
+    }
+    return super.doStream(options)
+  }
+}
+
 /** What pandas says, on the host's Python with the same seed. */
 function pandas(expression: string): unknown {
   const script = `${MAKE}\nimport json, sys\nprint(json.dumps(${expression}))`
@@ -49,9 +63,11 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
   let page: Page
   let sessionId: string
   let frameId: string
-  const model = new ScriptedModel([
+  const model = new ThinkingModel([
     { text: 'A big table.', code: `${MAKE}\nbig` },
     { text: 'There are 100,000 rows.' },
+    // Asked while the grid pages: the model thinks, and no cell holds the kernel.
+    { text: 'Thought it over.' },
     // The keyboard's path: a question stopped while its cell runs, then one answered with a table.
     { text: 'This takes a while.', code: 'import time\nfor _ in range(600): time.sleep(0.1)' },
     {
@@ -83,13 +99,30 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       return Array.from(grid.tBodies[0]?.rows ?? []).map((row) => row.cells[index]?.textContent ?? '')
     }, ['id', 'value', 'group'].indexOf(name))
 
+  /**
+   * A person's cell (Code mode) that holds the kernel until the file `name` is in the workspace;
+   * back once the cell runs in the kernel.
+   */
+  const hold = async (name: string) => {
+    await page.getByRole('radio', { name: 'Code' }).check()
+    const editor = page.getByRole('textbox', { name: 'Cell', exact: true })
+    await editor.click()
+    await page.keyboard.press('ControlOrMeta+a')
+    await page.keyboard.press('Delete')
+    await page.keyboard.insertText(
+      `import os, time\nwhile not os.path.exists(${JSON.stringify(name)}): time.sleep(0.05)`,
+    )
+    await page.keyboard.press('ControlOrMeta+Enter')
+    await expect.poll(async () => (await server?.service.openSandbox(sessionId))?.runningCells).toBe(1)
+  }
+
   /** The session kernel's execution count, by running a cell of nothing (which adds one). */
   const executionCount = async () =>
     (await (await server?.service.openSandbox(sessionId))?.runCode('None'))?.executionCount ?? -1
 
   it('sorts and filters the whole frame in the kernel; the pages match pandas', async () => {
     const grid = page.getByRole('region', { name: 'Table' })
-    await expect.poll(() => grid.getByRole('status').textContent()).toBe('Rows 1–25 of 100000')
+    await expect.poll(() => grid.getByRole('status').textContent()).toBe('Rows 1–25 of 100,000')
     const countBefore = await executionCount()
     // By keyboard: the column's sort button, twice, is descending.
     const sortValue = grid.getByRole('button', { name: 'value' })
@@ -111,7 +144,9 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       `big.query("${filter}").sort_values('value', ascending=False, kind='stable')[['id', 'value']].head(50).values.tolist()`,
     ) as [number, number][]
     const count = pandas(`len(big.query("${filter}"))`) as number
-    await expect.poll(() => grid.getByRole('status').textContent()).toBe(`Rows 1–25 of ${count} (of 100000)`)
+    await expect
+      .poll(() => grid.getByRole('status').textContent())
+      .toBe(`Rows 1–25 of ${count.toLocaleString('en-US')} (of 100,000)`)
     expect(await column('id')).toEqual(expected.slice(0, 25).map(([id]) => String(id)))
     await grid.getByRole('button', { name: 'Next' }).click()
     await expect.poll(() => column('id')).toEqual(expected.slice(25, 50).map(([id]) => String(id)))
@@ -167,7 +202,8 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     const ids = pandas(
       `big.query("${filter}").sort_values('value', ascending=False, kind='stable')['id'].head(100).tolist()`,
     ) as number[]
-    const rowsFrom = (from: number) => `Rows ${from}–${from + 24} of ${count} (of 100000)`
+    const rowsFrom = (from: number) =>
+      `Rows ${from}–${from + 24} of ${count.toLocaleString('en-US')} (of 100,000)`
     // The first test left page 2 of the filtered, sorted table: page 1 is fetched too.
     await grid.getByRole('button', { name: 'Previous' }).click()
     await expect.poll(status).toBe(rowsFrom(1))
@@ -176,19 +212,6 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       if (request.url().includes(`/results/${frameId}/rows?`)) asked.push(request.url())
     })
     const waitingNote = grid.getByText('Waiting for the running cell…')
-    /** A person's cell (Code mode) that holds the kernel until the file `name` is in the workspace. */
-    const hold = async (name: string) => {
-      await page.getByRole('radio', { name: 'Code' }).check()
-      const editor = page.getByRole('textbox', { name: 'Cell', exact: true })
-      await editor.click()
-      await page.keyboard.press('ControlOrMeta+a')
-      await page.keyboard.press('Delete')
-      await page.keyboard.insertText(
-        `import os, time\nwhile not os.path.exists(${JSON.stringify(name)}): time.sleep(0.05)`,
-      )
-      await page.keyboard.press('ControlOrMeta+Enter')
-      await expect.poll(() => server?.service.busy).toBeGreaterThan(0)
-    }
 
     await hold('go-1')
     // Pages fetched since the last cell ended come from the browser, with no request.
@@ -318,6 +341,76 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     page.removeAllListeners('request')
   }, 120_000)
 
+  it('waits only while a cell holds the kernel, not behind a run a dead replica left marked running nor a question whose model thinks; column statistics that wait say so', async () => {
+    const grid = page.getByRole('region', { name: 'Table' }).first()
+    const status = () => grid.getByRole('status').textContent()
+    const waitingNote = grid.getByText('Waiting for the running cell…')
+    /** What the server answers a grid's request that could take an event stream. */
+    const answerType = async () => {
+      const response = await fetch(
+        `${server?.url}/api/sessions/${sessionId}/results/${frameId}/rows?limit=1`,
+        {
+          headers: { authorization: 'Bearer grid-token', accept: 'text/event-stream' },
+        },
+      )
+      await response.body?.cancel()
+      return response.headers.get('content-type')
+    }
+    // Whether the grid's waiting note has shown since the page loaded, however briefly.
+    await page.addInitScript(() => {
+      const seen = window as { noteSeen?: boolean }
+      seen.noteSeen = false
+      new MutationObserver(() => {
+        if (document.querySelector('.grid-waiting')) seen.noteSeen = true
+      }).observe(document, { childList: true, subtree: true })
+    })
+    const noteSeen = () => page.evaluate(() => (window as { noteSeen?: boolean }).noteSeen)
+
+    // A run that its replica left marked running when it died (its lease lapsed): no kernel runs
+    // it, so the page that loads with it in the session pages at once, saying no wait.
+    const { history } = (server as RunningServer).stores
+    const stale = await history.startRun(sessionId, 'Asked on a replica that died')
+    expect(await answerType()).toMatch(/^application\/json/)
+    await page.reload()
+    await expect.poll(status).toBe('Rows 1–25 of 100,000')
+    expect(await noteSeen()).toBe(false)
+    await history.failRun(stale.id, 'Its replica died', 'interrupted')
+
+    // A question whose model thinks holds no kernel: the grid's next page comes at once.
+    let thought = () => {}
+    model.thinking = new Promise((resolve) => {
+      thought = resolve
+    })
+    const box = page.getByRole('textbox', { name: 'Question', exact: true })
+    await box.fill('Think it over')
+    await box.press('Enter')
+    await expect.poll(() => model.pondering).toBe(1)
+    expect(await answerType()).toMatch(/^application\/json/)
+    await grid.getByRole('button', { name: 'Next' }).click()
+    await expect.poll(status).toBe('Rows 26–50 of 100,000')
+    expect(await noteSeen()).toBe(false)
+    model.thinking = undefined
+    thought()
+    await page.locator('.answer', { hasText: 'Thought it over.' }).waitFor()
+
+    // Column statistics asked for while a cell holds the kernel say that they wait, with Stop at
+    // hand, and come when it ends.
+    await hold('go-3')
+    expect(await answerType()).toMatch(/^text\/event-stream/)
+    await grid.getByRole('button', { name: 'Column stats' }).click()
+    await waitingNote.waitFor()
+    expect(await grid.getByRole('button', { name: 'Stop the cell' }).count()).toBe(1)
+    await (await server?.service.openSandbox(sessionId))?.files.write('go-3', '')
+    await expect.poll(() => grid.locator('.column-stats').count()).toBe(3)
+    await waitingNote.waitFor({ state: 'detached' })
+    // Each column's type and nulls; a number's range and mean, or a text's distinct values.
+    expect(await grid.locator('.column-stats').allTextContents()).toEqual([
+      expect.stringMatching(/^int64 · 0 nulls0 to 99,999, mean 49,999\.5/),
+      expect.stringMatching(/^float64 · 0 nulls-?\d.* to \d.*, mean -?0\.\d+$/),
+      expect.stringMatching(/^object · 0 nulls5 distinct[a-e] \(\d{1,2},\d{3}\)/),
+    ])
+  }, 90_000)
+
   it('goes the whole path by keyboard: upload, ask, stop, open a step, edit, run, sort the grid, download', async () => {
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
     await page.keyboard.press('?')
@@ -406,7 +499,9 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     expect(rows).toBe(
       pandas("len(__import__('pandas').read_csv('examples/sales.csv').query('order_value > 100'))"),
     )
-    await expect.poll(() => grid.getByRole('status').textContent()).toBe(`Rows 1–25 of ${rows}`)
+    await expect
+      .poll(() => grid.getByRole('status').textContent())
+      .toBe(`Rows 1–25 of ${rows.toLocaleString('en-US')}`)
     await grid.getByRole('button', { name: 'order_value' }).focus()
     await page.keyboard.press('Enter')
     await expect.poll(() => grid.locator('th[aria-sort=ascending]').textContent()).toContain('order_value')

@@ -4,7 +4,7 @@
  * chart arrive, read the answer, ask a follow-up by its key, reload, find the session and open it
  * again; shape its chart and find the edit kept (on reload, in the exports); reach the exports,
  * the session panel, its files and Restart kernel by key. The wheel over a chart scrolls the page
- * (Ctrl with it zooms the chart).
+ * (Ctrl with it zooms the chart, no further out than its data).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -265,12 +265,21 @@ describe.skipIf(!hasChromium)('web UI in Chromium', () => {
     await page.mouse.wheel(0, top > 0 ? -120 : 120)
     await expect.poll(scrolled).not.toBe(top)
     expect(await labels()).toEqual(drawn)
-    await canvas.hover()
-    await page.keyboard.down('Control')
-    await page.mouse.wheel(0, 240)
-    await page.keyboard.up('Control')
+    /** Ctrl and the wheel over the chart: up zooms in, down out. */
+    const zoom = async (deltaY: number) => {
+      await canvas.hover()
+      await page.keyboard.down('Control')
+      await page.mouse.wheel(0, deltaY)
+      await page.keyboard.up('Control')
+    }
+    await zoom(-240)
     await expect.poll(labels).not.toEqual(drawn)
     await canvas.dblclick()
+    await expect.poll(labels).toEqual(drawn)
+    // Zoomed in, then out far past the data: the zoom stops at the data's extent, as first drawn.
+    await zoom(-240)
+    await expect.poll(labels).not.toEqual(drawn)
+    await zoom(2400)
     await expect.poll(labels).toEqual(drawn)
 
     // Another type, another title: the chart is drawn again from the edited spec, and the edit is

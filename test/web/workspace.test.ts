@@ -173,11 +173,14 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     expect(await row('frame').locator('td').allTextContents()).toEqual([
       'frame',
       'DataFrame',
-      '1000 × 1',
+      '1,000 × 1',
       '7.9 KB',
     ])
     expect(await row('y').locator('td').allTextContents()).toEqual(['y', 'int', '', ''])
     expect(await panel.textContent()).not.toContain('np')
+    // The table fits the panel (its memory column was cut off at the panel's edge).
+    const sidePanel = page.getByRole('complementary', { name: 'Session' })
+    expect(await sidePanel.evaluate((element) => element.scrollWidth - element.clientWidth)).toBe(0)
   }, 60_000)
 
   it('shows the files of the workspace: a preview, a download, and a file dropped in goes to data/', async () => {
@@ -235,6 +238,28 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
       await panel.getByRole('button', { name: 'Close the session panel' }).click()
       await panel.waitFor({ state: 'hidden' })
       expect(await sidewaysOverflow(page)).toBe(0)
+      // A step's Edit stands apart from its code (over it, it hid the end of the first line), and
+      // opens the editor, which fits too.
+      const overEdit = await page.evaluate(() =>
+        Array.from(document.querySelectorAll('.step-code'), (wrap) => {
+          const edit = wrap.querySelector(':scope > .edit')?.getBoundingClientRect()
+          const code = wrap.querySelector(':scope > .code')?.getBoundingClientRect()
+          if (!edit || !code) return 'none'
+          const apart =
+            edit.right <= code.left ||
+            edit.left >= code.right ||
+            edit.bottom <= code.top ||
+            edit.top >= code.bottom
+          return apart ? 'apart' : 'over'
+        }).filter((where) => where !== 'none'),
+      )
+      expect(overEdit.length).toBeGreaterThan(0)
+      expect(overEdit).toEqual(overEdit.map(() => 'apart'))
+      const step = personRuns().last()
+      await editStep(step)
+      await step.getByRole('textbox', { name: /^Code of step/ }).waitFor()
+      expect(await sidewaysOverflow(page)).toBe(0)
+      await step.getByRole('button', { name: 'Done' }).click()
     } finally {
       await page.setViewportSize({ width: 1280, height: 900 })
     }

@@ -1,3 +1,4 @@
+import { parse, View } from 'vega'
 import { compile } from 'vega-lite'
 import { describe, expect, it } from 'vitest'
 import type { Chart } from '../../sandbox/charts.js'
@@ -115,6 +116,56 @@ describe('chart data as a Vega-Lite spec', () => {
       select: { encodings: ['x', 'y'], zoom: 'wheel![event.ctrlKey || event.metaKey]' },
     })
     expect(layers(spec)[1]).toMatchObject({ mark: { type: 'rule' }, encoding: { y: { datum: 2 } } })
+  })
+
+  it('keeps zoom and pan within the data: zoomed out it shows the data, panned it stops at an edge', async () => {
+    /**
+     * The chart drawn nowhere; its scales' domains once the zoom selection is set to `x` and `y`
+     * (its signals are named by the fields on the axes).
+     */
+    const viewOf = async (spec: VegaLiteSpec | undefined, fields = ['x', 'y']) => {
+      const view = new View(parse(compile({ ...spec, width: 300 } as never).spec), { renderer: 'none' })
+      await view.runAsync()
+      return async (x?: number[], y?: number[]) => {
+        if (x && y) await view.signal(`zoom_${fields[0]}`, x).signal(`zoom_${fields[1]}`, y).runAsync()
+        // To a billionth: a pan's sums are floating point.
+        const rounded = (scale: string) =>
+          view
+            .scale(scale)
+            .domain()
+            .map((v: number) => Math.round(v * 1e9) / 1e9)
+        return [rounded('x'), rounded('y')]
+      }
+    }
+    // The line's x runs 1 to 2; y 1 to 5 from zero (its reference line at 2 is inside).
+    const zoomed = await viewOf(chartSpec(line))
+    expect(await zoomed()).toEqual([
+      [1, 2],
+      [0, 5],
+    ])
+    expect(await zoomed([-10, 10], [-50, 50])).toEqual([
+      [1, 2],
+      [0, 5],
+    ])
+    expect(await zoomed([1.25, 1.5], [1, 3])).toEqual([
+      [1.25, 1.5],
+      [1, 3],
+    ])
+    expect(await zoomed([1.8, 2.3], [-4, -2])).toEqual([
+      [1.5, 2],
+      [0, 2],
+    ])
+    // A reference line past the data widens the bounds to it.
+    const target = {
+      ...line,
+      reference_lines: [{ orientation: 'horizontal' as const, at: 8, label: 'goal' }],
+    }
+    expect((await (await viewOf(chartSpec(target)))([0, 100], [0, 100]))[1]).toEqual([0, 8])
+    // A histogram's bins from the first's start to the last's end, its bars from zero.
+    expect(await (await viewOf(chartSpec(histogram), ['start', 'top']))([-0.3, 0.2], [-1, 99])).toEqual([
+      [0, 0.5],
+      [0, 5],
+    ])
   })
 
   it('applies a person’s edits: mark, titles, and an empty title hides it', () => {

@@ -200,11 +200,63 @@ function markOf(mark: ChartMark, markers: boolean): Record<string, unknown> {
  */
 export const ZOOM_EVENT = 'wheel![event.ctrlKey || event.metaKey]'
 
-function zoom(name: string, encoding: Record<string, Channel | undefined>): Array<Record<string, unknown>> {
-  const continuous = (['x', 'y'] as const).filter((c) => {
-    const type = encoding[c]?.type
-    return type === 'quantitative' || type === 'temporal'
-  })
+/** A continuous channel and the values it shows (both ends of a bar), for its zoom's bounds. */
+interface Zoomed {
+  channel: Channel
+  values: Array<number | string>
+  /** The axis starts at zero (a bar's or an area's values; a line's, as Vega-Lite draws it). */
+  zero: boolean
+}
+
+const isContinuous = (channel: Channel | undefined): channel is Channel =>
+  channel?.type === 'quantitative' || channel?.type === 'temporal'
+
+/** The values' extent (dates as epoch ms, read as Vega reads them: Date.parse); none when flat. */
+function extentOf(values: Array<number | string>, zero: boolean): [number, number] | undefined {
+  let lo = zero ? 0 : Number.POSITIVE_INFINITY
+  let hi = zero ? 0 : Number.NEGATIVE_INFINITY
+  for (const value of values) {
+    const at = typeof value === 'number' ? value : Date.parse(value)
+    if (!Number.isFinite(at)) continue
+    lo = Math.min(lo, at)
+    hi = Math.max(hi, at)
+  }
+  return lo < hi ? [lo, hi] : undefined
+}
+
+/**
+ * Zoom and pan on the chart's continuous axes, kept within its data. Vega-Lite's scales binding
+ * has no bound of its own (it clamps a brush to the view, never a zoom: its zoom.ts and
+ * translate.ts), so each such axis's scale takes the selection's extent through `clampRange` to
+ * the data's extent (domainRaw, which the binding would set to the bare extent), and is drawn
+ * without nice rounding, so that the first view is that extent and the first drag does not jump.
+ * The bounds are numbers made here, never the data's text.
+ */
+function zoom(
+  name: string,
+  axes: Partial<Record<'x' | 'y', Zoomed>>,
+  lines: ReferenceLine[] = [],
+): Array<Record<string, unknown>> {
+  const continuous = (['x', 'y'] as const).filter((c) => isContinuous(axes[c]?.channel))
+  for (const c of continuous) {
+    const { channel, values, zero } = axes[c] as Zoomed
+    // The reference lines are drawn on the same scale: within the bounds too.
+    const across = c === 'x' ? 'vertical' : 'horizontal'
+    for (const line of lines) if (line.orientation === across) values.push(line.at)
+    const log =
+      channel.type === 'quantitative' && /log/.test(String((channel.scale as { type?: string })?.type))
+    const extent = extentOf(values, zero && !log)
+    if (!extent) continue
+    const extentOfZoom = `${name}[${JSON.stringify(channel.field)}]`
+    channel.scale = {
+      ...(channel.scale as Record<string, unknown> | undefined),
+      ...(channel.type === 'quantitative' && !log ? { zero: zero } : {}),
+      nice: false,
+      domainRaw: {
+        expr: `${extentOfZoom} ? clampRange(${extentOfZoom}, ${extent[0]}, ${extent[1]}) : null`,
+      },
+    }
+  }
   return continuous.length
     ? [{ name, select: { type: 'interval', encodings: continuous, zoom: ZOOM_EVENT }, bind: 'scales' }]
     : []
@@ -256,7 +308,14 @@ function pointSpec(chart: PointChart, edit: ChartEdit, name: string): VegaLiteSp
   const markers = chart.type === 'line' && chart.elements.some((s) => s.markers_only)
   const encoding = { x, y, ...(series ? { color: series } : {}) }
   const main = {
-    params: zoom(name, encoding),
+    params: zoom(
+      name,
+      {
+        x: { channel: x, values: rows.map((r) => r.x as number | string), zero: false },
+        y: { channel: y, values: rows.map((r) => r.y as number | string), zero: true },
+      },
+      chart.reference_lines,
+    ),
     mark: markOf(mark, markers),
     encoding: {
       ...encoding,
@@ -310,8 +369,24 @@ function barSpec(chart: Extract<Chart, { type: 'bar' }>, edit: ChartEdit, name: 
     groups > 1 ? { field: 'series', type: 'nominal', title: null, sort: null } : undefined
   const [xc, yc] = horizontal ? (['y', 'x'] as const) : (['x', 'y'] as const)
   const encoding: Record<string, Channel | undefined> = { [xc]: cat, [yc]: value }
+  const field = (name: string) => rows.map((r) => r[name] as number | string)
   const main = {
-    params: zoom(name, encoding),
+    params: zoom(
+      name,
+      {
+        [xc]: {
+          channel: cat,
+          values: cat2 ? [...field('start'), ...field('end')] : field(cat.field),
+          zero: false,
+        },
+        [yc]: {
+          channel: value,
+          values: value2 ? [...field('top'), ...field('bottom')] : field('value'),
+          zero: true,
+        },
+      },
+      chart.reference_lines,
+    ),
     mark: markOf(mark, false),
     encoding: {
       ...encoding,

@@ -1,7 +1,7 @@
 /**
  * A chart drawn from its data (`Result.chart`) as a Vega-Lite spec (chart-spec.ts), by vega-embed:
- * values on hover, zoom and pan on continuous axes (drag, Ctrl or Cmd with the wheel: draw.ts; a
- * double-click resets), another mark where the data allows, titles and axis titles a person can
+ * values on hover, zoom and pan on continuous axes within the data's extent (drag, Ctrl or Cmd with
+ * the wheel: chart-spec.ts; a double-click resets), another mark where the data allows, titles and axis titles a person can
  * change (kept with the step's result: drawn so again when the page opens, carried by the exports;
  * a shared page shows them and cannot change them), downloads as PNG, SVG and CSV, and Copy as code (the shown chart as a matplotlib
  * cell). Vega loads with the first chart shown (charts/draw.ts). Values lists every value; the PNG
@@ -21,6 +21,7 @@ import {
 } from '../../store/export/chart-spec.js'
 import type { DrawnChart } from '../charts/draw.js'
 import { matplotlibCell } from '../charts/matplotlib.js'
+import { count } from '../format.js'
 import { useMedia } from '../media.js'
 import { ScrollBox } from './scroll-box.js'
 
@@ -89,7 +90,7 @@ function ValuesTable({ chart }: { chart: Chart }) {
       </table>
       {rows.length > MAX_TABLE_ROWS && (
         <div class="table-foot">
-          first {MAX_TABLE_ROWS} of {rows.length} rows
+          first {count(MAX_TABLE_ROWS)} of {count(rows.length)} rows
         </div>
       )}
     </ScrollBox>

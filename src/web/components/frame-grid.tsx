@@ -5,16 +5,19 @@
  * Parquet, and Copy as code turns the sort and filter into a pandas cell. A table the kernel no
  * longer holds says so and offers to run its step again.
  *
- * The kernel runs one thing at a time: while a cell runs, a page not fetched before waits for it,
- * and the grid says so, keeping the rows it shows, with Stop at hand for a cell of this page; the
- * server says so too (grid-request.ts), also of a cell started elsewhere (another tab, an MCP
- * client), whose end then refreshes the session and the pages kept. A page fetched since the last
+ * The kernel runs one thing at a time: while a cell runs, a page not fetched before (or the column
+ * statistics) waits for it, and the grid says so, keeping the rows it shows, with Stop at hand for
+ * a cell of this page; the server says so too (grid-request.ts), also of a cell started elsewhere
+ * (another tab, an MCP client), whose end then refreshes the session and the pages kept. A
+ * question whose model is thinking holds no kernel: its requests are answered at once, unsaid. A page fetched since the last
  * cell ended comes from the browser's cache (grid-pages.ts). A newer page, or another selection,
  * aborts the request of the one before (and of the column statistics), which the server then
  * drops (server/frames.ts).
  */
 import { useContext, useEffect, useRef, useState } from 'preact/hooks'
+import type { ColumnStats } from '../../session/frames.js'
 import { ApiError, withToken } from '../api.js'
+import { count, num } from '../format.js'
 import { cachedPage, keepPage } from '../grid-pages.js'
 import { gridRequest } from '../grid-request.js'
 import { KernelStateContext } from '../kernel-state.js'
@@ -27,15 +30,6 @@ interface Page {
   rows: number
   offset: number
   data: Record<string, unknown[]>
-}
-
-interface Stats {
-  type: string
-  nulls: number
-  min?: number
-  max?: number
-  histogram?: { counts: number[] }
-  top?: [string, number][]
 }
 
 /** The grid's sort and filter as a pandas cell, from the expression that made the table. */
@@ -87,12 +81,14 @@ export function FrameGrid({
   const [offset, setOffset] = useState(0)
   const [page, setPage] = useState<Page | null>(null)
   const [problem, setProblem] = useState<{ message: string; gone: boolean } | null>(null)
-  const [stats, setStats] = useState<Record<string, Stats> | null>(null)
+  const [stats, setStats] = useState<Record<string, ColumnStats> | null>(null)
   const [copied, setCopied] = useState<string | null>(null)
   /** A page asked for and not answered yet. */
   const [waiting, setWaiting] = useState(false)
   /** The server said the page waits for a running cell. */
   const [held, setHeld] = useState(false)
+  /** The server said the column statistics wait for a running cell (until they come). */
+  const [statsHeld, setStatsHeld] = useState(false)
   /** The column statistics asked for and not answered yet. */
   const statsRequest = useRef<AbortController | null>(null)
   const kernel = useContext(KernelStateContext)
@@ -110,7 +106,13 @@ export function FrameGrid({
   kernelNow.current = kernel
   // Another page or selection: the statistics asked for before are not waited for (the server
   // drops them if they still wait, so the page does not queue behind them).
-  useEffect(() => () => statsRequest.current?.abort(), [url])
+  useEffect(
+    () => () => {
+      statsRequest.current?.abort()
+      setStatsHeld(false)
+    },
+    [url],
+  )
   useEffect(() => {
     setHeld(false)
     const seen = cachedPage<Page>(url, cellsEnded)
@@ -153,15 +155,21 @@ export function FrameGrid({
     statsRequest.current?.abort()
     const controller = new AbortController()
     statsRequest.current = controller
-    return gridRequest<{ columns: Record<string, Stats> }>(`${base}/columns?${query}`, {
+    return gridRequest<{ columns: Record<string, ColumnStats> }>(`${base}/columns?${query}`, {
       signal: controller.signal,
-      onWaiting: () => {},
+      onWaiting: () => {
+        if (!controller.signal.aborted) setStatsHeld(true)
+      },
     }).then(
-      ({ value }) => {
-        if (!controller.signal.aborted) setStats(value.columns)
+      ({ value, waited }) => {
+        if (waited && !kernelNow.current.busy) kernelNow.current.endedElsewhere()
+        if (controller.signal.aborted) return
+        setStatsHeld(false)
+        setStats(value.columns)
       },
       (error: unknown) => {
         if (controller.signal.aborted) return
+        setStatsHeld(false)
         setProblem({ message: error instanceof Error ? error.message : String(error), gone: false })
       },
     )
@@ -273,12 +281,21 @@ export function FrameGrid({
             stats?.[name] && (
               <div class="column-stats">
                 <span>
-                  {stats[name].type} · {stats[name].nulls} null
+                  {stats[name].type} · {count(stats[name].nulls)} null{stats[name].nulls === 1 ? '' : 's'}
                 </span>
+                {stats[name].min !== undefined && stats[name].max !== undefined && (
+                  <span class="muted">
+                    {num(stats[name].min)} to {num(stats[name].max)}
+                    {stats[name].mean !== undefined && `, mean ${num(stats[name].mean)}`}
+                  </span>
+                )}
                 {stats[name].histogram && <Histogram counts={stats[name].histogram.counts} />}
+                {stats[name].unique !== undefined && (
+                  <span class="muted">{count(stats[name].unique)} distinct</span>
+                )}
                 {stats[name].top && (
                   <span class="muted">
-                    {stats[name].top.map(([value, n]) => `${value} (${n})`).join(', ')}
+                    {stats[name].top.map(([value, n]) => `${value} (${count(n)})`).join(', ')}
                   </span>
                 )}
               </div>
@@ -286,27 +303,31 @@ export function FrameGrid({
           }
         />
       )}
-      {waiting && (kernel.busy || kernel.elsewhere || held) && (
-        // Not a bare spinner: what it waits for, and the way to end the wait (a cell started
-        // elsewhere is stopped where it was started).
-        <p class="grid-waiting" aria-live="polite">
-          <span class="spinner" aria-hidden="true" /> Waiting for the running cell…{' '}
-          {kernel.busy ? (
-            <button type="button" class="button secondary small" onClick={kernel.stop}>
-              Stop the cell
-            </button>
-          ) : (
-            <span class="muted">(started in another tab or client)</span>
-          )}
-        </p>
-      )}
+      {/* The live region stays while the note comes and goes: a screen reader reads what is put in
+          one it knows, not one that arrives with its text. */}
+      <div aria-live="polite">
+        {((waiting && (kernel.cellRunning || held)) || statsHeld) && (
+          // Not a bare spinner: what it waits for, and the way to end the wait (a cell started
+          // elsewhere is stopped where it was started).
+          <p class="grid-waiting">
+            <span class="spinner" aria-hidden="true" /> Waiting for the running cell…{' '}
+            {kernel.busy ? (
+              <button type="button" class="button secondary small" onClick={kernel.stop}>
+                Stop the cell
+              </button>
+            ) : (
+              <span class="muted">(started in another tab or client)</span>
+            )}
+          </p>
+        )}
+      </div>
       <div class="table-foot">
         {page ? (
           <>
             <span role="status">
               {page.rows === 0
                 ? 'No rows'
-                : `Rows ${page.offset + 1}–${page.offset + shown} of ${page.rows}${page.rows !== frame.rows ? ` (of ${frame.rows})` : ''}`}
+                : `Rows ${count(page.offset + 1)}–${count(page.offset + shown)} of ${count(page.rows)}${page.rows !== frame.rows ? ` (of ${count(frame.rows)})` : ''}`}
             </span>
             <button
               type="button"

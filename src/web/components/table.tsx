@@ -1,5 +1,6 @@
 /** A table from a result's `data` ({ column: values[] }): its first rows, more on demand. */
 import { useState } from 'preact/hooks'
+import { count } from '../format.js'
 import { type Columns, GridTable } from './grid-table.js'
 
 const FIRST_ROWS = 12
@@ -14,13 +15,13 @@ export function DataTable({ data }: { data: Columns }) {
     <div class="table-block">
       <GridTable data={data} shown={shown} />
       <div class="table-foot">
-        {rows} row{rows === 1 ? '' : 's'} × {columns.length} column{columns.length === 1 ? '' : 's'}
+        {count(rows)} row{rows === 1 ? '' : 's'} × {columns.length} column{columns.length === 1 ? '' : 's'}
         {rows > shown && !all && (
           <button type="button" class="link" onClick={() => setAll(true)}>
-            show {Math.min(rows, MAX_ROWS)}
+            show {count(Math.min(rows, MAX_ROWS))}
           </button>
         )}
-        {rows > MAX_ROWS && all && <span> · first {MAX_ROWS} shown</span>}
+        {rows > MAX_ROWS && all && <span> · first {count(MAX_ROWS)} shown</span>}
       </div>
     </div>
   )

@@ -1,8 +1,12 @@
-/** What the session's kernel holds: each variable's name, type, and a frame's or array's shape and memory. */
+/**
+ * What the session's kernel holds: each variable's name, type, and a frame's or array's shape and
+ * memory. The panel is narrow: long names wrap, and what still does not fit scrolls in its own box.
+ */
 import { useEffect, useState } from 'preact/hooks'
 import type { KernelVariable } from '../../session/frames.js'
 import { json } from '../api.js'
-import { bytes } from '../format.js'
+import { bytes, count } from '../format.js'
+import { ScrollBox } from './scroll-box.js'
 
 export function Variables({ sessionId, version }: { sessionId: string; version: string }) {
   const [variables, setVariables] = useState<KernelVariable[] | null>(null)
@@ -23,26 +27,34 @@ export function Variables({ sessionId, version }: { sessionId: string; version: 
   return (
     <details class="variables" open>
       <summary>Variables ({variables.length})</summary>
-      <table class="data" aria-label="Variables">
-        <thead>
-          <tr>
-            <th>name</th>
-            <th>type</th>
-            <th>shape</th>
-            <th>memory</th>
-          </tr>
-        </thead>
-        <tbody>
-          {variables.map((variable) => (
-            <tr key={variable.name}>
-              <td>{variable.name}</td>
-              <td>{variable.type}</td>
-              <td>{variable.shape ? variable.shape.join(' × ') : (variable.length ?? '')}</td>
-              <td>{variable.bytes !== undefined ? bytes(variable.bytes) : ''}</td>
+      <ScrollBox class="table-wrap">
+        <table class="data" aria-label="Variables">
+          <thead>
+            <tr>
+              <th>name</th>
+              <th>type</th>
+              <th class="num">shape</th>
+              <th class="num">memory</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {variables.map((variable) => (
+              <tr key={variable.name}>
+                <td>{variable.name}</td>
+                <td>{variable.type}</td>
+                <td class="num">
+                  {variable.shape
+                    ? variable.shape.map(count).join(' × ')
+                    : variable.length !== undefined
+                      ? count(variable.length)
+                      : ''}
+                </td>
+                <td class="num">{variable.bytes !== undefined ? bytes(variable.bytes) : ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollBox>
     </details>
   )
 }
