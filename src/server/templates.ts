@@ -64,7 +64,11 @@ export function templateRoutes({ builds, catalog, buildSpec, signIn }: TemplateR
 
   app.get('/api/templates', (c) => c.json(catalog.list().map(templateView)))
 
-  app.get('/api/templates/:name', (c) => c.json(templateView(catalog.resolve(c.req.param('name')))))
+  // One of another replica's (in the database) is brought here first, as a session's create would.
+  app.get('/api/templates/:name', async (c) => {
+    await catalog.ensure?.(c.req.param('name'))
+    return c.json(templateView(catalog.resolve(c.req.param('name'))))
+  })
 
   app.post('/api/templates', async (c) => {
     builds.assertAllowed()
