@@ -151,6 +151,8 @@ export function describeTemplateBuildStoreConformance(options: {
 
     it('the cap on waiting builds is counted and taken at once: of five at once under a cap of two, two are taken', async () => {
       await builds.createTemplateBuild({ id: 'asked', name: 'late', owner: null })
+      // Connections open first (PostgreSQL's pool), so that the five meet in the database at once.
+      await Promise.all([1, 2, 3, 4, 5].map(() => builds.countWaitingTemplateBuilds()))
       const taken = await Promise.allSettled(
         [1, 2, 3, 4, 5].map((n) =>
           builds.createTemplateBuild({
