@@ -107,6 +107,8 @@ export interface TemplateCatalog {
   remove(nameOrId: string): { name?: string; id?: string }
   /** Brings the template a name or id points at from the other replicas, when it is not here (template-share.ts). */
   ensure?(nameOrId: string): Promise<void>
+  /** Removes one that only other replicas hold, from the database they share; false when it has none. */
+  forgetElsewhere?(nameOrId: string): Promise<boolean>
 }
 
 export type BuildStatus = TemplateBuildStatus

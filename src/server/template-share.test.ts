@@ -120,6 +120,12 @@ describe('templates shared through the store', () => {
     expect(again.id).toBe(named)
     // By id too: the build's record of removal went with it.
     expect(await stores.templateFiles.statTemplateFile(`removed:${named}`)).toBeUndefined()
+
+    // Removed through a replica that never held it (DELETE there): out of the database.
+    const d = replica('d3')
+    expect(await d.share.forgetElsewhere('gone')).toBe(true)
+    await expect(replica('e3').share.need('gone')).rejects.toThrow(NotFoundError)
+    expect(await d.share.forgetElsewhere('gone')).toBe(false)
   })
 
   it("serve's start shares this home's named templates the database lacks or holds older; a newer one in the database, or a later removal, wins", async () => {

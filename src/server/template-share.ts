@@ -154,6 +154,24 @@ export class TemplateShare {
   }
 
   /**
+   * Removes a template that only other replicas hold (the store has a build under this name or
+   * id, this replica none), as `forget` does; false when the store has none either.
+   */
+  async forgetElsewhere(nameOrId: string): Promise<boolean> {
+    const { shared, files } = this.#options
+    if (!shared) return false
+    const byId = ID.test(nameOrId)
+    const file = byId
+      ? await files.statTemplateFile(`template:${nameOrId}`)
+      : NAME.test(nameOrId)
+        ? await files.namedTemplateFile(nameOrId)
+        : undefined
+    if (!file?.key.startsWith('template:')) return false
+    await this.forget(byId ? { id: nameOrId } : { name: nameOrId, id: file.key.slice('template:'.length) })
+    return true
+  }
+
+  /**
    * Publishes the named templates of this home that the store lacks, or holds an older build of
    * (serve's start: those `analyst template build` made here, or ANALYST_TEMPLATE_IMPORT brought),
    * and drops those removed elsewhere since they were built. Each name on its own: one that fails
@@ -263,11 +281,15 @@ export async function withDatabaseShare<T>(
 }
 
 /**
- * The catalog the server's doors read: this replica's templates, with `ensure` bringing another's
- * and `remove` taking a template out of the store too.
+ * The catalog the server's doors read: this replica's templates, with `ensure` bringing another's,
+ * `remove` taking a template out of the store too, and `forgetElsewhere` removing one that only
+ * other replicas hold.
  */
 export function sharedCatalog(options: TemplateShareOptions): {
-  catalog: TemplateStore & { ensure(nameOrId: string): Promise<void> }
+  catalog: TemplateStore & {
+    ensure(nameOrId: string): Promise<void>
+    forgetElsewhere(nameOrId: string): Promise<boolean>
+  }
   share: TemplateShare
 } {
   const share = new TemplateShare(options)
@@ -275,6 +297,7 @@ export function sharedCatalog(options: TemplateShareOptions): {
   const catalog = {
     ...local,
     ensure: (nameOrId: string) => share.ensure(nameOrId),
+    forgetElsewhere: (nameOrId: string) => share.forgetElsewhere(nameOrId),
     remove: (nameOrId: string) => {
       const removed = local.remove(nameOrId)
       // The template goes from the store after; the other replicas drop their copies at their next lookup.
