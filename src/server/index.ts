@@ -183,10 +183,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   const folders = await AllowedFolders.open(options.allowDirs ?? [])
   const home = options.home ?? analystHome()
+  const say = (line: string) =>
+    options.logger ? options.logger.info(line) : console.error(`analyst serve: ${line}`)
   // The templates an image or a replica carries as archives, into the store before anything starts.
-  await importTemplatesAtStart(home, process.env.ANALYST_TEMPLATE_IMPORT, (line) =>
-    options.logger ? options.logger.info(line) : console.error(`analyst serve: ${line}`),
-  )
+  await importTemplatesAtStart(home, process.env.ANALYST_TEMPLATE_IMPORT, say)
   const env = options.databaseUrl
     ? { ...process.env, ANALYST_DATABASE_URL: options.databaseUrl }
     : process.env
@@ -206,8 +206,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await stores.close()
     throw error
   }
-  const say = (line: string) =>
-    options.logger ? options.logger.info(line) : console.error(`analyst serve: ${line}`)
   // Templates: those in ANALYST_HOME/templates, and those built on another replica over the same
   // database (template-share.ts); builds by API clients when the operator allows them.
   const { catalog, share } = sharedCatalog({
