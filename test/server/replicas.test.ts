@@ -365,6 +365,12 @@ describe('analyst serve replicas over PostgreSQL', () => {
     const listed = (await (await fetch(`${b.url}/api/templates`)).json()) as Array<{ names: string[] }>
     expect(listed.flatMap((template) => template.names)).not.toContain('replica-local')
     c.child.kill('SIGKILL')
+    // Removed through a replica that never held it (E2B's DELETE /templates/ID on B): from the database.
+    const e2bDelete = () =>
+      fetch(`${b.url}/templates/replica-cli`, { method: 'DELETE', headers: { 'x-api-key': 'any' } })
+    expect((await e2bDelete()).status).toBe(204)
+    expect((await fetch(`${b.url}/api/templates/replica-cli`)).status).toBe(404)
+    expect((await e2bDelete()).status).toBe(404)
     expect(String(await refused)).toMatch(
       /No template "replica-none" is built here .*, nor in the database the replicas share/,
     )
