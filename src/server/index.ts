@@ -12,7 +12,12 @@ import { AllowedFolders, McpHttp } from '../mcp/index.js'
 import type { ModelChoice } from '../models/index.js'
 import { resolveModel } from '../models/index.js'
 import { createProvider, type EngineOptions } from '../providers.js'
-import { MemoryBudget, type SandboxCreateOptions, type SandboxProvider } from '../sandbox/index.js'
+import {
+  capabilitiesOf,
+  MemoryBudget,
+  type SandboxCreateOptions,
+  type SandboxProvider,
+} from '../sandbox/index.js'
 import { sandboxResources } from '../sandbox/kernel/limits.js'
 import { type AnalystSettings, type LargeFiles, SessionService } from '../session/index.js'
 import type { NamedSource, SourceDirectory, SourceSpec } from '../sources/index.js'
@@ -178,10 +183,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   const folders = await AllowedFolders.open(options.allowDirs ?? [])
   const home = options.home ?? analystHome()
+  const say = (line: string) =>
+    options.logger ? options.logger.info(line) : console.error(`analyst serve: ${line}`)
   // The templates an image or a replica carries as archives, into the store before anything starts.
-  await importTemplatesAtStart(home, process.env.ANALYST_TEMPLATE_IMPORT, (line) =>
-    options.logger ? options.logger.info(line) : console.error(`analyst serve: ${line}`),
-  )
+  await importTemplatesAtStart(home, process.env.ANALYST_TEMPLATE_IMPORT, say)
   const env = options.databaseUrl
     ? { ...process.env, ANALYST_DATABASE_URL: options.databaseUrl }
     : process.env
@@ -201,6 +206,37 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     await stores.close()
     throw error
   }
+  // Templates: those in ANALYST_HOME/templates, and those built on another replica over the same
+  // database (template-share.ts); builds by API clients when the operator allows them.
+  const { catalog, share } = sharedCatalog({
+    home,
+    catalog: openTemplates(home),
+    files: stores.templateFiles,
+    shared: stores.history.shared,
+    log: say,
+  })
+  // The pool's template is here before the pool starts: brought from the database if another
+  // replica built it; nowhere, serve stops now and says so (not a failed pool and failed sessions).
+  const template = options.sandbox?.template
+  if (ownsProvider && typeof template === 'string' && capabilitiesOf(provider).templates === 'built') {
+    try {
+      await share.need(template)
+    } catch (error) {
+      await provider.close?.()
+      await stores.close()
+      throw error
+    }
+  }
+  // The named templates built on this host (analyst template build) reach the other replicas,
+  // after start: an export of a large root takes a while, and nothing here waits for it.
+  const publishing = share
+    .publishLocal()
+    .then(({ published, dropped, failed }) => {
+      if (published.length) say(`templates shared with the other replicas: ${published.join(', ')}`)
+      if (dropped.length) say(`templates removed on another replica, dropped here: ${dropped.join(', ')}`)
+      for (const { name, error } of failed) say(`template ${name}: not shared: ${error}`)
+    })
+    .catch((error: unknown) => say(`templates not shared: ${(error as Error).message}`))
   // Start the warm pool now, so the first session does not wait for a kernel.
   let engine: Promise<unknown> = Promise.resolve()
   if (ownsProvider) {
@@ -217,14 +253,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     () => provider,
   )
   let model: Promise<ModelChoice> | undefined
-  // Templates: those in ANALYST_HOME/templates, and those built on another replica over the same
-  // database (template-share.ts); builds by API clients when the operator allows them.
-  const { catalog, share } = sharedCatalog({
-    home,
-    catalog: openTemplates(home),
-    files: stores.templateFiles,
-    shared: stores.history.shared,
-  })
   // The server's memory and CPUs are defaults: a session's template's go over them, as in E2B's create.
   const { limits: defaultLimits, ...sessionSandbox } = sandbox
   service = new SessionService({
@@ -377,6 +405,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           ;(server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.()
         })
         await builds.close()
+        await publishing
         await mcp.close()
         await mcpSources?.close()
         await service.shutdown()

@@ -6,7 +6,8 @@
  * same database answers its status and log paging (E2B's SDK polls through a load balancer
  * without affinity), and passes a cancel on (a flag its runner reads with its heartbeat). A build
  * whose replica stopped beating has failed. One build of a name is under way at a time, and the
- * builds waiting are capped, over every replica (the store refuses a second of a name). The
+ * builds waiting are capped, over every replica (the store refuses a second of a name, and a build
+ * past the cap, each in the write that takes the build). The
  * template it makes is under that replica's ANALYST_HOME/templates, and shared through the store
  * with the others (template-share.ts).
  * @module
@@ -19,7 +20,6 @@ import {
   ForbiddenError,
   InvalidArgumentError,
   NotFoundError,
-  RateLimitError,
 } from '../errors.js'
 import type {
   StoredTemplateBuild,
@@ -107,6 +107,8 @@ export interface TemplateCatalog {
   remove(nameOrId: string): { name?: string; id?: string }
   /** Brings the template a name or id points at from the other replicas, when it is not here (template-share.ts). */
   ensure?(nameOrId: string): Promise<void>
+  /** Removes one that only other replicas hold, from the database they share; false when it has none. */
+  forgetElsewhere?(nameOrId: string): Promise<boolean>
 }
 
 export type BuildStatus = TemplateBuildStatus
@@ -273,22 +275,13 @@ export class TemplateBuilds {
     this.assertAllowed()
     this.#forget()
     // The limits hold over every replica, through the store: a build of a replica that stopped
-    // fails first, so that it holds its name no longer; then the builds waiting anywhere count.
+    // fails first, so that it holds its name no longer; the store counts the builds waiting
+    // anywhere as it takes this one (createTemplateBuild's maxWaiting: one step, no race).
     await this.#store.failLapsedTemplateBuilds(this.#lapseMs, lapsed(this.#lapseMs))
     // This replica's last build of the name has ended here: the store is to know it before the next.
     await Promise.all(
       [...this.#builds.values()].filter((b) => b.name === name && ended(b)).map((b) => b.writing),
     )
-    const waitingElsewhere = await this.#store.countWaitingTemplateBuilds()
-    const waiting = Math.max(
-      waitingElsewhere,
-      [...this.#builds.values()].filter((b) => b.status === 'waiting').length,
-    )
-    if (waiting >= this.#maxWaiting)
-      throw new RateLimitError(`${waiting} template builds are waiting already`, {
-        hint: 'Try again when one has finished.',
-        retryAfterSeconds: 60,
-      })
     if ([...this.#builds.values()].some((b) => b.name === name && !ended(b)))
       throw new ConflictError(`A build of "${name}" is under way already`, {
         hint: 'Wait for it to end, or cancel it first.',
@@ -310,8 +303,14 @@ export class TemplateBuilds {
     this.#builds.set(id, build)
     try {
       if (requestedId === undefined)
-        await this.#store.createTemplateBuild({ id, name, owner, replica: this.#replica })
-      else if (!(await this.#store.claimTemplateBuild(id, this.#replica)))
+        await this.#store.createTemplateBuild({
+          id,
+          name,
+          owner,
+          replica: this.#replica,
+          maxWaiting: this.#maxWaiting,
+        })
+      else if (!(await this.#store.claimTemplateBuild(id, this.#replica, this.#maxWaiting)))
         throw new ConflictError(`Template build ${id} has started already`, {
           hint: 'Poll its status; to build again, request a new build.',
         })

@@ -27,12 +27,19 @@ function replica(name: string, shared = true) {
   return { home, catalog, share: new TemplateShare({ home, catalog, files: stores.templateFiles, shared }) }
 }
 
-/** A template over the host with an env only (its export is a few KiB). */
-const hostTemplate = (home: string, id: string, value: string) =>
+/** A template over the host with an env only (its export is a few KiB), built at `createdAt` (default now). */
+const hostTemplate = (home: string, id: string, value: string, name = 'team', createdAt?: string) =>
   commitTemplate(home, id, {
-    name: 'team',
-    manifest: { base: { kind: 'host' }, hasRootfs: false, env: { BUILT: value } },
+    name,
+    manifest: {
+      base: { kind: 'host' },
+      hasRootfs: false,
+      env: { BUILT: value },
+      ...(createdAt ? { createdAt } : {}),
+    },
   })
+
+const minutesAgo = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString()
 
 describe('templates shared through the store', () => {
   it('a replica brings the build a name points at, and the newer one when the name moves; by id too', async () => {
@@ -79,5 +86,81 @@ describe('templates shared through the store', () => {
 
     // One replica (SQLite): nothing to share.
     expect(await replica('alone', false).share.publish(template, 'team')).toBe(0)
+  })
+
+  it('a removal reaches the replicas that hold a copy at their next lookup, by name and by id; a build after it is kept and shared', async () => {
+    const a = replica('a3')
+    const b = replica('b3')
+    const [named, other] = ['5'.repeat(64), '6'.repeat(64)]
+    await a.share.publish(hostTemplate(a.home, named, 'five', 'gone', minutesAgo(2)), 'gone')
+    await a.share.publish(hostTemplate(a.home, other, 'six', 'by-id', minutesAgo(2)), 'by-id')
+    await b.share.ensure('gone')
+    await b.share.ensure(other)
+    expect(b.catalog.get(named)?.names).toEqual(['gone'])
+
+    // Removed on A by name, and another by id, as DELETE /api/templates does.
+    await a.share.forget(a.catalog.remove('gone'))
+    await a.share.forget(a.catalog.remove(other))
+    await b.share.ensure('gone')
+    expect(() => b.catalog.resolve('gone')).toThrow(NotFoundError)
+    expect(b.catalog.get(named)).toBeUndefined()
+    await b.share.ensure(other)
+    expect(b.catalog.get(other)).toBeUndefined()
+    // Nor does a replica that never held it find it, nor one started with it as its pool's template.
+    await expect(replica('c3').share.need('gone')).rejects.toThrow(
+      /No template "gone" is built here .*, nor in the database the replicas share/,
+    )
+
+    // Built again on B after the removal: B keeps it, and its start shares it (the name's record goes).
+    // (A second on: the store's clock runs a little ahead of the wall's under many writes.)
+    const again = hostTemplate(b.home, named, 'again', 'gone', new Date(Date.now() + 1000).toISOString())
+    expect(await b.share.publishLocal()).toMatchObject({ published: ['gone'], dropped: [], failed: [] })
+    const c = replica('c3b')
+    expect((await c.share.need('gone')).env).toEqual({ BUILT: 'again' })
+    expect(again.id).toBe(named)
+    // By id too: the build's record of removal went with it.
+    expect(await stores.templateFiles.statTemplateFile(`removed:${named}`)).toBeUndefined()
+
+    // Removed through a replica that never held it (DELETE there): out of the database.
+    const d = replica('d3')
+    expect(await d.share.forgetElsewhere('gone')).toBe(true)
+    await expect(replica('e3').share.need('gone')).rejects.toThrow(NotFoundError)
+    expect(await d.share.forgetElsewhere('gone')).toBe(false)
+  })
+
+  it("serve's start shares this home's named templates the database lacks or holds older; a newer one in the database, or a later removal, wins", async () => {
+    const a = replica('a4')
+    const b = replica('b4')
+    const ids = ['7', '8', '9', 'a', 'b'].map((digit) => digit.repeat(64))
+    const [fresh, stale, newer, removedLater, same] = ids as [string, string, string, string, string]
+    // Built here long ago (a CLI build before the database): the database's newer build wins.
+    hostTemplate(b.home, stale, 'stale', 'shared-newer', minutesAgo(60))
+    await a.share.publish(hostTemplate(a.home, newer, 'newer', 'shared-newer'), 'shared-newer')
+    // Built here, then removed elsewhere: dropped here, not shared again.
+    hostTemplate(b.home, removedLater, 'old', 'removed-later', minutesAgo(60))
+    await a.share.publish(
+      hostTemplate(a.home, removedLater, 'old', 'removed-later', minutesAgo(60)),
+      'removed-later',
+    )
+    await a.share.forget(a.catalog.remove('removed-later'))
+    // In the database already as this build.
+    const both = hostTemplate(b.home, same, 'same', 'same-build')
+    await a.share.publish(both, 'same-build')
+    // The database lacks it: shared.
+    hostTemplate(b.home, fresh, 'fresh', 'only-here')
+
+    const result = await b.share.publishLocal()
+    expect({ ...result, kept: result.kept.sort() }).toEqual({
+      published: ['only-here'],
+      kept: ['same-build', 'shared-newer'],
+      dropped: ['removed-later'],
+      failed: [],
+    })
+    expect(b.catalog.get(removedLater)).toBeUndefined()
+    expect((await stores.templateFiles.namedTemplateFile('shared-newer'))?.key).toBe(`template:${newer}`)
+    const c = replica('c4')
+    expect((await c.share.need('only-here')).env).toEqual({ BUILT: 'fresh' })
+    // Started again, nothing is done twice.
+    expect((await b.share.publishLocal()).published).toEqual([])
   })
 })

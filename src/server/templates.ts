@@ -10,7 +10,7 @@
 import { type Context, Hono } from 'hono'
 import { streamSSE } from 'hono/streaming'
 import { z } from 'zod'
-import { ForbiddenError } from '../errors.js'
+import { ForbiddenError, NotFoundError } from '../errors.js'
 import type { AuthVariables } from './auth/index.js'
 import { jsonBody, parse } from './request-body.js'
 import type { RunBuild, TemplateBuild, TemplateBuilds, TemplateCatalog } from './template-builds.js'
@@ -64,7 +64,11 @@ export function templateRoutes({ builds, catalog, buildSpec, signIn }: TemplateR
 
   app.get('/api/templates', (c) => c.json(catalog.list().map(templateView)))
 
-  app.get('/api/templates/:name', (c) => c.json(templateView(catalog.resolve(c.req.param('name')))))
+  // One of another replica's (in the database) is brought here first, as a session's create would.
+  app.get('/api/templates/:name', async (c) => {
+    await catalog.ensure?.(c.req.param('name'))
+    return c.json(templateView(catalog.resolve(c.req.param('name'))))
+  })
 
   app.post('/api/templates', async (c) => {
     builds.assertAllowed()
@@ -75,9 +79,15 @@ export function templateRoutes({ builds, catalog, buildSpec, signIn }: TemplateR
     return c.json(buildView(build), 202, { location: `/api/templates/builds/${build.id}` })
   })
 
-  app.delete('/api/templates/:name', (c) => {
+  app.delete('/api/templates/:name', async (c) => {
     builder(c)
-    catalog.remove(c.req.param('name'))
+    const name = c.req.param('name')
+    try {
+      catalog.remove(name)
+    } catch (error) {
+      // Only another replica's: out of the database, and so off every replica.
+      if (!NotFoundError.isInstance(error) || !(await catalog.forgetElsewhere?.(name))) throw error
+    }
     return c.body(null, 204)
   })
 

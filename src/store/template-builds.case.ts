@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto'
 import { text } from 'node:stream/consumers'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ConflictError, TooLargeError } from '../errors.js'
+import { ConflictError, RateLimitError, TooLargeError } from '../errors.js'
 import type { TemplateBuildLogLine, TemplateBuildStore, TemplateFileStore } from './types.js'
 
 export interface OpenedTemplateBuildStores {
@@ -147,6 +147,33 @@ export function describeTemplateBuildStoreConformance(options: {
       await builds.updateTemplateBuild('one', { status: 'ready', finished: true })
       expect(await builds.claimTemplateBuild('asked', 'b')).toBe(true)
       expect(await builds.countWaitingTemplateBuilds()).toBe(2)
+    })
+
+    it('the cap on waiting builds is counted and taken at once: of five at once under a cap of two, two are taken', async () => {
+      await builds.createTemplateBuild({ id: 'asked', name: 'late', owner: null })
+      // Connections open first (PostgreSQL's pool), so that the five meet in the database at once.
+      await Promise.all([1, 2, 3, 4, 5].map(() => builds.countWaitingTemplateBuilds()))
+      const taken = await Promise.allSettled(
+        [1, 2, 3, 4, 5].map((n) =>
+          builds.createTemplateBuild({
+            id: `w${n}`,
+            name: `n${n}`,
+            owner: null,
+            replica: 'a',
+            maxWaiting: 2,
+          }),
+        ),
+      )
+      expect(taken.filter((result) => result.status === 'fulfilled')).toHaveLength(2)
+      for (const result of taken)
+        if (result.status === 'rejected')
+          expect(RateLimitError.isInstance(result.reason), String(result.reason)).toBe(true)
+      expect(await builds.countWaitingTemplateBuilds()).toBe(2)
+      // A requested build is taken under the same cap.
+      await expect(builds.claimTemplateBuild('asked', 'b', 2)).rejects.toThrow(
+        /2 template builds are waiting already/,
+      )
+      expect(await builds.claimTemplateBuild('asked', 'b', 3)).toBe(true)
     })
 
     it('keeps template files in chunks by key: read back whole and checked, replaced, one per name, capped, expired', async () => {

@@ -478,7 +478,9 @@ export interface TemplateBuildStore {
   readonly specificationVersion: 'v1'
   /**
    * Records a build: taken by `replica`, or only requested (no replica yet). One build of a name is
-   * under way at a time over every replica: taking a second throws a ConflictError.
+   * under way at a time over every replica: taking a second throws a ConflictError. With
+   * `maxWaiting`, a build taken while that many wait already over every replica is refused with a
+   * RateLimitError, counted and written at once (two replicas cannot both pass the cap).
    */
   createTemplateBuild(input: {
     id: string
@@ -486,12 +488,14 @@ export interface TemplateBuildStore {
     owner: string | null
     replica?: string
     request?: Record<string, unknown>
+    maxWaiting?: number
   }): Promise<StoredTemplateBuild>
   /**
    * Takes a requested build for `replica`; false when it was not requested, or another took it; a
-   * ConflictError when another build of its name is under way.
+   * ConflictError when another build of its name is under way; a RateLimitError as
+   * createTemplateBuild's past `maxWaiting`.
    */
-  claimTemplateBuild(id: string, replica: string): Promise<boolean>
+  claimTemplateBuild(id: string, replica: string, maxWaiting?: number): Promise<boolean>
   /** How many builds that a replica took wait for their turn, over every replica. */
   countWaitingTemplateBuilds(): Promise<number>
   getTemplateBuild(id: string): Promise<StoredTemplateBuild | undefined>

@@ -6,21 +6,26 @@
  * other replica, and a replica killed with -9 mid-run leaves an interrupted run that goes on
  * elsewhere with every committed step kept. A template build started on A is polled and cancelled
  * through B, and its template starts sandboxes on B; a second build of its name is refused on B;
- * E2B's COPY files uploaded to A are found by the build started on B. And PostgreSQL restarted under a burst: requests meet a
+ * E2B's COPY files uploaded to A are found by the build started on B. A template built with the
+ * CLI on a host with the database, or found in a replica's home at its start, reaches the others; a
+ * replica started with --template brings it first; a removal on one reaches the others' copies.
+ * And PostgreSQL restarted under a burst: requests meet a
  * 503 with Retry-After, not a 500, the runs it cut off end as interrupted, and all answers again.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { type AddressInfo, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { buffer } from 'node:stream/consumers'
+import { promisify } from 'node:util'
 import parsePrometheus from 'parse-prometheus-text-format'
 import { create as createTar } from 'tar'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
+import { commitTemplate } from '../../src/test/support/templates.js'
 import {
   type ChatMessage,
   type ChatRequest,
@@ -52,8 +57,13 @@ let model: FakeOpenAI
 const script: ScriptEntry[] = []
 const replicas: Replica[] = []
 
-function serve(name: string, env: Record<string, string> = {}): Promise<Replica> {
+function serve(
+  name: string,
+  env: Record<string, string> = {},
+  prepare?: (home: string) => void,
+): Promise<Replica> {
   const home = mkdtempSync(join(tmpdir(), `analyst-replica-${name}-`))
+  prepare?.(home)
   const args = ['serve', '--port', '0', '--database-url', databaseUrl, '--allow-template-builds']
   const child = spawn(process.execPath, [BIN, ...args], {
     env: {
@@ -79,7 +89,10 @@ function serve(name: string, env: Record<string, string> = {}): Promise<Replica>
         resolvePromise(replica)
       }
     })
-    child.once('exit', (code) => reject(new Error(`replica ${name} exited ${code}: ${output}`)))
+    child.once('exit', (code) => {
+      rmSync(home, { recursive: true, force: true })
+      reject(new Error(`replica ${name} exited ${code}: ${output}`))
+    })
   })
 }
 
@@ -304,6 +317,64 @@ describe('analyst serve replicas over PostgreSQL', () => {
     expect(cancelled).toMatchObject({ status: 'cancelled', reason: { message: 'the build was cancelled' } })
     for (const socket of sockets) socket.destroy()
     silent.close()
+  }, 120_000)
+
+  it('templates built with the CLI, or found in a home at start, reach every replica; --template brings its template before the pool; a removal reaches the copies', async () => {
+    // A replica started with a template no replica has: it stops at once and says why, without a
+    // stack (started now, checked at the end: its start overlaps the rest).
+    const refused = serve('e', { ANALYST_TEMPLATE: 'replica-none' }).catch((error: Error) => error)
+    // analyst template build on a host with the replicas' database configured: shared as it is built.
+    const host = mkdtempSync(join(tmpdir(), 'analyst-replica-host-'))
+    writeFileSync(join(host, 'spec.json'), JSON.stringify({ base: 'host', env: { BUILT_BY: 'cli' } }))
+    const built = await promisify(execFile)(
+      process.execPath,
+      [BIN, 'template', 'build', join(host, 'spec.json'), '--name', 'replica-cli', '--quiet'],
+      {
+        env: {
+          PATH: process.env.PATH ?? '',
+          ANALYST_HOME: host,
+          ANALYST_DATABASE_URL: databaseUrl,
+          NO_COLOR: '1',
+        },
+      },
+    ).finally(() => rmSync(host, { recursive: true, force: true }))
+    expect(built.stdout, built.stderr).toMatch(/shared with the replicas over ANALYST_DATABASE_URL/)
+    // C: started with it as the default template (its pool's), which its home lacks; its home holds
+    // a template built there before (by the CLI without the database, or an image's import).
+    const c = await serve('c', { ANALYST_TEMPLATE: 'replica-cli' }, (home) =>
+      commitTemplate(home, 'c'.repeat(64), {
+        name: 'replica-local',
+        manifest: { base: { kind: 'host' }, hasRootfs: false, env: { BUILT_BY: 'c' } },
+      }),
+    )
+    const made = await fetch(`${c.url}/api/sessions`, { method: 'POST', body: '{}' })
+    expect(made.status).toBe(201)
+    expect((await detail(c, ((await made.json()) as { id: string }).id)).template).toBe('replica-cli')
+    // C shares its own after start: B brings it.
+    const createOn = async (replica: Replica, template: string) =>
+      (await fetch(`${replica.url}/api/sessions`, { method: 'POST', body: JSON.stringify({ template }) }))
+        .status
+    await waitFor(async () => (await createOn(b, 'replica-local')) === 201, {
+      what: "C's template to reach B",
+    })
+    // Removed on C: B drops its copy at its next create there, and refuses it.
+    expect((await fetch(`${c.url}/api/templates/replica-local`, { method: 'DELETE' })).status).toBe(204)
+    await waitFor(async () => (await createOn(b, 'replica-local')) === 404, {
+      what: 'the removal to reach B',
+    })
+    const listed = (await (await fetch(`${b.url}/api/templates`)).json()) as Array<{ names: string[] }>
+    expect(listed.flatMap((template) => template.names)).not.toContain('replica-local')
+    c.child.kill('SIGKILL')
+    // Removed through a replica that never held it (E2B's DELETE /templates/ID on B): from the database.
+    const e2bDelete = () =>
+      fetch(`${b.url}/templates/replica-cli`, { method: 'DELETE', headers: { 'x-api-key': 'any' } })
+    expect((await e2bDelete()).status).toBe(204)
+    expect((await fetch(`${b.url}/api/templates/replica-cli`)).status).toBe(404)
+    expect((await e2bDelete()).status).toBe(404)
+    expect(String(await refused)).toMatch(
+      /No template "replica-none" is built here .*, nor in the database the replicas share/,
+    )
+    expect(String(await refused)).not.toMatch(/\n\s+at /)
   }, 120_000)
 
   it("E2B's COPY: the files hash asked of B, the files uploaded to A, the build started on B finds them", async () => {

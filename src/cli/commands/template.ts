@@ -1,13 +1,16 @@
 /**
  * `analyst template build|list|show|rm|export|import`: templates in ANALYST_HOME/templates. A build
  * shows a progress bar with its step, each step's log (dimmed), and at the end the template's size
- * and main package versions; Ctrl-C cancels it and leaves nothing behind.
+ * and main package versions; Ctrl-C cancels it and leaves nothing behind. Where the replicas'
+ * database is configured (ANALYST_DATABASE_URL), a build is shared with them and a removal reaches
+ * them, as through serve (src/server/template-share.ts).
  * @module
  */
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import pc from 'picocolors'
 import yoctoSpinner from 'yocto-spinner'
+import { withDatabaseShare } from '../../server/template-share.js'
 import { analystHome } from '../../store/index.js'
 import { type BuildProgress, buildTemplate, formatBytes } from '../../templates/build.js'
 import { pruneTemplates } from '../../templates/cache.js'
@@ -131,12 +134,36 @@ export async function templateBuild(options: TemplateBuildOptions): Promise<numb
     )
     stdout.write(`  ${packagesLine(template)}\n`)
     if (!template.names.length) stdout.write('  Name it with --name NAME to use it as --template NAME.\n')
+    else await shareBuilt(template, name, options.env ?? process.env, stdout, stderr)
     return 0
   } finally {
     if (ticker) clearInterval(ticker)
     spinner?.stop()
     process.removeListener('SIGINT', cancel)
     options.signal?.removeEventListener('abort', cancel)
+  }
+}
+
+/**
+ * With the replicas' database configured here (ANALYST_DATABASE_URL), a build is theirs too, as a
+ * build through serve is: its export goes into the database. A database that fails leaves the
+ * template built here; serve shares it at its next start.
+ */
+async function shareBuilt(
+  template: BuiltTemplate,
+  name: string,
+  env: NodeJS.ProcessEnv,
+  stdout: NodeJS.WritableStream,
+  stderr: NodeJS.WritableStream,
+): Promise<void> {
+  try {
+    const size = await withDatabaseShare(analystHome(env), env, (share) => share.publish(template, name))
+    if (size !== undefined)
+      stdout.write(`  shared with the replicas over ANALYST_DATABASE_URL (${formatBytes(size)})\n`)
+  } catch (error) {
+    stderr.write(
+      `${pc.yellow('warning')}: ${name} is built here but not shared with the replicas: ${(error as Error).message}. analyst serve shares it when it starts on this host; or run this build again once the database answers.\n`,
+    )
   }
 }
 
@@ -229,13 +256,22 @@ export interface TemplateRemoveOptions extends Common {
 /** `analyst template rm NAME…`: a name, and its template once no name is left on it. */
 export async function templateRemove(options: TemplateRemoveOptions): Promise<number> {
   const stdout = options.stdout ?? process.stdout
-  const store = openTemplates(analystHome(options.env))
-  for (const name of options.names) {
+  const env = options.env ?? process.env
+  const store = openTemplates(analystHome(env))
+  const removals = options.names.map((name) => {
     const removed = store.remove(name)
     if (removed.id)
       stdout.write(`Removed ${removed.name ?? removed.id.slice(0, 12)} (${removed.id.slice(0, 12)})\n`)
     else stdout.write(`Removed the name ${removed.name}; its template keeps its other names\n`)
-  }
+    return removed
+  })
+  // As DELETE /api/templates does on a replica: out of the database, and the replicas' copies dropped.
+  const forgotten = await withDatabaseShare(analystHome(env), env, async (share) => {
+    for (const removed of removals) await share.forget(removed)
+    return true
+  })
+  if (forgotten)
+    stdout.write("Removed from the replicas' database too: each drops its copy at its next use of it.\n")
   return 0
 }
 

@@ -244,15 +244,16 @@ export function templateRoutes({ builds, catalog, files, run }: E2BTemplateOptio
     return c.json({ ...rest, builds: [] })
   })
 
-  app.delete('/templates/:id', (c) => {
+  app.delete('/templates/:id', async (c) => {
     if (!c.env.builder)
       throw new ForbiddenError(
         'Only administrators remove templates on this server (ANALYST_OIDC_ADMIN_GROUPS)',
       )
     const id = c.req.param('id')
     if (TEMPLATES.includes(id)) throw new InvalidArgumentError(`"${id}" is the server's own template`)
-    if (!find(catalog, id)) return e2bFail(c, 404, `template "${id}" doesn't exist`)
-    catalog.remove(id)
+    if (find(catalog, id)) catalog.remove(id)
+    // Only another replica's: out of the database, and so off every replica.
+    else if (!(await catalog.forgetElsewhere?.(id))) return e2bFail(c, 404, `template "${id}" doesn't exist`)
     return c.body(null, 204)
   })
 

@@ -73,6 +73,10 @@ export class PostgresHistoryStore extends SqlHistoryStore {
     })
     // An idle connection that breaks must not crash the process: the pool replaces it.
     pool.on('error', () => {})
+    // Nor one that is checked out between two queries (a transaction's, on a loaded machine) when
+    // PostgreSQL stops: pg emits the error on the client, which has no listener while it is out;
+    // its next query fails (a 503), and the pool drops it when it is released.
+    pool.on('connect', (client) => client.on('error', () => {}))
     // Every query's failure is read first: a database that went away is a 503, not a 500 (unavailable.ts).
     const db = new Kysely<Database>({
       dialect: guarded(new PostgresDialect({ pool }), classifyPostgresError),

@@ -5,7 +5,7 @@
  * @module
  */
 import { type Kysely, type Selectable, sql } from 'kysely'
-import { ConflictError } from '../../errors.js'
+import { ConflictError, RateLimitError } from '../../errors.js'
 import type {
   StoredTemplateBuild,
   TemplateBuildChanges,
@@ -33,6 +33,9 @@ function busy(error: unknown, name: string): never {
   throw error
 }
 
+/** Any number: the key of the advisory lock under which a build is counted against the cap and taken. */
+const CAP_LOCK = 7_350_212
+
 function toBuild(row: Selectable<TemplateBuildsTable> & { beat_ms_ago: number | null }): StoredTemplateBuild {
   return {
     id: row.id,
@@ -51,12 +54,23 @@ function toBuild(row: Selectable<TemplateBuildsTable> & { beat_ms_ago: number | 
   }
 }
 
+/** Builds that a replica took and that wait for their turn. */
+async function countWaiting(db: Kysely<Database>): Promise<number> {
+  const row = await db
+    .selectFrom('template_builds')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('status', '=', 'waiting')
+    .where('replica', 'is not', null)
+    .executeTakeFirst()
+  return Number(row?.n ?? 0)
+}
+
 export class SqlTemplateBuildStore implements TemplateBuildStore {
   readonly specificationVersion = 'v1'
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly runtime: Pick<SqlRuntime, 'nowMs'>,
+    private readonly runtime: Pick<SqlRuntime, 'nowMs' | 'rowLocks'>,
   ) {}
 
   async createTemplateBuild(input: {
@@ -65,50 +79,62 @@ export class SqlTemplateBuildStore implements TemplateBuildStore {
     owner: string | null
     replica?: string
     request?: Record<string, unknown>
+    maxWaiting?: number
   }): Promise<StoredTemplateBuild> {
-    await this.db
-      .insertInto('template_builds')
-      .values({
-        id: input.id,
-        name: input.name,
-        owner: input.owner,
-        status: 'waiting',
-        replica: input.replica ?? null,
-        heartbeat_at: input.replica ? this.runtime.nowMs : null,
-        progress: null,
-        reason: null,
-        template: null,
-        request: input.request ? JSON.stringify(input.request) : null,
-        created_at: now(),
-        finished_at: null,
-      })
-      .execute()
-      .catch((error: unknown) => busy(error, input.name))
+    const row = {
+      id: input.id,
+      name: input.name,
+      owner: input.owner,
+      status: 'waiting',
+      replica: input.replica ?? null,
+      heartbeat_at: input.replica ? this.runtime.nowMs : null,
+      progress: null,
+      reason: null,
+      template: null,
+      request: input.request ? JSON.stringify(input.request) : null,
+      created_at: now(),
+      finished_at: null,
+    }
+    await this.#underCap(input.replica ? input.maxWaiting : undefined, (trx) =>
+      trx.insertInto('template_builds').values(row).execute(),
+    ).catch((error: unknown) => busy(error, input.name))
     return (await this.getTemplateBuild(input.id)) as StoredTemplateBuild
   }
 
-  async claimTemplateBuild(id: string, replica: string): Promise<boolean> {
-    const result = await this.db
-      .updateTable('template_builds')
-      .set({ replica, heartbeat_at: this.runtime.nowMs })
-      .where('id', '=', id)
-      .where('replica', 'is', null)
-      .where('status', '=', 'waiting')
-      .executeTakeFirst()
-      .catch(async (error: unknown) =>
-        busy(error, (await this.getTemplateBuild(id))?.name ?? 'this template'),
-      )
+  async claimTemplateBuild(id: string, replica: string, maxWaiting?: number): Promise<boolean> {
+    const result = await this.#underCap(maxWaiting, (trx) =>
+      trx
+        .updateTable('template_builds')
+        .set({ replica, heartbeat_at: this.runtime.nowMs })
+        .where('id', '=', id)
+        .where('replica', 'is', null)
+        .where('status', '=', 'waiting')
+        .executeTakeFirst(),
+    ).catch(async (error: unknown) => busy(error, (await this.getTemplateBuild(id))?.name ?? 'this template'))
     return Number(result.numUpdatedRows) === 1
   }
 
+  /**
+   * Runs `write` (which adds one waiting build) only while fewer than `max` builds wait, counted and
+   * written in one transaction. PostgreSQL's read committed lets two such transactions count the
+   * same rows, so there they take one advisory lock first; SQLite serializes its writers already.
+   */
+  async #underCap<T>(max: number | undefined, write: (trx: Kysely<Database>) => Promise<T>): Promise<T> {
+    if (max === undefined) return write(this.db)
+    return this.db.transaction().execute(async (trx) => {
+      if (this.runtime.rowLocks) await sql`select pg_advisory_xact_lock(${CAP_LOCK})`.execute(trx)
+      const waiting = await countWaiting(trx)
+      if (waiting >= max)
+        throw new RateLimitError(`${waiting} template builds are waiting already`, {
+          hint: 'Try again when one has finished.',
+          retryAfterSeconds: 60,
+        })
+      return write(trx)
+    })
+  }
+
   async countWaitingTemplateBuilds(): Promise<number> {
-    const row = await this.db
-      .selectFrom('template_builds')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('status', '=', 'waiting')
-      .where('replica', 'is not', null)
-      .executeTakeFirst()
-    return Number(row?.n ?? 0)
+    return countWaiting(this.db)
   }
 
   async getTemplateBuild(id: string): Promise<StoredTemplateBuild | undefined> {
