@@ -8,6 +8,8 @@ const IN_TRIXIE = ['test/sandbox/local-template.test.ts', 'test/web/templates.te
  * sequencer's STARTED_LAST, not a group that waits for all of them to end): its build, when it is
  * not cached yet, is started by their globalSetup and goes on while the others run.
  */
+/** The run's shared PostgreSQL server (src/test/support/shared-postgres.ts), for the projects whose files take a database on it. */
+const sharedPostgres = ['test/support/postgres-setup.ts']
 const inTrixie = {
   globalSetup: ['test/support/template-setup.ts'],
   setupFiles: ['test/support/template-wait.ts'],
@@ -36,6 +38,7 @@ export default defineConfig({
           name: 'all',
           include: ['test/**/*.test.ts'],
           exclude: ['test/image/**', ...IN_TRIXIE],
+          globalSetup: sharedPostgres,
         },
       },
       // The modules' own tests share a worker's module graph: each file used to import the sources
@@ -43,7 +46,7 @@ export default defineConfig({
       // change in process.env, and hold no state between files.
       {
         extends: true,
-        test: { name: 'unit', include: ['src/**/*.test.ts'], isolate: false },
+        test: { name: 'unit', include: ['src/**/*.test.ts'], isolate: false, globalSetup: sharedPostgres },
       },
       // As root, sandboxes are forked from a zygote; the hostile suite also runs on the other
       // path, the one of every user who is not root and of sandboxes with network on.

@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type RunningJupyter, startJupyterServer } from '../../src/test/support/jupyter-server.js'
-import { startPostgres } from '../../src/test/support/postgres.js'
+import { sharedPostgres } from '../../src/test/support/shared-postgres.js'
 
 const BIN = resolve('dist/cli/bin.js')
 const SALES = resolve('examples/sales.csv')
@@ -71,43 +71,39 @@ describe('the command line with --sandbox jupyter', () => {
   })
 
   it('queries a PostgreSQL source from a script with sql(), the host holding the connection', async () => {
-    const cluster = await startPostgres()
-    try {
-      const url = await cluster.createDatabase()
-      const client = new pg.Client(url)
-      await client.connect()
-      await client.query(
-        'CREATE TABLE orders (id int, total numeric(10,2)); INSERT INTO orders VALUES (1, 2.50), (2, 4.00)',
-      )
-      await client.end()
-      const script = join(dir, 'orders.py')
-      writeFileSync(
-        script,
-        "df = sql('SELECT count(*) AS n, sum(total) AS s FROM orders')\nprint(int(df.n[0]), df.s[0])\n",
-      )
-      const { code, stdout, stderr } = await analyst([
-        'run',
-        '--sandbox',
-        'jupyter',
-        script,
-        '--data',
-        `shop=${url}`,
-        '--json',
-      ])
-      expect(code).toBe(0)
-      const cell = JSON.parse(stdout.trim().split('\n')[0] ?? '{}')
-      expect(cell.error).toBeUndefined()
-      expect(cell.logs.stdout.join('')).toBe('2 6.50\n')
-      expect(cell.queries).toMatchObject([
-        { source: 'shop', rows: 1, query: expect.stringContaining('FROM orders') },
-      ])
-      // The library's warnings read as the command's own.
-      expect(stderr).toMatch(/^analyst: warning: Sandboxes run on the Jupyter server/m)
-      expect(stderr).not.toMatch(/\(node:\d+\)|--trace-warnings/)
-      expect(await server.kernelIds()).toEqual([])
-    } finally {
-      await cluster.stop()
-    }
+    const cluster = await sharedPostgres()
+    const url = await cluster.createDatabase()
+    const client = new pg.Client(url)
+    await client.connect()
+    await client.query(
+      'CREATE TABLE orders (id int, total numeric(10,2)); INSERT INTO orders VALUES (1, 2.50), (2, 4.00)',
+    )
+    await client.end()
+    const script = join(dir, 'orders.py')
+    writeFileSync(
+      script,
+      "df = sql('SELECT count(*) AS n, sum(total) AS s FROM orders')\nprint(int(df.n[0]), df.s[0])\n",
+    )
+    const { code, stdout, stderr } = await analyst([
+      'run',
+      '--sandbox',
+      'jupyter',
+      script,
+      '--data',
+      `shop=${url}`,
+      '--json',
+    ])
+    expect(code).toBe(0)
+    const cell = JSON.parse(stdout.trim().split('\n')[0] ?? '{}')
+    expect(cell.error).toBeUndefined()
+    expect(cell.logs.stdout.join('')).toBe('2 6.50\n')
+    expect(cell.queries).toMatchObject([
+      { source: 'shop', rows: 1, query: expect.stringContaining('FROM orders') },
+    ])
+    // The library's warnings read as the command's own.
+    expect(stderr).toMatch(/^analyst: warning: Sandboxes run on the Jupyter server/m)
+    expect(stderr).not.toMatch(/\(node:\d+\)|--trace-warnings/)
+    expect(await server.kernelIds()).toEqual([])
   })
 
   it('answers a question with a scripted model (recorded replies) through ANALYST_SANDBOX=jupyter', async () => {

@@ -12,7 +12,7 @@ import { LocalProvider, Sandbox } from '../../src/index.js'
 import { ScriptedModel, type ScriptStep } from '../../src/models/scripted.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import type { DatasetInfo, SessionDetail, SessionSummary } from '../../src/server/types.js'
-import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
+import { type SharedPostgres, sharedPostgres } from '../../src/test/support/shared-postgres.js'
 import { askOverSse, type SseEvent } from '../support/sse.js'
 import { waitFor } from '../support/wait.js'
 
@@ -79,15 +79,14 @@ const done = (events: SseEvent[]) =>
   events.find((e) => e.event === 'done')?.data.result as Record<string, unknown> | undefined
 
 describe.each(['sqlite', 'postgres'])('analyst serve over %s', (store) => {
-  let cluster: PostgresCluster | undefined
+  let cluster: SharedPostgres | undefined
   beforeAll(async () => {
     if (store !== 'postgres') return
-    cluster = await startPostgres()
-    database = () => (cluster as PostgresCluster).createDatabase()
+    cluster = await sharedPostgres()
+    database = () => (cluster as SharedPostgres).createDatabase()
   }, 120_000)
   afterAll(async () => {
     database = async () => undefined
-    await cluster?.stop()
   })
 
   it('serves health, OpenAPI, sessions, uploads with profiles, answers as events, artifacts and exports', async () => {

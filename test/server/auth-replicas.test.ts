@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LocalProvider } from '../../src/index.js'
 import { type RunningServer, startServer } from '../../src/server/index.js'
 import { freePort } from '../../src/test/support/ports.js'
-import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
+import { type SharedPostgres, sharedPostgres } from '../../src/test/support/shared-postgres.js'
 import {
   CookieJar,
   followSignIn,
@@ -33,7 +33,7 @@ const CACHE_TTL_MS = 30 * 24 * 3_600_000
 /** The notice crosses one local PostgreSQL: it comes in milliseconds; this is the deadline. */
 const NOTICE = { timeout: 5_000, interval: 20 }
 
-let cluster: PostgresCluster
+let cluster: SharedPostgres
 let idp: RunningIdentityProvider
 const replicas: RunningServer[] = []
 const homes: string[] = []
@@ -45,7 +45,7 @@ let skewMs = 0
 const HOUR_MS = 3_600_000
 
 beforeAll(async () => {
-  cluster = await startPostgres()
+  cluster = await sharedPostgres()
   databaseUrl = await cluster.createDatabase()
   const ports = [await freePort(), await freePort()]
   publicUrl = `http://127.0.0.1:${ports[0]}`
@@ -66,7 +66,6 @@ afterAll(async () => {
   for (const replica of replicas) await replica.close()
   await idp?.stop()
   await provider.close()
-  await cluster?.stop()
   for (const home of homes) rmSync(home, { recursive: true, force: true })
 })
 

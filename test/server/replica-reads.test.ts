@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
-import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
+import { type SharedPostgres, sharedPostgres } from '../../src/test/support/shared-postgres.js'
 import { type FakeOpenAI, type ScriptEntry, startFakeOpenAI } from '../support/fake-openai.js'
 import { startServe } from '../support/serve.js'
 import { askOverSse } from '../support/sse.js'
@@ -23,7 +23,7 @@ interface Replica {
   stderr(): string
 }
 
-let cluster: PostgresCluster
+let cluster: SharedPostgres
 let model: FakeOpenAI
 const script: ScriptEntry[] = []
 const replicas: Replica[] = []
@@ -68,7 +68,7 @@ async function readWhile(replica: Replica, id: string, during: Promise<unknown>)
 }
 
 beforeAll(async () => {
-  cluster = await startPostgres()
+  cluster = await sharedPostgres()
   const databaseUrl = await cluster.createDatabase()
   model = await startFakeOpenAI(script)
   await Promise.all([serve('a', databaseUrl), serve('b', databaseUrl)])
@@ -80,7 +80,6 @@ afterAll(async () => {
     rmSync(replica.home, { recursive: true, force: true })
   }
   await model?.close()
-  await cluster?.stop()
 })
 
 describe("a replica's reads of a session the other is answering", () => {

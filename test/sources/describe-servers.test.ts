@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Sources, type SourceWarning } from '../../src/sources/sources.js'
 import { parseSource } from '../../src/sources/spec.js'
 import { type MariadbServer, startMariadb } from '../../src/test/support/mariadb.js'
-import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
+import { type SharedPostgres, sharedPostgres } from '../../src/test/support/shared-postgres.js'
 import { openSources } from './support.js'
 
 const RO_PASSWORD = 'ro-Desc-91ab3c'
@@ -17,12 +17,12 @@ const SU_PASSWORD = 'su-Desc-4e77d0'
 const env = { RO_PW: RO_PASSWORD, SU_PW: SU_PASSWORD }
 
 describe('describing PostgreSQL', () => {
-  let cluster: PostgresCluster
+  let cluster: SharedPostgres
   let database: string
   let readOnly: Sources
 
   beforeAll(async () => {
-    cluster = await startPostgres()
+    cluster = await sharedPostgres()
     const url = await cluster.createDatabase()
     database = new URL(url).pathname.slice(1)
     const admin = new pg.Client({ connectionString: url })
@@ -58,7 +58,6 @@ describe('describing PostgreSQL', () => {
 
   afterAll(async () => {
     await readOnly?.close()
-    await cluster?.stop()
   })
 
   it('gives keys, estimates, samples and comments; only what the role may read', async () => {

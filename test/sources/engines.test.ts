@@ -18,7 +18,7 @@ import { E2B_CAPABILITIES, E2BProvider } from '../../src/sandbox/e2b/index.js'
 import { Sandbox } from '../../src/sandbox/index.js'
 import { MODAL_CAPABILITIES, ModalProvider } from '../../src/sandbox/modal/index.js'
 import { type FakeModal, startFakeModal } from '../../src/test/support/modal-control-plane.js'
-import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
+import { type SharedPostgres, sharedPostgres } from '../../src/test/support/shared-postgres.js'
 import { startFakeOpenAI } from '../support/fake-openai.js'
 import { waitFor } from '../support/wait.js'
 import { openSources } from './support.js'
@@ -28,14 +28,14 @@ const JOIN =
 
 describe('sql() on the Modal engine', () => {
   let fake: FakeModal
-  let cluster: PostgresCluster
+  let cluster: SharedPostgres
   let url: string
   let admin: pg.Client
   let sandbox: Sandbox
   let sources: Awaited<ReturnType<typeof openSources>>
 
   beforeAll(async () => {
-    ;[fake, cluster] = await Promise.all([startFakeModal(), startPostgres()])
+    ;[fake, cluster] = await Promise.all([startFakeModal(), sharedPostgres()])
     // The SDK reads its server from the environment when a client is made (at the first create).
     process.env.MODAL_SERVER_URL = fake.url
     url = await cluster.createDatabase()
@@ -57,7 +57,7 @@ describe('sql() on the Modal engine', () => {
     await sources?.close()
     await admin?.end()
     delete process.env.MODAL_SERVER_URL
-    await Promise.all([fake?.close(), cluster?.stop()])
+    await fake?.close()
   })
 
   it('declares the capability, and answers a join in the numbers psql prints', async () => {

@@ -11,13 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Sandbox } from '../../src/index.js'
 import { JupyterProvider } from '../../src/sandbox/jupyter/index.js'
 import { type RunningJupyter, startJupyterServer } from '../../src/test/support/jupyter-server.js'
-import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
+import { type SharedPostgres, sharedPostgres } from '../../src/test/support/shared-postgres.js'
 import { waitFor } from '../support/wait.js'
 
 describe('sql() on the Jupyter engine', () => {
   let dir: string
   let server: RunningJupyter
-  let cluster: PostgresCluster
+  let cluster: SharedPostgres
   let url: string
   let sandbox: Sandbox
 
@@ -29,7 +29,7 @@ describe('sql() on the Jupyter engine', () => {
       "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE customers (id INTEGER PRIMARY KEY, segment TEXT)'); c.executemany('INSERT INTO customers VALUES (?, ?)', [(1, 'retail'), (2, None)]); c.commit()",
       db,
     ])
-    ;[server, cluster] = await Promise.all([startJupyterServer(), startPostgres()])
+    ;[server, cluster] = await Promise.all([startJupyterServer(), sharedPostgres()])
     url = await cluster.createDatabase()
     const client = new pg.Client(url)
     await client.connect()
@@ -50,7 +50,7 @@ describe('sql() on the Jupyter engine', () => {
 
   afterAll(async () => {
     await sandbox?.kill()
-    await Promise.all([server?.stop(), cluster?.stop()])
+    await server?.stop()
     rmSync(dir, { recursive: true, force: true })
   })
 

@@ -12,11 +12,11 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Sandbox } from '../../src/index.js'
 import type { Sources } from '../../src/sources/sources.js'
-import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
+import { type SharedPostgres, sharedPostgres } from '../../src/test/support/shared-postgres.js'
 import { waitFor } from '../support/wait.js'
 import { drain, openSources, options, runningQueries } from './support.js'
 
-let cluster: PostgresCluster
+let cluster: SharedPostgres
 let admin: pg.Client
 let url: string
 let sandbox: Sandbox
@@ -78,7 +78,7 @@ const EDGES: Record<string, { type: string; values: string[] }> = {
 const ROWS = Math.max(...Object.values(EDGES).map((column) => column.values.length)) + 1
 
 beforeAll(async () => {
-  cluster = await startPostgres()
+  cluster = await sharedPostgres()
   url = await cluster.createDatabase()
   admin = new pg.Client({ connectionString: url })
   await admin.connect()
@@ -109,7 +109,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await sandbox?.kill()
   await admin?.end()
-  await cluster?.stop()
 })
 
 const running = (pattern: string) => runningQueries(admin, pattern)

@@ -22,6 +22,13 @@ const UNKNOWN_S = 5
  */
 export const STARTED_LAST = new Set(['template', 'trixie'])
 
+/**
+ * A file of a project that shares its worker's module graph (isolate: false) shorter than this runs
+ * in one block with the others: vitest keeps such a worker for the next file only when the next
+ * file in its queue is of the same project, else it starts a new process that imports all again.
+ */
+const SHARED_GRAPH_SHORT_S = 10
+
 export class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const seconds = (file: TestSpecification) => {
@@ -30,12 +37,24 @@ export class LongestFirst extends BaseSequencer {
       return cached ? cached / 1000 : (recorded[key] ?? UNKNOWN_S)
     }
     const last = (file: TestSpecification) => (STARTED_LAST.has(file.project.name) ? 1 : 0)
-    return [...files].sort(
+    const sorted = [...files].sort(
       (a, b) =>
         // Groups (sequence.groupOrder) still run one after the other.
         a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder ||
         last(a) - last(b) ||
         seconds(b) - seconds(a),
     )
+    // The short files of each shared-graph project: together, where the longest of them stands.
+    const blocks = new Map<string, TestSpecification[]>()
+    for (const file of sorted) {
+      if (file.project.config.isolate !== false || seconds(file) >= SHARED_GRAPH_SHORT_S) continue
+      const block = blocks.get(file.project.name) ?? []
+      blocks.set(file.project.name, [...block, file])
+    }
+    return sorted.flatMap((file) => {
+      const block = blocks.get(file.project.name)
+      if (!block?.includes(file)) return [file]
+      return block[0] === file ? block : []
+    })
   }
 }

@@ -9,7 +9,7 @@
  */
 import { connect, createServer, type Server, type Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type PostgresCluster, startPostgres } from '../../test/support/postgres.js'
+import { type SharedPostgres, sharedPostgres } from '../../test/support/shared-postgres.js'
 import { loadSessionHistory } from '../history.js'
 import type { HistoryStore } from '../types.js'
 import { PostgresHistoryStore } from './store.js'
@@ -55,13 +55,11 @@ async function sessionWithARun(history: HistoryStore): Promise<{ id: string; run
   return { id: session.id, runId: run.id }
 }
 
-let cluster: PostgresCluster
+let cluster: SharedPostgres
 beforeAll(async () => {
-  cluster = await startPostgres()
+  cluster = await sharedPostgres()
 }, 120_000)
-afterAll(async () => {
-  await cluster?.stop()
-})
+afterAll(async () => {})
 
 describe("PostgreSQL: a session's history in one snapshot", () => {
   it('is read over the connection the pool has open while new connections stall', async () => {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type PostgresCluster, startPostgres } from '../../test/support/postgres.js'
+import { type SharedPostgres, sharedPostgres } from '../../test/support/shared-postgres.js'
 import { describeAuthStoreConformance } from '../auth.case.js'
 import { describeStoreConformance } from '../conformance.case.js'
 import { describeEvalStoreConformance } from '../evals.case.js'
@@ -21,13 +21,11 @@ import type { AuthChange } from '../types.js'
 import { AUTH_FEED_NAME, parseAuthChange } from './auth-feed.js'
 import { PostgresHistoryStore } from './store.js'
 
-let cluster: PostgresCluster
+let cluster: SharedPostgres
 beforeAll(async () => {
-  cluster = await startPostgres()
+  cluster = await sharedPostgres()
 }, 120_000)
-afterAll(async () => {
-  await cluster?.stop()
-})
+afterAll(async () => {})
 
 describeStoreConformance({
   name: 'postgres + blobs in the database',

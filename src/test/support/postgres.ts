@@ -4,7 +4,8 @@
  * `stop()`. PostgreSQL refuses to run as root, so as root the cluster belongs to `nobody`.
  * @module
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import {
   chmodSync,
   chownSync,
@@ -17,6 +18,7 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { promisify } from 'node:util'
 import pg from 'pg'
 import { freePort } from './ports.js'
 
@@ -55,11 +57,65 @@ export function postgresBin(env: NodeJS.ProcessEnv = process.env): string {
 
 let databases = 0
 
+/** The URL of a database of the server on 127.0.0.1 at `port`, as its superuser. */
+export function postgresUrl(port: number, database = 'postgres'): string {
+  return `postgres://postgres@127.0.0.1:${port}/${database}`
+}
+
+/**
+ * A new, empty database on the server at `port`; resolves to its URL. The default name is unique
+ * to this process and call, and random: files of a run share a server (shared-postgres.ts).
+ */
+export async function createDatabase(
+  port: number,
+  name = `analyst_${process.pid}_${++databases}_${randomBytes(3).toString('hex')}`,
+): Promise<string> {
+  const client = new pg.Client({ connectionString: postgresUrl(port) })
+  await client.connect()
+  try {
+    await client.query(`CREATE DATABASE "${name.replace(/"/g, '')}"`)
+  } finally {
+    await client.end()
+  }
+  return postgresUrl(port, name)
+}
+
+/**
+ * Resolves once the server at `port` takes connections; rejects with the last refusal after
+ * `timeoutMs`, or at once with `exited`'s error (the server's process ended).
+ */
+export async function untilAccepting(
+  port: number,
+  timeoutMs: number,
+  exited?: Promise<never>,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  let ended = false
+  exited?.catch(() => {
+    ended = true
+  })
+  for (;;) {
+    const client = new pg.Client({ connectionString: postgresUrl(port) })
+    try {
+      await (exited ? Promise.race([client.connect(), exited]) : client.connect())
+      await client.end()
+      return
+    } catch (error) {
+      await client.end().catch(() => {})
+      if (ended || Date.now() > deadline) throw error
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  }
+}
+
 /**
  * Starts a new cluster. `durable: false` (the default, for tests) turns off fsync; a benchmark
- * that compares stores keeps PostgreSQL's defaults.
+ * that compares stores keeps PostgreSQL's defaults. `port`: one chosen before (freePort), for a
+ * caller that tells others where the server will be before it is up.
  */
-export async function startPostgres(options: { durable?: boolean } = {}): Promise<PostgresCluster> {
+export async function startPostgres(
+  options: { durable?: boolean; port?: number } = {},
+): Promise<PostgresCluster> {
   const bin = postgresBin()
   const dir = mkdtempSync(join(tmpdir(), 'analyst-pg-'))
   const data = join(dir, 'data')
@@ -69,7 +125,7 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
     chownSync(dir, asUser.uid, asUser.gid as number)
     chmodSync(dir, 0o700)
   }
-  const port = await freePort()
+  const port = options.port ?? (await freePort())
   let child: ChildProcess | undefined
   // The test process ends without stop() (a crash, a killed worker): no server or folder left.
   const kill = () => {
@@ -77,10 +133,11 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
     rmSync(dir, { recursive: true, force: true })
   }
   try {
-    execFileSync(
+    // Not execFileSync: the run's shared server (postgres-setup.ts) is made in vitest's own process.
+    await promisify(execFile)(
       join(bin, 'initdb'),
       ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync'],
-      { ...asUser, stdio: ['ignore', 'ignore', 'pipe'], cwd: dir },
+      { ...asUser, cwd: dir },
     )
     const settings = [
       'listen_addresses=127.0.0.1',
@@ -89,7 +146,7 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
       'max_connections=200',
       ...(options.durable ? [] : ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off']),
     ]
-    const url = (database = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${database}`
+    const url = (database = 'postgres') => postgresUrl(port, database)
     /** Starts the server on the cluster's folder and port; resolves once it takes connections. */
     const launch = async (): Promise<ChildProcess> => {
       const started = spawn(join(bin, 'postgres'), ['-D', data, ...settings.flatMap((s) => ['-c', s])], {
@@ -106,19 +163,8 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
         started.once('exit', (code) => reject(new Error(`postgres exited (${code}): ${log}`))),
       )
       exited.catch(() => {})
-      const deadline = Date.now() + 60_000
-      for (;;) {
-        const client = new pg.Client({ connectionString: url() })
-        try {
-          await Promise.race([client.connect(), exited])
-          await client.end()
-          return started
-        } catch (error) {
-          await client.end().catch(() => {})
-          if (started.exitCode !== null || Date.now() > deadline) throw error
-          await new Promise((resolve) => setTimeout(resolve, 100))
-        }
-      }
+      await untilAccepting(port, 60_000, exited)
+      return started
     }
     /** Fast shutdown (SIGINT: sessions are ended, 57P01), or SIGKILL where it does not end in time. */
     const halt = async (server: ChildProcess) => {
@@ -135,16 +181,7 @@ export async function startPostgres(options: { durable?: boolean } = {}): Promis
     return {
       port,
       url,
-      async createDatabase(name = `analyst_${process.pid}_${++databases}`) {
-        const client = new pg.Client({ connectionString: url() })
-        await client.connect()
-        try {
-          await client.query(`CREATE DATABASE "${name.replace(/"/g, '')}"`)
-        } finally {
-          await client.end()
-        }
-        return url(name)
-      },
+      createDatabase: (name) => createDatabase(port, name),
       async requirePassword(roles) {
         const client = new pg.Client({ connectionString: url() })
         await client.connect()
