@@ -91,7 +91,7 @@ describe('sql() on the Modal engine', () => {
       async () =>
         (
           await admin.query(
-            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()",
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND datname = current_database() AND query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()",
           )
         ).rows[0].n === 0,
       { what: 'no pg_sleep(60) left on the server' },

@@ -116,7 +116,7 @@ describe('sql() on the Jupyter engine', () => {
     const sleeping = async () =>
       (
         await client.query(
-          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%pg_sleep(600)%' AND state = 'active' AND pid <> pg_backend_pid()",
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(600)%' AND state = 'active' AND pid <> pg_backend_pid()",
         )
       ).rows[0].n
     await waitFor(async () => (await sleeping()) === 1, {

@@ -38,7 +38,7 @@ export async function runningQueries(
   pattern: string,
 ): Promise<string[]> {
   const { rows } = await admin.query(
-    "SELECT query FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE $1",
+    "SELECT query FROM pg_stat_activity WHERE state = 'active' AND datname = current_database() AND pid <> pg_backend_pid() AND query LIKE $1",
     [`%${pattern}%`],
   )
   return rows.map((row) => row.query as string)
