@@ -12,8 +12,9 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
      (fork_init). It unshares mount, net, IPC and UTS namespaces, brings its loopback up, mounts a
      fresh /proc and /dev/pts of its own and unmounts the zygote's /tmp (with its socket): the
      jail's shell, which no request decides. T makes the next sandbox's G that far once it has
-     been idle SHELL_AFTER_IDLE_MS, so that a request finds it made; a request that finds none
-     (creates back to back) forks a G that builds the shell itself. A waiting shell holds no
+     been idle SHELL_AFTER_IDLE_MS, or at once when a sandbox's G ends, so that a request finds
+     it made; a request that finds none (creates with no end between) forks a G that builds the
+     shell itself. A waiting shell holds no
      kernel, no session and nothing of anyone's; it takes the request (config, the kernel's
      sockets, the mounts, L's connection) from T over a socket pair. Then G tells L its host PID
      (SCM_CREDENTIALS); while L moves it into the sandbox's cgroups, G mounts the workspace at
@@ -548,6 +549,10 @@ class Zygote:
             except OSError:
                 pass
             self.drop(conn)
+            # A sandbox ended: its CPU is free, and a create that follows at once (create, kill,
+            # create) finds the shell made, or half made, which is less left to do than a new G.
+            if self.shell is None and not self.shell_died:
+                self.make_shell()
 
     def hang_up(self, fd):
         """The launcher is gone (killed): its sandbox goes too."""
