@@ -40,6 +40,7 @@ if (process.argv.includes('--child')) {
     (pid) => command(pid).includes('analyst_zygote.py') && !command(pid).startsWith('bwrap'),
   )
   const rows = { wall: [], T: [], G: [], K: [], 'T faults': [], 'G faults': [], 'K faults': [] }
+  let shells = 0
   // Each create's phases (analyst:fork-trace, CLOCK_MONOTONIC ns): how long each took after the one before.
   let phases = []
   subscribe('analyst:fork-trace', (message) => phases.push(...message.phases))
@@ -51,6 +52,8 @@ if (process.argv.includes('--child')) {
     phases = [['create', ns()]]
     const sandbox = await Sandbox.create({ provider })
     rows.wall.push(performance.now() - start)
+    // A create that found the jail shell made ahead has no 'G forked' phase (its G was forked before).
+    shells += phases.some(([phase]) => phase === 'G forked') ? 0 : 1
     phases.push(['create returned', ns()])
     for (let j = 1; j < phases.length; j++) {
       const name = `${phases[j - 1][0]} → ${phases[j][0]}`
@@ -81,7 +84,7 @@ if (process.argv.includes('--child')) {
   await provider.close()
   const medians = (table) =>
     Object.fromEntries(Object.entries(table).map(([key, values]) => [key, median(values)]))
-  console.log(JSON.stringify({ ...medians(rows), phases: medians(steps) }))
+  console.log(JSON.stringify({ ...medians(rows), shells, phases: medians(steps) }))
 } else {
   const builds = dists.length > 0 ? dists : [join(fileURLToPath(import.meta.url), '..', '..', 'dist')]
   const rows = []
@@ -99,14 +102,14 @@ if (process.argv.includes('--child')) {
       const m = JSON.parse(out.trim().split('\n').at(-1))
       phases.push([dist, m.phases])
       rows.push(
-        `| ${dist} | ${m.wall.toFixed(0)} ms | ${m.T.toFixed(1)} / ${m['T faults']} | ${m.G.toFixed(1)} / ${m['G faults']} | ${m.K.toFixed(1)} / ${m['K faults']} | ${load} |`,
+        `| ${dist} | ${m.wall.toFixed(0)} ms | ${m.shells} of ${N} | ${m.T.toFixed(1)} / ${m['T faults']} | ${m.G.toFixed(1)} / ${m['G faults']} | ${m.K.toFixed(1)} / ${m['K faults']} | ${load} |`,
       )
     }
   }
   console.log(`### Cold fork: CPU and page faults per process (${N} creates per build and round, medians)
 
-| build | create p50 | zygote T per fork: CPU ms / faults | init G | kernel K (to ready) | load |
-| --- | --- | --- | --- | --- | --- |
+| build | create p50 | creates that found a jail shell | zygote T per fork: CPU ms / faults | init G | kernel K (to ready) | load |
+| --- | --- | --- | --- | --- | --- | --- |
 ${rows.join('\n')}`)
   // Where a create's time goes, phase by phase (medians of the same creates), per build and round.
   const names = [...new Set(phases.flatMap(([, m]) => Object.keys(m)))].filter(

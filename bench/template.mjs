@@ -5,12 +5,16 @@ import { loadavg } from 'node:os'
 // Host sandboxes fork from the host's zygote (the default as root) and, as a baseline, spawn; a
 // template's fork from its own zygote (root of a user namespace only: src/sandbox/local/zygote.ts)
 // and, as a baseline, spawn.
-// Usage: node bench/template.mjs [--quick] [--template NAME]   (root; `npm run build` first; the
-// template from ANALYST_HOME, default the tests' trixie template in .cache/analyst-home)
-import { join } from 'node:path'
-import { LocalProvider, Sandbox } from '../dist/index.js'
-import { stopZygotes } from '../dist/sandbox/local/zygote.js'
+// Usage: node bench/template.mjs [--quick] [--template NAME] [--dist DIR]   (root; `npm run build`
+// first; the template from ANALYST_HOME, default the tests' trixie template in .cache/analyst-home;
+// --dist: another build, e.g. a scratch worktree's dist/, for runs in turns against this one)
+import { join, resolve } from 'node:path'
 import { descendants, machine, percentile, pssKiB, table } from './util.mjs'
+
+const distAt = process.argv.indexOf('--dist')
+const dist = distAt > 0 ? resolve(process.argv[distAt + 1]) : join(import.meta.dirname, '..', 'dist')
+const { LocalProvider, Sandbox } = await import(join(dist, 'index.js'))
+const { stopZygotes } = await import(join(dist, 'sandbox', 'local', 'zygote.js'))
 
 if (process.geteuid?.() !== 0) {
   console.log('### Sandboxes in a template\n\nSkipped: needs root (per-sandbox uids, the zygote).')
@@ -106,7 +110,7 @@ const rows = Object.keys(paths).map((name) => [
 ])
 console.log(
   [
-    `### Sandboxes in a template against the host's (${machine()}${quick ? ', quick run' : ''})`,
+    `### Sandboxes in a template against the host's (${machine()}${quick ? ', quick run' : ''}${distAt > 0 ? `, ${dist}` : ''})`,
     '',
     `${N.create} creates per path, turn about, each killed before the next; then ${N.idle} idle sandboxes per path (pandas and pyplot imported). Goals for a template: create ≤ 50 ms p50, idle ≤ 16 MiB PSS. Load average before/after: ${loadBefore} / ${load()}.`,
     '',

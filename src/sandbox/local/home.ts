@@ -222,32 +222,36 @@ export async function prepareHome(config: HomeConfig): Promise<Home> {
       // Marked before the mount: if this process dies in between (kill -9), the sweep still unmounts it.
       const mark = join(dir, MOUNT_MARK)
       writeFileSync(mark, '')
-      const mounted = zygote
-        ? await zygote.launcher.mount(work, size)
-        : await run('mount', ['-t', 'tmpfs', '-o', `${size},nosuid,nodev`, 'tmpfs', work]).then(
+      const mounting = zygote
+        ? zygote.launcher.mount(work, size)
+        : run('mount', ['-t', 'tmpfs', '-o', `${size},nosuid,nodev`, 'tmpfs', work]).then(
             () => true,
             () => false,
           )
-      if (!mounted) {
-        rmSync(mark, { force: true })
-        chownSync(work, uid, uid)
-      }
-      // tmpfs pages count as the sandbox's memory: the cgroup allows for a full workspace.
-      cgroup = createCgroup(
-        id,
-        {
-          memoryBytes: config.limits.memoryBytes + config.limits.workspaceBytes,
-          processes: config.limits.processes,
-          milliCpus: config.limits.milliCpus,
-        },
-        uid,
-        { starting: true },
-      )
-
-      if (cgroup) {
-        writeFileSync(join(dir, CGROUPS_MARK), cgroup.paths.join('\n'))
-        const group = cgroup
-        cleanups.push(() => group.remove())
+      // The cgroup is made while the mount is under way in another process (they need nothing of
+      // each other); the mount is awaited before anything else, a failure included.
+      try {
+        // tmpfs pages count as the sandbox's memory: the cgroup allows for a full workspace.
+        cgroup = createCgroup(
+          id,
+          {
+            memoryBytes: config.limits.memoryBytes + config.limits.workspaceBytes,
+            processes: config.limits.processes,
+            milliCpus: config.limits.milliCpus,
+          },
+          uid,
+          { starting: true },
+        )
+        if (cgroup) {
+          writeFileSync(join(dir, CGROUPS_MARK), cgroup.paths.join('\n'))
+          const group = cgroup
+          cleanups.push(() => group.remove())
+        }
+      } finally {
+        if (!(await mounting)) {
+          rmSync(mark, { force: true })
+          chownSync(work, uid, uid)
+        }
       }
     }
     if (!cgroup && config.limits.milliCpus > 0) {

@@ -227,19 +227,27 @@ export function releaseSandboxDir(dir: string) {
   }
 }
 
+/** The font list found for each interpreter (fontCache), by its path and version. */
+const fontCaches = new Map<string, string>()
+
 /**
  * Matplotlib's font list, built once per interpreter, bound into every jail: saves ~0.2 s per kernel.
  * Returns the file's path, or undefined when it could not be built (the kernel then builds its own).
  */
 export function fontCache(python: PythonInfo): string | undefined {
   if (!python.modules.matplotlib) return undefined
-  const key = createHash('sha256')
-    .update(`${python.executable}\0${python.version}`)
-    .digest('hex')
-    .slice(0, 16)
+  // Each create asks: the file found before, while it is there, without a hash and two listings.
+  const id = `${python.executable}\0${python.version}`
+  const known = fontCaches.get(id)
+  if (known && existsSync(known)) return known
+  const key = createHash('sha256').update(id).digest('hex').slice(0, 16)
   const dir = join(getRuntime().cache, `matplotlib-${key}`)
   const find = () => readdirSync(dir).find((name) => /^fontlist-v\d+\.json$/.test(name))
-  if (existsSync(dir) && find()) return join(dir, find() as string)
+  const found = existsSync(dir) ? find() : undefined
+  if (found) {
+    fontCaches.set(id, join(dir, found))
+    return join(dir, found)
+  }
   mkdirSync(dir, { recursive: true, mode: 0o755 })
   spawnSync(python.executable, ['-s', '-c', 'import matplotlib.font_manager'], {
     env: { PATH: '/usr/bin:/bin', HOME: dir, MPLCONFIGDIR: dir, MPLBACKEND: 'Agg' },
@@ -247,6 +255,7 @@ export function fontCache(python: PythonInfo): string | undefined {
     timeout: 60_000,
   })
   const file = find()
+  if (file) fontCaches.set(id, join(dir, file))
   return file ? join(dir, file) : undefined
 }
 

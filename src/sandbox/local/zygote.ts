@@ -48,12 +48,20 @@ const users = new Set<object>()
 const RETRY_AFTER_MS = 60_000
 const failures = new Map<string, { error: Error; at: number }>()
 
+let unsupported: { reason: string | undefined } | undefined
+
 /** Why forking cannot work on this machine at all, or undefined when it may. */
 export function forkUnsupported(): string | undefined {
-  if (!isRoot) return 'sandboxes are forked from a zygote only when Analyst runs as root'
-  if (!seccompFilter(undefined, { denyUserns: true }))
-    return `no seccomp table for ${process.arch}: forked sandboxes could create user namespaces`
-  return undefined
+  // Found once: it cannot change while this process runs, and each create asks (building the
+  // filter to know took half a millisecond at load 15).
+  unsupported ??= {
+    reason: !isRoot
+      ? 'sandboxes are forked from a zygote only when Analyst runs as root'
+      : !seccompFilter(undefined, { denyUserns: true })
+        ? `no seccomp table for ${process.arch}: forked sandboxes could create user namespaces`
+        : undefined,
+  }
+  return unsupported.reason
 }
 
 /** The running zygote of this root (the host's Python, or a template), started (once) when needed. */

@@ -11,22 +11,23 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
   G  forked by T into a new PID namespace (its init), without Python's at-fork handlers
      (fork_init). It unshares mount, net, IPC and UTS namespaces, brings its loopback up, mounts a
      fresh /proc and /dev/pts of its own and unmounts the zygote's /tmp (with its socket): the
-     jail's shell, which no request decides. T makes the next sandbox's G that far once it has
-     been idle SHELL_AFTER_IDLE_MS, so that a request finds it made; a request that finds none
-     (creates back to back) forks a G that builds the shell itself. A waiting shell holds no
-     kernel, no session and nothing of anyone's; it takes the request (config, the kernel's
-     sockets, the mounts, L's connection) from T over a socket pair. Then G tells L its host PID
-     (SCM_CREDENTIALS); while L moves it into the sandbox's cgroups, G mounts the workspace at
-     /home/user, data/ read-only, a size-limited /tmp and /dev/shm of its own (the cgroup
-     namespace once it is in its cgroups: nothing is forked before). Then it empties the
-     capability bounding set, takes the sandbox's own host uid (all capabilities gone), enters a
-     user namespace of its own where that uid is 1000 (as in bubblewrap's jail; it owns no other
-     namespace) and drops the capabilities it has there, sets no_new_privs and installs the
+     jail's shell, which no request decides. T makes the next sandbox's G that far once it has been
+     idle SHELL_AFTER_IDLE_MS, or at once when a sandbox's G ends, so that a request finds it made;
+     a request that finds none (creates with no end between) forks a G that builds the shell
+     itself. A waiting shell holds no kernel, no session and nothing of anyone's; it takes the
+     request (config, the kernel's sockets, the mounts, L's connection) from T over a socket pair.
+     Then G tells L its host PID (SCM_CREDENTIALS); while L moves it into the sandbox's cgroups, G
+     mounts the workspace at /home/user, data/ read-only, a size-limited /tmp and /dev/shm of its
+     own (the cgroup namespace once it is in its cgroups: nothing is forked before). Then it
+     empties the capability bounding set, takes the sandbox's own host uid (all capabilities gone),
+     enters a user namespace of its own where that uid is 1000 (as in bubblewrap's jail; it owns no
+     other namespace) and drops the capabilities it has there, sets no_new_privs and installs the
      seccomp filter (the one bubblewrap gets, plus no new user namespaces). It reaps orphans and
      exits with the kernel's status.
   K  forked by G, with G's (lack of) privileges: the kernel. It runs analyst_kernel.main(), which
-     closes every fd but 0-4, says ready, then reseeds numpy's generator (Python's random reseeds
-     itself after fork) and finishes its set-up before it reads the first request.
+     closes every fd but 0-4, reseeds numpy's generator (Python's random reseeds itself after
+     fork) and finishes its set-up, then says ready (a set-up that fails, a memory limit too small
+     for it, fails the create).
 A template's zygote (one per template) is the same T, with the template's Python, files and start
 step (run once, before any fork: every kernel's default context starts from the module it left),
 but run by analyst_userns.py as root of a user namespace of its own: an unprivileged uid on the
@@ -548,6 +549,10 @@ class Zygote:
             except OSError:
                 pass
             self.drop(conn)
+            # A sandbox ended: its CPU is free, and a create that follows at once (create, kill,
+            # create) finds the shell made, or half made, which is less left to do than a new G.
+            if self.shell is None and not self.shell_died:
+                self.make_shell()
 
     def hang_up(self, fd):
         """The launcher is gone (killed): its sandbox goes too."""
