@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { freePort as closedPort } from '../../test/support/ports.js'
 import { commitTemplate } from '../../test/support/templates.js'
 import { UsageError } from '../errors.js'
 import { templateBuild, templateList, templateRemove, templateShow } from './template.js'
@@ -54,6 +55,28 @@ describe('analyst template list, show, rm', () => {
     const removed = output()
     await templateRemove({ names: ['modern'], env: env(), stdout: removed.stream, cwd: home })
     expect(removed.text()).toBe('Removed modern (aaaaaaaaaaaa)\n')
+    await expect(templateShow({ name: 'modern', json: false, env: env(), cwd: home })).rejects.toThrow(
+      /No template "modern"/,
+    )
+  })
+
+  it("removes it here and says so when the replicas' database does not answer", async () => {
+    const removed = output()
+    const warned = output()
+    const code = await templateRemove({
+      names: ['modern'],
+      // A port nothing listens on: the database is down.
+      env: { ...env(), ANALYST_DATABASE_URL: `postgres://nobody@127.0.0.1:${await closedPort()}/analyst` },
+      stdout: removed.stream,
+      stderr: warned.stream,
+      cwd: home,
+    })
+    expect(code).toBe(1)
+    expect(removed.text()).toBe('Removed modern (aaaaaaaaaaaa)\n')
+    expect(warned.text()).toMatch(
+      /modern removed here but not from the replicas' database: .+ DELETE \/api\/templates\/NAME/,
+    )
+    expect(warned.text()).not.toMatch(/\n\s+at /)
     await expect(templateShow({ name: 'modern', json: false, env: env(), cwd: home })).rejects.toThrow(
       /No template "modern"/,
     )

@@ -266,13 +266,22 @@ export async function templateRemove(options: TemplateRemoveOptions): Promise<nu
     return removed
   })
   // As DELETE /api/templates does on a replica: out of the database, and the replicas' copies dropped.
-  const forgotten = await withDatabaseShare(analystHome(env), env, async (share) => {
-    for (const removed of removals) await share.forget(removed)
-    return true
-  })
-  if (forgotten)
-    stdout.write("Removed from the replicas' database too: each drops its copy at its next use of it.\n")
-  return 0
+  try {
+    const forgotten = await withDatabaseShare(analystHome(env), env, async (share) => {
+      for (const removed of removals) await share.forget(removed)
+      return true
+    })
+    if (forgotten)
+      stdout.write("Removed from the replicas' database too: each drops its copy at its next use of it.\n")
+    return 0
+  } catch (error) {
+    // Removed here already, so this command cannot take it out of the database a second time.
+    const names = options.names.join(' ')
+    ;(options.stderr ?? process.stderr).write(
+      `${pc.yellow('warning')}: ${names} removed here but not from the replicas' database: ${(error as Error).message}. Once it answers, remove it there with DELETE /api/templates/NAME on any replica.\n`,
+    )
+    return 1
+  }
 }
 
 export interface TemplatePruneOptions extends Common {
