@@ -51,13 +51,19 @@ describe('hostile code: resource exhaustion and output floods (guard off)', () =
   const family = hostileFamily()
   let sandbox: Sandbox
   let view: HostView
-  beforeAll(async () => {
-    sandbox = await create({ limits: LIMITS })
-    view = hostView(sandbox)
-  })
-  afterAll(async () => {
-    await sandbox?.kill()
-  })
+  /**
+   * Each family in a sandbox of its own: a kernel that dies is rebuilt by running again the cells
+   * that ran before (kept-cells.ts), so the CPU cases' restarts would start the fork bomb again.
+   */
+  function sandboxPerFamily() {
+    beforeAll(async () => {
+      sandbox = await create({ limits: LIMITS })
+      view = hostView(sandbox)
+    })
+    afterAll(async () => {
+      await sandbox?.kill()
+    })
+  }
 
   /** The sandbox's memory cgroup never went over its limit (memory + workspace, as tmpfs counts). */
   function expectMemoryBounded() {
@@ -75,6 +81,8 @@ describe('hostile code: resource exhaustion and output floods (guard off)', () =
   }
 
   describe('memory', () => {
+    sandboxPerFamily()
+
     it('bounded: a 4 GiB allocation fails with MemoryError and the state is kept', async () => {
       await run(sandbox, 'kept = "still here"')
       const ran = await run(sandbox, 'big = bytearray(4 * 1024**3)')
@@ -139,6 +147,8 @@ describe('hostile code: resource exhaustion and output floods (guard off)', () =
   })
 
   describe('processes', () => {
+    sandboxPerFamily()
+
     it('bounded: a fork bomb stays within the process limit; the host and the neighbor keep working', async () => {
       const limit = LIMITS.processes as number
       await run(sandbox, FORK_BOMB)
@@ -239,6 +249,8 @@ describe('hostile code: resource exhaustion and output floods (guard off)', () =
   })
 
   describe('CPU', () => {
+    sandboxPerFamily()
+
     it('bounded: a busy loop past timeoutMs is interrupted, and the state is kept', async () => {
       await run(sandbox, 'kept = "still here"')
       const ran = await run(sandbox, 'while True:\n    pass', { timeoutMs: 1000 })
@@ -307,6 +319,8 @@ describe('hostile code: resource exhaustion and output floods (guard off)', () =
   })
 
   describe('disk', () => {
+    sandboxPerFamily()
+
     it('bounded: filling the workspace stops at limits.workspaceBytes with ENOSPC', async () => {
       const report = await probe<{ fill: Attempt; size: number }>(
         sandbox,
@@ -368,6 +382,8 @@ describe('hostile code: resource exhaustion and output floods (guard off)', () =
   })
 
   describe('output floods', () => {
+    sandboxPerFamily()
+
     const expectTruncated = (ran: { stdout: string; stderr: string }) => {
       expect(ran.stdout.length + ran.stderr.length).toBeLessThanOrEqual(OUTPUT_CAP + 4096)
       expect(ran.stderr).toMatch(/output truncated/)
@@ -462,6 +478,8 @@ describe('hostile code: resource exhaustion and output floods (guard off)', () =
   })
 
   describe('open files', () => {
+    sandboxPerFamily()
+
     it('bounded: opening files stops at limits.openFiles, and the kernel keeps working', async () => {
       const report = await probe<{ opened: number; error: Attempt }>(
         sandbox,
