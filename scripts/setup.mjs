@@ -175,7 +175,7 @@ const installed = join(root, 'node_modules', '.package-lock.json')
 let rebuilt = Promise.resolve()
 if (!existsSync(installed) || statSync(installed).mtimeMs < statSync(lock).mtimeMs) {
   run('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund'])
-  say('npm rebuild (the dependencies\' install scripts), beside the build')
+  say("npm rebuild (the dependencies' install scripts), beside the build")
   const rebuild = spawn('npm', ['rebuild', '--no-audit', '--no-fund'], { stdio: 'inherit', cwd: root })
   rebuilt = new Promise((resolve) =>
     rebuild.on('exit', (code) => {
