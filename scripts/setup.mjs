@@ -2,8 +2,8 @@
 // Installs what Analyst needs and is missing, then builds: npm packages, the Debian packages of
 // the sandbox (as root through apt-get; otherwise it prints the command), and dist/.
 // Used by `npm test`, `npm run demo` and `npm run bench`. Dependency-free: it runs before npm install.
-import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = new URL('..', import.meta.url).pathname
@@ -166,11 +166,26 @@ if (missing.length > 0) {
   }
 }
 
-// 2. npm packages, when node_modules is missing or older than the lock file.
+// 2. npm packages, when node_modules is missing or older than the lock file. Their install scripts
+// (better-sqlite3's compile: one C file on one core, about a minute) run beside the build of dist/
+// below, which needs none of them: on a fresh clone the two cores work at once, where `npm ci`
+// compiled first and built after (its `prepare`).
 const lock = join(root, 'package-lock.json')
 const installed = join(root, 'node_modules', '.package-lock.json')
+let rebuilt = Promise.resolve()
 if (!existsSync(installed) || statSync(installed).mtimeMs < statSync(lock).mtimeMs) {
-  run('npm', ['ci', '--no-audit', '--no-fund'])
+  run('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund'])
+  say("npm rebuild (the dependencies' install scripts), beside the build")
+  const rebuild = spawn('npm', ['rebuild', '--no-audit', '--no-fund'], { stdio: 'inherit', cwd: root })
+  rebuilt = new Promise((resolve) =>
+    rebuild.on('exit', (code) => {
+      if (code === 0) return resolve()
+      say('failed: npm rebuild')
+      // The next run installs again rather than trusting a half-built node_modules.
+      rmSync(installed, { force: true })
+      process.exit(code ?? 1)
+    }),
+  )
 }
 
 // 3. dist/, when any source file is newer than the last build.
@@ -186,3 +201,4 @@ const built = join(root, 'dist', 'index.js')
 if (!existsSync(built) || statSync(built).mtimeMs < newest(join(root, 'src'))) {
   run('npm', ['run', 'build', '--silent'])
 }
+await rebuilt

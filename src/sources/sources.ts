@@ -17,7 +17,6 @@ import {
   type SourceGroup,
   sampleAll,
 } from './describe.js'
-import { DuckDbSource } from './duckdb.js'
 import { type CatalogTable, DEFAULT_LIMITS, type Limits, type Source, type WriteAccess } from './source.js'
 import type { SourceKind, SourceSpec } from './spec.js'
 import { SqliteSource } from './sqlite.js'
@@ -70,8 +69,10 @@ async function createSource(spec: SourceSpec): Promise<Source> {
     }
     case 'sqlite':
       return new SqliteSource(spec.location)
-    case 'duckdb':
+    case 'duckdb': {
+      const { DuckDbSource } = await import('./duckdb.js')
       return new DuckDbSource({ database: spec.location })
+    }
     case 'file':
       throw new Error('file sources are grouped into one DuckDB')
   }
@@ -143,6 +144,7 @@ export class Sources implements QueryHost {
     try {
       const files = specs.filter((spec) => spec.kind === 'file')
       if (files.length > 0) {
+        const { DuckDbSource } = await import('./duckdb.js')
         const source = new DuckDbSource({
           files: files.map((spec) => ({ name: spec.name, path: spec.location })),
           spillDirectory:

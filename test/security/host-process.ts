@@ -18,7 +18,7 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
-import ts from 'typescript'
+import { transform } from 'sucrase'
 import { releaseSandboxDir } from '../../src/sandbox/local/runtime.js'
 import { waitFor } from '../support/wait.js'
 import { killLeftovers, processesOf, REPO } from './helpers.js'
@@ -62,15 +62,16 @@ export function buildStandaloneHost(): string {
     mkdirSync(dirname(target), { recursive: true })
     // Python, R and JavaScript kernels, recipes: as they are.
     if (!path.endsWith('.ts')) return copyFileSync(path, target)
-    const js = ts.transpileModule(readFileSync(path, 'utf8'), {
-      compilerOptions: {
-        module: ts.ModuleKind.ESNext,
-        target: ts.ScriptTarget.ES2022,
-        verbatimModuleSyntax: true,
-      },
-      fileName: basename(path),
-    }).outputText
-    writeFileSync(target.replace(/\.ts$/, '.js'), js)
+    // Types stripped, imports kept as written (verbatimModuleSyntax), the rest left to Node: sucrase
+    // (the TypeScript kernel's) does all of src in a fifth of the CPU typescript's transpileModule
+    // took (2.6 against 12 s, in each of the three projects that run this file).
+    const { code } = transform(readFileSync(path, 'utf8'), {
+      transforms: ['typescript'],
+      keepUnusedImports: true,
+      disableESTransforms: true,
+      filePath: basename(path),
+    })
+    writeFileSync(target.replace(/\.ts$/, '.js'), code)
   }
   const copy = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {

@@ -6,8 +6,8 @@
  * so that top-level await works. Line numbers stay those of the cell.
  * @module
  */
+import { createRequire } from 'node:module'
 import { type Node, parse } from 'acorn'
-import { transform } from 'sucrase'
 
 /** The cell is not valid JavaScript (or TypeScript): the error the caller reports. */
 export class CellSyntaxError extends Error {
@@ -65,9 +65,16 @@ export function toKernelScript(code: string, language: 'javascript' | 'typescrip
   return `${declared}(async () => { ${hoisted}${rewritten}\n})()`
 }
 
+/**
+ * sucrase, loaded with the first TypeScript cell: its 0.4 CPU-s went into every start of the CLI,
+ * the server and each test file that imports the sandbox, most of which never run TypeScript.
+ */
+let sucrase: typeof import('sucrase') | undefined
+
 function stripTypes(code: string): string {
+  sucrase ??= createRequire(import.meta.url)('sucrase') as typeof import('sucrase')
   try {
-    return transform(code, {
+    return sucrase.transform(code, {
       transforms: ['typescript'],
       disableESTransforms: true,
       keepUnusedImports: true,
