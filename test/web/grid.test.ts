@@ -481,6 +481,47 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       release()
       delete (kernel as { runCode?: unknown }).runCode
     }
+
+    // Rows not of the selection asked for are marked so: dimmed and "Loading…" while its page
+    // comes (held here by the spy), and said to be from before a filter that failed.
+    const foot = () => grid.locator('.table-foot').textContent()
+    const rows = grid.locator('.grid-rows')
+    let pageNow = () => {}
+    const pageHeld = new Promise<void>((resolve) => {
+      pageNow = resolve
+    })
+    let pages = 0
+    kernel.runCode = (async (code, options) => {
+      if (code.includes('\\"kind\\":\\"rows\\"')) {
+        pages++
+        await pageHeld
+      }
+      return runCode(code, options)
+    }) as Sandbox['runCode']
+    try {
+      await grid.getByRole('button', { name: 'Next' }).click()
+      await expect.poll(() => pages).toBe(1)
+      await expect.poll(foot).toContain('Loading…')
+      expect(await rows.getAttribute('aria-busy')).toBe('true')
+      expect(await rows.getAttribute('class')).toBe('grid-rows stale')
+      pageNow()
+      await expect.poll(status).toBe('Rows 76–100 of 100,000')
+      await expect.poll(() => rows.getAttribute('class')).toBe('grid-rows')
+      expect(await foot()).not.toContain('Loading…')
+    } finally {
+      pageNow()
+      delete (kernel as { runCode?: unknown }).runCode
+    }
+    const filterBox = grid.getByRole('textbox', { name: 'Filter (a pandas query)' })
+    await filterBox.fill('nope > 1')
+    await filterBox.press('Enter')
+    await grid.getByRole('alert').filter({ hasText: "The filter 'nope > 1' does not work" }).waitFor()
+    expect(await foot()).toContain('(the rows from before the change)')
+    expect(await rows.getAttribute('class')).toBe('grid-rows stale')
+    await filterBox.fill('')
+    await filterBox.press('Enter')
+    await expect.poll(status).toBe('Rows 1–25 of 100,000')
+    await expect.poll(() => rows.getAttribute('class')).toBe('grid-rows')
   }, 90_000)
 
   it('goes the whole path by keyboard: upload, ask, stop, open a step, edit, run, sort the grid, download', async () => {

@@ -113,7 +113,8 @@ export function FrameGrid({
   const [search, setSearch] = useState('')
   const [offset, setOffset] = useState(0)
   const [page, setPage] = useState<Page | null>(null)
-  const [problem, setProblem] = useState<{ message: string; gone: boolean } | null>(null)
+  /** Why the last request failed; `page` when it was the page's (the rows shown are from before). */
+  const [problem, setProblem] = useState<{ message: string; gone: boolean; page?: boolean } | null>(null)
   const [stats, setStats] = useState<Record<string, ColumnStats> | null>(null)
   const [copied, setCopied] = useState<string | null>(null)
   /** A page asked for and not answered yet. */
@@ -176,6 +177,7 @@ export function FrameGrid({
         setProblem({
           message: error instanceof Error ? error.message : String(error),
           gone: error instanceof ApiError && error.status === 410,
+          page: true,
         })
       },
     )
@@ -212,6 +214,8 @@ export function FrameGrid({
   // wins (the kernel may still be starting), and the statistics' wait shows when the page has none.
   const pageWait = waiting ? (held ?? (kernel.cellRunning ? CELL : null)) : null
   const wait = pageWait ?? statsHeld
+
+  const stale = waiting || Boolean(problem?.page)
 
   if (problem?.gone)
     return (
@@ -307,16 +311,20 @@ export function FrameGrid({
           {copied}
         </ScrollBox>
       )}
+      {/* Rows not of the selection shown above them (its page is on its way, or failed) are dimmed
+          and said to be so: a sort arrow over rows from before the sort misleads. */}
       {page && (
-        <GridTable
-          data={page.data}
-          sort={sort}
-          onSort={(next) => {
-            setOffset(0)
-            setSort(next)
-          }}
-          headExtra={(name) => stats?.[name] && <StatLines stats={stats[name]} />}
-        />
+        <div class={stale ? 'grid-rows stale' : 'grid-rows'} aria-busy={waiting}>
+          <GridTable
+            data={page.data}
+            sort={sort}
+            onSort={(next) => {
+              setOffset(0)
+              setSort(next)
+            }}
+            headExtra={(name) => stats?.[name] && <StatLines stats={stats[name]} />}
+          />
+        </div>
       )}
       {/* The live region stays while the note comes and goes: a screen reader reads what is put in
           one it knows, not one that arrives with its text. */}
@@ -351,6 +359,11 @@ export function FrameGrid({
                 ? 'No rows'
                 : `Rows ${count(page.offset + 1)}–${count(page.offset + shown)} of ${count(page.rows)}${page.rows !== frame.rows ? ` (of ${count(frame.rows)})` : ''}`}
             </span>
+            {stale && (
+              <span class={waiting ? 'muted grid-loading' : 'muted'}>
+                {waiting ? ' Loading…' : ' (the rows from before the change)'}
+              </span>
+            )}{' '}
             <button
               type="button"
               class="link"
