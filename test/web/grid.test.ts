@@ -451,66 +451,62 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     // asked for meanwhile waits for it, saying so, and comes after (the download's part is held
     // here, by a spy on the sandbox's runCode, until the page says it waits).
     const kernel = (await server?.service.openSandbox(sessionId)) as Sandbox
-    const runCode = kernel.runCode.bind(kernel)
-    let release = () => {}
-    const released = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    let parts = 0
-    kernel.runCode = (async (code, options) => {
-      if (code.includes('csv-part')) {
-        parts++
-        await released
+    /** Holds the kernel's requests whose code has `marker` until released; how many came. */
+    const holdRequests = (marker: string) => {
+      let release = () => {}
+      const released = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      const held = { count: 0, release, end: () => {} }
+      const runCode = kernel.runCode.bind(kernel)
+      kernel.runCode = (async (code, options) => {
+        if (code.includes(marker)) {
+          held.count++
+          await released
+        }
+        return runCode(code, options)
+      }) as Sandbox['runCode']
+      held.end = () => {
+        release()
+        delete (kernel as { runCode?: unknown }).runCode
       }
-      return runCode(code, options)
-    }) as Sandbox['runCode']
+      return held
+    }
+    const part = holdRequests('csv-part')
     const downloadNote = grid.getByText('Waiting for the download of this table…')
     try {
       const download = fetch(
         `${server?.url}/api/sessions/${sessionId}/results/${frameId}/rows?format=csv&filter=${encodeURIComponent('id < 3')}`,
         { headers: { authorization: 'Bearer grid-token' } },
       )
-      await expect.poll(() => parts).toBe(1)
+      await expect.poll(() => part.count).toBe(1)
       await grid.getByRole('button', { name: 'Next' }).click()
       await downloadNote.waitFor()
-      release()
+      part.release()
       expect((await (await download).text()).trim().split('\n')).toHaveLength(4)
       await expect.poll(status).toBe('Rows 51–75 of 100,000')
       await downloadNote.waitFor({ state: 'detached' })
     } finally {
-      release()
-      delete (kernel as { runCode?: unknown }).runCode
+      part.end()
     }
 
     // Rows not of the selection asked for are marked so: dimmed and "Loading…" while its page
     // comes (held here by the spy), and said to be from before a filter that failed.
     const foot = () => grid.locator('.table-foot').textContent()
     const rows = grid.locator('.grid-rows')
-    let pageNow = () => {}
-    const pageHeld = new Promise<void>((resolve) => {
-      pageNow = resolve
-    })
-    let pages = 0
-    kernel.runCode = (async (code, options) => {
-      if (code.includes('\\"kind\\":\\"rows\\"')) {
-        pages++
-        await pageHeld
-      }
-      return runCode(code, options)
-    }) as Sandbox['runCode']
+    const pageHeld = holdRequests('\\"kind\\":\\"rows\\"')
     try {
       await grid.getByRole('button', { name: 'Next' }).click()
-      await expect.poll(() => pages).toBe(1)
+      await expect.poll(() => pageHeld.count).toBe(1)
       await expect.poll(foot).toContain('Loading…')
       expect(await rows.getAttribute('aria-busy')).toBe('true')
       expect(await rows.getAttribute('class')).toBe('grid-rows stale')
-      pageNow()
+      pageHeld.release()
       await expect.poll(status).toBe('Rows 76–100 of 100,000')
       await expect.poll(() => rows.getAttribute('class')).toBe('grid-rows')
       expect(await foot()).not.toContain('Loading…')
     } finally {
-      pageNow()
-      delete (kernel as { runCode?: unknown }).runCode
+      pageHeld.end()
     }
     const filterBox = grid.getByRole('textbox', { name: 'Filter (a pandas query)' })
     await filterBox.fill('nope > 1')
