@@ -5,13 +5,16 @@
  * `.../columns` (each column's statistics). The owner's only, as every session route; a table the
  * kernel no longer holds is a 410 that says to run its step again.
  *
- * The kernel runs one thing at a time, so a page asked for while a cell runs waits for it. Such
+ * The kernel runs one thing at a time, so a page asked for while a cell runs waits for it (and
+ * for a part of a download being made, and for a kernel that starts and replays the session's
+ * cells, after which a replayed step's table answers by the id it was recorded with). Such
  * requests do not pile up: each grid (a table's pages, or its statistics) of each page that asks
  * (the client its `Analyst-Client` header names: two tabs keep theirs) has one waiting request, a
  * newer one replaces it (409), and one whose browser stopped waiting is dropped before it reaches
  * the kernel. A client that accepts `text/event-stream` is told at once that its request waits
- * for a running cell (started there, in another tab, by MCP): `waiting`, then `answer` (the JSON
- * it would have had) or `failed` (status, message, hint), so it can say so while it waits.
+ * for a running cell (started there, in another tab, by MCP), the kernel starting or a download:
+ * `waiting` (its reason and message), then `answer` (the JSON it would have had) or `failed`
+ * (status, message, hint), so it can say so while it waits.
  *
  * "Waits" is what this replica's kernel does: a cell runs in it now. A question whose model is
  * still thinking holds no kernel, and a run the store still marks running (its replica died, its
@@ -26,12 +29,12 @@ import { AnalystError, ConflictError, InvalidArgumentError, known, statusOf } fr
 import { advice } from '../fixes.js'
 import type { Sandbox } from '../sandbox/index.js'
 import {
-  cellRunning,
   type FrameFormat,
   type FrameSelection,
   frameFile,
   framePage,
   frameStats,
+  kernelHeldBy,
   kernelVariables,
 } from '../session/frames.js'
 import type { SessionService } from '../session/index.js'
@@ -128,28 +131,57 @@ export async function latestOf<T>(
   }
 }
 
+/** What a grid's request waits for, as the page says it: the kernel starting, a cell, a download. */
+function waitingFor(
+  sandbox: Sandbox | undefined,
+  table: string,
+): { reason: string; message: string } | undefined {
+  if (!sandbox) return undefined
+  const held = kernelHeldBy(sandbox)
+  if (!held) return undefined
+  if ('cell' in held) return { reason: 'cell', message: 'A cell is running in this session' }
+  return {
+    reason: 'download',
+    message:
+      held.download === table
+        ? 'Waiting for the download of this table…'
+        : "Waiting for another table's download…",
+  }
+}
+
 /**
- * The answer of a grid's request: JSON, or, for a client that accepts an event stream and while a
- * cell holds the kernel, `waiting` at once and then the answer or why there is none.
+ * The answer of a grid's request: JSON, or, for a client that accepts an event stream and while
+ * it waits (the session's kernel starting and its cells replayed, a cell or a download holding
+ * it), `waiting` (why) at once and again when the reason changes, then the answer or why there is none.
  */
 async function gridAnswer(
   c: Context,
-  sandbox: Sandbox | undefined,
+  opened: { sandbox: Promise<Sandbox | undefined>; starting: boolean },
   kind: string,
-  work: (signal: AbortSignal) => Promise<unknown>,
+  work: (sandbox: Sandbox | undefined, signal: AbortSignal) => Promise<unknown>,
 ): Promise<Response> {
   const key = gridKey(c, kind)
+  const table = c.req.param('rid') as string
   const wantsEvents = c.req.header('accept')?.includes('text/event-stream')
-  if (!wantsEvents || !sandbox || !cellRunning(sandbox))
-    return c.json(await latestOf(key, c.req.raw.signal, work))
+  const answer = async () => {
+    const sandbox = await opened.sandbox
+    return latestOf(key, c.req.raw.signal, (signal) => work(sandbox, signal))
+  }
+  if (!wantsEvents) return c.json(await answer())
+  const now = opened.starting ? undefined : await opened.sandbox
+  const first = opened.starting
+    ? { reason: 'starting', message: "Rebuilding the session's state…" }
+    : waitingFor(now, table)
+  if (!first) return c.json(await latestOf(key, c.req.raw.signal, (signal) => work(now, signal)))
   return streamSSE(c, async (stream) => {
-    await stream.writeSSE({
-      event: 'waiting',
-      data: JSON.stringify({ message: 'A cell is running in this session' }),
-    })
+    await stream.writeSSE({ event: 'waiting', data: JSON.stringify(first) })
     try {
-      const answer = await latestOf(key, c.req.raw.signal, work)
-      await stream.writeSSE({ event: 'answer', data: JSON.stringify(answer) })
+      const sandbox = await opened.sandbox
+      // Started since: what the request waits for now (a cell of the question that started it).
+      const next = opened.starting ? waitingFor(sandbox, table) : undefined
+      if (next) await stream.writeSSE({ event: 'waiting', data: JSON.stringify(next) })
+      const value = await latestOf(key, c.req.raw.signal, (signal) => work(sandbox, signal))
+      await stream.writeSSE({ event: 'answer', data: JSON.stringify(value) })
     } catch (thrown) {
       const error = known(thrown)
       const named = AnalystError.isInstance(error)
@@ -172,15 +204,15 @@ export function frameRoutes(options: {
 }): Hono {
   const { service } = options
   const app = new Hono()
-  const sandboxOf = (c: Context) => service.openSandbox(c.req.param('id') as string, options.ownerOf(c))
+  const sandboxOf = (c: Context) => service.sandboxOf(c.req.param('id') as string, options.ownerOf(c))
 
   app.get('/api/sessions/:id/results/:rid/rows', async (c) => {
-    const sandbox = await sandboxOf(c)
+    const opened = await sandboxOf(c)
     const id = c.req.param('rid') as string
     const selection = selectionOf(c)
     const format = c.req.query('format')
     if (isFormat(format)) {
-      const parts = await frameFile(sandbox, id, selection, format)
+      const parts = await frameFile(await opened.sandbox, id, selection, format)
       return new Response(streamOf(parts), {
         headers: {
           'content-type': TYPES[format],
@@ -194,18 +226,20 @@ export function frameRoutes(options: {
       })
     const offset = integer(c, 'offset', 0, Number.MAX_SAFE_INTEGER)
     const limit = integer(c, 'limit', 50, 1000)
-    return gridAnswer(c, sandbox, 'rows', (signal) =>
+    return gridAnswer(c, opened, 'rows', (sandbox, signal) =>
       framePage(sandbox, id, { ...selection, offset, limit }, signal),
     )
   })
 
   // What the kernel holds now (an empty list when the session's kernel is not running).
-  app.get('/api/sessions/:id/variables', async (c) => c.json(await kernelVariables(await sandboxOf(c))))
+  app.get('/api/sessions/:id/variables', async (c) =>
+    c.json(await kernelVariables(await (await sandboxOf(c)).sandbox)),
+  )
 
   app.get('/api/sessions/:id/results/:rid/columns', async (c) => {
-    const sandbox = await sandboxOf(c)
+    const opened = await sandboxOf(c)
     const selection = selectionOf(c)
-    return gridAnswer(c, sandbox, 'columns', (signal) =>
+    return gridAnswer(c, opened, 'columns', (sandbox, signal) =>
       frameStats(sandbox, c.req.param('rid') as string, selection, signal),
     )
   })

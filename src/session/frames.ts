@@ -12,12 +12,17 @@
  * changing (pandas is not thread-safe, and Stop cannot interrupt a side thread). Instead they
  * reach the kernel one at a time (inLane) and a page or statistics request takes a signal that
  * drops it while it waits, so the server keeps one waiting per grid (server/frames.ts).
+ *
+ * A kernel that replays the session's cells keeps new ids for the tables it makes again: they are
+ * paired with the ids the steps were recorded with (tablesReplayed), so a grid asks by the one it has.
  * @module
  */
 import { randomUUID } from 'node:crypto'
 import { ByteWriter, ParquetWriter, schemaFromColumnData } from 'hyparquet-writer'
 import { GoneError, InvalidArgumentError, SandboxError } from '../errors.js'
-import type { Sandbox } from '../sandbox/index.js'
+import type { Execution, Sandbox } from '../sandbox/index.js'
+import type { StoredResult } from '../store/index.js'
+import { frameOf } from './recorder.js'
 
 export interface FrameSelection {
   /** `col` ascending, `-col` descending. */
@@ -74,16 +79,21 @@ function contextOf(sandbox: Sandbox): Promise<Context | undefined> {
   return context
 }
 
+/** Request kinds that make a download's parts. */
+const DOWNLOADS = new Set(['csv-part', 'columns-part', 'xlsx'])
+
 async function ask(
   sandbox: Sandbox,
-  request: Record<string, unknown>,
+  request: { kind: string; id: string } & Record<string, unknown>,
   signal?: AbortSignal,
 ): Promise<Record<string, unknown>> {
+  const id = keptId(sandbox, request.id)
   // The request reaches Python as a JSON string literal (a JSON string is a Python string too).
   return answerOf(
     sandbox,
-    `__import__('analyst_data').print_frame_request(${JSON.stringify(JSON.stringify(request))})`,
+    `__import__('analyst_data').print_frame_request(${JSON.stringify(JSON.stringify({ ...request, id }))})`,
     signal,
+    DOWNLOADS.has(request.kind) ? request.id : undefined,
   )
 }
 
@@ -119,12 +129,75 @@ function inLane<T>(sandbox: Sandbox, work: () => Promise<T>, signal?: AbortSigna
  * sandbox's lane; its answer. An aborted `signal` drops the request while it waits (the kernel
  * never sees it) and rejects with the signal's reason.
  */
-function answerOf(sandbox: Sandbox, code: string, signal?: AbortSignal): Promise<Record<string, unknown>> {
-  return inLane(sandbox, () => answerNow(sandbox, code), signal)
+function answerOf(
+  sandbox: Sandbox,
+  code: string,
+  signal?: AbortSignal,
+  download?: string,
+): Promise<Record<string, unknown>> {
+  return inLane(
+    sandbox,
+    async () => {
+      if (download !== undefined) downloading.set(sandbox, download)
+      try {
+        return await answerNow(sandbox, code)
+      } finally {
+        if (download !== undefined) downloading.delete(sandbox)
+      }
+    },
+    signal,
+  )
 }
 
 /** The host's questions in each sandbox's kernel now (at most one: they go in its lane). */
 const inKernel = new WeakMap<Sandbox, number>()
+/** The table whose download holds each sandbox's kernel now (a part of it being made). */
+const downloading = new WeakMap<Sandbox, string>()
+
+/**
+ * What a request for a table would wait for now: a cell that holds the kernel, or a part of a
+ * table's download being made (its id: an XLSX file is made whole, which takes a while).
+ */
+export function kernelHeldBy(sandbox: Sandbox): { cell: true } | { download: string } | undefined {
+  if (cellRunning(sandbox)) return { cell: true }
+  const table = downloading.get(sandbox)
+  return table === undefined ? undefined : { download: table }
+}
+
+/**
+ * Each sandbox's tables as a replay rebuilt them: the id a step's result was recorded with → the
+ * id the kernel keeps it by now, or null when the replay did not make it again.
+ */
+const rebuilt = new WeakMap<Sandbox, Map<string, string | null>>()
+
+/**
+ * Pairs the tables a step made when it was recorded with those its replay made (in order): a
+ * kernel that replays keeps new ids (analyst_data.keep_frame), and a grid asks by the old one.
+ */
+export function tablesReplayed(sandbox: Sandbox, recorded: StoredResult[], replay: Execution): void {
+  const before = recorded.flatMap((result) => (result.frame ? [result.frame.id] : []))
+  if (before.length === 0) return
+  const after = replay.error
+    ? []
+    : replay.results.flatMap((result) => {
+        const frame = frameOf(result.extra)
+        return frame ? [frame.id] : []
+      })
+  const ids = rebuilt.get(sandbox) ?? new Map<string, string | null>()
+  rebuilt.set(sandbox, ids)
+  for (const [at, id] of before.entries()) ids.set(id, after[at] ?? null)
+}
+
+/** The id the kernel keeps a table by now (see tablesReplayed). */
+function keptId(sandbox: Sandbox, id: string): string {
+  const now = rebuilt.get(sandbox)?.get(id)
+  if (now === null)
+    throw new GoneError(
+      "This table was not made again when the session's state was rebuilt (its step failed when replayed)",
+      { hint: RUN_AGAIN },
+    )
+  return now ?? id
+}
 
 /**
  * Whether a cell holds the sandbox's kernel now (a question's, a person's, an MCP client's, one
@@ -182,9 +255,12 @@ export async function kernelVariables(sandbox: Sandbox | undefined): Promise<Ker
 /** The kernel's sandbox for a table, or why there is none (closed, restarted: the table is gone). */
 function needSandbox(sandbox: Sandbox | undefined): Sandbox {
   if (!sandbox)
-    throw new GoneError('This table is no longer in the kernel (the session was closed since)', {
-      hint: RUN_AGAIN,
-    })
+    throw new GoneError(
+      "This table is not in the kernel now (it was restarted, paused or closed since): the session's next cell or question rebuilds its state",
+      {
+        hint: RUN_AGAIN,
+      },
+    )
   return sandbox
 }
 
@@ -235,7 +311,7 @@ export async function frameFile(
       await removeFile(box, path)
       throw error
     }
-    return filePartsOf(box, path)
+    return filePartsOf(box, path, id)
   }
   const kind = format === 'csv' ? 'csv-part' : 'columns-part'
   const first = await ask(box, { kind, id, ...selection, offset: 0, limit: PART_ROWS })
@@ -256,7 +332,7 @@ type ColumnKind = 'int' | 'float' | 'bool' | 'datetime' | 'string'
 
 async function* partsOf(
   sandbox: Sandbox,
-  request: Record<string, unknown>,
+  request: { kind: string; id: string } & Record<string, unknown>,
   first: Record<string, unknown>,
 ): AsyncGenerator<Part> {
   let part = first as unknown as Part
@@ -317,12 +393,14 @@ async function* parquetOf(parts: AsyncGenerator<Part>): AsyncGenerator<Uint8Arra
   yield* out.splice(0)
 }
 
-async function* filePartsOf(sandbox: Sandbox, path: string): AsyncGenerator<Uint8Array> {
+async function* filePartsOf(sandbox: Sandbox, path: string, table: string): AsyncGenerator<Uint8Array> {
   try {
     for (let offset = 0; ; offset += FILE_PART_BYTES) {
       const answer = await answerOf(
         sandbox,
         `__import__('analyst_data').print_file_part(${JSON.stringify(path)}, ${offset}, ${FILE_PART_BYTES})`,
+        undefined,
+        table,
       )
       yield Buffer.from(String(answer.data), 'base64')
       if (answer.end) return

@@ -31,6 +31,7 @@ import type { BlobStore, HistoryStore, StoredDataset } from '../store/index.js'
 import { type HostTable, hostTables, type SandboxDataFile, sandboxFiles } from './datasets.js'
 import { sessionLanguage, sessionLimits, sessionTemplate, type TemplateCatalog } from './environment.js'
 import type { Replayed } from './events.js'
+import { tablesReplayed } from './frames.js'
 
 /** How each session's analyst works: the agent's settings that a door chooses. */
 export type AnalystSettings = Partial<
@@ -278,6 +279,7 @@ export class LiveSession {
         })
         replayed.ran++
         if (execution.error) replayed.failed++
+        tablesReplayed(sandbox, step.results, execution)
       }
     } catch (error) {
       await sandbox.kill()

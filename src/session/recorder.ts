@@ -12,7 +12,7 @@ import { sandboxBlocks } from './blocked.js'
 import { unlessUnreachable } from './outage.js'
 
 /** A kept frame's handle from a result's extra MIME types (sandbox output: checked, not trusted). */
-function frameOf(extra: unknown): StoredResult['frame'] {
+export function frameOf(extra: unknown): StoredResult['frame'] {
   const frame = (extra as Record<string, unknown> | undefined)?.['analyst/frame'] as
     | Record<string, unknown>
     | undefined

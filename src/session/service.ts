@@ -136,6 +136,8 @@ export type RunWatchEvent =
 
 export class SessionService {
   private readonly live = new Map<string, Promise<LiveSession>>()
+  /** Those of `live` still starting (their sandbox made, their cells replayed). */
+  private readonly starting = new WeakSet<Promise<LiveSession>>()
   private readonly turns = new Map<string, Turns>()
   /** Live sessions to open again at their next turn (their sources changed). */
   private readonly stale = new Set<string>()
@@ -691,11 +693,14 @@ export class SessionService {
       model,
     )
     this.live.set(sessionId, opening)
+    this.starting.add(opening)
     opening.then(
       () => {
+        this.starting.delete(opening)
         if (this.live.get(sessionId) === opening) this.budgeted(sessionId, session)
       },
       () => {
+        this.starting.delete(opening)
         if (this.live.get(sessionId) === opening) this.live.delete(sessionId)
       },
     )
@@ -826,9 +831,25 @@ export class SessionService {
    * after the owner check; undefined when it is not.
    */
   async openSandbox(sessionId: string, owner?: string | null): Promise<Sandbox | undefined> {
+    return (await this.sandboxOf(sessionId, owner)).sandbox
+  }
+
+  /**
+   * As openSandbox, but a sandbox still starting (made, its cells replayed) is said at once, with
+   * the promise of it: a door can say why its answer waits.
+   */
+  async sandboxOf(
+    sessionId: string,
+    owner?: string | null,
+  ): Promise<{ sandbox: Promise<Sandbox | undefined>; starting: boolean }> {
     await this.getSession(sessionId, owner)
     const opening = this.live.get(sessionId)
-    return (await opening?.catch(() => undefined))?.sandbox
+    return {
+      sandbox: opening
+        ? opening.then((live) => live.sandbox).catch(() => undefined)
+        : Promise.resolve(undefined),
+      starting: opening !== undefined && this.starting.has(opening),
+    }
   }
 
   /**

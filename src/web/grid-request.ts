@@ -1,8 +1,9 @@
 /**
  * A grid's request (a page of rows, column statistics) as the server answers it: JSON at once
- * while the session's kernel is free; while a cell holds it (started on this page, in another
- * tab, by an MCP client), an event stream that says so first (`waiting`) and brings the answer
- * (`answer`) or why there is none (`failed`) when the cell has ended. Each request names this
+ * while the session's kernel is free; while it starts (its cells replayed), or a cell (started on
+ * this page, in another tab, by an MCP client) or a download holds it, an event stream that says
+ * why first (`waiting`) and brings the answer (`answer`) or why there is none (`failed`) when the
+ * wait has ended. Each request names this
  * page, so that the server's one waiting request per grid is one per grid and tab
  * (server/frames.ts): two tabs on one table keep theirs.
  * @module
@@ -21,10 +22,16 @@ export interface GridAnswer<T> {
   waited: boolean
 }
 
-/** The answer to `path`; `onWaiting` is called when the server says it waits for a running cell. */
+/** What the server says a request waits for: the kernel starting (its cells replayed), a cell, a download. */
+export interface Wait {
+  reason: 'starting' | 'cell' | 'download'
+  message: string
+}
+
+/** The answer to `path`; `onWaiting` is called each time the server says what it waits for. */
 export async function gridRequest<T>(
   path: string,
-  options: { signal: AbortSignal; onWaiting: () => void },
+  options: { signal: AbortSignal; onWaiting: (wait: Wait) => void },
 ): Promise<GridAnswer<T>> {
   const response = await send(path, {
     signal: options.signal,
@@ -37,7 +44,7 @@ export async function gridRequest<T>(
   let failure: ApiError | undefined
   await readSse(response.body, (message) => {
     const data = JSON.parse(message.data) as { status?: number; message?: string; hint?: string }
-    if (message.event === 'waiting') options.onWaiting()
+    if (message.event === 'waiting') options.onWaiting(data as Wait)
     else if (message.event === 'answer') answer = { value: data as T }
     else if (message.event === 'failed')
       failure = new ApiError(data.message ?? 'The table could not be read', data.status ?? 500, data.hint)

@@ -409,6 +409,115 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       expect.stringMatching(/^float64 · 0 nulls-?\d.* to \d.*, mean -?0\.\d+$/),
       expect.stringMatching(/^object · 0 nulls5 distinct[a-e] \(\d{1,2},\d{3}\)/),
     ])
+    // Each line of the statistics stands level with the same line of the other columns (the text
+    // column's top values wrapped, and stood its lines apart from the numbers'), at 390 px too.
+    const lineTops = () =>
+      grid
+        .locator('.column-stats')
+        .evaluateAll((all) =>
+          all.map((stats) =>
+            Array.from(stats.children, (line) => Math.round(line.getBoundingClientRect().top)),
+          ),
+        )
+    const level = (tops: number[][]) =>
+      tops.map((lines) => lines.map((top, at) => top - (tops[0]?.[at] ?? 0)))
+    expect(level(await lineTops())).toEqual([
+      [0, 0, 0],
+      [0, 0, 0],
+      [0, 0, 0],
+    ])
+    // The header stays in view while the rows scroll in their box.
+    expect(
+      await grid.locator('.table-wrap').evaluate((wrap) => {
+        wrap.scrollTop = wrap.scrollHeight
+        const head = (wrap.querySelector('th') as HTMLElement).getBoundingClientRect().top
+        const offset = Math.round(head - wrap.getBoundingClientRect().top - wrap.clientTop)
+        wrap.scrollTop = 0
+        return { scrolled: wrap.scrollHeight > wrap.clientHeight, offset }
+      }),
+    ).toEqual({ scrolled: true, offset: 0 })
+    await page.setViewportSize({ width: 390, height: 844 })
+    try {
+      expect(level(await lineTops())).toEqual([
+        [0, 0, 0],
+        [0, 0, 0],
+        [0, 0, 0],
+      ])
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 })
+    }
+
+    // A download being made holds the kernel as a cell does (an XLSX file is made whole): a page
+    // asked for meanwhile waits for it, saying so, and comes after (the download's part is held
+    // here, by a spy on the sandbox's runCode, until the page says it waits).
+    const kernel = (await server?.service.openSandbox(sessionId)) as Sandbox
+    /** Holds the kernel's requests whose code has `marker` until released; how many came. */
+    const holdRequests = (marker: string) => {
+      let release = () => {}
+      const released = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      const held = { count: 0, release, end: () => {} }
+      const runCode = kernel.runCode.bind(kernel)
+      kernel.runCode = (async (code, options) => {
+        if (code.includes(marker)) {
+          held.count++
+          await released
+        }
+        return runCode(code, options)
+      }) as Sandbox['runCode']
+      held.end = () => {
+        release()
+        delete (kernel as { runCode?: unknown }).runCode
+      }
+      return held
+    }
+    const part = holdRequests('csv-part')
+    const downloadNote = grid.getByText('Waiting for the download of this table…')
+    try {
+      const download = fetch(
+        `${server?.url}/api/sessions/${sessionId}/results/${frameId}/rows?format=csv&filter=${encodeURIComponent('id < 3')}`,
+        { headers: { authorization: 'Bearer grid-token' } },
+      )
+      await expect.poll(() => part.count).toBe(1)
+      await grid.getByRole('button', { name: 'Next' }).click()
+      await downloadNote.waitFor()
+      part.release()
+      expect((await (await download).text()).trim().split('\n')).toHaveLength(4)
+      await expect.poll(status).toBe('Rows 51–75 of 100,000')
+      await downloadNote.waitFor({ state: 'detached' })
+    } finally {
+      part.end()
+    }
+
+    // Rows not of the selection asked for are marked so: dimmed and "Loading…" while its page
+    // comes (held here by the spy), and said to be from before a filter that failed.
+    const foot = () => grid.locator('.table-foot').textContent()
+    const rows = grid.locator('.grid-rows')
+    const pageHeld = holdRequests('\\"kind\\":\\"rows\\"')
+    try {
+      await grid.getByRole('button', { name: 'Next' }).click()
+      await expect.poll(() => pageHeld.count).toBe(1)
+      await expect.poll(foot).toContain('Loading…')
+      expect(await rows.getAttribute('aria-busy')).toBe('true')
+      expect(await rows.getAttribute('class')).toBe('grid-rows stale')
+      pageHeld.release()
+      await expect.poll(status).toBe('Rows 76–100 of 100,000')
+      await expect.poll(() => rows.getAttribute('class')).toBe('grid-rows')
+      expect(await foot()).not.toContain('Loading…')
+    } finally {
+      pageHeld.end()
+    }
+    const filterBox = grid.getByRole('textbox', { name: 'Filter (a pandas query)' })
+    await filterBox.fill('nope > 1')
+    await filterBox.press('Enter')
+    await grid.getByRole('alert').filter({ hasText: "The filter 'nope > 1' does not work" }).waitFor()
+    expect(await foot()).toContain('(the rows from before the change)')
+    expect(await rows.getAttribute('class')).toBe('grid-rows stale')
+    await filterBox.fill('')
+    await filterBox.press('Enter')
+    await expect.poll(status).toBe('Rows 1–25 of 100,000')
+    await expect.poll(() => rows.getAttribute('class')).toBe('grid-rows')
   }, 90_000)
 
   it('goes the whole path by keyboard: upload, ask, stop, open a step, edit, run, sort the grid, download', async () => {

@@ -212,18 +212,64 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
       .waitFor()
   }, 60_000)
 
-  it('restarts the kernel; the next cell finds the state rebuilt by replay', async () => {
+  it("restarts the kernel; the next cell finds the state rebuilt by replay, a table's page waits for it saying so, and a table the replay could not make again says so", async () => {
+    const { service, stores } = (web as WebWorkspace).server
+    // Two tables: one that the replay makes again, one that it cannot (its step reads a file that
+    // the host wrote, which the new kernel's workspace lacks).
+    await (await service.openSandbox(sessionId))?.files.write('from-host.csv', 'n\n1\n2\n')
+    await typeInto('Cell', "import pandas as pd\npd.read_csv('from-host.csv')")
+    await page.keyboard.press('ControlOrMeta+Enter')
+    const tables = page.getByRole('region', { name: 'Table' })
+    await expect.poll(() => tables.count()).toBe(1)
+    await typeInto('Cell', 'frame.head(30)')
+    await page.keyboard.press('ControlOrMeta+Enter')
+    const kept = tables.nth(1)
+    const status = () => kept.getByRole('status').textContent()
+    await expect.poll(status).toBe('Rows 1–25 of 30')
+
     const panel = page.getByRole('complementary', { name: 'Session' })
     await panel.getByRole('button', { name: 'Restart kernel' }).click()
     await panel.getByRole('status').filter({ hasText: 'rebuilt by replay' }).waitFor()
-    expect(await (web as WebWorkspace).server.service.openSandbox(sessionId)).toBeUndefined()
+    expect(await service.openSandbox(sessionId)).toBeUndefined()
     await panel.getByText('No variables').waitFor()
-    await typeInto('Cell', 'print("after the restart", x, y, frame.shape)')
-    await page.keyboard.press('ControlOrMeta+Enter')
+    // The next cell starts a kernel and replays the session's cells; held here at its start (the
+    // store's read of the session), the table's next page waits for it and says why.
+    const { history } = stores
+    const snapshot = history.snapshot.bind(history)
+    let release = () => {}
+    const gate = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    history.snapshot = (async (read) => {
+      await gate
+      return snapshot(read)
+    }) as typeof history.snapshot
+    const rebuilding = kept.getByText("Rebuilding the session's state…")
+    try {
+      await typeInto('Cell', 'print("after the restart", x, y, frame.shape)')
+      await page.keyboard.press('ControlOrMeta+Enter')
+      await expect.poll(async () => (await service.sandboxOf(sessionId)).starting).toBe(true)
+      await kept.getByRole('button', { name: 'Next' }).click()
+      await rebuilding.waitFor()
+    } finally {
+      delete (history as { snapshot?: unknown }).snapshot
+      release()
+    }
+    // The replay made the table again: the page comes (the kernel's new id stands for the old).
+    await expect.poll(status).toBe('Rows 26–30 of 30')
+    await rebuilding.waitFor({ state: 'detached' })
+    expect(await kept.locator('tbody tr').first().textContent()).toBe('25')
     await personRuns()
       .last()
       .locator('pre.output.stdout', { hasText: 'after the restart 42 142 (1000, 1)' })
       .waitFor()
+    // The other is gone for good, and says so, with its step to run again (no spinner).
+    const lost = page.locator('.grid-gone', {
+      hasText: "was not made again when the session's state was rebuilt",
+    })
+    await lost.waitFor()
+    expect(await lost.getByRole('button', { name: 'Run its step again' }).count()).toBe(1)
+    expect(await page.locator('.grid-waiting').count()).toBe(0)
   }, 90_000)
 
   it('at 390×844 never scrolls sideways, and the side panel is a sheet', async () => {

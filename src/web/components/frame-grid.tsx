@@ -8,7 +8,8 @@
  * The kernel runs one thing at a time: while a cell runs, a page not fetched before (or the column
  * statistics) waits for it, and the grid says so, keeping the rows it shows, with Stop at hand for
  * a cell of this page; the server says so too (grid-request.ts), also of a cell started elsewhere
- * (another tab, an MCP client), whose end then refreshes the session and the pages kept. A
+ * (another tab, an MCP client), whose end then refreshes the session and the pages kept, and of
+ * a kernel that starts and replays the session's cells or makes a download's part. A
  * question whose model is thinking holds no kernel: its requests are answered at once, unsaid. A page fetched since the last
  * cell ended comes from the browser's cache (grid-pages.ts). A newer page, or another selection,
  * aborts the request of the one before (and of the column statistics), which the server then
@@ -19,12 +20,13 @@ import type { ColumnStats } from '../../session/frames.js'
 import { ApiError, withToken } from '../api.js'
 import { count, num } from '../format.js'
 import { cachedPage, keepPage } from '../grid-pages.js'
-import { gridRequest } from '../grid-request.js'
+import { gridRequest, type Wait } from '../grid-request.js'
 import { KernelStateContext } from '../kernel-state.js'
 import { GridTable } from './grid-table.js'
 import { ScrollBox } from './scroll-box.js'
 
 const PAGE = 25
+const CELL: Wait = { reason: 'cell', message: '' }
 
 interface Page {
   rows: number
@@ -62,6 +64,37 @@ function Histogram({ counts }: { counts: number[] }) {
   )
 }
 
+/**
+ * A column's statistics in three lines of fixed height, the same in every column (its type and
+ * nulls; its range or distinct count; its histogram or top values), each cut to one line with the
+ * whole in its title: under names of any length, each line stands level with its neighbours'.
+ */
+function StatLines({ stats }: { stats: ColumnStats }) {
+  const range =
+    stats.min !== undefined && stats.max !== undefined
+      ? `${num(stats.min)} to ${num(stats.max)}${stats.mean !== undefined ? `, mean ${num(stats.mean)}` : ''}`
+      : stats.unique !== undefined
+        ? `${count(stats.unique)} distinct`
+        : ''
+  const top = stats.top?.map(([value, n]) => `${value} (${count(n)})`).join(', ') ?? ''
+  const kind = `${stats.type} · ${count(stats.nulls)} null${stats.nulls === 1 ? '' : 's'}`
+  return (
+    <div class="column-stats">
+      <span title={kind}>{kind}</span>
+      <span class="muted" title={range || undefined}>
+        {range}
+      </span>
+      {stats.histogram ? (
+        <Histogram counts={stats.histogram.counts} />
+      ) : (
+        <span class="muted" title={top || undefined}>
+          {top}
+        </span>
+      )}
+    </div>
+  )
+}
+
 export function FrameGrid({
   sessionId,
   frame,
@@ -80,15 +113,16 @@ export function FrameGrid({
   const [search, setSearch] = useState('')
   const [offset, setOffset] = useState(0)
   const [page, setPage] = useState<Page | null>(null)
-  const [problem, setProblem] = useState<{ message: string; gone: boolean } | null>(null)
+  /** Why the last request failed; `page` when it was the page's (the rows shown are from before). */
+  const [problem, setProblem] = useState<{ message: string; gone: boolean; page?: boolean } | null>(null)
   const [stats, setStats] = useState<Record<string, ColumnStats> | null>(null)
   const [copied, setCopied] = useState<string | null>(null)
   /** A page asked for and not answered yet. */
   const [waiting, setWaiting] = useState(false)
-  /** The server said the page waits for a running cell. */
-  const [held, setHeld] = useState(false)
-  /** The server said the column statistics wait for a running cell (until they come). */
-  const [statsHeld, setStatsHeld] = useState(false)
+  /** What the server said the page waits for. */
+  const [held, setHeld] = useState<Wait | null>(null)
+  /** What the server said the column statistics wait for (until they come). */
+  const [statsHeld, setStatsHeld] = useState<Wait | null>(null)
   /** The column statistics asked for and not answered yet. */
   const statsRequest = useRef<AbortController | null>(null)
   const kernel = useContext(KernelStateContext)
@@ -109,12 +143,12 @@ export function FrameGrid({
   useEffect(
     () => () => {
       statsRequest.current?.abort()
-      setStatsHeld(false)
+      setStatsHeld(null)
     },
     [url],
   )
   useEffect(() => {
-    setHeld(false)
+    setHeld(null)
     const seen = cachedPage<Page>(url, cellsEnded)
     if (seen) {
       setPage(seen)
@@ -124,7 +158,7 @@ export function FrameGrid({
     }
     const controller = new AbortController()
     setWaiting(true)
-    gridRequest<Page>(url, { signal: controller.signal, onWaiting: () => setHeld(true) }).then(
+    gridRequest<Page>(url, { signal: controller.signal, onWaiting: setHeld }).then(
       ({ value: next, waited }) => {
         keepPage(url, cellsEnded, next)
         // A cell not of this page ended: its end is not seen otherwise (one of this page's moves
@@ -134,15 +168,16 @@ export function FrameGrid({
         setPage(next)
         setProblem(null)
         setWaiting(false)
-        setHeld(false)
+        setHeld(null)
       },
       (error: unknown) => {
         if (controller.signal.aborted) return
         setWaiting(false)
-        setHeld(false)
+        setHeld(null)
         setProblem({
           message: error instanceof Error ? error.message : String(error),
           gone: error instanceof ApiError && error.status === 410,
+          page: true,
         })
       },
     )
@@ -157,23 +192,30 @@ export function FrameGrid({
     statsRequest.current = controller
     return gridRequest<{ columns: Record<string, ColumnStats> }>(`${base}/columns?${query}`, {
       signal: controller.signal,
-      onWaiting: () => {
-        if (!controller.signal.aborted) setStatsHeld(true)
+      onWaiting: (wait) => {
+        if (!controller.signal.aborted) setStatsHeld(wait)
       },
     }).then(
       ({ value, waited }) => {
         if (waited && !kernelNow.current.busy) kernelNow.current.endedElsewhere()
         if (controller.signal.aborted) return
-        setStatsHeld(false)
+        setStatsHeld(null)
         setStats(value.columns)
       },
       (error: unknown) => {
         if (controller.signal.aborted) return
-        setStatsHeld(false)
+        setStatsHeld(null)
         setProblem({ message: error instanceof Error ? error.message : String(error), gone: false })
       },
     )
   }
+
+  // The page's own running cell is known here before the server says so; what the server said
+  // wins (the kernel may still be starting), and the statistics' wait shows when the page has none.
+  const pageWait = waiting ? (held ?? (kernel.cellRunning ? CELL : null)) : null
+  const wait = pageWait ?? statsHeld
+
+  const stale = waiting || Boolean(problem?.page)
 
   if (problem?.gone)
     return (
@@ -269,54 +311,42 @@ export function FrameGrid({
           {copied}
         </ScrollBox>
       )}
+      {/* Rows not of the selection shown above them (its page is on its way, or failed) are dimmed
+          and said to be so: a sort arrow over rows from before the sort misleads. */}
       {page && (
-        <GridTable
-          data={page.data}
-          sort={sort}
-          onSort={(next) => {
-            setOffset(0)
-            setSort(next)
-          }}
-          headExtra={(name) =>
-            stats?.[name] && (
-              <div class="column-stats">
-                <span>
-                  {stats[name].type} · {count(stats[name].nulls)} null{stats[name].nulls === 1 ? '' : 's'}
-                </span>
-                {stats[name].min !== undefined && stats[name].max !== undefined && (
-                  <span class="muted">
-                    {num(stats[name].min)} to {num(stats[name].max)}
-                    {stats[name].mean !== undefined && `, mean ${num(stats[name].mean)}`}
-                  </span>
-                )}
-                {stats[name].histogram && <Histogram counts={stats[name].histogram.counts} />}
-                {stats[name].unique !== undefined && (
-                  <span class="muted">{count(stats[name].unique)} distinct</span>
-                )}
-                {stats[name].top && (
-                  <span class="muted">
-                    {stats[name].top.map(([value, n]) => `${value} (${count(n)})`).join(', ')}
-                  </span>
-                )}
-              </div>
-            )
-          }
-        />
+        <div class={stale ? 'grid-rows stale' : 'grid-rows'} aria-busy={waiting}>
+          <GridTable
+            data={page.data}
+            sort={sort}
+            onSort={(next) => {
+              setOffset(0)
+              setSort(next)
+            }}
+            headExtra={(name) => stats?.[name] && <StatLines stats={stats[name]} />}
+          />
+        </div>
       )}
       {/* The live region stays while the note comes and goes: a screen reader reads what is put in
           one it knows, not one that arrives with its text. */}
       <div aria-live="polite">
-        {((waiting && (kernel.cellRunning || held)) || statsHeld) && (
+        {wait && (
           // Not a bare spinner: what it waits for, and the way to end the wait (a cell started
           // elsewhere is stopped where it was started).
           <p class="grid-waiting">
-            <span class="spinner" aria-hidden="true" /> Waiting for the running cell…{' '}
-            {kernel.busy ? (
-              <button type="button" class="button secondary small" onClick={kernel.stop}>
-                Stop the cell
-              </button>
+            <span class="spinner" aria-hidden="true" />{' '}
+            {wait.reason === 'cell' ? (
+              <>
+                Waiting for the running cell…{' '}
+                {kernel.busy ? (
+                  <button type="button" class="button secondary small" onClick={kernel.stop}>
+                    Stop the cell
+                  </button>
+                ) : (
+                  <span class="muted">(started in another tab or client)</span>
+                )}
+              </>
             ) : (
-              <span class="muted">(started in another tab or client)</span>
+              wait.message
             )}
           </p>
         )}
@@ -329,6 +359,11 @@ export function FrameGrid({
                 ? 'No rows'
                 : `Rows ${count(page.offset + 1)}–${count(page.offset + shown)} of ${count(page.rows)}${page.rows !== frame.rows ? ` (of ${count(frame.rows)})` : ''}`}
             </span>
+            {stale && (
+              <span class={waiting ? 'muted grid-loading' : 'muted'}>
+                {waiting ? ' Loading…' : ' (the rows from before the change)'}
+              </span>
+            )}{' '}
             <button
               type="button"
               class="link"
@@ -346,8 +381,11 @@ export function FrameGrid({
               Next
             </button>
           </>
-        ) : (
+        ) : waiting ? (
           <span class="muted">Loading…</span>
+        ) : (
+          // The first page failed (said above): not "Loading…" for ever.
+          <span class="muted">No rows shown</span>
         )}
       </div>
     </section>
