@@ -159,7 +159,6 @@ export function interpreterRoutes(registry: Registry) {
       if (sink) sink(line)
       else buffered.push(line)
     }
-    const keepalive = setInterval(() => send({ type: 'keepalive' }), KEEPALIVE_MS)
     const envs = request.env_vars ?? undefined
     const finished = sandbox
       .runCode(request.code, {
@@ -187,7 +186,6 @@ export function interpreterRoutes(registry: Registry) {
         send({ type: 'error', name: e.name ?? 'Error', value: e.message ?? String(error), traceback: '' })
       })
       .finally(() => {
-        clearInterval(keepalive)
         c.req.raw.signal.removeEventListener('abort', stop)
         send({ type: 'end_of_execution' })
       })
@@ -212,7 +210,11 @@ export function interpreterRoutes(registry: Registry) {
         sink = (line) => {
           if (open) out.enqueue(encoder.encode(line))
         }
+        // Only a streamed answer has keepalives: a quick cell's costs no timer. Cleared at the
+        // cell's end, which may have come already (between the wait and this start).
+        const keepalive = setInterval(() => send({ type: 'keepalive' }), KEEPALIVE_MS)
         void finished.then(() => {
+          clearInterval(keepalive)
           if (open && !controller.signal.aborted && !life.signal.aborted) out.close()
           open = false
         })
