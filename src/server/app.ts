@@ -179,8 +179,17 @@ export function createApp(options: AppOptions): Hono<Env> {
     const started = performance.now()
     await next()
     // A handler that answers with a Response of its own (the E2B API) drops what c.header() set
-    // before it: the id goes on that response too, as the logs have it.
-    if (!c.res.headers.has('x-request-id')) c.header('x-request-id', requestId)
+    // before it: the id goes on that response too, as the logs have it. Onto its own headers:
+    // c.header() would wrap it in a new Response over its body's stream, and a body held whole
+    // (a quick /execute answer) would lose @hono/node-server's one-write path. A fetched
+    // response's headers are immutable: that one is wrapped.
+    if (!c.res.headers.has('x-request-id')) {
+      try {
+        c.res.headers.set('x-request-id', requestId)
+      } catch {
+        c.header('x-request-id', requestId)
+      }
+    }
     const seconds = (performance.now() - started) / 1000
     const route = c.req.routePath === '*' || c.req.routePath === '/api/*' ? 'other' : c.req.routePath
     options.metrics?.request(route, c.req.method, c.res.status, seconds)

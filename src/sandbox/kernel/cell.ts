@@ -31,6 +31,14 @@ export interface CellOutcome {
   exit?: unknown
 }
 
+/**
+ * Cell ids: a random start made once, then counted. Unique in this process, which is all a kernel
+ * needs to tell its cells apart (an interrupt names the cell it is for), without a draw from the
+ * system's random source at every cell.
+ */
+const CELL_IDS = randomBytes(4).toString('hex')
+let cellsStarted = 0
+
 /** Runs one cell: events go to `options.onEvent` (all but artifacts and `finish`, the caller's). */
 export async function runKernelCell(
   kernel: CellKernel,
@@ -38,7 +46,7 @@ export async function runKernelCell(
   settings: { limits: Pick<SandboxLimits, 'outputBytes' | 'resultBytes'>; interruptGraceMs: number },
 ): Promise<CellOutcome> {
   const { onEvent } = options
-  const id = randomBytes(8).toString('hex')
+  const id = `${CELL_IDS}${(++cellsStarted).toString(16)}`
   const output = new CellOutput(onEvent, settings.limits)
   const outcome: CellOutcome = { count: null, stopped: undefined, killedByUs: false }
   let sawError = false

@@ -149,7 +149,6 @@ export function interpreterRoutes(registry: Registry) {
     if (!context) return c.text(`Context ${request.context_id} not found`, 404)
     const controller = new AbortController()
     const stop = () => controller.abort(new Error('the client disconnected'))
-    c.req.raw.signal.addEventListener('abort', stop, { once: true })
     // Lines wait here until the response streams; a cell that ends first goes out in one write.
     const buffered: string[] = []
     let sink: ((line: string) => void) | undefined
@@ -159,7 +158,6 @@ export function interpreterRoutes(registry: Registry) {
       if (sink) sink(line)
       else buffered.push(line)
     }
-    const keepalive = setInterval(() => send({ type: 'keepalive' }), KEEPALIVE_MS)
     const envs = request.env_vars ?? undefined
     const finished = sandbox
       .runCode(request.code, {
@@ -187,8 +185,6 @@ export function interpreterRoutes(registry: Registry) {
         send({ type: 'error', name: e.name ?? 'Error', value: e.message ?? String(error), traceback: '' })
       })
       .finally(() => {
-        clearInterval(keepalive)
-        c.req.raw.signal.removeEventListener('abort', stop)
         send({ type: 'end_of_execution' })
       })
     registry.working(entry, finished)
@@ -204,6 +200,12 @@ export function interpreterRoutes(registry: Registry) {
     clearTimeout(wait)
     // A sandbox killed or paused while the cell ran: the stream is cut off, with no last line.
     if (quick && !life.signal.aborted) return new Response(buffered.join(''), { headers })
+    // A client gone before this (its request's signal says so from its start) stops the cell now;
+    // a quick cell's answer needs no signal at all (an AbortController and its listener).
+    const gone = c.req.raw.signal
+    if (gone.aborted) stop()
+    else gone.addEventListener('abort', stop, { once: true })
+    void finished.finally(() => gone.removeEventListener('abort', stop))
     const encoder = new TextEncoder()
     let open = true
     const stream = new ReadableStream<Uint8Array>({
@@ -212,7 +214,11 @@ export function interpreterRoutes(registry: Registry) {
         sink = (line) => {
           if (open) out.enqueue(encoder.encode(line))
         }
+        // Only a streamed answer has keepalives: a quick cell's costs no timer. Cleared at the
+        // cell's end, which may have come already (between the wait and this start).
+        const keepalive = setInterval(() => send({ type: 'keepalive' }), KEEPALIVE_MS)
         void finished.then(() => {
+          clearInterval(keepalive)
           if (open && !controller.signal.aborted && !life.signal.aborted) out.close()
           open = false
         })
