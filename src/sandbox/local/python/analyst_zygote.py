@@ -654,6 +654,13 @@ def main():
     import analyst_kernel  # its imports, and the kernel's preloading, paid once for every sandbox
 
     analyst_kernel.preload(config.get('preload'))
+    # A kernel's stdin, /dev/null (this jail's), made once here: each kernel made its own after
+    # its fork, a file object's worth of pages written (bench/fork-cost.mjs).
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(0, closefd=False)
+    analyst_kernel.STDIN_READY = True
     SETTINGS['userns'] = bool(config.get('userns'))
     if config.get('start'):
         run_start(analyst_kernel, config)
