@@ -661,6 +661,9 @@ def main():
     os.close(null)
     sys.stdin = open(0, closefd=False)
     analyst_kernel.STDIN_READY = True
+    # Imported (not enabled: G resets every signal handler) for the kernel's main(), whose import
+    # of it wrote about 120 pages after each fork (the import system's own objects).
+    import faulthandler  # noqa: F401
     SETTINGS['userns'] = bool(config.get('userns'))
     if config.get('start'):
         run_start(analyst_kernel, config)
