@@ -74,6 +74,8 @@ describe('file descriptors', () => {
       expect(host).toMatch(/analyst-fds-.*inherited$/)
       // The listing worked: the protocol's fds are there.
       for (const fd of ['0', '1', '2', '3', '4']) expect(inside).toContain(`'${fd}':`)
+      // stdin is /dev/null (the zygote's own for a fork, opened once for every kernel it forks).
+      expect(inside).toContain("'0': '/dev/null'")
       expect(inside).not.toContain(host)
     })
   }

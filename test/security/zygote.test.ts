@@ -228,11 +228,18 @@ describe.runIf(isRoot)('hostile code: sandboxes forked from one zygote', () => {
   })
 
   it('random state is each sandbox’s own', async () => {
+    // Reseeded after the fork by Python's at-fork handlers and numpy's reseed, in the jail shell
+    // made ahead (its kernel forks without them) or in the kernel: threading's state is a fresh
+    // fork's either way.
     const draw = py`
-      import os, random, tempfile, uuid
+      import os, random, tempfile, threading, uuid
       import numpy
+      worker = threading.Thread(target=lambda: None)
+      worker.start()
+      worker.join()
       report(random=random.random(), numpy=float(numpy.random.rand()), uuid=str(uuid.uuid4()),
-             temp=os.path.basename(tempfile.mktemp()), urandom=os.urandom(16).hex())
+             temp=os.path.basename(tempfile.mktemp()), urandom=os.urandom(16).hex(),
+             main=threading.current_thread() is threading.main_thread())
     `
     a = await forked()
     const first = await probe(a, draw)
@@ -241,6 +248,7 @@ describe.runIf(isRoot)('hostile code: sandboxes forked from one zygote', () => {
     for (const key of ['random', 'numpy', 'uuid', 'temp', 'urandom']) {
       expect(second[key], key).not.toEqual(first[key])
     }
+    for (const sandbox of [first, second]) expect(sandbox.main, "threading's main thread").toBe(true)
   })
 
   it('a sandbox starts clean whatever its sibling did: matplotlib, pandas, modules, environment, cwd', async () => {

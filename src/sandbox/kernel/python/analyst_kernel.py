@@ -523,6 +523,10 @@ def mark(phase):
         FORK_TRACE.append((phase, time.monotonic_ns(), resource.getrusage(resource.RUSAGE_SELF).ru_minflt))
 
 
+# Set by the zygote, which put /dev/null on fd 0 and sys.stdin once for every kernel it forks.
+STDIN_READY = False
+
+
 # A template's start step run once in its zygote (analyst_zygote.py): a forked kernel's default
 # context is the module it left.
 STARTED = None
@@ -969,8 +973,9 @@ def main():
     WORKDIR = os.getcwd()
     for fd in (REQUEST_FD, MESSAGE_FD):
         os.set_inheritable(fd, False)
-    sys.stdin = open(os.devnull)
-    os.dup2(sys.stdin.fileno(), 0)
+    if not STDIN_READY:
+        sys.stdin = open(os.devnull)
+        os.dup2(sys.stdin.fileno(), 0)
     sys.modules['analyst_kernel'] = sys.modules[__name__]
     builtins.display = display
     builtins.sql = sql

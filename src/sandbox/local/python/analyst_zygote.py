@@ -8,8 +8,10 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
   L  the launcher (analyst_launcher.py): one per zygote, on the host, as root. For each
      sandbox it clones the workspace and data mounts (open_tree) and sends them, with the
      kernel's sockets, to T.
-  G  forked by T into a new PID namespace (its init), without Python's at-fork handlers
-     (fork_init). It unshares mount, net, IPC and UTS namespaces, brings its loopback up, mounts a
+  G  forked by T into a new PID namespace (its init). A G made ahead (below) is forked by
+     os.fork(): Python's at-fork handlers run in it, it reseeds numpy's generator, and its K forks
+     without them (prepare_kernel); a G forked on a request's path skips them (fork_init), and its
+     K runs them. It unshares mount, net, IPC and UTS namespaces, brings its loopback up, mounts a
      fresh /proc and /dev/pts of its own and unmounts the zygote's /tmp (with its socket): the
      jail's shell, which no request decides. T makes the next sandbox's G that far once it has been
      idle SHELL_AFTER_IDLE_MS, or at once when a sandbox's G ends, so that a request finds it made;
@@ -25,9 +27,9 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
      seccomp filter (the one bubblewrap gets, plus no new user namespaces). It reaps orphans and
      exits with the kernel's status.
   K  forked by G, with G's (lack of) privileges: the kernel. It runs analyst_kernel.main(), which
-     closes every fd but 0-4, reseeds numpy's generator (Python's random reseeds itself after
-     fork) and finishes its set-up, then says ready (a set-up that fails, a memory limit too small
-     for it, fails the create).
+     closes every fd but 0-4, reseeds numpy's generator unless G did (Python's random reseeds
+     itself in the at-fork handlers) and finishes its set-up, then says ready (a set-up that
+     fails, a memory limit too small for it, fails the create).
 A template's zygote (one per template) is the same T, with the template's Python, files and start
 step (run once, before any fork: every kernel's default context starts from the module it left),
 but run by analyst_userns.py as root of a user namespace of its own: an unprivileged uid on the
@@ -62,6 +64,9 @@ MAX_CONFIG = 4 << 20
 SHELL_AFTER_IDLE_MS = 250
 # Set from the zygote's config in main(): what this machine lets a jail do.
 SETTINGS = {'hostname': True, 'userns': False}
+# In G: whether its state is already a fresh fork's (prepare_kernel), so that K forks without
+# Python's at-fork handlers.
+PREPARED = False
 # Read-only in a template zygote's sandboxes, as in bubblewrap's jail.
 PROC_READ_ONLY = ('/proc/sys', '/proc/sysrq-trigger', '/proc/irq', '/proc/bus')
 
@@ -175,6 +180,19 @@ def drop_privileges(config, seccomp, last_cap):
         install_seccomp(seccomp)
 
 
+def set_environ(env):
+    """The kernel's environment in place of the zygote's: only what differs is written.
+
+    Most of it is the zygote's own (kernelEnv in both): a clear() and update() of every variable
+    writes about 60 pages more after the fork (each a copy) than the few that differ.
+    """
+    for key in [key for key in os.environ if key not in env]:
+        del os.environ[key]
+    for key, value in env.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
+
+
 def run_kernel(config):
     mark('K forked')
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -183,12 +201,12 @@ def run_kernel(config):
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.chdir(HOME)
-    os.environ.clear()
-    os.environ.update(config['env'])
+    set_environ(config['env'])
     sys.argv = [f'{os.path.dirname(__file__)}/analyst_kernel.py', json.dumps(config['kernel'])]
     import analyst_kernel
 
-    analyst_kernel.FORKED = True  # it reseeds numpy's generator in its set-up
+    # Unless its G did (prepare_kernel), it reseeds numpy's generator in its set-up.
+    analyst_kernel.FORKED = not PREPARED
     analyst_kernel.FORK_TRACE = TRACE
     mark('K config')
 
@@ -276,6 +294,24 @@ def become_init():
     os.setsid()
 
 
+def prepare_kernel():
+    """In a jail shell G forked by os.fork(): what K would do first after its fork, done ahead.
+
+    os.fork() ran Python's at-fork handlers here (threading's, random's reseed, logging's locks,
+    matplotlib's font cache, a template's own), and numpy's global generator is reseeded here: each
+    G is one sandbox's and forks its one kernel, so K forks from it without them (fork_init). K then
+    writes about 350 fewer pages of the zygote's between its fork and ready (bench/fork-cost.mjs):
+    the shell wrote them while the zygote was idle, and K shares its copies. A template's own
+    handlers run with G's privileges before it builds the jail: no more than T's, which ran them
+    at their registration and the template's start step.
+    """
+    global PREPARED
+    numpy = sys.modules.get('numpy')
+    if numpy is not None:
+        numpy.random.seed()  # the zygote's state, shared by every sandbox forked from it
+    PREPARED = True
+
+
 def run_shell(requests, seccomp):
     """G made ahead of a request (a jail shell: no kernel, no session, no code of anyone's).
 
@@ -283,6 +319,7 @@ def run_shell(requests, seccomp):
     the kernel's sockets, the mounts and the launcher's connection) comes on `requests`.
     """
     become_init()
+    prepare_kernel()
     build_shell()
     header, fds, _, _ = socket.recv_fds(requests, 4, 7, socket.MSG_WAITALL)
     if len(header) < 4 or len(fds) != 7:
@@ -339,7 +376,7 @@ def start_init(conn, config, fds, seccomp, shell):
     # at it (dumpable) and find nothing of the host. As PID 1 it gets no signal it does not handle.
     drop_privileges(config, seccomp, last_cap)
     mark('G unprivileged')
-    kernel = os.fork()
+    kernel = fork_init() if PREPARED else os.fork()
     if kernel == 0:
         try:
             run_kernel(config)
@@ -361,11 +398,11 @@ def fork_init():
     """fork(2) for G, without Python's at-fork handlers where that is safe.
 
     os.fork() runs them in the child (threading's and random's re-initialisation, a template's own
-    hooks): about 250 page faults, each a copy of a page of the zygote, which G would pay before
-    it builds the jail and K again. G needs none of them (it runs no thread and no user code, and
-    forks K with os.fork(), which runs them in K, as a fork of T's state). Skipping them is safe only
-    in a process of one thread (no lock can be held by another), which the zygote is unless a
-    template's start step started threads: then os.fork().
+    hooks): about 250 page faults, each a copy of a page of the zygote. They must run once between
+    T and K: in a G made ahead (prepare_kernel), whose K then forks with this; else in K, whose G
+    (forked on a request's path with this) runs no thread and no user code. Skipping them is safe
+    only in a process of one thread (no lock can be held by another), which the zygote is unless a
+    template's start step started threads, and a G unless a handler did: then os.fork().
     """
     if len(os.listdir('/proc/self/task')) > 1:
         return os.fork()
@@ -455,11 +492,15 @@ class Zygote:
         self.poller.register(conn, select.POLLRDHUP)
 
     def make_shell(self):
-        """G for the next request, made while the zygote is idle (run_shell)."""
+        """G for the next request, made while the zygote is idle (run_shell).
+
+        With os.fork(): Python's at-fork handlers run in G, off a create's path, not in its K
+        (prepare_kernel).
+        """
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             unshare(CLONE_NEWPID)
-            pid = fork_init()
+            pid = os.fork()
         except OSError as error:
             sys.stderr.write(f'zygote: fork failed: {error!r}\n')
             mine.close()
@@ -613,6 +654,16 @@ def main():
     import analyst_kernel  # its imports, and the kernel's preloading, paid once for every sandbox
 
     analyst_kernel.preload(config.get('preload'))
+    # A kernel's stdin, /dev/null (this jail's), made once here: each kernel made its own after
+    # its fork, a file object's worth of pages written (bench/fork-cost.mjs).
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdin = open(0, closefd=False)
+    analyst_kernel.STDIN_READY = True
+    # Imported (not enabled: G resets every signal handler) for the kernel's main(), whose import
+    # of it wrote about 120 pages after each fork (the import system's own objects).
+    import faulthandler  # noqa: F401
     SETTINGS['userns'] = bool(config.get('userns'))
     if config.get('start'):
         run_start(analyst_kernel, config)
