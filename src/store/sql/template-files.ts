@@ -69,7 +69,8 @@ export class SqlTemplateFileStore implements TemplateFileStore {
       try {
         return await this.#put(db, key, source, options, part)
       } finally {
-        await sql`select pg_advisory_unlock(${PART_LOCK}, hashtext(${part}))`.execute(db)
+        // A connection that broke took its lock with it: the error that broke it is the one to say.
+        await sql`select pg_advisory_unlock(${PART_LOCK}, hashtext(${part}))`.execute(db).catch(() => {})
       }
     })
   }
