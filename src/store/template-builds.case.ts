@@ -237,16 +237,19 @@ export function describeTemplateBuildStoreConformance(options: {
         yield Buffer.from('end')
       }
       const writing = files.putTemplateFile('template:slow', slow(), { name: 'slow' })
-      // Another process's sweep leaves it (its writer holds it); so does this one's.
       const other = options.concurrent?.(stores)
-      if (other) {
-        await expect.poll(other.partialChunks, { timeout: 10_000 }).toBeGreaterThan(0)
-        expect(await other.files.forgetPartialTemplateFiles(10)).toBe(0)
+      try {
+        // Another process's sweep leaves it (its writer holds it); so does this one's.
+        if (other) {
+          await expect.poll(other.partialChunks, { timeout: 10_000 }).toBeGreaterThan(0)
+          expect(await other.files.forgetPartialTemplateFiles(10)).toBe(0)
+        }
+        expect(await files.forgetPartialTemplateFiles(10)).toBe(0)
+        expect(await files.statTemplateFile('template:slow')).toBeUndefined()
+        expect(await files.namedTemplateFile('slow')).toBeUndefined()
+      } finally {
+        release()
       }
-      expect(await files.forgetPartialTemplateFiles(10)).toBe(0)
-      expect(await files.statTemplateFile('template:slow')).toBeUndefined()
-      expect(await files.namedTemplateFile('slow')).toBeUndefined()
-      release()
       const kept = await writing
       expect(kept.size).toBe(600_003)
       expect(Math.abs(Date.parse(kept.createdAt) - (await files.databaseTimeMs()))).toBeLessThan(60_000)
