@@ -230,7 +230,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   // The named templates built on this host (analyst template build) reach the other replicas,
   // after start: an export of a large root takes a while, and nothing here waits for it.
   const publishing = share
-    .publishLocal()
+    .tidy()
+    .then(({ partial, removals }) => {
+      if (partial) say(`template files left half-written by a stopped replica: ${partial} removed`)
+      if (removals) say(`template removals older than a month forgotten: ${removals}`)
+    })
+    .catch((error: unknown) => say(`template files not tidied: ${(error as Error).message}`))
+    .then(() => share.publishLocal())
     .then(({ published, dropped, failed }) => {
       if (published.length) say(`templates shared with the other replicas: ${published.join(', ')}`)
       if (dropped.length) say(`templates removed on another replica, dropped here: ${dropped.join(', ')}`)

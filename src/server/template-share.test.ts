@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NotFoundError } from '../errors.js'
 import { openStores, type Stores } from '../store/index.js'
+import type { StoredTemplateFile, TemplateFileStore } from '../store/types.js'
 import { exportTemplate } from '../templates/oci.js'
 import { openTemplates } from '../templates/store.js'
 import { commitTemplate } from '../test/support/templates.js'
@@ -20,11 +21,34 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true })
 })
 
-/** A replica: its own home, the one store. */
-function replica(name: string, shared = true) {
+/** A replica: its own home, the one store (or `files`, the store as another database shows it). */
+function replica(
+  name: string,
+  shared = true,
+  options: { files?: TemplateFileStore; keepRemovalsMs?: number } = {},
+) {
   const home = join(work, name)
   const catalog = openTemplates(home)
-  return { home, catalog, share: new TemplateShare({ home, catalog, files: stores.templateFiles, shared }) }
+  const files = options.files ?? stores.templateFiles
+  return { home, catalog, share: new TemplateShare({ ...options, home, catalog, files, shared }) }
+}
+
+/** The store as a database whose clock runs `ms` ahead of this host's would show it. */
+function clockAhead(ms: number): TemplateFileStore {
+  const files = stores.templateFiles
+  const shift = <T extends StoredTemplateFile | undefined>(file: T): T =>
+    file && { ...file, createdAt: new Date(Date.parse(file.createdAt) + ms).toISOString() }
+  return {
+    specificationVersion: 'v1',
+    putTemplateFile: async (...args) => shift(await files.putTemplateFile(...args)),
+    statTemplateFile: async (key) => shift(await files.statTemplateFile(key)),
+    readTemplateFile: (key) => files.readTemplateFile(key),
+    namedTemplateFile: async (name) => shift(await files.namedTemplateFile(name)),
+    forgetTemplateFiles: (prefix, before) =>
+      files.forgetTemplateFiles(prefix, new Date(Date.parse(before) - ms).toISOString()),
+    forgetPartialTemplateFiles: (limit) => files.forgetPartialTemplateFiles(limit),
+    databaseTimeMs: async () => (await files.databaseTimeMs()) + ms,
+  }
 }
 
 /** A template over the host with an env only (its export is a few KiB), built at `createdAt` (default now). */
@@ -162,5 +186,40 @@ describe('templates shared through the store', () => {
     expect((await c.share.need('only-here')).env).toEqual({ BUILT: 'fresh' })
     // Started again, nothing is done twice.
     expect((await b.share.publishLocal()).published).toEqual([])
+  })
+
+  it("the newest build wins on the database's clock: a database an hour ahead does not make an older removal newer", async () => {
+    const hour = 3600_000
+    const a = replica('a5', true, { files: clockAhead(hour) })
+    const b = replica('b5', true, { files: clockAhead(hour) })
+    const [removed, rebuilt] = ['c'.repeat(64), 'd'.repeat(64)]
+    await a.share.publish(hostTemplate(a.home, removed, 'old', 'skewed', minutesAgo(30)), 'skewed')
+    await a.share.forget(a.catalog.remove('skewed'))
+    // Built on B after the removal by the hosts' clocks, though before it by the database's figures.
+    hostTemplate(b.home, rebuilt, 'new', 'skewed', new Date(Date.now() + 1000).toISOString())
+    await b.share.ensure('skewed')
+    expect(b.catalog.resolve('skewed').id).toBe(rebuilt)
+    expect(await b.share.publishLocal()).toMatchObject({ published: ['skewed'], dropped: [] })
+    expect((await stores.templateFiles.namedTemplateFile('skewed'))?.key).toBe(`template:${rebuilt}`)
+  })
+
+  it("removals' records go after keepRemovalsMs (a month by default), at the next removal or start", async () => {
+    const files = stores.templateFiles
+    const a = replica('a6')
+    await a.share.forget({ name: 'removed-long-ago', id: 'e'.repeat(64) })
+    const first = (await files.statTemplateFile('removed:removed-long-ago')) as StoredTemplateFile
+    expect(await a.share.tidy()).toEqual({ partial: 0, removals: 0 })
+    // A replica that keeps them a moment, once the database's clock is past it: its next removal forgets them.
+    const brief = replica('a6-brief', true, { keepRemovalsMs: 1 })
+    await expect
+      .poll(async () => (await files.databaseTimeMs()) - Date.parse(first.createdAt))
+      .toBeGreaterThan(1)
+    await brief.share.forget({ name: 'removed-later' })
+    expect(await files.statTemplateFile('removed:removed-long-ago')).toBeUndefined()
+    expect(await files.statTemplateFile(`removed:${'e'.repeat(64)}`)).toBeUndefined()
+    expect(await files.statTemplateFile('removed:removed-later')).toBeDefined()
+    // And its start.
+    await expect.poll(async () => (await brief.share.tidy()).removals).toBe(1)
+    expect(await files.statTemplateFile('removed:removed-later')).toBeUndefined()
   })
 })

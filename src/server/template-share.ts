@@ -12,10 +12,15 @@
  * name's under that name): the next lookup of that name or id on another replica (the same query
  * as before, at a session's create or reopen and E2B's create, never per request) drops its copy
  * when the copy was built before the removal, so that a removed template is refused everywhere.
- * At start, `serve` publishes the named templates of its own home (built there by `analyst
- * template build`, or imported) that the store lacks: the newest build of a name wins, by the
- * time it was built against the time the store got the other (a build after a removal is
- * published; one older than the store's build or removal is not).
+ * The records go after KEEP_REMOVALS_MS (a bounded time: the store keeps no list of replicas, so it
+ * cannot know when every one has looked).
+ * At start, `serve` forgets the half-written files of a replica killed mid-share (the store's
+ * `forgetPartialTemplateFiles`; no reader ever saw one) and the expired removals, then publishes
+ * the named templates of its own home (built there by `analyst template build`, or imported) that
+ * the store lacks: the newest build of a name wins, by the database's clock for both sides (this
+ * host's build time moved onto it by how far the two clocks differ now), so replicas' clocks need
+ * not agree (a build after a removal is published; one older than the store's build or removal is
+ * not).
  * @module
  */
 import { createReadStream, createWriteStream, rmSync } from 'node:fs'
@@ -31,7 +36,17 @@ const NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/
 /** The key prefix of a removal's record. */
 const REMOVED = 'removed:'
 /** forgetTemplateFiles takes files kept before a time: one later than any, for a key itself. */
-const always = () => new Date(Date.now() + 3600_000).toISOString()
+const ALWAYS = '9999-12-31T00:00:00.000Z'
+/**
+ * How long a removal's record is kept: a replica that holds a copy drops it at its first lookup of
+ * the name after the removal, so only a replica stopped for longer than this (and started again
+ * with its old copy) could miss it, and share that copy again at its start. A month covers a
+ * replica left stopped over holidays; the records are empty rows, so keeping them longer costs
+ * little, but not forever.
+ */
+export const KEEP_REMOVALS_MS = 30 * 24 * 3600_000
+/** The most half-written files one start forgets (the rest at the next start). */
+const PARTIAL_PER_START = 100
 
 /** How a replica reads and writes template archives (src/templates/oci.ts). */
 export interface TemplateArchives {
@@ -53,6 +68,8 @@ export interface TemplateShareOptions {
   archives?: TemplateArchives
   /** What the share did that an operator may want to know (a copy dropped, a template published at start). */
   log?: (line: string) => void
+  /** @default KEEP_REMOVALS_MS */
+  keepRemovalsMs?: number
 }
 
 /** What `publishLocal` did with each named template of this home. */
@@ -94,7 +111,7 @@ export class TemplateShare {
         name,
       })
       // Built again after a removal: the name's record went with the put, the id's goes now.
-      await files.forgetTemplateFiles(`${REMOVED}${template.id}`, always())
+      await files.forgetTemplateFiles(`${REMOVED}${template.id}`, ALWAYS)
       return stored.size
     } finally {
       rmSync(folder, { recursive: true, force: true })
@@ -116,7 +133,7 @@ export class TemplateShare {
         : undefined
     if (!file) return
     if (file.key.startsWith(REMOVED)) {
-      this.#drop(nameOrId, file.createdAt)
+      this.#drop(nameOrId, file.createdAt, await this.#onDatabaseClock())
       return
     }
     const id = file.key.slice('template:'.length)
@@ -142,11 +159,12 @@ export class TemplateShare {
   async forget(removed: { name?: string; id?: string }): Promise<void> {
     const { shared, files } = this.#options
     if (!shared) return
+    await this.#expireRemovals()
     const named = removed.name ? await files.namedTemplateFile(removed.name) : undefined
     const byId = removed.id ? await files.statTemplateFile(`template:${removed.id}`) : undefined
     const keys = [byId?.key, named?.key].filter((key) => key?.startsWith('template:'))
     // A key is 64 hex digits after its prefix: as a prefix, it is that file alone.
-    for (const key of new Set(keys)) await files.forgetTemplateFiles(key as string, always())
+    for (const key of new Set(keys)) await files.forgetTemplateFiles(key as string, ALWAYS)
     const names = new Set([removed.name, byId?.name].filter((name): name is string => !!name))
     // A name's record replaces the name's file; an id's stands beside (a build of it again clears it).
     for (const name of names) await files.putTemplateFile(`${REMOVED}${name}`, [], { name })
@@ -172,6 +190,33 @@ export class TemplateShare {
   }
 
   /**
+   * Serve's start, before `publishLocal`: forgets the files that a replica killed mid-write left
+   * (a share, an E2B upload), and the removals' records older than `keepRemovalsMs`. How many of each.
+   */
+  async tidy(): Promise<{ partial: number; removals: number }> {
+    const { shared, files } = this.#options
+    const partial = await files.forgetPartialTemplateFiles(PARTIAL_PER_START)
+    return { partial, removals: shared ? await this.#expireRemovals() : 0 }
+  }
+
+  async #expireRemovals(): Promise<number> {
+    const { files, keepRemovalsMs = KEEP_REMOVALS_MS } = this.#options
+    const before = new Date((await files.databaseTimeMs()) - keepRemovalsMs).toISOString()
+    return files.forgetTemplateFiles(REMOVED, before)
+  }
+
+  /**
+   * This host's times on the database's clock (the one that stamps the store's files): moved by
+   * how far the two clocks differ now, so that the newest build wins whatever the clocks say.
+   */
+  async #onDatabaseClock(): Promise<(time: string) => number> {
+    const sent = Date.now()
+    const there = await this.#options.files.databaseTimeMs()
+    const ahead = there - (sent + Date.now()) / 2
+    return (time) => Date.parse(time) + ahead
+  }
+
+  /**
    * Publishes the named templates of this home that the store lacks, or holds an older build of
    * (serve's start: those `analyst template build` made here, or ANALYST_TEMPLATE_IMPORT brought),
    * and drops those removed elsewhere since they were built. Each name on its own: one that fails
@@ -181,15 +226,16 @@ export class TemplateShare {
     const done: LocalPublished = { published: [], kept: [], dropped: [], failed: [] }
     const { shared, catalog, files } = this.#options
     if (!shared) return done
+    const onDatabaseClock = await this.#onDatabaseClock()
     for (const template of catalog.list()) {
       for (const name of template.names) {
         try {
           const there = await files.namedTemplateFile(name)
-          const newer = !there || Date.parse(template.createdAt) > Date.parse(there.createdAt)
+          const newer = !there || onDatabaseClock(template.createdAt) > Date.parse(there.createdAt)
           if (there?.key === `template:${template.id}` || (!newer && !there?.key.startsWith(REMOVED))) {
             done.kept.push(name)
           } else if (!newer) {
-            this.#drop(name, (there as { createdAt: string }).createdAt)
+            this.#drop(name, (there as { createdAt: string }).createdAt, onDatabaseClock)
             done.dropped.push(name)
           } else {
             await this.publish(template, name)
@@ -221,7 +267,7 @@ export class TemplateShare {
   }
 
   /** Drops this replica's copy of a template removed at `removedAt` (by name: the name; by id: the build), when it is older. */
-  #drop(nameOrId: string, removedAt: string): void {
+  #drop(nameOrId: string, removedAt: string, onDatabaseClock: (time: string) => number): void {
     const { catalog } = this.#options
     let here: BuiltTemplate
     try {
@@ -230,7 +276,7 @@ export class TemplateShare {
       return
     }
     // Built here after the removal: a template of its own (serve publishes it at its next start).
-    if (Date.parse(here.createdAt) >= Date.parse(removedAt)) return
+    if (onDatabaseClock(here.createdAt) >= Date.parse(removedAt)) return
     if (!ID.test(nameOrId) && !here.names.includes(nameOrId)) return
     catalog.remove(nameOrId)
     this.#options.log?.(

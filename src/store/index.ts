@@ -92,7 +92,7 @@ export async function openStores(
       evals: new SqlEvalStore(history.db),
       auth: new SqlAuthStore(history.db, feed),
       templateBuilds: new SqlTemplateBuildStore(history.db, history.runtime),
-      templateFiles: new SqlTemplateFileStore(history.db),
+      templateFiles: new SqlTemplateFileStore(history.db, history.runtime),
       close: async () => {
         await feed.close()
         await history.close()
@@ -108,7 +108,7 @@ export async function openStores(
     evals: new SqlEvalStore(history.db),
     auth: new SqlAuthStore(history.db),
     templateBuilds: new SqlTemplateBuildStore(history.db, history.runtime),
-    templateFiles: new SqlTemplateFileStore(history.db),
+    templateFiles: new SqlTemplateFileStore(history.db, history.runtime),
     close: () => history.close(),
   }
 }

@@ -30,6 +30,14 @@ const line = (message: string, step?: number): TemplateBuildLogLine => ({
 export function describeTemplateBuildStoreConformance(options: {
   name: string
   open: () => Promise<OpenedTemplateBuildStores>
+  /**
+   * Where other processes write the same database at once (PostgreSQL): its template files as
+   * another process opens them, and how many chunks of files not yet committed it holds.
+   */
+  concurrent?: (stores: OpenedTemplateBuildStores) => {
+    files: TemplateFileStore
+    partialChunks: () => Promise<number>
+  }
 }) {
   describe(`template build store conformance: ${options.name}`, () => {
     let stores: OpenedTemplateBuildStores
@@ -215,6 +223,40 @@ export function describeTemplateBuildStoreConformance(options: {
       expect(await files.forgetTemplateFiles('copy:', later)).toBe(1)
       expect(await files.statTemplateFile('copy:o:h1')).toBeUndefined()
       expect(await files.statTemplateFile('template:2')).toBeDefined()
+    })
+
+    it('a file is seen whole or not at all while it is written; a sweep leaves the file being written', async () => {
+      const files = stores.templateFiles
+      let release = () => {}
+      const held = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      async function* slow() {
+        yield* content(600_000, 'z')
+        await held
+        yield Buffer.from('end')
+      }
+      const writing = files.putTemplateFile('template:slow', slow(), { name: 'slow' })
+      const other = options.concurrent?.(stores)
+      try {
+        // Another process's sweep leaves it (its writer holds it); so does this one's.
+        if (other) {
+          await expect.poll(other.partialChunks, { timeout: 10_000 }).toBeGreaterThan(0)
+          expect(await other.files.forgetPartialTemplateFiles(10)).toBe(0)
+        }
+        expect(await files.forgetPartialTemplateFiles(10)).toBe(0)
+        expect(await files.statTemplateFile('template:slow')).toBeUndefined()
+        expect(await files.namedTemplateFile('slow')).toBeUndefined()
+      } finally {
+        release()
+      }
+      const kept = await writing
+      expect(kept.size).toBe(600_003)
+      expect(Math.abs(Date.parse(kept.createdAt) - (await files.databaseTimeMs()))).toBeLessThan(60_000)
+      const read = await text((await files.readTemplateFile('template:slow')) as AsyncIterable<Buffer>)
+      expect(read).toBe(`${'z'.repeat(600_000)}end`)
+      if (other) expect(await other.partialChunks()).toBe(0)
+      expect(await files.forgetPartialTemplateFiles(10)).toBe(0)
     })
 
     it('fails the builds whose replica stopped beating, with the reason; live and requested ones stay', async () => {

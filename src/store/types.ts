@@ -521,6 +521,7 @@ export interface StoredTemplateFile {
   name?: string
   size: number
   sha256: string
+  /** When it was kept, by the database's clock. */
   createdAt: string
 }
 
@@ -545,8 +546,15 @@ export interface TemplateFileStore {
   readTemplateFile(key: string): Promise<Readable | undefined>
   /** The file kept under a name (a template's export). */
   namedTemplateFile(name: string): Promise<StoredTemplateFile | undefined>
-  /** Removes the files whose key starts with `prefix` kept before `before` (ISO 8601); how many. */
+  /** Removes the files whose key starts with `prefix` kept before `before` (ISO 8601, the database's clock); how many. */
   forgetTemplateFiles(prefix: string, before: string): Promise<number>
+  /**
+   * Removes the chunks of at most `limit` files whose writer died mid-file (a replica killed while
+   * it shared a template); a file being written stays. No reader ever sees one. How many went.
+   */
+  forgetPartialTemplateFiles(limit: number): Promise<number>
+  /** Milliseconds since the epoch by the database's clock, which stamps `createdAt`: the replicas' clocks may differ. */
+  databaseTimeMs(): Promise<number>
 }
 
 // ------------------------------------------------------------------ users and sign-in (a separate seam)

@@ -8,7 +8,9 @@
  * through B, and its template starts sandboxes on B; a second build of its name is refused on B;
  * E2B's COPY files uploaded to A are found by the build started on B. A template built with the
  * CLI on a host with the database, or found in a replica's home at its start, reaches the others; a
- * replica started with --template brings it first; a removal on one reaches the others' copies.
+ * replica started with --template brings it first; a removal on one reaches the others' copies;
+ * a replica killed with -9 while it shares a template leaves no half that another imports, and
+ * the next start forgets its chunks.
  * And PostgreSQL restarted under a burst: requests meet a
  * 503 with Retry-After, not a 500, the runs it cut off end as interrupted, and all answers again.
  */
@@ -21,6 +23,7 @@ import { join, resolve } from 'node:path'
 import { buffer } from 'node:stream/consumers'
 import { promisify } from 'node:util'
 import parsePrometheus from 'parse-prometheus-text-format'
+import pg from 'pg'
 import { create as createTar } from 'tar'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
@@ -375,6 +378,52 @@ describe('analyst serve replicas over PostgreSQL', () => {
       /No template "replica-none" is built here .*, nor in the database the replicas share/,
     )
     expect(String(await refused)).not.toMatch(/\n\s+at /)
+  }, 120_000)
+
+  it('kill -9 of a replica while it shares a template: no replica imports the half, the next start forgets its chunks and shares it whole', async () => {
+    const db = new pg.Client({ connectionString: databaseUrl })
+    await db.connect()
+    const count = async (query: string) => Number((await db.query(query)).rows[0].n)
+    // Chunks of a file not yet committed (the store's part keys), and the locks of their writers.
+    const parts = () =>
+      count(`select count(*) as n from template_file_chunks where file >= 'part-' and file < 'part.'`)
+    const writers = () =>
+      count(`select count(*) as n from pg_locks where locktype = 'advisory' and classid = 7350213`)
+    const template = (home: string) =>
+      commitTemplate(home, 'd'.repeat(64), {
+        name: 'replica-half',
+        manifest: { base: { kind: 'host' }, hasRootfs: false, env: { BUILT_BY: 'd' } },
+      })
+    try {
+      // The files' records held still: D writes every chunk of its share, then waits to commit it.
+      await db.query('begin')
+      await db.query('lock table template_files in exclusive mode')
+      const d = await serve('d', {}, template)
+      await waitFor(async () => (await parts()) > 0, { what: "D's share to write its chunks" })
+      d.child.kill('SIGKILL')
+      await exited(d.child)
+      await db.query('rollback')
+      // D's connection is gone with its lock; its chunks stay, and no replica takes them.
+      await waitFor(async () => (await writers()) === 0, { what: "D's connection to close" })
+      expect(await parts()).toBeGreaterThan(0)
+      expect(await count(`select count(*) as n from template_files where name = 'replica-half'`)).toBe(0)
+      const createOn = async (replica: Replica) =>
+        (
+          await fetch(`${replica.url}/api/sessions`, {
+            method: 'POST',
+            body: JSON.stringify({ template: 'replica-half' }),
+          })
+        ).status
+      expect(await createOn(b)).toBe(404)
+      // Started again with the same home's template: the start forgets the half, then shares it whole.
+      const f = await serve('f', {}, template)
+      await waitFor(async () => (await createOn(b)) === 201, { what: "F's share to reach B" })
+      // D's chunks went at F's start (F's own share's went as it committed).
+      await waitFor(async () => (await parts()) === 0, { what: "D's chunks to be forgotten" })
+      f.child.kill('SIGKILL')
+    } finally {
+      await db.end()
+    }
   }, 120_000)
 
   it("E2B's COPY: the files hash asked of B, the files uploaded to A, the build started on B finds them", async () => {

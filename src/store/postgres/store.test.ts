@@ -7,13 +7,14 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type SharedPostgres, sharedPostgres } from '../../test/support/shared-postgres.js'
 import { describeAuthStoreConformance } from '../auth.case.js'
 import { describeStoreConformance } from '../conformance.case.js'
 import { describeEvalStoreConformance } from '../evals.case.js'
-import { openStores } from '../index.js'
+import { openStores, SqlTemplateFileStore, type Stores } from '../index.js'
 import { CHUNK_BYTES } from '../sql/blobs.js'
 import { SCHEMA_VERSION } from '../sql/schema.js'
 import { describeTemplateBuildStoreConformance } from '../template-builds.case.js'
@@ -54,6 +55,17 @@ describeTemplateBuildStoreConformance({
   name: 'postgres',
   async open() {
     return openStores('/nonexistent', { ANALYST_DATABASE_URL: await cluster.createDatabase() })
+  },
+  concurrent(stores) {
+    const { db, runtime } = (stores as Stores).history as PostgresHistoryStore
+    return {
+      files: new SqlTemplateFileStore(db, runtime),
+      async partialChunks() {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from template_file_chunks
+          where file >= 'part-' and file < 'part.'`.execute(db)
+        return Number(rows[0]?.n)
+      },
+    }
   },
 })
 

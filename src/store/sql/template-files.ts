@@ -1,21 +1,35 @@
 /**
  * Files that templates need on every replica (E2B COPY uploads, built templates' exports) in the
- * history database, in chunks as blobs are (blobs.ts): written under a temporary key while they
- * are hashed, moved to their key in one transaction, read back one chunk at a time and checked
- * against their SHA-256 at the end. Unlike blobs they are kept by key, not by content, so that they
- * can be replaced and expired.
+ * history database, in chunks as blobs are (blobs.ts): written under a part key while they are
+ * hashed, moved to their key in the transaction that writes their record (a reader sees the whole
+ * file or none), read back one chunk at a time and checked against their SHA-256 at the end. Unlike
+ * blobs they are kept by key, not by content, so that they can be replaced and expired.
+ *
+ * A writer killed mid-file leaves its part's chunks, which no record names. On PostgreSQL the
+ * writer holds an advisory lock on its part while it writes (PostgreSQL lets it go with the
+ * writer's connection), so `forgetPartialTemplateFiles` tells a dead writer's part from a live one
+ * without any clock; on SQLite (one process) every part but this process's own is a dead writer's.
+ * Times are the database's clock, the one clock every replica reads.
  * @module
  */
 import { createHash, randomUUID } from 'node:crypto'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import type { Kysely, Selectable } from 'kysely'
+import { type Kysely, type Selectable, sql } from 'kysely'
 import { AnalystError } from '../../errors.js'
 import { measure } from '../blob-source.js'
 import type { StoredTemplateFile, TemplateFileStore } from '../types.js'
 import { chunkReader, chunkWriter } from './blobs.js'
 import type { Database, TemplateFilesTable } from './schema.js'
-import { now } from './store.js'
+import type { SqlRuntime } from './store.js'
+
+/** The first part of a part key; every part key sorts between this and PART_END (an index range, not LIKE). */
+const PART = 'part-'
+const PART_END = 'part.'
+/** Any number: the class of the advisory locks a writer holds on its part (the other key is the part's hash). */
+const PART_LOCK = 7_350_213
+/** Any number: the lock under which one replica at a time forgets partial files. */
+const SWEEP_LOCK = 7_350_214
 
 function toFile(row: Selectable<TemplateFilesTable>): StoredTemplateFile {
   return {
@@ -29,24 +43,56 @@ function toFile(row: Selectable<TemplateFilesTable>): StoredTemplateFile {
 
 export class SqlTemplateFileStore implements TemplateFileStore {
   readonly specificationVersion = 'v1'
+  /** The parts this process is writing: no sweep takes them, whatever the database. */
+  readonly #writing = new Set<string>()
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly runtime: Pick<SqlRuntime, 'nowMs' | 'rowLocks'>,
+  ) {}
+
+  async databaseTimeMs(): Promise<number> {
+    const row = await this.db.selectNoFrom(this.runtime.nowMs.as('ms')).executeTakeFirstOrThrow()
+    return Number(row.ms)
+  }
 
   async putTemplateFile(
     key: string,
     source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
     options: { name?: string; maxBytes?: number } = {},
   ): Promise<StoredTemplateFile> {
-    const part = `part-${randomUUID()}`
+    if (!this.runtime.rowLocks) return this.#put(this.db, key, source, options)
+    // One connection for the whole file: the lock on its part lives and dies with it.
+    return this.db.connection().execute(async (db) => {
+      const part = `${PART}${randomUUID()}`
+      await sql`select pg_advisory_lock(${PART_LOCK}, hashtext(${part}))`.execute(db)
+      try {
+        return await this.#put(db, key, source, options, part)
+      } finally {
+        // A connection that broke took its lock with it: the error that broke it is the one to say.
+        await sql`select pg_advisory_unlock(${PART_LOCK}, hashtext(${part}))`.execute(db).catch(() => {})
+      }
+    })
+  }
+
+  async #put(
+    db: Kysely<Database>,
+    key: string,
+    source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    options: { name?: string; maxBytes?: number },
+    part = `${PART}${randomUUID()}`,
+  ): Promise<StoredTemplateFile> {
     const measured = measure(options.maxBytes)
     const writer = chunkWriter((seq, data) =>
-      this.db.insertInto('template_file_chunks').values({ file: part, seq, data }).execute(),
+      db.insertInto('template_file_chunks').values({ file: part, seq, data }).execute(),
     )
+    this.#writing.add(part)
     try {
       await pipeline(Readable.from(source), measured, writer)
       const { sha256, size } = measured.digest()
       const name = options.name ?? null
-      await this.db.transaction().execute(async (trx) => {
+      const createdAt = new Date(await this.databaseTimeMs()).toISOString()
+      await db.transaction().execute(async (trx) => {
         // The file this one replaces, and the older file of its name.
         const old = await trx
           .selectFrom('template_files')
@@ -60,14 +106,44 @@ export class SqlTemplateFileStore implements TemplateFileStore {
         }
         await trx
           .insertInto('template_files')
-          .values({ key, name, size, sha256, created_at: now() })
+          .values({ key, name, size, sha256, created_at: createdAt })
           .execute()
         await trx.updateTable('template_file_chunks').set({ file: key }).where('file', '=', part).execute()
       })
       return (await this.statTemplateFile(key)) as StoredTemplateFile
     } finally {
-      await this.db.deleteFrom('template_file_chunks').where('file', '=', part).execute()
+      await db.deleteFrom('template_file_chunks').where('file', '=', part).execute()
+      this.#writing.delete(part)
     }
+  }
+
+  async forgetPartialTemplateFiles(limit: number): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      // Two replicas that start at once: one sweeps, the other finds nothing left.
+      if (this.runtime.rowLocks) await sql`select pg_advisory_xact_lock(${SWEEP_LOCK})`.execute(trx)
+      const parts = await trx
+        .selectFrom('template_file_chunks')
+        .select('file')
+        .distinct()
+        .where('file', '>=', PART)
+        .where('file', '<', PART_END)
+        .limit(limit)
+        .execute()
+      let forgotten = 0
+      for (const { file } of parts) {
+        if (this.#writing.has(file)) continue
+        if (this.runtime.rowLocks) {
+          // Its writer's lock: held, the writer is alive; free, the writer is gone (held until commit).
+          const free = await sql<{
+            free: boolean
+          }>`select pg_try_advisory_xact_lock(${PART_LOCK}, hashtext(${file})) as free`.execute(trx)
+          if (!free.rows[0]?.free) continue
+        }
+        await trx.deleteFrom('template_file_chunks').where('file', '=', file).execute()
+        forgotten++
+      }
+      return forgotten
+    })
   }
 
   async statTemplateFile(key: string): Promise<StoredTemplateFile | undefined> {
