@@ -164,7 +164,7 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     await page.getByRole('radio', { name: 'Code' }).check()
     await typeInto(
       'Cell',
-      "import numpy as np\nimport pandas as pd\nframe = pd.DataFrame({'a': np.arange(1000)})",
+      "import numpy as np\nimport pandas as pd\nframe = pd.DataFrame({'a': np.arange(1000)})\nwide = np.zeros((1_000_000, 3))",
     )
     await page.keyboard.press('ControlOrMeta+Enter')
     const panel = page.getByRole('complementary', { name: 'Session' }).locator('details.variables')
@@ -181,6 +181,26 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     // The table fits the panel (its memory column was cut off at the panel's edge).
     const sidePanel = page.getByRole('complementary', { name: 'Session' })
     expect(await sidePanel.evaluate((element) => element.scrollWidth - element.clientWidth)).toBe(0)
+    // Beside a wide shape, a name or type of one word stays whole (it was cut to 'Data / Fram / e').
+    await row('wide').waitFor()
+    const linesOf = (name: string) =>
+      row(name)
+        .locator('td')
+        .evaluateAll((cells) =>
+          cells.slice(0, 2).map((cell) => {
+            const range = document.createRange()
+            range.selectNodeContents(cell)
+            return new Set(Array.from(range.getClientRects(), (rect) => Math.round(rect.top))).size
+          }),
+        )
+    expect(await linesOf('frame')).toEqual([1, 1])
+    expect(await linesOf('wide')).toEqual([1, 1])
+    expect(await row('wide').locator('td').allTextContents()).toEqual([
+      'wide',
+      'ndarray',
+      '1,000,000 × 3',
+      '23 MB',
+    ])
   }, 60_000)
 
   it('shows the files of the workspace: a preview, a download, and a file dropped in goes to data/', async () => {
