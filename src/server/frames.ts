@@ -13,8 +13,9 @@
  * newer one replaces it (409), and one whose browser stopped waiting is dropped before it reaches
  * the kernel. A client that accepts `text/event-stream` is told at once that its request waits
  * for a running cell (started there, in another tab, by MCP), the kernel starting or a download:
- * `waiting` (its reason and message), then `answer` (the JSON it would have had) or `failed`
- * (status, message, hint), so it can say so while it waits.
+ * `waiting` (its reason and message; again each time what holds the kernel changes, `answering`
+ * once nothing does), then `answer` (the JSON it would have had) or `failed` (status, message,
+ * hint), so it can say so while it waits.
  *
  * "Waits" is what this replica's kernel does: a cell runs in it now. A question whose model is
  * still thinking holds no kernel, and a run the store still marks running (its replica died, its
@@ -132,10 +133,19 @@ export async function latestOf<T>(
 }
 
 /** What a grid's request waits for, as the page says it: the kernel starting, a cell, a download. */
-function waitingFor(
-  sandbox: Sandbox | undefined,
-  table: string,
-): { reason: string; message: string } | undefined {
+export interface GridWait {
+  /** `answering`: nothing holds the kernel now; the answer is being read. */
+  reason: 'starting' | 'cell' | 'download' | 'answering'
+  message: string
+}
+
+const STARTING: GridWait = { reason: 'starting', message: "Rebuilding the session's state…" }
+const ANSWERING: GridWait = { reason: 'answering', message: 'Reading the table…' }
+
+/** How often a request that waits looks again at what holds the kernel. */
+const FOLLOW_MS = 150
+
+function waitingFor(sandbox: Sandbox | undefined, table: string): GridWait | undefined {
   if (!sandbox) return undefined
   const held = kernelHeldBy(sandbox)
   if (!held) return undefined
@@ -152,7 +162,9 @@ function waitingFor(
 /**
  * The answer of a grid's request: JSON, or, for a client that accepts an event stream and while
  * it waits (the session's kernel starting and its cells replayed, a cell or a download holding
- * it), `waiting` (why) at once and again when the reason changes, then the answer or why there is none.
+ * it), `waiting` (why) at once and again each time the reason changes until the answer (a cell
+ * may start once the kernel has started, or after a download's part: the request then waits for
+ * it), then the answer or why there is none.
  */
 async function gridAnswer(
   c: Context,
@@ -169,30 +181,44 @@ async function gridAnswer(
   }
   if (!wantsEvents) return c.json(await answer())
   const now = opened.starting ? undefined : await opened.sandbox
-  const first = opened.starting
-    ? { reason: 'starting', message: "Rebuilding the session's state…" }
-    : waitingFor(now, table)
+  const first = opened.starting ? STARTING : waitingFor(now, table)
   if (!first) return c.json(await latestOf(key, c.req.raw.signal, (signal) => work(now, signal)))
   return streamSSE(c, async (stream) => {
-    await stream.writeSSE({ event: 'waiting', data: JSON.stringify(first) })
+    // Events in order: a change seen by the timer is written after the one before it.
+    let writing = Promise.resolve()
+    let said = ''
+    const say = (wait: GridWait) => {
+      const data = JSON.stringify(wait)
+      if (data === said) return writing
+      said = data
+      writing = writing.then(() => stream.writeSSE({ event: 'waiting', data })).catch(() => undefined)
+      return writing
+    }
+    const send = (event: string, data: unknown) => {
+      writing = writing
+        .then(() => stream.writeSSE({ event, data: JSON.stringify(data) }))
+        .catch(() => undefined)
+      return writing
+    }
+    await say(first)
+    let follow: ReturnType<typeof setInterval> | undefined
     try {
       const sandbox = await opened.sandbox
-      // Started since: what the request waits for now (a cell of the question that started it).
-      const next = opened.starting ? waitingFor(sandbox, table) : undefined
-      if (next) await stream.writeSSE({ event: 'waiting', data: JSON.stringify(next) })
+      const look = () => void say(waitingFor(sandbox, table) ?? ANSWERING)
+      look()
+      follow = setInterval(look, FOLLOW_MS)
       const value = await latestOf(key, c.req.raw.signal, (signal) => work(sandbox, signal))
-      await stream.writeSSE({ event: 'answer', data: JSON.stringify(value) })
+      clearInterval(follow)
+      await send('answer', value)
     } catch (thrown) {
+      clearInterval(follow)
       const error = known(thrown)
       const named = AnalystError.isInstance(error)
       if (!named) console.error('analyst serve: internal error:', error)
-      await stream.writeSSE({
-        event: 'failed',
-        data: JSON.stringify({
-          status: statusOf(error),
-          message: named ? error.message : 'Internal error',
-          ...(named && advice(error, 'http') ? { hint: advice(error, 'http') } : {}),
-        }),
+      await send('failed', {
+        status: statusOf(error),
+        message: named ? error.message : 'Internal error',
+        ...(named && advice(error, 'http') ? { hint: advice(error, 'http') } : {}),
       })
     }
   })

@@ -317,7 +317,7 @@ export const openApiDocument = {
         responses: {
           200: {
             description:
-              '{ rows (after filter and search), offset, data: { column: values } }, or the file. While a cell runs in the session, its kernel starts (its cells replayed) or a download is being made, a client that accepts text/event-stream gets `waiting` at once ({ reason: cell, starting or download, message }; again when the reason changes), then `answer` (that JSON) or `failed` (status, message, hint). Each grid of each client (its `Analyst-Client` header) has one waiting request: a newer one replaces it (409)',
+              '{ rows (after filter and search), offset, data: { column: values } }, or the file. While a cell runs in the session, its kernel starts (its cells replayed) or a download is being made, a client that accepts text/event-stream gets `waiting` at once ({ reason: cell, starting or download, message }; again each time the reason changes, and `answering` once nothing holds the kernel), then `answer` (that JSON) or `failed` (status, message, hint). Each grid of each client (its `Analyst-Client` header) has one waiting request: a newer one replaces it (409)',
           },
           400: error,
           404: error,

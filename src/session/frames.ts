@@ -166,34 +166,42 @@ export function kernelHeldBy(sandbox: Sandbox): { cell: true } | { download: str
 
 /**
  * Each sandbox's tables as a replay rebuilt them: the id a step's result was recorded with → the
- * id the kernel keeps it by now, or null when the replay did not make it again.
+ * id the kernel keeps it by now, or why the replay did not make it again (its step's failure).
  */
-const rebuilt = new WeakMap<Sandbox, Map<string, string | null>>()
+const rebuilt = new WeakMap<Sandbox, Map<string, string | { failed: string }>>()
 
 /**
  * Pairs the tables a step made when it was recorded with those its replay made (in order): a
  * kernel that replays keeps new ids (analyst_data.keep_frame), and a grid asks by the old one.
+ * A step that failed when it ran is not replayed (`replay` undefined): its tables are not made
+ * again either, which is said as such, not as the kernel's "restarted since".
  */
-export function tablesReplayed(sandbox: Sandbox, recorded: StoredResult[], replay: Execution): void {
+export function tablesReplayed(
+  sandbox: Sandbox,
+  recorded: StoredResult[],
+  replay: Execution | undefined,
+): void {
   const before = recorded.flatMap((result) => (result.frame ? [result.frame.id] : []))
   if (before.length === 0) return
-  const after = replay.error
-    ? []
-    : replay.results.flatMap((result) => {
-        const frame = frameOf(result.extra)
-        return frame ? [frame.id] : []
-      })
-  const ids = rebuilt.get(sandbox) ?? new Map<string, string | null>()
+  const after =
+    !replay || replay.error
+      ? []
+      : replay.results.flatMap((result) => {
+          const frame = frameOf(result.extra)
+          return frame ? [frame.id] : []
+        })
+  const ids = rebuilt.get(sandbox) ?? new Map<string, string | { failed: string }>()
   rebuilt.set(sandbox, ids)
-  for (const [at, id] of before.entries()) ids.set(id, after[at] ?? null)
+  const failed = replay ? 'when replayed' : 'when it ran, so it is not replayed'
+  for (const [at, id] of before.entries()) ids.set(id, after[at] ?? { failed })
 }
 
 /** The id the kernel keeps a table by now (see tablesReplayed). */
 function keptId(sandbox: Sandbox, id: string): string {
   const now = rebuilt.get(sandbox)?.get(id)
-  if (now === null)
+  if (typeof now === 'object')
     throw new GoneError(
-      "This table was not made again when the session's state was rebuilt (its step failed when replayed)",
+      `This table was not made again when the session's state was rebuilt (its step failed ${now.failed})`,
       { hint: RUN_AGAIN },
     )
   return now ?? id

@@ -264,7 +264,11 @@ export class LiveSession {
       // A tool call ran outside the sandbox: what it left there are its files, written back in turn.
       const toolFiles = steps.some((step) => step.tool) ? await history.artifacts(sessionId) : []
       for (const step of steps) {
-        if (!step.success) continue
+        if (!step.success) {
+          // Not replayed: its tables are not made again (a grid of one says why).
+          tablesReplayed(sandbox, step.results, undefined)
+          continue
+        }
         if (step.tool) {
           for (const artifact of toolFiles.filter((a) => a.stepId === step.id && a.kind === 'file')) {
             const content = await context.blobs.get(artifact.sha256)

@@ -28,10 +28,13 @@ export interface Wait {
   message: string
 }
 
-/** The answer to `path`; `onWaiting` is called each time the server says what it waits for. */
+/**
+ * The answer to `path`; `onWaiting` is called each time the server says what it waits for, with
+ * null once nothing holds the kernel (the server's `answering`: the answer is on its way).
+ */
 export async function gridRequest<T>(
   path: string,
-  options: { signal: AbortSignal; onWaiting: (wait: Wait) => void },
+  options: { signal: AbortSignal; onWaiting: (wait: Wait | null) => void },
 ): Promise<GridAnswer<T>> {
   const response = await send(path, {
     signal: options.signal,
@@ -44,7 +47,8 @@ export async function gridRequest<T>(
   let failure: ApiError | undefined
   await readSse(response.body, (message) => {
     const data = JSON.parse(message.data) as { status?: number; message?: string; hint?: string }
-    if (message.event === 'waiting') options.onWaiting(data as Wait)
+    if (message.event === 'waiting')
+      options.onWaiting((data as { reason?: string }).reason === 'answering' ? null : (data as Wait))
     else if (message.event === 'answer') answer = { value: data as T }
     else if (message.event === 'failed')
       failure = new ApiError(data.message ?? 'The table could not be read', data.status ?? 500, data.hint)

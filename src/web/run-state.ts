@@ -48,6 +48,8 @@ export interface UiStep {
   queries?: StoredQuery[]
   durationMs?: number
   running: boolean
+  /** It was running when the run was stopped (or its stream lost): it did not end. */
+  stopped?: boolean
 }
 
 export interface UiRun {
@@ -303,7 +305,7 @@ export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): U
 }
 
 function stopped(run: UiRun): UiStep[] {
-  return run.steps.map((step) => (step.running ? { ...step, running: false } : step))
+  return run.steps.map((step) => (step.running ? { ...step, running: false, stopped: true } : step))
 }
 
 /** The stream ended without `done` or `failed` (the connection dropped, or the user stopped it). */
@@ -312,12 +314,21 @@ export function endRun(run: UiRun, reason?: string): UiRun {
   return { ...run, status: 'interrupted', draft: '', error: reason, steps: stopped(run) }
 }
 
-/** Carries what only the live run knew (the model's prose) over to the stored run. */
+/**
+ * Carries what only the live run knew over to the stored run: the model's prose; and of a run
+ * this page stopped (or lost), why, and the step that was running then, which the store does not
+ * keep (it never ended), so the code that was stopped stays in sight.
+ */
 export function mergeLive(stored: UiRun, live: UiRun | undefined): UiRun {
   if (!live || live.id !== stored.id) return stored
   const prose = new Map(live.steps.map((step) => [step.step, step.prose]))
+  const steps = stored.steps.map((step) => ({ ...step, prose: step.prose ?? prose.get(step.step) }))
+  if (stored.status !== 'interrupted' || live.status !== 'interrupted') return { ...stored, steps }
+  const kept = new Set(stored.steps.map((step) => step.step))
   return {
     ...stored,
-    steps: stored.steps.map((step) => ({ ...step, prose: step.prose ?? prose.get(step.step) })),
+    // The server's reason is what it saw ("the client disconnected"); the page knows it was a Stop.
+    error: live.error ?? stored.error,
+    steps: [...steps, ...live.steps.filter((step) => step.stopped && !kept.has(step.step))],
   }
 }

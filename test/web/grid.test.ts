@@ -14,16 +14,17 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parquetReadObjects } from 'hyparquet'
-import type { FileChooser, Page } from 'playwright-core'
+import type { FileChooser, Page, Route } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { ScriptedModel } from '../../src/models/scripted.js'
 import type { Sandbox } from '../../src/sandbox/index.js'
 import { ownerOf } from '../../src/server/auth/secrets.js'
-import { latestOf } from '../../src/server/frames.js'
+import { frameRoutes, latestOf } from '../../src/server/frames.js'
 import type { RunningServer } from '../../src/server/index.js'
 import type { SessionDetail } from '../../src/server/types.js'
-import { framePage } from '../../src/session/frames.js'
+import { framePage, kernelVariables } from '../../src/session/frames.js'
+import type { SessionService } from '../../src/session/index.js'
 import { seriousViolations } from '../support/axe.js'
 import { hasChromium } from '../support/chromium.js'
 import { readSse } from '../support/sse.js'
@@ -520,6 +521,66 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await expect.poll(() => rows.getAttribute('class')).toBe('grid-rows')
   }, 90_000)
 
+  it('a page asked for while the kernel starts follows what holds it until its answer: a cell that starts once the kernel has started', async () => {
+    const sandbox = (await server?.service.openSandbox(sessionId)) as Sandbox
+    expect(sandbox).toBeTruthy()
+    // The session's kernel "starts" until `started` hands over its sandbox (the service's
+    // sandboxOf, as it answers while the kernel starts and replays the session's cells).
+    let started: (sandbox: Sandbox) => void = () => {}
+    const opening = new Promise<Sandbox | undefined>((resolve) => {
+      started = resolve
+    })
+    const routes = frameRoutes({
+      service: { sandboxOf: async () => ({ sandbox: opening, starting: true }) } as unknown as SessionService,
+      ownerOf: () => null,
+    })
+    // Another request of the host's (not a cell) holds the kernel until `go-v`: the page's request
+    // waits behind it, and a cell started meanwhile comes before it.
+    const runCode = sandbox.runCode.bind(sandbox)
+    sandbox.runCode = (code, options) =>
+      runCode(
+        code.includes('print_variables')
+          ? `import os, time\nwhile not os.path.exists('go-v'): time.sleep(0.05)\n${code}`
+          : code,
+        options,
+      )
+    try {
+      const variables = kernelVariables(sandbox)
+      await expect.poll(() => sandbox.runningCells).toBe(1)
+      const response = await routes.request(`/api/sessions/${sessionId}/results/${frameId}/rows?limit=1`, {
+        headers: { accept: 'text/event-stream' },
+      })
+      const events = readSse(response)
+      const next = async () => (await events.next()).value
+      expect(await next()).toEqual({
+        event: 'waiting',
+        data: { reason: 'starting', message: "Rebuilding the session's state…" },
+      })
+      started(sandbox)
+      // Started: no cell holds the kernel (the page's note goes).
+      expect((await next())?.data.reason).toBe('answering')
+      // A cell starts while the request waits: the request waits for it, and says so.
+      const cell = runCode("import os, time\nwhile not os.path.exists('go-c'): time.sleep(0.05)")
+      expect((await next())?.data.reason).toBe('cell')
+      await sandbox.files.write('go-v', '')
+      expect((await variables).length).toBeGreaterThan(0)
+      await sandbox.files.write('go-c', '')
+      expect((await cell).error).toBeUndefined()
+      const rest = []
+      for await (const event of events) rest.push(event)
+      expect(rest.at(-1)).toEqual({
+        event: 'answer',
+        data: { rows: 100_000, offset: 0, data: expect.objectContaining({ id: [0] }) },
+      })
+      expect(rest.slice(0, -1).map((event) => event.data.reason)).toEqual(
+        rest.length > 1 ? ['answering'] : [],
+      )
+    } finally {
+      delete (sandbox as { runCode?: unknown }).runCode
+      await Promise.all(['go-v', 'go-c'].map((name) => sandbox.files.remove(name).catch(() => undefined)))
+    }
+  }, 60_000)
+
   it('goes the whole path by keyboard: upload, ask, stop, open a step, edit, run, sort the grid, download', async () => {
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
     await page.keyboard.press('?')
@@ -587,6 +648,13 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await page.keyboard.type('The orders')
     await page.keyboard.press('Enter')
     await page.locator('.answer', { hasText: 'Those are the orders.' }).waitFor()
+    // The stopped question, as the store has it now, keeps what the page saw: a Stop, not "the
+    // client disconnected", and the step it stopped (the store keeps no step that did not end).
+    const stoppedRun = page.getByRole('article', { name: 'Question: Take a while' })
+    expect(await stoppedRun.getByRole('alert').textContent()).toBe('The analysis was interrupted: Stopped.')
+    expect(await stoppedRun.getByRole('region', { name: 'Step 1' }).locator('.badge').textContent()).toBe(
+      'stopped',
+    )
     const run = page.getByRole('article', { name: 'Question: The orders' })
     const head = run.locator('.step-head')
     if ((await head.getAttribute('aria-expanded')) === 'false') {
@@ -730,6 +798,54 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await page.keyboard.press('Escape')
     await box.waitFor({ state: 'detached' })
     expect(await highlighted()).toBeNull()
+  }, 60_000)
+
+  it('a table whose first page fails says why and "No rows shown", not Loading… for ever', async () => {
+    const shown = decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')
+    const detail = await (await get(`/api/sessions/${shown}`)).json()
+    // The tables on the page before: theirs pages pass, a new table's fail.
+    const known = new Set<string>()
+    const walk = (value: unknown): void => {
+      if (Array.isArray(value)) value.forEach(walk)
+      else if (value && typeof value === 'object') {
+        const frame = (value as { frame?: { id?: unknown } }).frame
+        if (typeof frame?.id === 'string') known.add(frame.id)
+        Object.values(value).forEach(walk)
+      }
+    }
+    walk(detail)
+    // The server answers the new table's pages with an error, as one behind a proxy does while
+    // it restarts: the first page never comes.
+    const rowsOf = (url: URL) => /\/results\/([^/]+)\/rows$/.exec(url.pathname)?.[1]
+    const isNewRows = (url: URL) => {
+      const rid = rowsOf(url)
+      return rid !== undefined && !known.has(decodeURIComponent(rid))
+    }
+    const failing = (route: Route) =>
+      route.fulfill({
+        status: 502,
+        contentType: 'application/json',
+        body: JSON.stringify({ error: { message: 'The server is restarting' } }),
+      })
+    await page.route(isNewRows, failing)
+    try {
+      await page.getByRole('radio', { name: 'Code' }).check()
+      const editor = page.getByRole('textbox', { name: 'Cell', exact: true })
+      await editor.click()
+      await page.keyboard.press('ControlOrMeta+a')
+      await page.keyboard.press('Delete')
+      await page.keyboard.insertText("import pandas as pd\npd.DataFrame({'first_page': [1, 2, 3]})")
+      await page.keyboard.press('ControlOrMeta+Enter')
+      const grid = page
+        .getByRole('article', { name: 'A cell you ran' })
+        .filter({ hasText: 'first_page' })
+        .getByRole('region', { name: 'Table' })
+      await grid.getByText('No rows shown').waitFor()
+      expect(await grid.getByRole('alert').textContent()).toBe('The server is restarting')
+      expect(await grid.getByText('Loading…').count()).toBe(0)
+    } finally {
+      await page.unroute(isNewRows, failing)
+    }
   }, 60_000)
 
   it('answers a bad column or filter with a 400 that says why, and a table the kernel lost with a 410', async () => {

@@ -276,6 +276,30 @@ describe('stored runs', () => {
     expect(mergeLive(fromStored(older), { ...live, id: 'other' }).steps[0]?.prose).toBeUndefined()
     expect(mergeLive(fromStored(stored), live).steps[0]?.prose).toBe('Plotting the totals.')
   })
+
+  it('keeps a run this page stopped as the page saw it: why, and the step that was running (the store keeps no step that did not end)', () => {
+    const live = endRun(
+      play([
+        { type: 'run-start', runId: 'r1', queued: false },
+        { type: 'code', step: 1, code: 'x', source: 'tool' },
+        { type: 'step-end', step: 1, record: { ...stored.steps[0], success: true }, durationMs: 5 },
+        { type: 'code', step: 2, code: 'slow()', source: 'tool' },
+        { type: 'stdout', step: 2, text: 'half way\n' },
+      ]),
+      'Stopped.',
+    )
+    expect(live.steps[1]).toMatchObject({ running: false, stopped: true })
+    const interrupted = fromStored({ ...stored, status: 'interrupted', error: 'the client disconnected' })
+    const merged = mergeLive(interrupted, live)
+    expect(merged.error).toBe('Stopped.')
+    expect(merged.steps.map((step) => [step.step, step.code, step.stopped])).toEqual([
+      [1, 'x', undefined],
+      [2, 'slow()', true],
+    ])
+    expect(merged.steps[1]?.stdout).toBe('half way\n')
+    // A run that ended otherwise is the store's alone.
+    expect(mergeLive(fromStored(stored), live).steps).toHaveLength(1)
+  })
 })
 
 describe('errorNote', () => {

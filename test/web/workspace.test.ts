@@ -164,7 +164,7 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     await page.getByRole('radio', { name: 'Code' }).check()
     await typeInto(
       'Cell',
-      "import numpy as np\nimport pandas as pd\nframe = pd.DataFrame({'a': np.arange(1000)})",
+      "import numpy as np\nimport pandas as pd\nframe = pd.DataFrame({'a': np.arange(1000)})\nwide = np.zeros((1_000_000, 3))",
     )
     await page.keyboard.press('ControlOrMeta+Enter')
     const panel = page.getByRole('complementary', { name: 'Session' }).locator('details.variables')
@@ -181,6 +181,26 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     // The table fits the panel (its memory column was cut off at the panel's edge).
     const sidePanel = page.getByRole('complementary', { name: 'Session' })
     expect(await sidePanel.evaluate((element) => element.scrollWidth - element.clientWidth)).toBe(0)
+    // Beside a wide shape, a name or type of one word stays whole (it was cut to 'Data / Fram / e').
+    await row('wide').waitFor()
+    const linesOf = (name: string) =>
+      row(name)
+        .locator('td')
+        .evaluateAll((cells) =>
+          cells.slice(0, 2).map((cell) => {
+            const range = document.createRange()
+            range.selectNodeContents(cell)
+            return new Set(Array.from(range.getClientRects(), (rect) => Math.round(rect.top))).size
+          }),
+        )
+    expect(await linesOf('frame')).toEqual([1, 1])
+    expect(await linesOf('wide')).toEqual([1, 1])
+    expect(await row('wide').locator('td').allTextContents()).toEqual([
+      'wide',
+      'ndarray',
+      '1,000,000 × 3',
+      '23 MB',
+    ])
   }, 60_000)
 
   it('shows the files of the workspace: a preview, a download, and a file dropped in goes to data/', async () => {
@@ -212,7 +232,7 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
       .waitFor()
   }, 60_000)
 
-  it("restarts the kernel; the next cell finds the state rebuilt by replay, a table's page waits for it saying so, and a table the replay could not make again says so", async () => {
+  it("restarts the kernel; the next cell finds the state rebuilt by replay, a table's page waits for it saying so, and a table the replay could not make again (its step failed then, or before) says so", async () => {
     const { service, stores } = (web as WebWorkspace).server
     // Two tables: one that the replay makes again, one that it cannot (its step reads a file that
     // the host wrote, which the new kernel's workspace lacks).
@@ -227,6 +247,13 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     const kept = personRuns().filter({ hasText: 'frame.head(30)' }).getByRole('region', { name: 'Table' })
     const status = () => kept.getByRole('status').textContent()
     await expect.poll(status).toBe('Rows 1–25 of 30')
+    // A third, from a step that failed after showing it: a failed step is not replayed.
+    await typeInto('Cell', "display(frame.head(3))\nraise ValueError('after its table')")
+    await page.keyboard.press('ControlOrMeta+Enter')
+    const failedFirst = personRuns().filter({ hasText: 'after its table' })
+    await expect
+      .poll(() => failedFirst.getByRole('region', { name: 'Table' }).getByRole('status').textContent())
+      .toBe('Rows 1–3 of 3')
 
     const panel = page.getByRole('complementary', { name: 'Session' })
     await panel.getByRole('button', { name: 'Restart kernel' }).click()
@@ -264,12 +291,20 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
       .last()
       .locator('pre.output.stdout', { hasText: 'after the restart 42 142 (1000, 1)' })
       .waitFor()
-    // The other is gone for good, and says so, with its step to run again (no spinner).
+    // The other is gone for good, and says so, with its step to run again (no spinner); so is
+    // the failed step's, which says why (not the kernel's "it restarted since").
     const lost = page.locator('.grid-gone', {
-      hasText: "was not made again when the session's state was rebuilt",
+      hasText: "was not made again when the session's state was rebuilt (its step failed when replayed)",
     })
     await lost.waitFor()
     expect(await lost.getByRole('button', { name: 'Run its step again' }).count()).toBe(1)
+    const notReplayed = failedFirst.locator('.grid-gone')
+    await expect
+      .poll(() => notReplayed.textContent())
+      .toBe(
+        "This table was not made again when the session's state was rebuilt (its step failed when it ran, so it is not replayed). Run its step again",
+      )
+    expect(await notReplayed.getByRole('button', { name: 'Run its step again' }).count()).toBe(1)
     expect(await page.locator('.grid-waiting').count()).toBe(0)
   }, 90_000)
 

@@ -225,7 +225,15 @@ function Step({
   const images = step.results.filter((result) => result.image)
   // Charts saved to files show inline when the code displayed none itself.
   const imageFiles = images.length === 0 ? step.artifacts.filter(isImage) : []
-  const status = step.running ? 'running' : step.violations?.length ? 'blocked' : step.error ? 'error' : 'ok'
+  const status = step.running
+    ? 'running'
+    : step.stopped
+      ? 'stopped'
+      : step.violations?.length
+        ? 'blocked'
+        : step.error
+          ? 'error'
+          : 'ok'
   return (
     <section class={`step step-${status}`} aria-label={`Step ${step.step}`}>
       <button type="button" class="step-head" aria-expanded={open} onClick={() => setOpen(!open)}>
@@ -236,6 +244,7 @@ function Step({
         <span class="step-summary">{summaryOf(step)}</span>
         <span class="step-status">
           {status === 'running' && <span class="spinner" title="running" />}
+          {status === 'stopped' && <span class="badge warn">stopped</span>}
           {status === 'blocked' && <span class="badge warn">blocked</span>}
           {status === 'error' && <span class="badge error">{step.error?.name ?? 'error'}</span>}
           {step.durationMs !== undefined && !step.running && (

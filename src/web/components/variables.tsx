@@ -42,7 +42,7 @@ export function Variables({ sessionId, version }: { sessionId: string; version: 
               <tr key={variable.name}>
                 <td>{variable.name}</td>
                 <td>{variable.type}</td>
-                <td class="num">
+                <td class="num shape">
                   {variable.shape
                     ? variable.shape.map(count).join(' × ')
                     : variable.length !== undefined
