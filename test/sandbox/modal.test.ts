@@ -170,7 +170,9 @@ describe('the fake Modal container', () => {
   // bubblewrap names a container's init before that init has mapped its user namespace; an exec
   // that joined then failed with "Can't send pid: Invalid argument" (the kernel's start, under load).
   it('lets an exec join a container only once its user namespace is mapped', async () => {
-    const unshare = spawn('unshare', ['--user', '--pid', '--fork', 'sleep', 'infinity'], { stdio: 'ignore' })
+    const unshare = spawn('unshare', ['--user', '--pid', '--fork', '--kill-child', 'sleep', 'infinity'], {
+      stdio: 'ignore',
+    })
     try {
       const children = `/proc/${unshare.pid}/task/${unshare.pid}/children`
       await expect.poll(() => readFileSync(children, 'utf8').trim(), { timeout: 10_000 }).not.toBe('')
