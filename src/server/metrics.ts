@@ -4,6 +4,8 @@
  * latency and tokens by model, blocked attempts by layer, HTTP requests by route and status.
  * @module
  */
+import { createRequire } from 'node:module'
+import { performance } from 'node:perf_hooks'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { SandboxProvider } from '../sandbox/index.js'
 import type { ServiceObserver, SessionEvent, SessionService } from '../session/index.js'
@@ -17,6 +19,45 @@ export interface ServerMetrics {
   request(route: string, method: string, status: number, seconds: number): void
 }
 
+const PREFIX = 'analyst_'
+type DefaultMetric = (register: Registry, config: { prefix: string }) => void
+const require = createRequire(import.meta.url)
+
+/**
+ * prom-client's default metrics but its event-loop delay monitor: a timer that woke the server
+ * every 10 ms while idle to sample the loop's delay. In its place, what costs nothing until
+ * scraped: the lag of the scrape itself, and the loop's utilization since the last scrape (the
+ * share of the time it was busy, read from libuv's own idle time).
+ */
+function defaultMetrics(registry: Registry): void {
+  for (const name of collectDefaultMetrics.metricsList) {
+    if (name === 'eventLoopLag') continue
+    const metric = require(`prom-client/lib/metrics/${name}.js`) as DefaultMetric
+    metric(registry, { prefix: PREFIX })
+  }
+  new Gauge({
+    name: `${PREFIX}nodejs_eventloop_lag_seconds`,
+    help: 'Lag of event loop in seconds (how long the scrape waited for its turn).',
+    registers: [registry],
+    async collect() {
+      const start = performance.now()
+      await new Promise((resolve) => setImmediate(resolve))
+      this.set((performance.now() - start) / 1000)
+    },
+  })
+  let since = performance.eventLoopUtilization()
+  new Gauge({
+    name: `${PREFIX}nodejs_eventloop_utilization`,
+    help: 'Share of the time since the last scrape that the event loop was busy (0 to 1).',
+    registers: [registry],
+    collect() {
+      const now = performance.eventLoopUtilization()
+      this.set(performance.eventLoopUtilization(now, since).utilization)
+      since = now
+    },
+  })
+}
+
 const SECONDS = [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120]
 
 export function createMetrics(
@@ -24,7 +65,7 @@ export function createMetrics(
   provider: () => SandboxProvider | undefined,
 ): ServerMetrics {
   const registry = new Registry()
-  collectDefaultMetrics({ register: registry, prefix: 'analyst_' })
+  defaultMetrics(registry)
   const gauge = (name: string, help: string, value: () => number) =>
     new Gauge({
       name,

@@ -4,9 +4,18 @@
  * Modal's gRPC protocol with the SDK's own definitions, each exec a local bubblewrap jail. The
  * shared conformance suite, then what is the provider's own.
  */
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
@@ -30,7 +39,11 @@ import {
 import { sessionDetail } from '../../src/server/views.js'
 import { loadSessionHistory } from '../../src/store/index.js'
 import { describeConformance } from '../../src/test/conformance.js'
-import { type FakeModal, startFakeModal } from '../../src/test/support/modal-control-plane.js'
+import {
+  type FakeModal,
+  joinableNamespaces,
+  startFakeModal,
+} from '../../src/test/support/modal-control-plane.js'
 import { commitTemplate } from '../../src/test/support/templates.js'
 import { askAll, openTestService } from '../support/service.js'
 import { waitFor } from '../support/wait.js'
@@ -151,6 +164,58 @@ describe('modal provider', () => {
       await sandbox.kill()
     }
   }, 60_000)
+})
+
+describe('the fake Modal container', () => {
+  // bubblewrap names a container's init before that init has mapped its user namespace; an exec
+  // that joined then failed with "Can't send pid: Invalid argument" (the kernel's start, under load).
+  it('lets an exec join a container only once its user namespace is mapped', async () => {
+    const unshare = spawn('unshare', ['--user', '--pid', '--fork', '--kill-child', 'sleep', 'infinity'], {
+      stdio: 'ignore',
+    })
+    try {
+      const children = `/proc/${unshare.pid}/task/${unshare.pid}/children`
+      await expect.poll(() => readFileSync(children, 'utf8').trim(), { timeout: 10_000 }).not.toBe('')
+      const init = Number(readFileSync(children, 'utf8').trim())
+      expect(readlinkSync(`/proc/${init}/ns/user`)).not.toBe(readlinkSync('/proc/self/ns/user'))
+      const join = (fds: { user: number; pid: number }) =>
+        new Promise<{ code: number | null; stderr: string }>((done) => {
+          const bwrap = spawn('bwrap', ['--userns', '3', '--pidns', '4', '--ro-bind', '/', '/', 'true'], {
+            stdio: ['ignore', 'ignore', 'pipe', fds.user, fds.pid],
+          })
+          let stderr = ''
+          bwrap.stderr?.on('data', (chunk: Buffer) => {
+            stderr += chunk.toString()
+          })
+          bwrap.on('close', (code) => done({ code, stderr }))
+        })
+      // Joined too early, as the fake did: the failure the stress run saw.
+      const early = {
+        user: openSync(`/proc/${init}/ns/user`, 'r'),
+        pid: openSync(`/proc/${init}/ns/pid`, 'r'),
+      }
+      expect((await join(early)).stderr).toContain("Can't send pid")
+      closeSync(early.user)
+      closeSync(early.pid)
+      let opened = false
+      const namespaces = joinableNamespaces(init).then((fds) => {
+        opened = true
+        return fds
+      })
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(opened).toBe(false) // not before the maps, however long it waits
+      // What bubblewrap's child does for itself: map its user, deny setgroups, map its group.
+      writeFileSync(`/proc/${init}/uid_map`, `0 ${process.getuid?.()} 1`)
+      writeFileSync(`/proc/${init}/setgroups`, 'deny')
+      writeFileSync(`/proc/${init}/gid_map`, `0 ${process.getgid?.()} 1`)
+      const fds = await namespaces
+      expect(await join(fds)).toEqual({ code: 0, stderr: '' })
+      closeSync(fds.user)
+      closeSync(fds.pid)
+    } finally {
+      unshare.kill('SIGKILL')
+    }
+  })
 })
 
 describe('modal templates', () => {

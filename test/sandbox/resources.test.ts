@@ -12,9 +12,10 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { dirname, join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { executionFix, phraseFix } from '../../src/fixes.js'
 import { LocalProvider, Sandbox } from '../../src/index.js'
+import type { Cgroup } from '../../src/sandbox/local/cgroup.js'
 import { KERNEL_OOM_SCORE_ADJ } from '../../src/sandbox/local/home.js'
 import { CGROUPS_MARK, getRuntime } from '../../src/sandbox/local/runtime.js'
 import { SERVER_OOM_SCORE_ADJ } from '../../src/server/oom.js'
@@ -109,6 +110,19 @@ describe.skipIf(!isRoot)("a sandbox's own memory and CPU (real cgroups)", () => 
     } finally {
       await Promise.all([spawned.kill(), free.kill()])
       await spawning.close()
+    }
+  })
+
+  it('a cell reads one memory counter (the OOM kills), not every counter at its start and its end', async () => {
+    const cgroup = (sandbox as unknown as { backend: { home: { cgroup: Cgroup } } }).backend.home.cgroup
+    const marks = vi.spyOn(cgroup, 'memoryMark')
+    const kills = vi.spyOn(cgroup, 'oomKills')
+    try {
+      for (let i = 0; i < 3; i++) expect((await sandbox.runCode('1 + 1')).text).toBe('2')
+      expect(marks).not.toHaveBeenCalled()
+      expect(kills).toHaveBeenCalledTimes(3)
+    } finally {
+      vi.restoreAllMocks()
     }
   })
 

@@ -116,7 +116,10 @@ class LocalSandbox extends KernelBackend<Kernel> {
   readonly environment: SandboxEnvironment | undefined
   /** Folder watches, ended with the sandbox: each holds folders of its workspace open. */
   private readonly watches = new Set<FolderWatch>()
-  /** The memory counters at the last cell's start or end, against which a kernel's death is read. */
+  /**
+   * The memory counters at the kernel's start or its last OOM kill, against which a kernel's death
+   * is read: they stand while no kill is counted, so a cell reads one count, not every counter twice.
+   */
   private memoryMark: MemoryMark | undefined
   /** Without a group of its own: the OOM kills of the group the server runs in (its container's), at the same moments. */
   private enclosingMark: number | undefined
@@ -161,7 +164,6 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   protected override async beforeCell(): Promise<void> {
     const cgroup = this.home.cgroup
-    this.markMemory()
     const from = cgroup?.cpuSeconds()
     if (!cgroup || from === undefined) return
     this.busyCheck = setInterval(() => {
@@ -175,8 +177,15 @@ class LocalSandbox extends KernelBackend<Kernel> {
 
   protected override afterCell(): void {
     this.leaveBatch()
-    // A kernel that died in the cell is read against the cell's start (describeStop, next).
-    if (this.supervisor.current.alive) this.markMemory()
+    // A kernel that died in the cell is read against the mark (describeStop, next); one that lived
+    // through a kill (a child of it taken) is marked again, so that the kill is not blamed later.
+    if (this.supervisor.current.alive && this.killedSinceMark()) this.markMemory()
+  }
+
+  private killedSinceMark(): boolean {
+    const cgroup = this.home.cgroup
+    if (cgroup) return cgroup.oomKills() > (this.memoryMark?.oomKills ?? 0)
+    return this.enclosingMark !== undefined && (enclosingOomKills() ?? 0) > this.enclosingMark
   }
 
   /**

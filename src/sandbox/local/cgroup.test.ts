@@ -1,9 +1,26 @@
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type CgroupRoot, cgroupsAt, createCgroup, enclosingOomKills, memoryBudget } from './cgroup.js'
+import {
+  type CgroupRoot,
+  cgroupsAt,
+  createCgroup,
+  delegateControllers,
+  enclosingOomKills,
+  memoryBudget,
+  SERVER_LEAF,
+} from './cgroup.js'
 
 const openFiles = () => readdirSync('/proc/self/fd').length
 const limits = { memoryBytes: 256 * 1024 ** 2, processes: 64, milliCpus: 0 }
@@ -103,6 +120,8 @@ describe('cgroup v2, laid out in a folder', () => {
     const groups = cgroupsAt(root, 512 * MiB)
     const parent = groups?.dirs.get('') as string
     expect(parent).toMatch(/\/fs\/analyst-\d+-\d+$/)
+    // The namespace root hands its controllers down (cgroupfs would keep them as `memory pids cpu`).
+    expect(file('cgroup.subtree_control')).toBe('+memory +pids +cpu')
     expect(file(parent.slice(root.mount.length), 'memory.max')).toBe(String(512 * MiB))
     expect(file(parent.slice(root.mount.length), 'cpu.weight')).toBe('51')
     const uid = process.getuid?.() ?? 0
@@ -160,6 +179,13 @@ describe('cgroup v2, laid out in a folder', () => {
     expect(enclosingOomKills(root)).toBe(2)
   })
 
+  it('makes no parent where the namespace root has not got the memory controller', () => {
+    container(String(640 * MiB))
+    put('cpu pids\n', 'cgroup.controllers')
+    expect(cgroupsAt(root, 512 * MiB)).toBeUndefined()
+    expect(readdirSync(root.mount).filter((name) => name.startsWith('analyst-'))).toEqual([])
+  })
+
   it('says what the sandboxes use together: memory.current less the inactive page cache', () => {
     container(String(640 * MiB))
     const groups = cgroupsAt(root, 512 * MiB)
@@ -170,5 +196,47 @@ describe('cgroup v2, laid out in a folder', () => {
       `anon ${90 * MiB}\nfile ${10 * MiB}\ninactive_file ${4 * MiB}\n`,
     )
     expect(groups?.memory()).toEqual({ budgetBytes: 512 * MiB, usedBytes: 96 * MiB })
+  })
+})
+
+/**
+ * v2's "no internal processes" rule, on this kernel: its v2 hierarchy (beside v1, which holds
+ * memory, pids and cpu) has hugetlb, a domain controller that the rule covers as it covers memory.
+ * A group standing for a container's namespace root holds a process, as the server's would.
+ */
+const UNIFIED = '/sys/fs/cgroup/unified'
+const hugetlb =
+  process.geteuid?.() === 0 &&
+  existsSync(join(UNIFIED, 'cgroup.controllers')) &&
+  readFileSync(join(UNIFIED, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('hugetlb')
+
+describe.skipIf(!hugetlb)('cgroup v2 on this kernel: a group that holds processes', () => {
+  it('moves them into a leaf beside the children, then delegates the controllers', async () => {
+    const subtree = (dir: string) => readFileSync(join(dir, 'cgroup.subtree_control'), 'utf8').trim()
+    const enabled = subtree(UNIFIED).split(' ').includes('hugetlb')
+    if (!enabled) writeFileSync(join(UNIFIED, 'cgroup.subtree_control'), '+hugetlb')
+    const container = join(UNIFIED, `analyst-test-${process.pid}`)
+    mkdirSync(container)
+    const server = spawn('sleep', ['infinity'])
+    const leaf = join(container, SERVER_LEAF)
+    try {
+      writeFileSync(join(container, 'cgroup.procs'), String(server.pid))
+      // The rule: no controller for the children while the group holds a process.
+      expect(() => writeFileSync(join(container, 'cgroup.subtree_control'), '+hugetlb')).toThrow(/EBUSY/)
+      expect(delegateControllers(container, ['hugetlb', 'memory'], ['hugetlb'])).toBe(true)
+      expect(readFileSync(join(container, 'cgroup.procs'), 'utf8')).toBe('')
+      expect(readFileSync(join(leaf, 'cgroup.procs'), 'utf8').trim()).toBe(String(server.pid))
+      expect(subtree(container)).toBe('hugetlb')
+      // Done once: a second start finds the controllers delegated and moves nothing.
+      expect(delegateControllers(container, ['hugetlb'], ['hugetlb'])).toBe(true)
+      // A controller the group has not got (v1 holds memory here) cannot be required.
+      expect(delegateControllers(container, ['memory'], ['memory'])).toBe(false)
+    } finally {
+      if (existsSync(leaf)) writeFileSync(join(UNIFIED, 'cgroup.procs'), String(server.pid))
+      server.kill('SIGKILL')
+      if (existsSync(leaf)) rmdirSync(leaf)
+      rmdirSync(container)
+      if (!enabled) writeFileSync(join(UNIFIED, 'cgroup.subtree_control'), '-hugetlb')
+    }
   })
 })

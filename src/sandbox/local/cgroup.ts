@@ -397,6 +397,70 @@ function makeParentV1(budgetBytes: number, root: CgroupRoot): Parent | undefined
   }
 }
 
+/** The leaf the processes of the server's v2 group move into, so that the group can delegate. */
+export const SERVER_LEAF = 'analyst-server'
+
+/** Controllers whose lines are in a group's file (`cgroup.controllers`, `cgroup.subtree_control`). */
+function controllersIn(file: string): Set<string> {
+  try {
+    // (A folder standing in for cgroupfs keeps what was written: `+memory`.)
+    return new Set(
+      readFileSync(file, 'utf8')
+        .split(/\s+/)
+        .filter(Boolean)
+        .map((name) => name.replace(/^\+/, '')),
+    )
+  } catch {
+    return new Set()
+  }
+}
+
+/**
+ * Hands `wanted` (those the group has) down to the children of v2 group `dir`; false where a
+ * `required` one cannot be. v2 lets no group both hold processes and delegate a controller (the
+ * "no internal processes" rule; the root of the hierarchy alone is exempt): in a container the
+ * server usually sits at its group namespace's root beside the other processes there, which
+ * delegates nothing. As runc, systemd and a pod's containerd do, they all move into a leaf then
+ * (`analyst-server`), and the controllers are delegated beside it.
+ */
+export function delegateControllers(
+  dir: string,
+  wanted: string[],
+  required: string[],
+  root: CgroupRoot = SYSTEM,
+): boolean {
+  const subtree = join(dir, 'cgroup.subtree_control')
+  const available = controllersIn(join(dir, 'cgroup.controllers'))
+  if (!required.every((name) => available.has(name))) return false
+  const missing = () => wanted.filter((name) => available.has(name) && !controllersIn(subtree).has(name))
+  const enable = () =>
+    tryWrite(
+      subtree,
+      missing()
+        .map((name) => `+${name}`)
+        .join(' '),
+    )
+  if (missing().length === 0 || enable()) return required.every((name) => controllersIn(subtree).has(name))
+  // Not the hierarchy's root (which has no cgroup.type) and holding processes: move them, retried
+  // for those forked meanwhile (a pid that exits in between cannot be moved, and need not be).
+  const procs = join(dir, 'cgroup.procs')
+  if (existsSync(join(dir, 'cgroup.type'))) {
+    const leaf = join(dir, SERVER_LEAF)
+    try {
+      if (!existsSync(leaf)) root.mkdir(leaf)
+    } catch {
+      return false
+    }
+    for (let round = 0; round < 5; round++) {
+      const pids = readFileSync(procs, 'utf8').split('\n').filter(Boolean)
+      if (pids.length === 0) break
+      for (const pid of pids) tryWrite(join(leaf, 'cgroup.procs'), pid)
+    }
+    enable()
+  }
+  return required.every((name) => controllersIn(subtree).has(name))
+}
+
 function makeParentV2(budgetBytes: number, root: CgroupRoot): Parent | undefined {
   const own = ownPath('', root)
   const mount = [root.mount, join(root.mount, 'unified')].find((dir) =>
@@ -404,6 +468,7 @@ function makeParentV2(budgetBytes: number, root: CgroupRoot): Parent | undefined
   )
   if (own === undefined || mount === undefined) return undefined
   const at = join(mount, own)
+  if (!delegateControllers(at, ['memory', 'pids', 'cpu'], ['memory', 'pids'], root)) return undefined
   sweepParents(at)
   const dir = join(at, parentName(ownerTag))
   try {

@@ -623,11 +623,29 @@ async function startContainer(
     container.once('error', reject)
   })
   // Its init (bubblewrap's, PID 1) lives as long as the container: its namespaces are the sandbox's.
-  const namespaces = {
-    user: openSync(`/proc/${childPid}/ns/user`, 'r'),
-    pid: openSync(`/proc/${childPid}/ns/pid`, 'r'),
+  return { container, namespaces: await joinableNamespaces(childPid) }
+}
+
+/**
+ * Opens a process's user and PID namespaces once an exec can join them. bubblewrap names its child
+ * on the info fd before that child has written its user namespace's uid and gid maps; an exec that
+ * joins an unmapped user namespace runs as the overflow uid, and its bubblewrap then fails to send
+ * its pid (`Can't send pid: Invalid argument`: the kernel refuses credentials whose uid has no
+ * mapping). Under load that window is wide enough for the kernel's start to fall into it.
+ */
+export async function joinableNamespaces(
+  pid: number,
+  deadline = Date.now() + 30_000,
+): Promise<{ user: number; pid: number }> {
+  const mapped = (file: string) => readFileSync(`/proc/${pid}/${file}`, 'utf8').trim() !== ''
+  while (!(mapped('uid_map') && mapped('gid_map'))) {
+    if (Date.now() > deadline) throw new Error(`the fake container ${pid} never mapped its user`)
+    await new Promise((resolve) => setTimeout(resolve, 5))
   }
-  return { container, namespaces }
+  return {
+    user: openSync(`/proc/${pid}/ns/user`, 'r'),
+    pid: openSync(`/proc/${pid}/ns/pid`, 'r'),
+  }
 }
 
 /**
