@@ -280,9 +280,10 @@ export class Launcher extends EventEmitter {
   /**
    * The pages a kernel of this zygote wrote between its fork and ready (hex ranges): each kernel
    * forked after copies them in one call per range instead of one page fault each (prefault in
-   * analyst_zygote.py). Asked of the first kernels until one answers.
+   * analyst_zygote.py). Asked of the first kernels until one answers; given to the zygote once.
    */
   private writes: string | undefined
+  private writesGiven = false
   private learnTries = 0
 
   constructor(python: PythonInfo, script: string, socket: string) {
@@ -338,7 +339,10 @@ export class Launcher extends EventEmitter {
         forkTrace.publish({ id, phases: [['node launch', Number(process.hrtime.bigint())]] })
       const learn = this.writes === undefined && this.learnTries < MAX_LEARN_TRIES
       if (learn) this.learnTries++
-      const prefault = this.writes ? { prefault: this.writes } : learn ? { learn: true } : {}
+      // Sent once: the zygote keeps them for every kernel forked after.
+      const give = this.writes !== undefined && !this.writesGiven
+      if (give) this.writesGiven = true
+      const prefault = give ? { prefault: this.writes } : learn ? { learn: true } : {}
       this.process.send({
         type: 'start',
         id,

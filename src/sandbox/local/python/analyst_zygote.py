@@ -67,6 +67,9 @@ SETTINGS = {'hostname': True, 'userns': False}
 # In G: whether its state is already a fresh fork's (prepare_kernel), so that K forks without
 # Python's at-fork handlers.
 PREPARED = False
+# The pages a kernel writes before ready, as (start, length) pairs of native 64-bit numbers: sent
+# once by the host (take_prefault), kept in T, and so in every G and K forked after (prefault).
+PREFAULT = b''
 # Read-only in a template zygote's sandboxes, as in bubblewrap's jail.
 PROC_READ_ONLY = ('/proc/sys', '/proc/sysrq-trigger', '/proc/irq', '/proc/bus')
 
@@ -155,7 +158,7 @@ def install_seccomp(program):
 # ---------------------------------------------------------------- K: the kernel
 
 
-def prefault(ranges):
+def prefault():
     """The pages the kernel will write before ready, copied from the zygote's in one call per range.
 
     Each page a forked kernel writes is a copy (copy-on-write): one page fault each, about 800 before
@@ -164,10 +167,20 @@ def prefault(ranges):
     fork-cost.mjs). The ranges are those an earlier kernel of this zygote wrote (written_pages):
     the same code on the same memory layout. A range not mapped here is refused (ENOMEM) and skipped.
     """
-    if not ranges:
-        return
-    for start, length in struct.iter_unpack('<QQ', bytes.fromhex(ranges)):
-        libc.madvise(start, length, MADV_POPULATE_WRITE)
+    ranges = memoryview(PREFAULT).cast('Q')  # no object per range: each would be a page written
+    for index in range(0, len(ranges) - 1, 2):
+        libc.madvise(ranges[index], ranges[index + 1], MADV_POPULATE_WRITE)
+
+
+def take_prefault(config):
+    """The prefault ranges, when a request brings them (once per zygote): kept for every later kernel."""
+    global PREFAULT
+    ranges = config.pop('prefault', None)
+    if isinstance(ranges, str):
+        try:
+            PREFAULT = bytes.fromhex(ranges)[: MAX_PREFAULT_RANGES * 16]
+        except ValueError:
+            pass
 
 
 def writable_maps():
@@ -217,7 +230,7 @@ def written_pages(at_fork):
             if pages >= MAX_PREFAULT_PAGES or len(ranges) > MAX_PREFAULT_RANGES:
                 break
     ranges = ranges[:MAX_PREFAULT_RANGES]
-    return b''.join(struct.pack('<QQ', low, high - low) for low, high in ranges).hex()
+    return b''.join(struct.pack('QQ', low, high - low) for low, high in ranges).hex()
 
 
 def drop_capabilities(last_cap):
@@ -267,7 +280,7 @@ def set_environ(env):
 
 def run_kernel(config):
     mark('K forked')
-    prefault(config.get('prefault'))
+    prefault()
     mark('K prefault')
     at_fork = writable_maps() if config.get('learn') else None
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -412,7 +425,9 @@ def run_shell(requests, seccomp):
     requests.close()
     mark('G request')
     conn = socket.socket(fileno=fds.pop())
-    start_init(conn, parse_request(message), fds, seccomp, shell=False)
+    config = parse_request(message)
+    take_prefault(config)  # made before T had them
+    start_init(conn, config, fds, seccomp, shell=False)
 
 
 def run_init(conn, config, fds, seccomp):
@@ -553,6 +568,11 @@ class Zygote:
             conn.close()
             return
         mark('T request')
+        if b'"prefault"' in message.partition(b'\0')[0]:  # once per zygote: kept for every later fork
+            try:
+                take_prefault(parse_request(message))
+            except ValueError:
+                pass
         self.shell_died = False
         try:
             # A jail shell parses the request itself: T only parses what it forks a G for.
@@ -632,6 +652,7 @@ class Zygote:
         except ValueError as error:
             sys.stderr.write(f'zygote: bad request: {error!r}\n')
             return None
+        config.pop('prefault', None)  # T has taken them
         try:
             unshare(CLONE_NEWPID)  # only for the next child: it becomes pid 1 of a new namespace
             pid = fork_init()
