@@ -26,7 +26,10 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
      other namespace) and drops the capabilities it has there, sets no_new_privs and installs the
      seccomp filter (the one bubblewrap gets, plus no new user namespaces). It reaps orphans and
      exits with the kernel's status.
-  K  forked by G, with G's (lack of) privileges: the kernel. It runs analyst_kernel.main(), which
+  K  forked by G, with G's (lack of) privileges: the kernel. It first copies the pages it will
+     write (prefault: the ranges the zygote's first kernel wrote before ready, which the host
+     asked it for and gave T once), in one call per range instead of a copy-on-write fault each.
+     It runs analyst_kernel.main(), which
      closes every fd but 0-4, reseeds numpy's generator unless G did (Python's random reseeds
      itself in the at-fork handlers) and finishes its set-up, then says ready (a set-up that
      fails, a memory limit too small for it, fails the create).
