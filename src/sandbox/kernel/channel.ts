@@ -83,7 +83,7 @@ export abstract class KernelChannel<Exit extends Error> {
         this.readyPid = message.pid
         if (message.trace && forkTrace.hasSubscribers)
           forkTrace.publish({ pid: message.pid, phases: [...message.trace, ['node ready', nowNs()]] })
-        return this.waiters.get('ready')?.()
+        return this.waiters.get('ready')?.(message)
       case 'proc-started':
       case 'proc-out':
       case 'proc-exit': {

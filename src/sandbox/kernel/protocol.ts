@@ -18,6 +18,12 @@ export const KernelMessage = z.discriminatedUnion('type', [
     python: z.string(),
     /** A forked kernel's start, phase by phase: [phase, CLOCK_MONOTONIC ns, its process's minor faults so far]. */
     trace: z.array(z.tuple([z.string(), z.number(), z.number()])).optional(),
+    /** The pages a forked kernel wrote before ready, when the host asked (zygote.ts' prefault): hex. */
+    writes: z
+      .string()
+      .max(1 << 16)
+      .regex(/^[0-9a-f]*$/)
+      .optional(),
   }),
   z.object({ type: z.literal('stdout'), id: cellId, text: z.string() }),
   z.object({ type: z.literal('stderr'), id: cellId, text: z.string() }),

@@ -52,6 +52,8 @@ export interface KernelProcess {
   on(event: 'exit', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this
   ref(): void
   unref(): void
+  /** A forked kernel's pages written before ready, from its ready message (zygote.ts' prefault). */
+  learned?(writes: string): void
 }
 
 /** The kernel process ended. `oom` when the cgroup's OOM killer fired. */
@@ -212,7 +214,14 @@ export class Kernel extends KernelChannel<KernelExit> {
     const kernel = new Kernel(child, spec.processGroup ?? false, spec.maxMessageBytes)
     // Warm-pool kernels start with keepAlive false: they must not hold the host process open.
     if (options.keepAlive !== false) kernel.ref()
-    const ready = new Promise<void>((resolve) => kernel.waiters.set('ready', () => resolve()))
+    const ready = new Promise<void>((resolve) =>
+      kernel.waiters.set('ready', (message) => {
+        // Only the first ready, before any cell: code cannot write what the next kernels prefault.
+        kernel.waiters.delete('ready')
+        if (message?.type === 'ready' && message.writes !== undefined) child.learned?.(message.writes)
+        resolve()
+      }),
+    )
     const timeoutMs = options.readyTimeoutMs ?? 60_000
     let timer: NodeJS.Timeout | undefined
     const outcome = await Promise.race([

@@ -206,6 +206,9 @@ async function startZygote(
   return { socket, process: child, launcher }
 }
 
+/** Kernels asked which pages they wrote (prefault), until one answers: a learning create takes a few ms more. */
+const MAX_LEARN_TRIES = 3
+
 /** What the launcher reports about one sandbox, by its id. */
 type LauncherMessage =
   | { type: 'handle'; id: string; name: 'io' | 'out' }
@@ -234,6 +237,10 @@ class ForkedKernel extends EventEmitter implements KernelProcess {
 
   get jailInit(): number {
     return this.pid
+  }
+
+  learned(writes: string) {
+    this.launcher.learned(writes)
   }
 
   ref() {
@@ -270,6 +277,14 @@ export class Launcher extends EventEmitter {
   private readonly running = new Map<string, ForkedKernel>()
   private readonly mounting = new Map<string, (error: string | null) => void>()
   private holds = 0
+  /**
+   * The pages a kernel of this zygote wrote between its fork and ready (hex ranges): each kernel
+   * forked after copies them in one call per range instead of one page fault each (prefault in
+   * analyst_zygote.py). Asked of the first kernels until one answers; given to the zygote once.
+   */
+  private writes: string | undefined
+  private writesGiven = false
+  private learnTries = 0
 
   constructor(python: PythonInfo, script: string, socket: string) {
     super()
@@ -322,8 +337,27 @@ export class Launcher extends EventEmitter {
       })
       if (forkTrace.hasSubscribers)
         forkTrace.publish({ id, phases: [['node launch', Number(process.hrtime.bigint())]] })
-      this.process.send({ type: 'start', id, work, data, cgroupProcs, env, request: rest })
+      const learn = this.writes === undefined && this.learnTries < MAX_LEARN_TRIES
+      if (learn) this.learnTries++
+      // Sent once: the zygote keeps them for every kernel forked after.
+      const give = this.writes !== undefined && !this.writesGiven
+      if (give) this.writesGiven = true
+      const prefault = give ? { prefault: this.writes } : learn ? { learn: true } : {}
+      this.process.send({
+        type: 'start',
+        id,
+        work,
+        data,
+        cgroupProcs,
+        env,
+        request: { ...rest, ...prefault },
+      })
     })
+  }
+
+  /** What a kernel wrote before ready (ForkedKernel): the next kernels' prefault. */
+  learned(writes: string) {
+    if (this.writes === undefined && writes.length > 0) this.writes = writes
   }
 
   /** Mounts a tmpfs at path (the `mount` options given), in the host's mount namespace; false if it could not. */

@@ -516,6 +516,9 @@ def start_module():
 FORKED = False
 # The phases of a forked kernel's start, from the zygote: sent with `ready`.
 FORK_TRACE = None
+# Set by the zygote when the host asks a forked kernel which pages it wrote before ready (its
+# prefault for the next kernels): returns them for the ready message.
+LEARN_WRITES = None
 
 
 def mark(phase):
@@ -1034,6 +1037,8 @@ def main():
         failed(error)
         raise
     ready = {'type': 'ready', 'pid': os.getpid(), 'python': sys.version.split()[0]}
+    if LEARN_WRITES is not None:
+        ready['writes'] = LEARN_WRITES()
     if FORK_TRACE is not None:
         ready['trace'] = FORK_TRACE
     send(ready)

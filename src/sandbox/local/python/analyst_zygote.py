@@ -26,7 +26,10 @@ How a forked sandbox gets the same isolation as a bubblewrap-started one:
      other namespace) and drops the capabilities it has there, sets no_new_privs and installs the
      seccomp filter (the one bubblewrap gets, plus no new user namespaces). It reaps orphans and
      exits with the kernel's status.
-  K  forked by G, with G's (lack of) privileges: the kernel. It runs analyst_kernel.main(), which
+  K  forked by G, with G's (lack of) privileges: the kernel. It first copies the pages it will
+     write (prefault: the ranges the zygote's first kernel wrote before ready, which the host
+     asked it for and gave T once), in one call per range instead of a copy-on-write fault each.
+     It runs analyst_kernel.main(), which
      closes every fd but 0-4, reseeds numpy's generator unless G did (Python's random reseeds
      itself in the at-fork handlers) and finishes its set-up, then says ready (a set-up that
      fails, a memory limit too small for it, fails the create).
@@ -67,6 +70,9 @@ SETTINGS = {'hostname': True, 'userns': False}
 # In G: whether its state is already a fresh fork's (prepare_kernel), so that K forks without
 # Python's at-fork handlers.
 PREPARED = False
+# The pages a kernel writes before ready, as (start, length) pairs of native 64-bit numbers: sent
+# once by the host (take_prefault), kept in T, and so in every G and K forked after (prefault).
+PREFAULT = b''
 # Read-only in a template zygote's sandboxes, as in bubblewrap's jail.
 PROC_READ_ONLY = ('/proc/sys', '/proc/sysrq-trigger', '/proc/irq', '/proc/bus')
 
@@ -96,8 +102,15 @@ PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
+MADV_POPULATE_WRITE = 23  # Linux 5.14; older kernels refuse it (EINVAL) and K faults as before
+PAGE = os.sysconf('SC_PAGE_SIZE')
+# What a kernel may ask its successors to copy ahead (prefault): about 3 MiB is learned here.
+MAX_PREFAULT_PAGES = 8192
+MAX_PREFAULT_RANGES = 2048
 
 libc = ctypes.CDLL(None, use_errno=True)
+# Set once in T: a kernel's prefault calls it without writing the function object's pages.
+libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 MACHINE = os.uname().machine
 # When each phase of one sandbox's start ended (CLOCK_MONOTONIC, as Node's hrtime): T's, then G's
 # and K's, which inherit the list; the kernel's ready message carries it (bench/fork-cost.mjs).
@@ -148,6 +161,81 @@ def install_seccomp(program):
 # ---------------------------------------------------------------- K: the kernel
 
 
+def prefault():
+    """The pages the kernel will write before ready, copied from the zygote's in one call per range.
+
+    Each page a forked kernel writes is a copy (copy-on-write): one page fault each, about 800 before
+    ready, and on this VM a fault costs tens of microseconds. MADV_POPULATE_WRITE makes the same
+    copies from inside the kernel, without the faults (about half the time per page, bench/
+    fork-cost.mjs). The ranges are those an earlier kernel of this zygote wrote (written_pages):
+    the same code on the same memory layout. A range not mapped here is refused (ENOMEM) and skipped.
+    """
+    ranges = memoryview(PREFAULT).cast('Q')  # no object per range: each would be a page written
+    for index in range(0, len(ranges) - 1, 2):
+        libc.madvise(ranges[index], ranges[index + 1], MADV_POPULATE_WRITE)
+
+
+def take_prefault(config):
+    """The prefault ranges, when a request brings them (once per zygote): kept for every later kernel."""
+    global PREFAULT
+    ranges = config.pop('prefault', None)
+    if isinstance(ranges, str):
+        try:
+            PREFAULT = bytes.fromhex(ranges)[: MAX_PREFAULT_RANGES * 16]
+        except ValueError:
+            pass
+
+
+def writable_maps():
+    """This process's private writable mappings: {start: end}."""
+    spans = {}
+    with open('/proc/self/maps') as maps:
+        for line in maps:
+            fields = line.split(None, 2)
+            if fields[1][1] == 'w' and fields[1][3] == 'p':
+                start, end = (int(address, 16) for address in fields[0].split('-'))
+                spans[start] = end
+    return spans
+
+
+def written_pages(at_fork):
+    """The pages this kernel wrote since its fork (prefault's ranges for the next), hex of (start, length) pairs.
+
+    A page it wrote is its own copy: present and mapped only here (/proc/self/pagemap bits 63 and
+    56); one it did not is still shared with its jail's init. Only mappings there at the fork
+    count: one made since (a thread's stack) is not mapped in the next kernel when it prefaults.
+    Run only before `ready`, before any code of anyone's, and only when the host asks (learn).
+    """
+    ranges = []
+    pages = 0
+    now = writable_maps()
+    with open('/proc/self/pagemap', 'rb', buffering=0) as pagemap:
+        for start, end in sorted(at_fork.items()):
+            end = min(end, now.get(start, start))
+            if end <= start:
+                continue
+            pagemap.seek(start // PAGE * 8)
+            entries = memoryview(pagemap.read((end - start) // PAGE * 8)).cast('Q')
+            run = None
+            for index, entry in enumerate(entries):
+                if entry >> 56 & 0x81 != 0x81:
+                    run = None
+                    continue
+                address = start + index * PAGE
+                if run is not None and run[1] == address:
+                    run[1] += PAGE
+                else:
+                    run = [address, address + PAGE]
+                    ranges.append(run)
+                pages += 1
+                if pages >= MAX_PREFAULT_PAGES or len(ranges) > MAX_PREFAULT_RANGES:
+                    break
+            if pages >= MAX_PREFAULT_PAGES or len(ranges) > MAX_PREFAULT_RANGES:
+                break
+    ranges = ranges[:MAX_PREFAULT_RANGES]
+    return b''.join(struct.pack('QQ', low, high - low) for low, high in ranges).hex()
+
+
 def drop_capabilities(last_cap):
     for cap in range(last_cap + 1):
         prctl(PR_CAPBSET_DROP, cap)
@@ -195,6 +283,9 @@ def set_environ(env):
 
 def run_kernel(config):
     mark('K forked')
+    prefault()
+    mark('K prefault')
+    at_fork = writable_maps() if config.get('learn') else None
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     # What Python sets up at start, as a kernel started on its own has it.
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -208,6 +299,8 @@ def run_kernel(config):
     # Unless its G did (prepare_kernel), it reseeds numpy's generator in its set-up.
     analyst_kernel.FORKED = not PREPARED
     analyst_kernel.FORK_TRACE = TRACE
+    if at_fork is not None:
+        analyst_kernel.LEARN_WRITES = lambda: written_pages(at_fork)
     mark('K config')
 
     sys.modules['__main__'] = analyst_kernel
@@ -335,7 +428,9 @@ def run_shell(requests, seccomp):
     requests.close()
     mark('G request')
     conn = socket.socket(fileno=fds.pop())
-    start_init(conn, parse_request(message), fds, seccomp, shell=False)
+    config = parse_request(message)
+    take_prefault(config)  # made before T had them
+    start_init(conn, config, fds, seccomp, shell=False)
 
 
 def run_init(conn, config, fds, seccomp):
@@ -470,16 +565,21 @@ class Zygote:
             message, fds, _, _ = socket.recv_fds(conn, size, 6, socket.MSG_WAITALL)
             if len(fds) != 6:
                 raise ValueError('expected 6 fds')
-            config = parse_request(message)
             conn.settimeout(None)
         except Exception as error:
             sys.stderr.write(f'zygote: bad request: {error!r}\n')
             conn.close()
             return
         mark('T request')
+        if b'"prefault"' in message.partition(b'\0')[0]:  # once per zygote: kept for every later fork
+            try:
+                take_prefault(parse_request(message))
+            except ValueError:
+                pass
         self.shell_died = False
         try:
-            pid = self.hand_to_shell(conn, message, fds) or self.fork(conn, config, fds)
+            # A jail shell parses the request itself: T only parses what it forks a G for.
+            pid = self.hand_to_shell(conn, message, fds) or self.fork(conn, message, fds)
         finally:
             for fd in fds:
                 os.close(fd)
@@ -549,7 +649,13 @@ class Zygote:
         os.close(self.own_pid_ns)
         os.close(self.wake_read)
 
-    def fork(self, conn, config, fds):
+    def fork(self, conn, message, fds):
+        try:
+            config = parse_request(message)
+        except ValueError as error:
+            sys.stderr.write(f'zygote: bad request: {error!r}\n')
+            return None
+        config.pop('prefault', None)  # T has taken them
         try:
             unshare(CLONE_NEWPID)  # only for the next child: it becomes pid 1 of a new namespace
             pid = fork_init()
