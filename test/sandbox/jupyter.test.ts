@@ -276,14 +276,18 @@ describe('jupyter engine: kernels kept by the restart supervisor', () => {
   }, 60_000)
 
   it('gives up on a kernel that keeps stopping before it runs a cell, with a clear error, and starts no more', async () => {
-    const dying = await startJupyterServer()
+    // On the file's server (a server of its own cost a start): its kernels started from now on
+    // load the startup file, which does nothing once the marker is gone, and it is removed after.
+    const before = new Set(await server.kernelIds())
+    const started = async () => (await server.kernelIds()).filter((id) => !before.has(id))
+    // Once the marker is there, every new kernel of the server dies at its first request (Analyst's prelude).
+    const marker = join(server.root, '..', 'kernels-die')
+    const startup = join(server.root, '..', '.ipython', 'profile_default', 'startup')
+    const die = join(startup, '00-die.py')
     try {
-      // Once the marker is there, every kernel of this server dies at its first request (Analyst's prelude).
-      const marker = join(dying.root, '..', 'kernels-die')
-      const startup = join(dying.root, '..', '.ipython', 'profile_default', 'startup')
       mkdirSync(startup, { recursive: true })
       writeFileSync(
-        join(startup, '00-die.py'),
+        die,
         [
           'import os',
           'def _die():',
@@ -292,7 +296,7 @@ describe('jupyter engine: kernels kept by the restart supervisor', () => {
           "get_ipython().events.register('pre_execute', _die)",
         ].join('\n'),
       )
-      const provider = new JupyterProvider({ url: dying.url, token: dying.token, recordDir })
+      const provider = new JupyterProvider({ url: server.url, token: server.token, recordDir })
       const sandbox = await Sandbox.create({ provider })
       try {
         expect((await sandbox.runCode('6 * 7')).text).toBe('42')
@@ -316,15 +320,16 @@ describe('jupyter engine: kernels kept by the restart supervisor', () => {
         // Given up: even with the cause gone, no kernel is started again.
         rmSync(marker)
         expect((await errorOf(sandbox.runCode('1')))?.message).toBe(given)
-        await waitFor(async () => (await dying.kernelIds()).length === 0, {
+        await waitFor(async () => (await started()).length === 0, {
           what: 'the kernels that stopped to be deleted from the server',
         })
       } finally {
         await sandbox.kill()
       }
-      expect(await dying.kernelIds()).toEqual([])
+      expect(await started()).toEqual([])
     } finally {
-      await dying.stop()
+      rmSync(die, { force: true })
+      rmSync(marker, { force: true })
     }
   }, 120_000)
 })
