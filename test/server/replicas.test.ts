@@ -382,8 +382,10 @@ describe('analyst serve replicas over PostgreSQL', () => {
 
   it("kill -9 of a replica while it shares a template and stores an upload: no replica reads the half, the next start forgets its chunks (not a live writer's) and shares it whole", async () => {
     const db = new pg.Client({ connectionString: databaseUrl })
-    const blobsHeld = new pg.Client({ connectionString: databaseUrl })
-    await Promise.all([db.connect(), blobsHeld.connect()])
+    // Each upload's record held still by a transaction that writes the same record first.
+    const holdD = new pg.Client({ connectionString: databaseUrl })
+    const holdB = new pg.Client({ connectionString: databaseUrl })
+    await Promise.all([db.connect(), holdD.connect(), holdB.connect()])
     const count = async (query: string) => Number((await db.query(query)).rows[0].n)
     // Chunks of a file or blob not yet committed (the store's part keys), and the locks of their writers.
     const parts = () =>
@@ -401,26 +403,31 @@ describe('analyst serve replicas over PostgreSQL', () => {
         name: 'replica-half',
         manifest: { base: { kind: 'host' }, hasRootfs: false, env: { BUILT_BY: 'd' } },
       })
-    /** A CSV of three chunks or so, uploaded to a new session on the replica; its response. */
-    const upload = async (replica: Replica, fill: string) => {
+    /**
+     * A CSV of three chunks or so, uploaded to a new session on the replica, its record held by
+     * `hold` (the upload's writer waits there with every chunk written, as a slow commit would).
+     */
+    const upload = async (replica: Replica, fill: string, hold: pg.Client) => {
       const csv = `x\n${`${fill.repeat(99)}\n`.repeat(7000)}`
+      const sha256 = createHash('sha256').update(csv).digest('hex')
+      await hold.query('begin')
+      await hold.query(`insert into blobs (sha256, size, created_at) values ($1, 0, 'held')`, [sha256])
       const form = new FormData()
       form.append('file', new Blob([csv]), `${fill}.csv`)
       const id = await newSession(replica)
       const response = fetch(`${replica.url}/api/sessions/${id}/files`, { method: 'POST', body: form })
-      return { id, csv, response }
+      // D's never answers (it is killed), nor B's when the test fails before it is let go.
+      response.catch(() => {})
+      return { id, csv, sha256, response }
     }
     try {
       // The records held still: D writes every chunk of its share and of its upload, then waits
       // to commit them; so does B's upload (B lives on), through F's start.
       await db.query('begin')
       await db.query('lock table template_files in exclusive mode')
-      await blobsHeld.query('begin')
-      await blobsHeld.query('lock table blobs in exclusive mode')
       const d = await serve('d', {}, template)
       await waitFor(async () => (await parts()) > 0, { what: "D's share to write its chunks" })
-      const dead = await upload(d, 'd')
-      dead.response.catch(() => {}) // D is killed before it answers
+      const dead = await upload(d, 'd', holdD)
       const [deadPart] = await waitFor(
         async () => {
           const written = await blobParts()
@@ -428,7 +435,7 @@ describe('analyst serve replicas over PostgreSQL', () => {
         },
         { what: "D's upload to write its chunks" },
       )
-      const live = await upload(b, 'b')
+      const live = await upload(b, 'b', holdB)
       const livePart = await waitFor(async () => (await blobParts()).find((part) => part !== deadPart), {
         what: "B's upload to write its chunks",
       })
@@ -436,7 +443,10 @@ describe('analyst serve replicas over PostgreSQL', () => {
       expect((await detail(b, live.id)).datasets).toEqual([])
       d.child.kill('SIGKILL')
       await exited(d.child)
+      // Its writers go on to find their connection gone (a backend notices a killed client when it
+      // answers it, not while it waits for a lock), and roll back.
       await db.query('rollback')
+      await holdD.query('rollback')
       // D's connection is gone with its locks (B's upload's stays); its chunks stay, and no replica takes them.
       await waitFor(async () => (await writers()) === 1, { what: "D's connection to close" })
       expect(await parts()).toBeGreaterThan(0)
@@ -455,18 +465,16 @@ describe('analyst serve replicas over PostgreSQL', () => {
       // D's chunks went at F's start (F's own share's went as it committed); B's upload's stayed.
       await waitFor(async () => (await parts()) === 0, { what: "D's chunks to be forgotten" })
       expect(await blobParts()).toEqual([livePart])
-      expect(f.stderr()).toMatch(/uploads left half-written by a stopped replica: 1 removed/)
-      await blobsHeld.query('rollback')
+      expect(await count(`select count(*) as n from blobs where sha256 = '${dead.sha256}'`)).toBe(0)
+      await holdB.query('rollback')
       expect((await live.response).status).toBe(201)
-      const sha256 = createHash('sha256').update(live.csv).digest('hex')
-      expect(await count(`select sum(length(data)) as n from blob_chunks where blob = '${sha256}'`)).toBe(
-        live.csv.length,
-      )
+      expect(
+        await count(`select sum(length(data)) as n from blob_chunks where blob = '${live.sha256}'`),
+      ).toBe(live.csv.length)
       expect(await blobParts()).toEqual([])
       f.child.kill('SIGKILL')
     } finally {
-      await blobsHeld.query('rollback').catch(() => {})
-      await Promise.all([db.end(), blobsHeld.end()])
+      await Promise.all([db.end(), holdD.end(), holdB.end()])
     }
   }, 120_000)
 
