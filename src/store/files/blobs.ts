@@ -14,21 +14,12 @@ import { hostname } from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { running } from '../../processes.js'
 import { measure, SHA256, toStream } from '../blob-source.js'
 import type { BlobInfo, BlobSource, BlobStore } from '../types.js'
 
 /** A temporary file's name: its writer's host and process id, then a random part. */
 const PART = /^\.(.+)\.(\d+)\.[0-9a-f]{16}\.part$/
-
-/** Whether a process of this host is running (one of another user's is: it cannot be signalled). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
 
 export class FileBlobStore implements BlobStore {
   readonly specificationVersion = 'v1'
