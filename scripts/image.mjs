@@ -13,7 +13,8 @@
 //                                       compose.jupyter.yaml
 //   npm run image -- --with containerfile  also analyst-containerfile:<version>, deploy/Containerfile
 //                                       built by podman (FROM a debian:bookworm-slim made here if
-//                                       none is)
+//                                       none is; with --with-template, the templates exported to
+//                                       deploy/templates/ for that build)
 //   node scripts/image.mjs --prune-modules DIR   what the server never reads, out of DIR (the
 //                                       Containerfile's build stage)
 //   npm run image -- --with-template NAME  the template NAME of ANALYST_HOME (analyst template
@@ -370,13 +371,35 @@ function templateArchives(target, names) {
   const folder = join(target.cache, 'templates', hash(...names))
   rmSync(folder, { recursive: true, force: true })
   mkdirSync(folder, { recursive: true })
+  exportTemplates(names, folder)
+  return folder
+}
+
+/** Each template of ANALYST_HOME exported with the built CLI as folder/NAME.tar; the archives' paths. */
+function exportTemplates(names, folder) {
   const cli = join(ROOT, 'dist/cli/bin.js')
   if (!existsSync(cli)) fail('dist/cli/bin.js is not built: run npm run build (or leave out --no-build)')
-  for (const name of names) {
+  return names.map((name) => {
+    const archive = join(folder, `${name}.tar`)
     say(`template ${name}: exporting from ${process.env.ANALYST_HOME ?? '~/.analyst'}`)
-    run(process.execPath, [cli, 'template', 'export', name, join(folder, `${name}.tar`)])
-  }
-  return folder
+    run(process.execPath, [cli, 'template', 'export', name, archive])
+    return archive
+  })
+}
+
+/**
+ * --with-template for deploy/Containerfile: the archives go where a user of the Containerfile puts
+ * them (deploy/templates/, which it copies in), for this build only. One there already is the
+ * user's: refused, not replaced.
+ */
+function containerfileTemplates(names) {
+  const folder = join(DEPLOY, 'templates')
+  const there = names.filter((name) => existsSync(join(folder, `${name}.tar`)))
+  if (there.length > 0)
+    fail(
+      `deploy/templates/ holds ${there.map((name) => `${name}.tar`).join(', ')} already, which the Containerfile copies in as it is: leave out --with-template ${there.join(' ')}, or remove the archive to export it afresh`,
+    )
+  return exportTemplates(names, folder)
 }
 
 function buildAnalyst(target, epoch, options) {
@@ -565,10 +588,26 @@ function debianSlim(target) {
   run('podman', ['import', '--quiet', '--change', 'CMD ["bash"]', tar, DEBIAN_SLIM], { capture: true })
 }
 
-/** The image as deploy/Containerfile builds it (podman build), to check that recipe runs as the other does. */
-function buildContainerfile(target) {
+/**
+ * The image as deploy/Containerfile builds it (podman build), to check that recipe runs as the other
+ * does. Its steps are cached as podman's layers (a step runs again when what it reads changes: a
+ * COPY's files, the steps before it), as the other image's are under .cache/image; the check of
+ * reproducible builds builds its second image with none (--no-cache), from nothing.
+ */
+function buildContainerfile(target, _epoch, options) {
   const image = target.names.containerfile
   debianSlim(target)
+  const templates = containerfileTemplates(options.templates ?? [])
+  try {
+    podmanBuild(image, target.prefix !== 'localhost/')
+  } finally {
+    for (const archive of templates) rmSync(archive, { force: true })
+  }
+  return image
+}
+
+/** podman build of deploy/Containerfile as image; fromNothing: none of the cached layers. */
+function podmanBuild(image, fromNothing) {
   // The CAs npm trusts here (a proxy's own among them, where one signs TLS), for the build's npm.
   const ca = [
     process.env.NODE_EXTRA_CA_CERTS,
@@ -583,7 +622,8 @@ function buildContainerfile(target) {
     '--format',
     'docker',
     '--pull=never',
-    '--layers=false',
+    '--layers',
+    ...(fromNothing ? ['--no-cache'] : []),
     ...(ca ? ['--secret', `id=ca,src=${ca}`] : []),
     '--ignorefile',
     join(DEPLOY, 'Containerfile.dockerignore'),
@@ -593,7 +633,6 @@ function buildContainerfile(target) {
     image,
     ROOT,
   ])
-  return image
 }
 
 const BUILDERS = {

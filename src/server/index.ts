@@ -121,6 +121,8 @@ export interface RunningServer {
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/
+/** The most half-written blobs one start forgets (the rest at the next start). */
+const PARTIAL_BLOBS_PER_START = 100
 
 export function tokensFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
   return (env.ANALYST_TOKEN ?? '')
@@ -229,8 +231,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   // The named templates built on this host (analyst template build) reach the other replicas,
   // after start: an export of a large root takes a while, and nothing here waits for it.
-  const publishing = share
-    .tidy()
+  const publishing = (stores.blobs.forgetPartialBlobs?.(PARTIAL_BLOBS_PER_START) ?? Promise.resolve(0))
+    .then((partial) => {
+      if (partial) say(`uploads left half-written by a stopped replica: ${partial} removed`)
+    })
+    .catch((error: unknown) => say(`half-written uploads not tidied: ${(error as Error).message}`))
+    .then(() => share.tidy())
     .then(({ partial, removals }) => {
       if (partial) say(`template files left half-written by a stopped replica: ${partial} removed`)
       if (removals) say(`template removals older than a month forgotten: ${removals}`)

@@ -20,7 +20,7 @@ describe('materialize', () => {
     home = mkdtempSync(join(tmpdir(), 'analyst-materialize-'))
     const history = await SqliteHistoryStore.open(join(home, 'analyst.db'))
     try {
-      const blobs = new SqlBlobStore(history.db)
+      const blobs = new SqlBlobStore(history.db, history.runtime)
       const content = Buffer.from('region,value\nNorth,1\n'.repeat(20_000))
       const { sha256 } = await blobs.put(content)
       const cache = join(home, 'cache')

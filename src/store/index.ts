@@ -85,7 +85,7 @@ export async function openStores(
     })
     const blobs = env.ANALYST_BLOB_DIR
       ? new FileBlobStore(env.ANALYST_BLOB_DIR)
-      : new SqlBlobStore(history.db, 'postgres')
+      : new SqlBlobStore(history.db, history.runtime, 'postgres')
     return {
       history,
       blobs,

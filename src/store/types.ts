@@ -348,6 +348,11 @@ export interface BlobStore {
    * then mount it without a copy); undefined for stores that do not.
    */
   localPath?(sha256: string): string | undefined
+  /**
+   * Forgets up to `limit` blobs that writers killed mid-put left half-written (no reader ever saw
+   * one), never a live writer's; how many (serve's start). For stores that can tell the two apart.
+   */
+  forgetPartialBlobs?(limit: number): Promise<number>
   close?(): Promise<void>
 }
 

@@ -49,6 +49,20 @@ describe('Containerfiles lowered to steps', () => {
     expect(() => parseContainerfile(text, '/ctx')).toThrow(message)
   })
 
+  it('says how to do without stages, in a FROM line that names a template as this parser reads one', () => {
+    for (const text of ['FROM debian:trixie AS a\nFROM a\n', 'FROM debian:trixie\nCOPY --from=a /x /y\n']) {
+      let hint = ''
+      try {
+        parseContainerfile(text, '/ctx')
+      } catch (error) {
+        hint = (error as { hint?: string }).hint ?? ''
+      }
+      const from = hint.match(/FROM \S+?(?=\.?$)/)?.[0]
+      expect(from, hint).toBe('FROM template:first')
+      expect(parseContainerfile(`${from}\n`, '/ctx').base).toEqual({ kind: 'template', name: 'first' })
+    }
+  })
+
   it('keeps an image it does not know as an image base (checked against local storage at build time)', () => {
     expect(parseContainerfile('FROM python:3.12\n', '/ctx').base).toEqual({
       kind: 'image',

@@ -28,6 +28,10 @@ const PASSED_OVER = new Set([
   'MAINTAINER',
 ])
 
+/** What to do instead of stages: a template names another as its base by `template:NAME` (base.ts). */
+const MULTI_STAGE_HINT =
+  'Build the first stage as a template of its own (analyst template build first.Containerfile --name first), then start the second with FROM template:first.'
+
 export function parseContainerfile(
   text: string,
   context: string,
@@ -44,7 +48,7 @@ export function parseContainerfile(
     throw new InvalidArgumentError(
       `${source} has ${froms.length} FROM lines: multi-stage builds are not supported`,
       {
-        hint: 'Build the first stage as a template of its own, then start the second with FROM that-template.',
+        hint: MULTI_STAGE_HINT,
       },
     )
   }
@@ -114,6 +118,7 @@ function copySteps(instruction: JSONInstruction, keyword: string, at: string): S
   if (flags.has('from'))
     throw new InvalidArgumentError(
       `${at}: ${keyword} --from needs another stage: multi-stage builds are not supported`,
+      { hint: MULTI_STAGE_HINT },
     )
   const json = instruction.getJSONStrings()
   const words =

@@ -71,8 +71,8 @@ export default async function setup() {
     return () => cleanUp()
   }
   const started = Date.now()
-  // The Containerfile's image takes templates from deploy/templates/ instead.
-  const templateDir = FROM_CONTAINERFILE ? undefined : await buildTemplate()
+  // Both images carry it: the Containerfile's through deploy/templates/, where its users put theirs.
+  const templateDir = await buildTemplate()
   try {
     const build = spawnSync(
       process.execPath,
@@ -80,16 +80,18 @@ export default async function setup() {
         resolve('scripts/image.mjs'),
         ...(FROM_CONTAINERFILE
           ? ['--only', 'containerfile']
-          : ['--with', 'postgres', '--with', 'proxy', '--with', 'jupyter', '--with-template', TEMPLATE]),
+          : ['--with', 'postgres', '--with', 'proxy', '--with', 'jupyter']),
+        '--with-template',
+        TEMPLATE,
       ],
       {
         stdio: ['ignore', 'inherit', 'inherit'],
-        env: templateDir ? { ...process.env, ANALYST_HOME: join(templateDir, 'home') } : process.env,
+        env: { ...process.env, ANALYST_HOME: join(templateDir, 'home') },
       },
     )
     if (build.status !== 0) throw new Error(`npm run image failed (exit ${build.status ?? build.signal})`)
   } finally {
-    if (templateDir) rmSync(templateDir, { recursive: true, force: true })
+    rmSync(templateDir, { recursive: true, force: true })
   }
   process.stderr.write(`[test:image] images ready in ${Math.round((Date.now() - started) / 1000)} s\n`)
   return () => cleanUp()

@@ -9,8 +9,8 @@
  * E2B's COPY files uploaded to A are found by the build started on B. A template built with the
  * CLI on a host with the database, or found in a replica's home at its start, reaches the others; a
  * replica started with --template brings it first; a removal on one reaches the others' copies;
- * a replica killed with -9 while it shares a template leaves no half that another imports, and
- * the next start forgets its chunks.
+ * a replica killed with -9 while it shares a template or stores an upload leaves no half that
+ * another reads, and the next start forgets its chunks (not those of a live replica's upload).
  * And PostgreSQL restarted under a burst: requests meet a
  * 503 with Retry-After, not a 500, the runs it cut off end as interrupted, and all answers again.
  */
@@ -380,13 +380,22 @@ describe('analyst serve replicas over PostgreSQL', () => {
     expect(String(await refused)).not.toMatch(/\n\s+at /)
   }, 120_000)
 
-  it('kill -9 of a replica while it shares a template: no replica imports the half, the next start forgets its chunks and shares it whole', async () => {
+  it("kill -9 of a replica while it shares a template and stores an upload: no replica reads the half, the next start forgets its chunks (not a live writer's) and shares it whole", async () => {
     const db = new pg.Client({ connectionString: databaseUrl })
-    await db.connect()
+    // Each upload's record held still by a transaction that writes the same record first.
+    const holdD = new pg.Client({ connectionString: databaseUrl })
+    const holdB = new pg.Client({ connectionString: databaseUrl })
+    await Promise.all([db.connect(), holdD.connect(), holdB.connect()])
     const count = async (query: string) => Number((await db.query(query)).rows[0].n)
-    // Chunks of a file not yet committed (the store's part keys), and the locks of their writers.
+    // Chunks of a file or blob not yet committed (the store's part keys), and the locks of their writers.
     const parts = () =>
       count(`select count(*) as n from template_file_chunks where file >= 'part-' and file < 'part.'`)
+    const blobParts = async () =>
+      (
+        await db.query(
+          `select distinct blob from blob_chunks where blob >= 'part-' and blob < 'part.' order by blob`,
+        )
+      ).rows.map((row) => row.blob as string)
     const writers = () =>
       count(`select count(*) as n from pg_locks where locktype = 'advisory' and classid = 7350213`)
     const template = (home: string) =>
@@ -394,17 +403,52 @@ describe('analyst serve replicas over PostgreSQL', () => {
         name: 'replica-half',
         manifest: { base: { kind: 'host' }, hasRootfs: false, env: { BUILT_BY: 'd' } },
       })
+    /**
+     * A CSV of three chunks or so, uploaded to a new session on the replica, its record held by
+     * `hold` (the upload's writer waits there with every chunk written, as a slow commit would).
+     */
+    const upload = async (replica: Replica, fill: string, hold: pg.Client) => {
+      const csv = `x\n${`${fill.repeat(99)}\n`.repeat(7000)}`
+      const sha256 = createHash('sha256').update(csv).digest('hex')
+      await hold.query('begin')
+      await hold.query(`insert into blobs (sha256, size, created_at) values ($1, 0, 'held')`, [sha256])
+      const form = new FormData()
+      form.append('file', new Blob([csv]), `${fill}.csv`)
+      const id = await newSession(replica)
+      const response = fetch(`${replica.url}/api/sessions/${id}/files`, { method: 'POST', body: form })
+      // D's never answers (it is killed), nor B's when the test fails before it is let go.
+      response.catch(() => {})
+      return { id, csv, sha256, response }
+    }
     try {
-      // The files' records held still: D writes every chunk of its share, then waits to commit it.
+      // The records held still: D writes every chunk of its share and of its upload, then waits
+      // to commit them; so does B's upload (B lives on), through F's start.
       await db.query('begin')
       await db.query('lock table template_files in exclusive mode')
       const d = await serve('d', {}, template)
       await waitFor(async () => (await parts()) > 0, { what: "D's share to write its chunks" })
+      const dead = await upload(d, 'd', holdD)
+      const [deadPart] = await waitFor(
+        async () => {
+          const written = await blobParts()
+          return written.length === 1 ? written : undefined
+        },
+        { what: "D's upload to write its chunks" },
+      )
+      const live = await upload(b, 'b', holdB)
+      const livePart = await waitFor(async () => (await blobParts()).find((part) => part !== deadPart), {
+        what: "B's upload to write its chunks",
+      })
+      // Whole or not at all: neither upload is a dataset yet.
+      expect((await detail(b, live.id)).datasets).toEqual([])
       d.child.kill('SIGKILL')
       await exited(d.child)
+      // Its writers go on to find their connection gone (a backend notices a killed client when it
+      // answers it, not while it waits for a lock), and roll back.
       await db.query('rollback')
-      // D's connection is gone with its lock; its chunks stay, and no replica takes them.
-      await waitFor(async () => (await writers()) === 0, { what: "D's connection to close" })
+      await holdD.query('rollback')
+      // D's connection is gone with its locks (B's upload's stays); its chunks stay, and no replica takes them.
+      await waitFor(async () => (await writers()) === 1, { what: "D's connection to close" })
       expect(await parts()).toBeGreaterThan(0)
       expect(await count(`select count(*) as n from template_files where name = 'replica-half'`)).toBe(0)
       const createOn = async (replica: Replica) =>
@@ -415,14 +459,22 @@ describe('analyst serve replicas over PostgreSQL', () => {
           })
         ).status
       expect(await createOn(b)).toBe(404)
-      // Started again with the same home's template: the start forgets the half, then shares it whole.
+      // Started again with the same home's template: the start forgets the halves, then shares it whole.
       const f = await serve('f', {}, template)
       await waitFor(async () => (await createOn(b)) === 201, { what: "F's share to reach B" })
-      // D's chunks went at F's start (F's own share's went as it committed).
+      // D's chunks went at F's start (F's own share's went as it committed); B's upload's stayed.
       await waitFor(async () => (await parts()) === 0, { what: "D's chunks to be forgotten" })
+      expect(await blobParts()).toEqual([livePart])
+      expect(await count(`select count(*) as n from blobs where sha256 = '${dead.sha256}'`)).toBe(0)
+      await holdB.query('rollback')
+      expect((await live.response).status).toBe(201)
+      expect(
+        await count(`select sum(length(data)) as n from blob_chunks where blob = '${live.sha256}'`),
+      ).toBe(live.csv.length)
+      expect(await blobParts()).toEqual([])
       f.child.kill('SIGKILL')
     } finally {
-      await db.end()
+      await Promise.all([db.end(), holdD.end(), holdB.end()])
     }
   }, 120_000)
 

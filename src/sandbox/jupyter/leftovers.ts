@@ -7,6 +7,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir, hostname } from 'node:os'
 import { join } from 'node:path'
+import { running } from '../../processes.js'
 
 export interface KernelRecord {
   /** The server's base URL. */
@@ -21,15 +22,6 @@ export interface KernelRecord {
 /** ANALYST_HOME (else ~/.analyst)/jupyter-kernels. */
 export function defaultRecordDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(env.ANALYST_HOME || join(homedir(), '.analyst'), 'jupyter-kernels')
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
 
 export class KernelRecords {
@@ -71,7 +63,7 @@ export class KernelRecords {
     for (const name of names) {
       try {
         const record = JSON.parse(readFileSync(join(this.dir, name), 'utf8')) as KernelRecord
-        if (record.url === url && record.host === hostname() && !alive(record.pid)) found.push(record)
+        if (record.url === url && record.host === hostname() && !running(record.pid)) found.push(record)
       } catch {
         // being written, or not ours
       }

@@ -2,16 +2,24 @@
  * Blobs as files in a folder (ANALYST_HOME/blobs, or a shared ANALYST_BLOB_DIR): `ab/abcdef…`,
  * named by their SHA-256. A blob is written to a temporary file while it is hashed, then renamed
  * into place, so a reader never sees half a blob and two writers of the same content agree.
+ * A writer killed mid-blob leaves its temporary file, named by its host and process:
+ * `forgetPartialBlobs` removes those of this host's processes that are gone (a folder that
+ * replicas share: each host's own, at its replica's start).
  * @module
  */
 import { randomBytes } from 'node:crypto'
 import { createReadStream, createWriteStream } from 'node:fs'
-import { mkdir, rename, rm, stat } from 'node:fs/promises'
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises'
+import { hostname } from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { running } from '../../processes.js'
 import { measure, SHA256, toStream } from '../blob-source.js'
 import type { BlobInfo, BlobSource, BlobStore } from '../types.js'
+
+/** A temporary file's name: its writer's host and process id, then a random part. */
+const PART = /^\.(.+)\.(\d+)\.[0-9a-f]{16}\.part$/
 
 export class FileBlobStore implements BlobStore {
   readonly specificationVersion = 'v1'
@@ -28,7 +36,7 @@ export class FileBlobStore implements BlobStore {
     options: { maxBytes?: number; signal?: AbortSignal } = {},
   ): Promise<BlobInfo> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 })
-    const temporary = join(this.dir, `.${randomBytes(8).toString('hex')}.part`)
+    const temporary = join(this.dir, `.${hostname()}.${process.pid}.${randomBytes(8).toString('hex')}.part`)
     const measured = measure(options.maxBytes)
     try {
       await pipeline(toStream(source), measured, createWriteStream(temporary, { mode: 0o644 }), {
@@ -42,6 +50,20 @@ export class FileBlobStore implements BlobStore {
     } finally {
       await rm(temporary, { force: true })
     }
+  }
+
+  async forgetPartialBlobs(limit: number): Promise<number> {
+    const names = await readdir(this.dir).catch(() => [])
+    const here = hostname()
+    let forgotten = 0
+    for (const name of names) {
+      if (forgotten >= limit) break
+      const [, host, pid] = name.match(PART) ?? []
+      if (host !== here || running(Number(pid))) continue
+      await rm(join(this.dir, name), { force: true })
+      forgotten++
+    }
+    return forgotten
   }
 
   async get(sha256: string): Promise<Readable | undefined> {

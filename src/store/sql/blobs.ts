@@ -1,16 +1,19 @@
 /**
  * Blobs in the database (with PostgreSQL when no shared ANALYST_BLOB_DIR is given): content in
- * chunks of 256 KiB, written under a temporary key while it is hashed and renamed to its SHA-256 in
- * one transaction, read back one chunk at a time. Never whole in memory, on the way in or out.
+ * chunks of 256 KiB, written under a part key while it is hashed and renamed to its SHA-256 in the
+ * transaction that writes its record (a reader sees the whole blob or none), read back one chunk at
+ * a time. Never whole in memory, on the way in or out. A writer killed mid-blob leaves its part's
+ * chunks: `forgetPartialBlobs` forgets them when their writer is gone (parts.ts).
  * @module
  */
-import { randomUUID } from 'node:crypto'
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { Kysely } from 'kysely'
 import { measure, SHA256, toStream } from '../blob-source.js'
 import type { BlobInfo, BlobSource, BlobStore } from '../types.js'
+import { CHUNK_KEY, type ChunkTable, forgetPartial, withPart } from './parts.js'
 import type { Database } from './schema.js'
+import type { SqlRuntime } from './store.js'
 
 export const CHUNK_BYTES = 256 * 1024
 
@@ -46,11 +49,8 @@ export function chunkWriter(insert: (seq: number, data: Buffer) => Promise<unkno
   })
 }
 
-/** The tables of chunks: the same columns but for the name of the key (a blob's hash, a template file's key). */
-const CHUNK_KEY = { blob_chunks: 'blob', template_file_chunks: 'file' } as const
-
 /** The content `chunkWriter` wrote under `key` in `table`, read back one chunk at a time. */
-export function chunkReader(db: Kysely<Database>, table: keyof typeof CHUNK_KEY, key: string): Readable {
+export function chunkReader(db: Kysely<Database>, table: ChunkTable, key: string): Readable {
   return Readable.from(
     (async function* () {
       for (let seq = 0; ; seq++) {
@@ -74,24 +74,21 @@ export class SqlBlobStore implements BlobStore {
 
   constructor(
     private readonly db: Kysely<Database>,
+    private readonly runtime: Pick<SqlRuntime, 'rowLocks'>,
     provider = 'sql',
   ) {
     this.provider = provider
   }
 
-  async put(
-    source: BlobSource,
-    options: { maxBytes?: number; signal?: AbortSignal } = {},
-  ): Promise<BlobInfo> {
-    const part = `part-${randomUUID()}`
-    const measured = measure(options.maxBytes)
-    const writer = chunkWriter((seq, data) =>
-      this.db.insertInto('blob_chunks').values({ blob: part, seq, data }).execute(),
-    )
-    try {
+  put(source: BlobSource, options: { maxBytes?: number; signal?: AbortSignal } = {}): Promise<BlobInfo> {
+    return withPart(this.db, this.runtime, 'blob_chunks', async (db, part) => {
+      const measured = measure(options.maxBytes)
+      const writer = chunkWriter((seq, data) =>
+        db.insertInto('blob_chunks').values({ blob: part, seq, data }).execute(),
+      )
       await pipeline(toStream(source), measured, writer, { signal: options.signal })
       const { sha256, size } = measured.digest()
-      await this.db.transaction().execute(async (trx) => {
+      await db.transaction().execute(async (trx) => {
         const created = await trx
           .insertInto('blobs')
           .values({ sha256, size, created_at: new Date().toISOString() })
@@ -103,9 +100,11 @@ export class SqlBlobStore implements BlobStore {
           await trx.updateTable('blob_chunks').set({ blob: sha256 }).where('blob', '=', part).execute()
       })
       return { sha256, size }
-    } finally {
-      await this.db.deleteFrom('blob_chunks').where('blob', '=', part).execute()
-    }
+    })
+  }
+
+  forgetPartialBlobs(limit: number): Promise<number> {
+    return forgetPartial(this.db, this.runtime, 'blob_chunks', limit)
   }
 
   async get(sha256: string): Promise<Readable | undefined> {

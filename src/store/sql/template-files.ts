@@ -5,31 +5,22 @@
  * file or none), read back one chunk at a time and checked against their SHA-256 at the end. Unlike
  * blobs they are kept by key, not by content, so that they can be replaced and expired.
  *
- * A writer killed mid-file leaves its part's chunks, which no record names. On PostgreSQL the
- * writer holds an advisory lock on its part while it writes (PostgreSQL lets it go with the
- * writer's connection), so `forgetPartialTemplateFiles` tells a dead writer's part from a live one
- * without any clock; on SQLite (one process) every part but this process's own is a dead writer's.
+ * A writer killed mid-file leaves its part's chunks: `forgetPartialTemplateFiles` forgets them
+ * when their writer is gone (parts.ts).
  * Times are the database's clock, the one clock every replica reads.
  * @module
  */
-import { createHash, randomUUID } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { type Kysely, type Selectable, sql } from 'kysely'
+import type { Kysely, Selectable } from 'kysely'
 import { AnalystError } from '../../errors.js'
 import { measure } from '../blob-source.js'
 import type { StoredTemplateFile, TemplateFileStore } from '../types.js'
 import { chunkReader, chunkWriter } from './blobs.js'
+import { forgetPartial, withPart } from './parts.js'
 import type { Database, TemplateFilesTable } from './schema.js'
 import type { SqlRuntime } from './store.js'
-
-/** The first part of a part key; every part key sorts between this and PART_END (an index range, not LIKE). */
-const PART = 'part-'
-const PART_END = 'part.'
-/** Any number: the class of the advisory locks a writer holds on its part (the other key is the part's hash). */
-const PART_LOCK = 7_350_213
-/** Any number: the lock under which one replica at a time forgets partial files. */
-const SWEEP_LOCK = 7_350_214
 
 function toFile(row: Selectable<TemplateFilesTable>): StoredTemplateFile {
   return {
@@ -43,8 +34,6 @@ function toFile(row: Selectable<TemplateFilesTable>): StoredTemplateFile {
 
 export class SqlTemplateFileStore implements TemplateFileStore {
   readonly specificationVersion = 'v1'
-  /** The parts this process is writing: no sweep takes them, whatever the database. */
-  readonly #writing = new Set<string>()
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -61,18 +50,9 @@ export class SqlTemplateFileStore implements TemplateFileStore {
     source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
     options: { name?: string; maxBytes?: number } = {},
   ): Promise<StoredTemplateFile> {
-    if (!this.runtime.rowLocks) return this.#put(this.db, key, source, options)
-    // One connection for the whole file: the lock on its part lives and dies with it.
-    return this.db.connection().execute(async (db) => {
-      const part = `${PART}${randomUUID()}`
-      await sql`select pg_advisory_lock(${PART_LOCK}, hashtext(${part}))`.execute(db)
-      try {
-        return await this.#put(db, key, source, options, part)
-      } finally {
-        // A connection that broke took its lock with it: the error that broke it is the one to say.
-        await sql`select pg_advisory_unlock(${PART_LOCK}, hashtext(${part}))`.execute(db).catch(() => {})
-      }
-    })
+    return withPart(this.db, this.runtime, 'template_file_chunks', (db, part) =>
+      this.#put(db, key, source, options, part),
+    )
   }
 
   async #put(
@@ -80,70 +60,39 @@ export class SqlTemplateFileStore implements TemplateFileStore {
     key: string,
     source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
     options: { name?: string; maxBytes?: number },
-    part = `${PART}${randomUUID()}`,
+    part: string,
   ): Promise<StoredTemplateFile> {
     const measured = measure(options.maxBytes)
     const writer = chunkWriter((seq, data) =>
       db.insertInto('template_file_chunks').values({ file: part, seq, data }).execute(),
     )
-    this.#writing.add(part)
-    try {
-      await pipeline(Readable.from(source), measured, writer)
-      const { sha256, size } = measured.digest()
-      const name = options.name ?? null
-      const createdAt = new Date(await this.databaseTimeMs()).toISOString()
-      await db.transaction().execute(async (trx) => {
-        // The file this one replaces, and the older file of its name.
-        const old = await trx
-          .selectFrom('template_files')
-          .select('key')
-          .where((eb) => eb.or([eb('key', '=', key), ...(name ? [eb('name', '=', name)] : [])]))
-          .execute()
-        const keys = old.map((row) => row.key)
-        if (keys.length > 0) {
-          await trx.deleteFrom('template_file_chunks').where('file', 'in', keys).execute()
-          await trx.deleteFrom('template_files').where('key', 'in', keys).execute()
-        }
-        await trx
-          .insertInto('template_files')
-          .values({ key, name, size, sha256, created_at: createdAt })
-          .execute()
-        await trx.updateTable('template_file_chunks').set({ file: key }).where('file', '=', part).execute()
-      })
-      return (await this.statTemplateFile(key)) as StoredTemplateFile
-    } finally {
-      await db.deleteFrom('template_file_chunks').where('file', '=', part).execute()
-      this.#writing.delete(part)
-    }
+    await pipeline(Readable.from(source), measured, writer)
+    const { sha256, size } = measured.digest()
+    const name = options.name ?? null
+    const createdAt = new Date(await this.databaseTimeMs()).toISOString()
+    await db.transaction().execute(async (trx) => {
+      // The file this one replaces, and the older file of its name.
+      const old = await trx
+        .selectFrom('template_files')
+        .select('key')
+        .where((eb) => eb.or([eb('key', '=', key), ...(name ? [eb('name', '=', name)] : [])]))
+        .execute()
+      const keys = old.map((row) => row.key)
+      if (keys.length > 0) {
+        await trx.deleteFrom('template_file_chunks').where('file', 'in', keys).execute()
+        await trx.deleteFrom('template_files').where('key', 'in', keys).execute()
+      }
+      await trx
+        .insertInto('template_files')
+        .values({ key, name, size, sha256, created_at: createdAt })
+        .execute()
+      await trx.updateTable('template_file_chunks').set({ file: key }).where('file', '=', part).execute()
+    })
+    return (await this.statTemplateFile(key)) as StoredTemplateFile
   }
 
-  async forgetPartialTemplateFiles(limit: number): Promise<number> {
-    return this.db.transaction().execute(async (trx) => {
-      // Two replicas that start at once: one sweeps, the other finds nothing left.
-      if (this.runtime.rowLocks) await sql`select pg_advisory_xact_lock(${SWEEP_LOCK})`.execute(trx)
-      const parts = await trx
-        .selectFrom('template_file_chunks')
-        .select('file')
-        .distinct()
-        .where('file', '>=', PART)
-        .where('file', '<', PART_END)
-        .limit(limit)
-        .execute()
-      let forgotten = 0
-      for (const { file } of parts) {
-        if (this.#writing.has(file)) continue
-        if (this.runtime.rowLocks) {
-          // Its writer's lock: held, the writer is alive; free, the writer is gone (held until commit).
-          const free = await sql<{
-            free: boolean
-          }>`select pg_try_advisory_xact_lock(${PART_LOCK}, hashtext(${file})) as free`.execute(trx)
-          if (!free.rows[0]?.free) continue
-        }
-        await trx.deleteFrom('template_file_chunks').where('file', '=', file).execute()
-        forgotten++
-      }
-      return forgotten
-    })
+  forgetPartialTemplateFiles(limit: number): Promise<number> {
+    return forgetPartial(this.db, this.runtime, 'template_file_chunks', limit)
   }
 
   async statTemplateFile(key: string): Promise<StoredTemplateFile | undefined> {

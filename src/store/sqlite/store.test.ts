@@ -43,7 +43,7 @@ describeStoreConformance({
     const history = await SqliteHistoryStore.open(join(home, 'analyst.db'))
     return {
       history,
-      blobs: new SqlBlobStore(history.db),
+      blobs: new SqlBlobStore(history.db, history.runtime),
       close: async () => {
         await history.close()
         rmSync(home, { recursive: true, force: true })
