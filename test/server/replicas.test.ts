@@ -637,7 +637,9 @@ describe('analyst serve replicas over PostgreSQL', () => {
         ? { content: 'Answered again.' }
         : ([
             { code: "print('committed', flush=True)" },
-            { code: "import time\nprint('sleeping', flush=True)\ntime.sleep(6)" },
+            // Long enough that the first run to sleep is still asleep when the fourth starts and
+            // the database stops: at 6 s, one run ended first under load (a done, no cut-off).
+            { code: "import time\nprint('sleeping', flush=True)\ntime.sleep(15)" },
             { content: 'Both steps.' },
           ][Math.min(steps(request), 2)] as FakeReply)
     script.push(...Array.from({ length: 12 }, () => burst))
