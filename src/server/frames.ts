@@ -186,19 +186,18 @@ async function gridAnswer(
   return streamSSE(c, async (stream) => {
     // Events in order: a change seen by the timer is written after the one before it.
     let writing = Promise.resolve()
-    let said = ''
-    const say = (wait: GridWait) => {
-      const data = JSON.stringify(wait)
-      if (data === said) return writing
-      said = data
-      writing = writing.then(() => stream.writeSSE({ event: 'waiting', data })).catch(() => undefined)
-      return writing
-    }
     const send = (event: string, data: unknown) => {
       writing = writing
         .then(() => stream.writeSSE({ event, data: JSON.stringify(data) }))
         .catch(() => undefined)
       return writing
+    }
+    let said: GridWait | undefined
+    // A wait is said again only when it changes.
+    const say = (wait: GridWait) => {
+      if (wait.reason === said?.reason && wait.message === said.message) return writing
+      said = wait
+      return send('waiting', wait)
     }
     await say(first)
     let follow: ReturnType<typeof setInterval> | undefined
