@@ -377,6 +377,7 @@ function templateArchives(target, names) {
 
 /** Each template of ANALYST_HOME exported with the built CLI as folder/NAME.tar; the archives' paths. */
 function exportTemplates(names, folder) {
+  if (names.length === 0) return [] // the Containerfile's build alone needs no dist/
   const cli = join(ROOT, 'dist/cli/bin.js')
   if (!existsSync(cli)) fail('dist/cli/bin.js is not built: run npm run build (or leave out --no-build)')
   return names.map((name) => {
