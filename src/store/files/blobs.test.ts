@@ -21,13 +21,20 @@ afterEach(() => {
 /** The built store, for the processes these tests start and kill. */
 const STORE = JSON.stringify(pathToFileURL(resolve('dist/store/files/blobs.js')).href)
 
-/** A script that puts a blob into dir with the built store and never ends it. */
-function halfWriterScript(dir: string) {
+/**
+ * A script that puts a blob into dir with the built store and never ends it; killed: it kills
+ * itself (SIGKILL) once its temporary file is there.
+ */
+function halfWriterScript(dir: string, killed = false) {
   return `
     const { FileBlobStore } = await import(${STORE})
     const { Readable } = await import('node:stream')
+    const { readdirSync } = await import('node:fs')
     async function* half() {
       yield Buffer.from('half a blob')
+      while (${killed} && !readdirSync(${JSON.stringify(dir)}).some((name) => name.endsWith('.part')))
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      if (${killed}) process.kill(process.pid, 'SIGKILL')
       await new Promise(() => setInterval(() => {}, 1000))
     }
     await new FileBlobStore(${JSON.stringify(dir)}).put(Readable.from(half()))
@@ -74,6 +81,7 @@ it("forgets the temporary file of a writer killed mid-blob at the next sweep, ne
 /**
  * node running script as pid 2 of a pid namespace of its own (bwrap is its pid 1), as the server
  * of a restarted container is given its predecessor's pid; the host's file system and hostname.
+ * The namespace ends when node does, or when the bwrap started here is killed.
  */
 function inPidNamespace(script: string, stdio: 'inherit' | 'pipe' = 'inherit') {
   return spawn(
@@ -83,6 +91,7 @@ function inPidNamespace(script: string, stdio: 'inherit' | 'pipe' = 'inherit') {
       '/',
       '/',
       '--unshare-pid',
+      '--die-with-parent',
       '--proc',
       '/proc',
       process.execPath,
@@ -98,15 +107,10 @@ it("forgets a dead writer's temporary file when another process has been given i
   const dir = mkdtempSync(join(tmpdir(), 'analyst-blobs-'))
   dirs.push(dir)
   const parts = () => readdirSync(dir).filter((name) => name.endsWith('.part'))
-  const writer = inPidNamespace(halfWriterScript(dir))
-  const exited = new Promise((resolve) => writer.once('exit', resolve))
-  try {
-    await expect.poll(parts, { timeout: 20_000 }).toHaveLength(1)
-    expect(parts()[0]).toMatch(new RegExp(`^\\.${hostname()}\\.2[.-]`)) // the writer was pid 2
-  } finally {
-    writer.kill('SIGKILL') // bwrap, the namespace's pid 1: the writer goes with it
-    await exited
-  }
+  const writer = inPidNamespace(halfWriterScript(dir, true))
+  await new Promise((resolve) => writer.once('exit', resolve)) // and with it, the namespace
+  expect(parts()).toHaveLength(1)
+  expect(parts()[0]).toMatch(new RegExp(`^\\.${hostname()}\\.2[.-]`)) // the writer was pid 2
   // The next server, in a namespace of its own, is pid 2 again.
   const sweeper = inPidNamespace(
     `
