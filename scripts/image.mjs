@@ -612,13 +612,34 @@ const BUILDERS = {
   containerfile: buildContainerfile,
 }
 
+/** The id of the image a name points at, or undefined. */
+function imageId(name) {
+  const result = spawnSync('podman', ['image', 'inspect', '--format', '{{.Id}}', name], { encoding: 'utf8' })
+  return result.status === 0 ? result.stdout.trim() : undefined
+}
+
+/**
+ * Removes the images that a build moved a name away from, where nothing else holds them (no
+ * name, no child, no container): no next build reuses them. podman rmi takes with each the
+ * stale steps under it that it alone held (the layers of sources since changed).
+ */
+function removeReplaced(ids) {
+  const dangling = run('podman', ['images', '-a', '-q', '--no-trunc', '--filter', 'dangling=true'], {
+    capture: true,
+  })
+  for (const id of ids) if (id && dangling.includes(id)) spawnSync('podman', ['rmi', id], { stdio: 'ignore' })
+}
+
 /** Builds the named images into target (its cache, its names); says each one's size and time. */
 function buildAll(target, names, options) {
   mkdirSync(target.cache, { recursive: true })
   const epoch = sourceDateEpoch([])
   return names.map((name) => {
     const started = Date.now()
+    const named = [target.names[name], ...(name === 'containerfile' ? [target.names.containerfileBuild] : [])]
+    const before = named.map(imageId)
     const image = BUILDERS[name](target, epoch, options)
+    removeReplaced(before)
     const seconds = Math.round((Date.now() - started) / 1000)
     const size = run('podman', ['image', 'inspect', '--format', '{{.Size}}', image], { capture: true }).trim()
     say(`${image}: ${Math.round(Number(size) / 1e6)} MB, built in ${seconds} s`)
