@@ -15,8 +15,6 @@
 //                                       built by podman (FROM a debian:bookworm-slim made here if
 //                                       none is; with --with-template, the templates exported to
 //                                       deploy/templates/ for that build)
-//   node scripts/image.mjs --prune-modules DIR   what the server never reads, out of DIR (the
-//                                       Containerfile's build stage)
 //   npm run image -- --with-template NAME  the template NAME of ANALYST_HOME (analyst template
 //                                       list) baked in: exported as an OCI archive to
 //                                       /opt/analyst-templates, imported into /data when the
@@ -42,6 +40,7 @@ import {
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { pruneModules } from './prune-modules.mjs'
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const DEPLOY = join(ROOT, 'deploy')
@@ -68,6 +67,8 @@ export function imageNames(prefix = 'localhost/') {
     proxy: `${prefix}analyst-proxy:2.6`,
     jupyter: `${prefix}analyst-jupyter:1.23`,
     containerfile: `${prefix}analyst-containerfile:${VERSION}`,
+    /** The Containerfile's build stage, named so that its layers (npm ci's) are no dangling image. */
+    containerfileBuild: `${prefix}analyst-containerfile-build:${VERSION}`,
   }
 }
 /** Outside /usr, which every jail sees (read-only): the server's code stays out of sight. */
@@ -244,43 +245,6 @@ function nodeDir(target) {
   return dir
 }
 
-/**
- * What a running server never reads: sources, headers, objects, maps, browser bundles, and
- * node-gyp's makefiles and configuration, which name the folder they were built in (two builds in
- * two caches would differ there and nowhere else).
- */
-const UNUSED = [
-  'better-sqlite3/deps',
-  'better-sqlite3/src',
-  'better-sqlite3/build/Makefile',
-  'better-sqlite3/build/binding.Makefile',
-  'better-sqlite3/build/config.gypi',
-  'better-sqlite3/build/better_sqlite3.target.mk',
-  'better-sqlite3/build/test_extension.target.mk',
-  'better-sqlite3/build/deps',
-  'better-sqlite3/build/Release/obj',
-  'better-sqlite3/build/Release/obj.target',
-  'better-sqlite3/build/Release/.deps',
-  'better-sqlite3/build/Release/sqlite3.a',
-  'better-sqlite3/build/Release/test_extension.node',
-  'node-sql-parser/umd',
-  'node-sql-parser/build',
-  'node-sql-parser/index.js.map',
-]
-
-function prune(dir) {
-  for (const path of UNUSED) rmSync(join(dir, path), { recursive: true, force: true })
-  const walk = (folder) => {
-    for (const entry of readdirSync(folder, { withFileTypes: true })) {
-      const path = join(folder, entry.name)
-      if (entry.isDirectory()) walk(path)
-      else if (/\.(map|d\.ts|d\.mts|d\.cts|md|markdown)$/i.test(entry.name) && !/^license/i.test(entry.name))
-        rmSync(path)
-    }
-  }
-  walk(dir)
-}
-
 /** The lock's production packages: a new devDependency does not make the image install again. */
 function productionLock(lock) {
   const { packages } = JSON.parse(lock)
@@ -334,7 +298,7 @@ function appDir(target, node, build) {
     verbatimSymlinks: true,
   })
   // On the copy: a change to the list applies without compiling the modules again.
-  prune(join(staging, 'node_modules'))
+  pruneModules(join(staging, 'node_modules'))
   mkdirSync(join(staging, 'bin'))
   writeFileSync(join(staging, 'bin/analyst'), `#!/bin/sh\nexec ${NODE} ${APP}/dist/cli/bin.js "$@"\n`, {
     mode: 0o755,
@@ -377,6 +341,7 @@ function templateArchives(target, names) {
 
 /** Each template of ANALYST_HOME exported with the built CLI as folder/NAME.tar; the archives' paths. */
 function exportTemplates(names, folder) {
+  if (names.length === 0) return [] // the Containerfile's build alone needs no dist/
   const cli = join(ROOT, 'dist/cli/bin.js')
   if (!existsSync(cli)) fail('dist/cli/bin.js is not built: run npm run build (or leave out --no-build)')
   return names.map((name) => {
@@ -600,6 +565,9 @@ function buildContainerfile(target, _epoch, options) {
   const templates = containerfileTemplates(options.templates ?? [])
   try {
     podmanBuild(image, target.prefix !== 'localhost/')
+    // Its build stage again, every step cached, for a name: else the stage's last layer is dangling,
+    // and a clean-up of dangling images (npm run test:image's, podman image prune) takes npm ci's.
+    podmanBuild(target.names.containerfileBuild, false, ['--target', 'build', '--quiet'])
   } finally {
     for (const archive of templates) rmSync(archive, { force: true })
   }
@@ -607,7 +575,7 @@ function buildContainerfile(target, _epoch, options) {
 }
 
 /** podman build of deploy/Containerfile as image; fromNothing: none of the cached layers. */
-function podmanBuild(image, fromNothing) {
+function podmanBuild(image, fromNothing, extra = []) {
   // The CAs npm trusts here (a proxy's own among them, where one signs TLS), for the build's npm.
   const ca = [
     process.env.NODE_EXTRA_CA_CERTS,
@@ -624,6 +592,7 @@ function podmanBuild(image, fromNothing) {
     '--pull=never',
     '--layers',
     ...(fromNothing ? ['--no-cache'] : []),
+    ...extra,
     ...(ca ? ['--secret', `id=ca,src=${ca}`] : []),
     '--ignorefile',
     join(DEPLOY, 'Containerfile.dockerignore'),
@@ -643,13 +612,34 @@ const BUILDERS = {
   containerfile: buildContainerfile,
 }
 
+/** The id of the image a name points at, or undefined. */
+function imageId(name) {
+  const result = spawnSync('podman', ['image', 'inspect', '--format', '{{.Id}}', name], { encoding: 'utf8' })
+  return result.status === 0 ? result.stdout.trim() : undefined
+}
+
+/**
+ * Removes the images that a build moved a name away from, where nothing else holds them (no
+ * name, no child, no container): no next build reuses them. podman rmi takes with each the
+ * stale steps under it that it alone held (the layers of sources since changed).
+ */
+function removeReplaced(ids) {
+  const dangling = run('podman', ['images', '-a', '-q', '--no-trunc', '--filter', 'dangling=true'], {
+    capture: true,
+  })
+  for (const id of ids) if (id && dangling.includes(id)) spawnSync('podman', ['rmi', id], { stdio: 'ignore' })
+}
+
 /** Builds the named images into target (its cache, its names); says each one's size and time. */
 function buildAll(target, names, options) {
   mkdirSync(target.cache, { recursive: true })
   const epoch = sourceDateEpoch([])
   return names.map((name) => {
     const started = Date.now()
+    const named = [target.names[name], ...(name === 'containerfile' ? [target.names.containerfileBuild] : [])]
+    const before = named.map(imageId)
     const image = BUILDERS[name](target, epoch, options)
+    removeReplaced(before)
     const seconds = Math.round((Date.now() - started) / 1000)
     const size = run('podman', ['image', 'inspect', '--format', '{{.Size}}', image], { capture: true }).trim()
     say(`${image}: ${Math.round(Number(size) / 1e6)} MB, built in ${seconds} s`)
@@ -773,12 +763,9 @@ function main() {
       'print-packages': { type: 'boolean', default: false },
       'no-build': { type: 'boolean', default: false },
       'check-reproducible': { type: 'boolean', default: false },
-      'prune-modules': { type: 'string' },
       'with-template': { type: 'string', multiple: true, default: [] },
     },
   })
-  // deploy/Containerfile's build stage: the same trim of node_modules as here.
-  if (values['prune-modules']) return prune(resolve(values['prune-modules']))
   if (values['print-packages']) {
     process.stdout.write(
       run(

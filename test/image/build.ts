@@ -1,7 +1,7 @@
 /**
  * Global setup of npm run test:image: builds the images the tests run (npm run image, its steps
  * cached), once, with a small template baked in (`--with-template`), and removes every container,
- * volume and network the tests left, at the end.
+ * volume and network the tests left, at the end, and the dangling images the run made.
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -12,6 +12,7 @@ import {
   cleanUp,
   FROM_CONTAINERFILE,
   IMAGE,
+  images,
   JUPYTER_IMAGE,
   POSTGRES_IMAGE,
   PROXY_IMAGE,
@@ -59,6 +60,8 @@ async function runAsync(command: string, args: string[], env: NodeJS.ProcessEnv)
 }
 
 export default async function setup() {
+  // What was there before the build: the clean-up removes only the dangling images the run made.
+  const before = images()
   // ANALYST_IMAGE_SKIP_BUILD=1: the images are there already (a rerun while they are fresh).
   if (process.env.ANALYST_IMAGE_SKIP_BUILD === '1') {
     const images = FROM_CONTAINERFILE ? [IMAGE] : [IMAGE, POSTGRES_IMAGE, PROXY_IMAGE, JUPYTER_IMAGE]
@@ -68,7 +71,7 @@ export default async function setup() {
       throw new Error(
         `ANALYST_IMAGE_SKIP_BUILD=1, but ${missing.join(', ')} not built: the last run removed them (keep them with ANALYST_IMAGE_KEEP=1), or run without ANALYST_IMAGE_SKIP_BUILD`,
       )
-    return () => cleanUp()
+    return () => cleanUp(before)
   }
   const started = Date.now()
   // Both images carry it: the Containerfile's through deploy/templates/, where its users put theirs.
@@ -94,5 +97,5 @@ export default async function setup() {
     rmSync(templateDir, { recursive: true, force: true })
   }
   process.stderr.write(`[test:image] images ready in ${Math.round((Date.now() - started) / 1000)} s\n`)
-  return () => cleanUp()
+  return () => cleanUp(before)
 }

@@ -120,8 +120,11 @@ export async function healthy(url: string, container: string): Promise<void> {
   )
 }
 
-/** Removes what the tests made: containers, the compose project, volumes, networks, the images built. */
-export function cleanUp() {
+/**
+ * Removes what the tests made: containers, the compose project, volumes, networks, npm run image's
+ * images, and the dangling images made since `before` (the images before the run's build).
+ */
+export function cleanUp(before?: ReturnType<typeof images>) {
   const ids = (args: string[]) =>
     spawnSync('podman', args, { encoding: 'utf8' }).stdout.split('\n').filter(Boolean)
   const containers = [
@@ -144,9 +147,51 @@ export function cleanUp() {
   ])) {
     spawnSync('podman', ['network', 'rm', '-f', network], { stdio: 'ignore' })
   }
-  // The images made for the tests; the base images stay, as npm run image's cache (its .cache/image).
-  if (process.env.ANALYST_IMAGE_KEEP !== '1') {
+  // npm run image's images are committed anew by each build (no next build reuses them): removed
+  // unless ANALYST_IMAGE_KEEP=1. What a next build reuses stays: their base images (the root file
+  // systems) and the Containerfile's image with its build stage, whose layers are podman build's cache.
+  if (process.env.ANALYST_IMAGE_KEEP !== '1' && !FROM_CONTAINERFILE)
     spawnSync('podman', ['rmi', '-f', IMAGE, POSTGRES_IMAGE, PROXY_IMAGE, JUPYTER_IMAGE], { stdio: 'ignore' })
-    spawnSync('podman', ['image', 'prune', '-f'], { stdio: 'ignore' })
+  if (before) removeStaleImages(before)
+}
+
+/** The images in podman's storage, by full id: whether dangling (no name, no child), and their names. */
+export function images(): Map<string, { dangling: boolean; names: string[] }> {
+  const result = spawnSync('podman', ['images', '-a', '--format', 'json'], { encoding: 'utf8' })
+  const listed = result.status === 0 ? (JSON.parse(result.stdout || '[]') as PodmanImage[]) : []
+  return new Map(
+    listed.map((image) => [image.Id, { dangling: image.Dangling === true, names: image.Names ?? [] }]),
+  )
+}
+
+interface PodmanImage {
+  Id: string
+  Dangling?: boolean
+  Names?: string[]
+}
+
+/**
+ * Removes the dangling images that are the suite's: made since `before` (an image replaced under
+ * its name, a Containerfile step's layer that a changed source made stale), or named as one of
+ * npm run image's (localhost/analyst…) then. Another's dangling images stay: no podman image
+ * prune, which takes every one on the machine, and with it the Containerfile's cached build stage.
+ * No -f: an image that a container uses stays. Returns the ids removed.
+ */
+export function removeStaleImages(before: ReturnType<typeof images>): string[] {
+  const removed: string[] = []
+  // Removing a stale step can leave the step before it dangling in turn (podman 4's rmi removes
+  // that one too; an older podman may not).
+  for (let round = 0; round < 20; round++) {
+    const stale = [...images()]
+      .filter(([id, now]) => {
+        if (!now.dangling || removed.includes(id)) return false
+        const then = before.get(id)
+        return !then || then.names.some((name) => name.startsWith('localhost/analyst'))
+      })
+      .map(([id]) => id)
+    const gone = stale.filter((id) => spawnSync('podman', ['rmi', id], { stdio: 'ignore' }).status === 0)
+    if (gone.length === 0) break
+    removed.push(...gone)
   }
+  return removed
 }

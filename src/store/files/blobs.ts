@@ -2,9 +2,10 @@
  * Blobs as files in a folder (ANALYST_HOME/blobs, or a shared ANALYST_BLOB_DIR): `ab/abcdef…`,
  * named by their SHA-256. A blob is written to a temporary file while it is hashed, then renamed
  * into place, so a reader never sees half a blob and two writers of the same content agree.
- * A writer killed mid-blob leaves its temporary file, named by its host and process:
- * `forgetPartialBlobs` removes those of this host's processes that are gone (a folder that
- * replicas share: each host's own, at its replica's start).
+ * A writer killed mid-blob leaves its temporary file, named by its host and process (its pid and
+ * start, so that a process given the dead writer's pid again, as a restarted container's server
+ * often is, is told apart): `forgetPartialBlobs` removes those of this host's processes that are
+ * gone (a folder that replicas share: each host's own, at its replica's start).
  * @module
  */
 import { randomBytes } from 'node:crypto'
@@ -14,12 +15,12 @@ import { hostname } from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { running } from '../../processes.js'
+import { markRunning, PROCESS_MARK, processMark } from '../../processes.js'
 import { measure, SHA256, toStream } from '../blob-source.js'
 import type { BlobInfo, BlobSource, BlobStore } from '../types.js'
 
-/** A temporary file's name: its writer's host and process id, then a random part. */
-const PART = /^\.(.+)\.(\d+)\.[0-9a-f]{16}\.part$/
+/** A temporary file's name: its writer's host and process (processes.ts's mark), then a random part. */
+const PART = new RegExp(`^\\.(.+)\\.(${PROCESS_MARK.source})\\.[0-9a-f]{16}\\.part$`)
 
 export class FileBlobStore implements BlobStore {
   readonly specificationVersion = 'v1'
@@ -36,7 +37,7 @@ export class FileBlobStore implements BlobStore {
     options: { maxBytes?: number; signal?: AbortSignal } = {},
   ): Promise<BlobInfo> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 })
-    const temporary = join(this.dir, `.${hostname()}.${process.pid}.${randomBytes(8).toString('hex')}.part`)
+    const temporary = join(this.dir, `.${hostname()}.${processMark()}.${randomBytes(8).toString('hex')}.part`)
     const measured = measure(options.maxBytes)
     try {
       await pipeline(toStream(source), measured, createWriteStream(temporary, { mode: 0o644 }), {
@@ -58,8 +59,8 @@ export class FileBlobStore implements BlobStore {
     let forgotten = 0
     for (const name of names) {
       if (forgotten >= limit) break
-      const [, host, pid] = name.match(PART) ?? []
-      if (host !== here || running(Number(pid))) continue
+      const [, host, writer] = name.match(PART) ?? []
+      if (host !== here || !writer || markRunning(writer)) continue
       await rm(join(this.dir, name), { force: true })
       forgotten++
     }
