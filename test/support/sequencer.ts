@@ -27,7 +27,7 @@ export const STARTED_LAST = new Set(['template', 'trixie'])
  * in one block with the others: vitest keeps such a worker for the next file only when the next
  * file in its queue is of the same project, else it starts a new process that imports all again.
  */
-const SHARED_GRAPH_SHORT_S = 10
+const SHARED_GRAPH_SHORT_S = 20
 
 export class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
