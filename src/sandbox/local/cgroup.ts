@@ -491,7 +491,14 @@ function makeParentV2(budgetBytes: number, root: CgroupRoot): Parent | undefined
   tryWrite(join(dir, 'cgroup.subtree_control'), '+memory +pids')
   if (tryWrite(join(dir, 'cgroup.subtree_control'), '+cpu'))
     tryWrite(join(dir, 'cpu.weight'), String(Math.round(SANDBOXES_SHARES / 10)))
-  return { version: 2, dirs: new Map([['', dir]]), budgetBytes, starting: 0, root, files: new CounterFiles(4096) }
+  return {
+    version: 2,
+    dirs: new Map([['', dir]]),
+    budgetBytes,
+    starting: 0,
+    root,
+    files: new CounterFiles(4096),
+  }
 }
 
 /** The parent group under `root` with this budget, made now; undefined where none can be made. */
