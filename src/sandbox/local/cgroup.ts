@@ -528,7 +528,8 @@ export interface SandboxesMemory {
 }
 
 export function sandboxesMemory(): SandboxesMemory | undefined {
-  if (process.geteuid?.() !== 0) return undefined
+  // Made (or found impossible) as root only: after that the budget's looks need not ask the euid.
+  if (parent === undefined && process.geteuid?.() !== 0) return undefined
   const found = parentGroup()
   return found ? memoryOf(found) : undefined
 }
