@@ -8,6 +8,7 @@
 //        node bench/e2b.mjs --ab <distA> <distB> [--rounds N] [--trips N] [--warmup N]   (two builds in turns)
 // --warmup: trips before the timed ones (see WARMUP); the first ones are reported apart, as cold.
 import { fork } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -42,6 +43,30 @@ async function repeat(n, fn) {
 }
 
 const TOKEN = 'bench-token'
+
+/**
+ * The CPU time of `pid`'s descendants in µs (the sandboxes' kernels, the zygote, the jail): the
+ * kernel side of a trip, from /proc (clock ticks, 100 a second here).
+ */
+function descendantsCpuUs(pid) {
+  const parents = new Map()
+  const ticks = new Map()
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const fields = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1].split(' ')
+      parents.set(Number(name), Number(fields[1]))
+      ticks.set(Number(name), Number(fields[11]) + Number(fields[12]))
+    } catch {} // gone meanwhile
+  }
+  let total = 0
+  for (const [at, used] of ticks) {
+    let up = parents.get(at)
+    while (up !== undefined && up > 1 && up !== pid) up = parents.get(up)
+    if (up === pid) total += used
+  }
+  return total * 10_000
+}
 
 /**
  * The server in a child process (this file with --serve [dist]): its URL, a refill of its warm pool
@@ -94,7 +119,15 @@ for i in range(10_000):
       { timeoutMs: 600_000 },
     )
     if (made.error) throw new Error(`writing the files: ${made.error.value}`)
-    sides.push({ dist, child, cpu, sandboxes: { fresh, filled }, times: { fresh: [], filled: [] }, cpuUs: 0 })
+    sides.push({
+      dist,
+      child,
+      cpu,
+      sandboxes: { fresh, filled },
+      times: { fresh: [], filled: [] },
+      cpuUs: 0,
+      kernelUs: 0,
+    })
   }
   const onePlusOne = async (sandbox) => {
     if ((await sandbox.runCode('1 + 1')).text !== '2') throw new Error('wrong answer from the SDK')
@@ -114,6 +147,7 @@ for i in range(10_000):
     const order = round % 2 === 0 ? sides : [...sides].reverse()
     for (const side of order) {
       const cpuBefore = await side.cpu()
+      const kernelBefore = descendantsCpuUs(side.child.pid)
       for (const kind of ['fresh', 'filled']) {
         for (let i = 0; i < trips; i++) {
           const start = performance.now()
@@ -122,6 +156,7 @@ for i in range(10_000):
         }
       }
       side.cpuUs += (await side.cpu()) - cpuBefore
+      side.kernelUs += descendantsCpuUs(side.child.pid) - kernelBefore
     }
     loads.push(loadavg()[0])
   }
@@ -149,7 +184,8 @@ B/A at p50: fresh ${ratio('fresh')}, filled ${ratio('filled')}
 
 Cold, the first ${COLD} trips after each server's start (before ${WARMUP} of warm-up; one server after the other, not in turns): A ${ms(percentile(a.cold, 50))}, B ${ms(percentile(b.cold, 50))} p50
 
-The server's CPU time per round trip: A ${(a.cpuUs / a.times.fresh.length / 2).toFixed(0)} µs, B ${(b.cpuUs / b.times.fresh.length / 2).toFixed(0)} µs (B/A ${(b.cpuUs / a.cpuUs).toFixed(3)})`)
+The server's CPU time per round trip: A ${(a.cpuUs / a.times.fresh.length / 2).toFixed(0)} µs, B ${(b.cpuUs / b.times.fresh.length / 2).toFixed(0)} µs (B/A ${(b.cpuUs / a.cpuUs).toFixed(3)})
+The kernel side's (the server's descendants: kernels, zygote): A ${(a.kernelUs / a.times.fresh.length / 2).toFixed(0)} µs, B ${(b.kernelUs / b.times.fresh.length / 2).toFixed(0)} µs (B/A ${(b.kernelUs / a.kernelUs).toFixed(3)})`)
   for (const side of sides) {
     await side.sandboxes.fresh.kill()
     await side.sandboxes.filled.kill()
