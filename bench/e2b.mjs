@@ -4,9 +4,11 @@
 // Analyst's library in the same run (the baseline: what the HTTP layer adds is the difference), and
 // the files calls that carry envd's details (list, getInfo) beside a plain read of the same file.
 // The server runs in a child process (this file with --serve), as it would for a real client.
-// Usage: node bench/e2b.mjs [--quick]   (run `npm run build` first; `npm run bench` does)
-//        node bench/e2b.mjs --ab <distA> <distB> [--rounds N] [--trips N]   (two builds in turns)
+// Usage: node bench/e2b.mjs [--quick] [--warmup N]   (run `npm run build` first; `npm run bench` does)
+//        node bench/e2b.mjs --ab <distA> <distB> [--rounds N] [--trips N] [--warmup N]   (two builds in turns)
+// --warmup: trips before the timed ones (see WARMUP); the first ones are reported apart, as cold.
 import { fork } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -15,6 +17,17 @@ import { LocalProvider, Sandbox } from '../dist/index.js'
 import { machine, percentile, serveE2B, table } from './util.mjs'
 
 const quick = process.argv.includes('--quick')
+const option = (name, fallback) => {
+  const at = process.argv.indexOf(name)
+  return at === -1 ? fallback : Number(process.argv[at + 1])
+}
+/**
+ * Trips before the timed ones. V8 tiers up the server's and the SDK's code over the first few
+ * thousand trips: the server's CPU per trip fell from 1.3-1.9 ms in the first 1,000 to 0.45-0.65 ms
+ * after 3,000 (2026-12-07, load 10-16). The first trips are timed apart, as a cold server's.
+ */
+const WARMUP = option('--warmup', quick ? 1500 : 3000)
+const COLD = 200
 const N = { roundTrip: quick ? 200 : 1000, create: quick ? 10 : 30, files: quick ? 50 : 200, warmup: 50 }
 
 async function time(fn) {
@@ -31,9 +44,28 @@ async function repeat(n, fn) {
 
 const TOKEN = 'bench-token'
 
-const option = (name, fallback) => {
-  const at = process.argv.indexOf(name)
-  return at === -1 ? fallback : Number(process.argv[at + 1])
+/**
+ * The CPU time of `pid`'s descendants in µs (the sandboxes' kernels, the zygote, the jail): the
+ * kernel side of a trip, from /proc (clock ticks, 100 a second here).
+ */
+function descendantsCpuUs(pid) {
+  const parents = new Map()
+  const ticks = new Map()
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const fields = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1].split(' ')
+      parents.set(Number(name), Number(fields[1]))
+      ticks.set(Number(name), Number(fields[11]) + Number(fields[12]))
+    } catch {} // gone meanwhile
+  }
+  let total = 0
+  for (const [at, used] of ticks) {
+    let up = parents.get(at)
+    while (up !== undefined && up > 1 && up !== pid) up = parents.get(up)
+    if (up === pid) total += used
+  }
+  return total * 10_000
 }
 
 /**
@@ -65,7 +97,7 @@ async function ab() {
   const at = process.argv.indexOf('--ab')
   const given = process.argv.slice(at + 1, at + 3)
   if (given.length !== 2 || given.some((dist) => dist.startsWith('--')))
-    throw new Error('Usage: node bench/e2b.mjs --ab <distA> <distB> [--rounds N] [--trips N]')
+    throw new Error('Usage: node bench/e2b.mjs --ab <distA> <distB> [--rounds N] [--trips N] [--warmup N]')
   const dists = given.map((dist) => resolve(dist))
   const rounds = option('--rounds', 20)
   const trips = option('--trips', 25)
@@ -87,18 +119,35 @@ for i in range(10_000):
       { timeoutMs: 600_000 },
     )
     if (made.error) throw new Error(`writing the files: ${made.error.value}`)
-    sides.push({ dist, child, cpu, sandboxes: { fresh, filled }, times: { fresh: [], filled: [] }, cpuUs: 0 })
+    sides.push({
+      dist,
+      child,
+      cpu,
+      sandboxes: { fresh, filled },
+      times: { fresh: [], filled: [] },
+      cpuUs: 0,
+      kernelUs: 0,
+    })
   }
   const onePlusOne = async (sandbox) => {
     if ((await sandbox.runCode('1 + 1')).text !== '2') throw new Error('wrong answer from the SDK')
   }
-  for (const side of sides)
-    for (let i = 0; i < 50; i++) for (const s of Object.values(side.sandboxes)) await onePlusOne(s)
+  // Each server warmed up in its turn (V8 tiers its code up), its first trips timed as a cold server's.
+  for (const side of sides) {
+    side.cold = []
+    for (let i = 0; i < WARMUP / 2; i++)
+      for (const s of Object.values(side.sandboxes)) {
+        const start = performance.now()
+        await onePlusOne(s)
+        if (side.cold.length < COLD) side.cold.push(performance.now() - start)
+      }
+  }
   const loads = []
   for (let round = 0; round < rounds; round++) {
     const order = round % 2 === 0 ? sides : [...sides].reverse()
     for (const side of order) {
       const cpuBefore = await side.cpu()
+      const kernelBefore = descendantsCpuUs(side.child.pid)
       for (const kind of ['fresh', 'filled']) {
         for (let i = 0; i < trips; i++) {
           const start = performance.now()
@@ -107,6 +156,7 @@ for i in range(10_000):
         }
       }
       side.cpuUs += (await side.cpu()) - cpuBefore
+      side.kernelUs += descendantsCpuUs(side.child.pid) - kernelBefore
     }
     loads.push(loadavg()[0])
   }
@@ -132,7 +182,10 @@ ${table(['server, sandbox', 'n', 'p50', 'p99'], rows)}
 
 B/A at p50: fresh ${ratio('fresh')}, filled ${ratio('filled')}
 
-The server's CPU time per round trip: A ${(a.cpuUs / a.times.fresh.length / 2).toFixed(0)} µs, B ${(b.cpuUs / b.times.fresh.length / 2).toFixed(0)} µs (B/A ${(b.cpuUs / a.cpuUs).toFixed(3)})`)
+Cold, the first ${COLD} trips after each server's start (before ${WARMUP} of warm-up; one server after the other, not in turns): A ${ms(percentile(a.cold, 50))}, B ${ms(percentile(b.cold, 50))} p50
+
+The server's CPU time per round trip: A ${(a.cpuUs / a.times.fresh.length / 2).toFixed(0)} µs, B ${(b.cpuUs / b.times.fresh.length / 2).toFixed(0)} µs (B/A ${(b.cpuUs / a.cpuUs).toFixed(3)})
+The kernel side's (the server's descendants: kernels, zygote): A ${(a.kernelUs / a.times.fresh.length / 2).toFixed(0)} µs, B ${(b.kernelUs / b.times.fresh.length / 2).toFixed(0)} µs (B/A ${(b.kernelUs / a.kernelUs).toFixed(3)})`)
   for (const side of sides) {
     await side.sandboxes.fresh.kill()
     await side.sandboxes.filled.kill()
@@ -155,7 +208,10 @@ if (serveAt !== -1) {
     // Round trips on a warm kernel: the SDK over HTTP, then the library in process.
     const remote = await E2BSandbox.create()
     await warmRemote()
-    for (let i = 0; i < N.warmup; i++) await remote.runCode('1 + 1')
+    const coldTrips = await repeat(COLD, async () => {
+      if ((await remote.runCode('1 + 1')).text !== '2') throw new Error('wrong answer from the SDK')
+    })
+    for (let i = 0; i < WARMUP; i++) await remote.runCode('1 + 1')
     const sdkTrips = await repeat(N.roundTrip, async () => {
       if ((await remote.runCode('1 + 1')).text !== '2') throw new Error('wrong answer from the SDK')
     })
@@ -216,7 +272,7 @@ for i in range(${written}, ${total}):
     await provider.warm()
     const local = await Sandbox.create({ provider })
     await provider.warm()
-    for (let i = 0; i < N.warmup; i++) await local.runCode('1 + 1')
+    for (let i = 0; i < WARMUP; i++) await local.runCode('1 + 1')
     const libraryTrips = await repeat(N.roundTrip, async () => {
       if ((await local.runCode('1 + 1')).text !== '2') throw new Error('wrong answer from the library')
     })
@@ -252,8 +308,9 @@ another process on 127.0.0.1, beside Analyst's library calling a local provider 
 ${table(
   ['operation', 'n', 'p50', 'p99'],
   [
-    row('SDK `runCode("1 + 1")`', sdkTrips),
-    row('library `runCode("1 + 1")`', libraryTrips),
+    row(`SDK \`runCode("1 + 1")\`, after ${WARMUP} trips`, sdkTrips),
+    row(`SDK \`runCode("1 + 1")\`, the first ${COLD} after the server's start (cold)`, coldTrips),
+    row(`library \`runCode("1 + 1")\`, after ${WARMUP} trips`, libraryTrips),
     row('SDK `Sandbox.create()` (warm pool)', sdkCreates),
     row('library `Sandbox.create()` (warm pool)', libraryCreates),
     row('SDK `files.read` (one 100-byte file)', fileCalls.read),

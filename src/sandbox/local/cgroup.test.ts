@@ -5,6 +5,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   rmdirSync,
   rmSync,
   writeFileSync,
@@ -196,6 +197,37 @@ describe('cgroup v2, laid out in a folder', () => {
       `anon ${90 * MiB}\nfile ${10 * MiB}\ninactive_file ${4 * MiB}\n`,
     )
     expect(groups?.memory()).toEqual({ budgetBytes: 512 * MiB, usedBytes: 96 * MiB })
+    groups?.close()
+  })
+
+  it("looks at the sandboxes' memory through files kept open, which say what the counters say now", () => {
+    container(String(640 * MiB))
+    const groups = cgroupsAt(root, 512 * MiB)
+    const parent = groups?.dirs.get('') as string
+    // Descriptors of this process open on the parent's memory files (the budget looks every 250 ms).
+    const kept = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).startsWith(`${parent}/memory.`)
+        } catch {
+          return false // the directory's own descriptor, gone by now
+        }
+      }).length
+    const counters = (current: number, inactive: number) => {
+      // Rewritten in place, as the kernel's counters change under the same files.
+      writeFileSync(join(parent, 'memory.current'), `${current * MiB}\n`)
+      writeFileSync(join(parent, 'memory.stat'), `anon 1\nfile 2\ninactive_file ${inactive * MiB}\n`)
+    }
+    counters(100, 4)
+    expect(groups?.memory()?.usedBytes).toBe(96 * MiB)
+    expect(kept()).toBe(2)
+    counters(300, 50)
+    expect(groups?.memory()?.usedBytes).toBe(250 * MiB)
+    counters(7, 0)
+    expect(groups?.memory()?.usedBytes).toBe(7 * MiB)
+    expect(kept()).toBe(2)
+    groups?.close()
+    expect(kept()).toBe(0)
   })
 })
 

@@ -173,8 +173,13 @@ function tryWrite(file: string, value: string): boolean {
 class CounterFiles {
   /** An open file, or null where there is none (v1's memsw files without swap accounting). */
   private readonly fds = new Map<string, number | null>()
-  private readonly buffer = Buffer.alloc(1024)
+  private readonly buffer: Buffer
   private closed = false
+
+  /** `bytes`: what most of its files hold, so that one read takes each (v1's memory.stat is ~1.2 kB). */
+  constructor(bytes = 1024) {
+    this.buffer = Buffer.alloc(bytes)
+  }
 
   private fd(file: string, flags: 'r' | 'r+'): number | null {
     let fd = this.fds.get(file)
@@ -331,6 +336,8 @@ interface Parent {
   /** Sandboxes made and not yet settled: while there are any, the parent weighs as much as the host. */
   starting: number
   root: CgroupRoot
+  /** Its memory counters, kept open: the budget looks at them every 250 ms and at each admission. */
+  files: CounterFiles
 }
 
 /** The parent's CPU weight, as cpu.shares (v1) or cpu.weight (v2), where the cpu controller is there. */
@@ -390,7 +397,7 @@ function makeParentV1(budgetBytes: number, root: CgroupRoot): Parent | undefined
     if (!tryWrite(join(memory, 'memory.limit_in_bytes'), String(budgetBytes))) throw new Error('memory')
     const cpu = dirs.get('cpu')
     if (cpu) tryWrite(join(cpu, 'cpu.shares'), String(SANDBOXES_SHARES))
-    return { version: 1, dirs, budgetBytes, starting: 0, root }
+    return { version: 1, dirs, budgetBytes, starting: 0, root, files: new CounterFiles(4096) }
   } catch {
     removeDirs([...dirs.values()])
     return undefined
@@ -484,7 +491,14 @@ function makeParentV2(budgetBytes: number, root: CgroupRoot): Parent | undefined
   tryWrite(join(dir, 'cgroup.subtree_control'), '+memory +pids')
   if (tryWrite(join(dir, 'cgroup.subtree_control'), '+cpu'))
     tryWrite(join(dir, 'cpu.weight'), String(Math.round(SANDBOXES_SHARES / 10)))
-  return { version: 2, dirs: new Map([['', dir]]), budgetBytes, starting: 0, root }
+  return {
+    version: 2,
+    dirs: new Map([['', dir]]),
+    budgetBytes,
+    starting: 0,
+    root,
+    files: new CounterFiles(4096),
+  }
 }
 
 /** The parent group under `root` with this budget, made now; undefined where none can be made. */
@@ -498,7 +512,11 @@ function parentGroup(): Parent | null {
   parent = makeParent(memoryBudget(), SYSTEM) ?? null
   const made = parent
   // After the exit hook of runtime.ts (which ends the sandboxes in it): process listeners run in order.
-  if (made) process.once('exit', () => removeDirs([...made.dirs.values()]))
+  if (made)
+    process.once('exit', () => {
+      made.files.close()
+      removeDirs([...made.dirs.values()])
+    })
   return parent
 }
 
@@ -510,21 +528,24 @@ export interface SandboxesMemory {
 }
 
 export function sandboxesMemory(): SandboxesMemory | undefined {
-  if (process.geteuid?.() !== 0) return undefined
+  // Made (or found impossible) as root only: after that the budget's looks need not ask the euid.
+  if (parent === undefined && process.geteuid?.() !== 0) return undefined
   const found = parentGroup()
   return found ? memoryOf(found) : undefined
 }
 
+/** The parent's usage file and its stat file with the key of the inactive page cache, by version. */
+const MEMORY_FILES = {
+  1: { dir: 'memory', usage: 'memory.usage_in_bytes', inactive: 'total_inactive_file' },
+  2: { dir: '', usage: 'memory.current', inactive: 'inactive_file' },
+} as const
+
 function memoryOf(found: Parent): SandboxesMemory {
-  if (found.version === 1) {
-    const memory = found.dirs.get('memory') as string
-    const usage = readNumber(join(memory, 'memory.usage_in_bytes')) ?? 0
-    const inactive = readCount(join(memory, 'memory.stat'), 'total_inactive_file')
-    return { budgetBytes: found.budgetBytes, usedBytes: Math.max(0, usage - inactive) }
-  }
-  const dir = found.dirs.get('') as string
-  const usage = readNumber(join(dir, 'memory.current')) ?? 0
-  const inactive = readCount(join(dir, 'memory.stat'), 'inactive_file')
+  const names = MEMORY_FILES[found.version]
+  const dir = found.dirs.get(names.dir) as string
+  // Read through the parent's kept files (a pread each), not opened and closed at every look.
+  const usage = found.files.number(join(dir, names.usage)) ?? 0
+  const inactive = found.files.count(join(dir, 'memory.stat'), names.inactive)
   return { budgetBytes: found.budgetBytes, usedBytes: Math.max(0, usage - inactive) }
 }
 
@@ -745,5 +766,7 @@ export function cgroupsAt(root: CgroupRoot, budgetBytes = memoryBudget({}, root)
     create: (name: string, limits: CgroupLimits, uid: number, options: { starting?: boolean } = {}) =>
       groupIn(found, name, limits, uid, options),
     memory: () => memoryOf(found),
+    /** Closes the files the parent keeps open (a process's own parent closes them at its exit). */
+    close: () => found.files.close(),
   }
 }

@@ -138,11 +138,12 @@ def arm_cpu_limit(seconds):
         return
     used = resource.getrusage(resource.RUSAGE_SELF)
     spent = int(used.ru_utime + used.ru_stime) + 1
-    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    current, hard = resource.getrlimit(resource.RLIMIT_CPU)
     soft = spent + seconds
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    if soft != current:  # a quick cell leaves it where the last one set it: no second system call
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
 # ---------------------------------------------------------------- output capture
@@ -213,7 +214,11 @@ class Output:
 
     def read_pipes(self, fds=None):
         """Move what the pipes hold into the buffer. Call with `lock` held."""
-        for fd in fds if fds is not None else self.readers:
+        if fds is None:
+            # One poll says which pipes hold anything: at a quick cell's end, neither (two reads
+            # that fail, at each of its ends, cost two system calls more than the poll).
+            fds = [fd for fd, _ in self.poller.poll(0)]
+        for fd in fds:
             name, decoder = self.readers[fd]
             while True:
                 try:
@@ -883,6 +888,10 @@ def io_loop(requests, main_thread_id):
         poller.register(fd, select.POLLIN)
     interval = int(Output.FLUSH_INTERVAL * 1000)
     interrupter = Interrupter(main_thread_id)
+    # Requests are read into one buffer: os.read(fd, 1 MiB) maps a new MiB and unmaps it at every
+    # request (three system calls more for a 50-byte cell).
+    buffer = bytearray(1 << 20)
+    view = memoryview(buffer)
     while True:
         waits = [wait for wait in (interval if pipes.pending else None, interrupter.timeout_ms()) if wait is not None]
         events = dict(poller.poll(min(waits) if waits else None))
@@ -895,10 +904,10 @@ def io_loop(requests, main_thread_id):
                 pipes.flush_locked()
         if REQUEST_FD not in events:
             continue
-        chunk = os.read(REQUEST_FD, 1 << 20)
-        if not chunk:
+        size = os.readv(REQUEST_FD, [buffer])
+        if not size:
             _real_exit(0)  # the host is gone
-        pending += request_decoder.decode(chunk)
+        pending += request_decoder.decode(view[:size])
         while '\n' in pending:
             line, pending = pending.split('\n', 1)
             if not line.strip():
