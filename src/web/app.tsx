@@ -416,9 +416,20 @@ function Workspace({ signin }: { signin: SignInState }) {
   const datasets = detail && detail.id === currentId ? detail.datasets : []
   const asking = Boolean(liveHere && liveHere.run.status === 'running')
   const running = asking || cells !== null
+  // A Stop is a request of its own, which the server records as one (a closed connection is
+  // something else to it): the question's stream then ends with its `stopped` event. Where the
+  // server stopped nothing (the run not started yet, or ended meanwhile), the request is closed.
   const stop = () => {
-    if (asking) liveHere?.controller.abort()
-    cells?.abort()
+    const question = asking ? liveHere : undefined
+    const running = cells
+    const sessionId = question?.sessionId ?? currentId
+    if (!sessionId || (!question && !running)) return
+    const runId = question?.run.id
+    const stopping = question && !runId ? Promise.resolve(0) : api.stop(sessionId, runId).catch(() => 0)
+    void stopping.then((stopped) => {
+      if (!stopped) question?.controller.abort()
+      running?.abort()
+    })
   }
   const stopRef = useRef(stop)
   stopRef.current = stop
