@@ -19,7 +19,10 @@ const Stop = z
   })
   .strict()
 
-export function stopRoutes(options: { service: SessionService; ownerOf: (c: Context) => string | null }): Hono {
+export function stopRoutes(options: {
+  service: SessionService
+  ownerOf: (c: Context) => string | null
+}): Hono {
   const app = new Hono()
   app.post('/api/sessions/:id/stop', async (c) => {
     const { runId } = parse(Stop, await jsonBody(c))

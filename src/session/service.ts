@@ -66,7 +66,10 @@ import { Turns, untilAborted } from './turns.js'
  * error, for the door to say as such, else what was thrown (e.g. the model call's abort).
  */
 async function recordFailure(recorder: Recorder, signal: AbortSignal, error: unknown): Promise<unknown> {
-  await recorder.fail(signal.aborted ? (signal.reason ?? error) : error, signal.aborted ? 'interrupted' : 'failed')
+  await recorder.fail(
+    signal.aborted ? (signal.reason ?? error) : error,
+    signal.aborted ? 'interrupted' : 'failed',
+  )
   return signal.aborted && StoppedError.isInstance(signal.reason) ? signal.reason : error
 }
 
@@ -664,7 +667,8 @@ export class SessionService {
       if (pending) void pending.finally(() => lease?.release())
       else await lease?.release()
       stoppables.delete(stoppable)
-      if (stoppables.size === 0 && this.stoppable.get(sessionId) === stoppables) this.stoppable.delete(sessionId)
+      if (stoppables.size === 0 && this.stoppable.get(sessionId) === stoppables)
+        this.stoppable.delete(sessionId)
       turn.release()
       this.running--
       if (waiting) this.queued--
@@ -853,7 +857,8 @@ export class SessionService {
     const deadline = Date.now() + graceMs
     while (this.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
     for (const stoppables of this.stoppable.values())
-      for (const { stop } of stoppables) stop.abort(new ShuttingDownError('The server stopped before the answer'))
+      for (const { stop } of stoppables)
+        stop.abort(new ShuttingDownError('The server stopped before the answer'))
     const cut = Date.now() + 10_000
     while (this.running > 0 && Date.now() < cut) await new Promise((r) => setTimeout(r, 50))
     await this.shutdown()

@@ -13,6 +13,7 @@ import {
   dataFileUrl,
   exportUrl,
   onTokenNeeded,
+  type StreamEvent,
   setSignIn,
   token,
   withToken,
@@ -287,6 +288,8 @@ function Workspace({ signin }: { signin: SignInState }) {
     void refreshList()
   }
 
+  /** Moves when the session's kernel restarts: the tables it held are gone. */
+  const [kernelStarts, setKernelStarts] = useState(0)
   const ask = async (question: string) => {
     const id = await sessionOrProblem()
     if (!id) return
@@ -298,7 +301,12 @@ function Workspace({ signin }: { signin: SignInState }) {
       setLive((current) => (current && current.controller === controller ? { ...current, run } : current))
     }
     try {
-      await api.ask(id, question, (event) => update(applyEvent(run, event, id)), controller.signal)
+      const onEvent = (event: StreamEvent) => {
+        // A new kernel, its cells replayed: the old one's tables are gone.
+        if (event.type === 'ready') setKernelStarts((n) => n + 1)
+        update(applyEvent(run, event, id))
+      }
+      await api.ask(id, question, onEvent, controller.signal)
       update(endRun(run, 'The connection closed before the analysis finished.'))
     } catch (error) {
       update(endRun(run, problemOf(error).message))
@@ -451,7 +459,8 @@ function Workspace({ signin }: { signin: SignInState }) {
       setRunsEnded((n) => n + 1)
       if (currentRef.current) void refreshDetail(currentRef.current)
     },
-    cellsEnded: `${currentId}:${storedSteps}:${liveStepsDone}:${runsEnded}`,
+    restarted: () => setKernelStarts((n) => n + 1),
+    cellsEnded: `${currentId}:${storedSteps}:${liveStepsDone}:${runsEnded}:${kernelStarts}`,
   }
   const [keysOpen, setKeysOpen] = useState(false)
   /** The find box: shown, asked for (a new number each time the key is pressed), the match it went to. */
