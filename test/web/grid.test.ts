@@ -70,7 +70,10 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     // Asked while the grid pages: the model thinks, and no cell holds the kernel.
     { text: 'Thought it over.' },
     // The keyboard's path: a question stopped while its cell runs, then one answered with a table.
-    { text: 'This takes a while.', code: 'import time\nfor _ in range(600): time.sleep(0.1)' },
+    {
+      text: 'This takes a while.',
+      code: "import time\nprint('counting', flush=True)\nfor _ in range(600): time.sleep(0.1)",
+    },
     {
       text: 'The orders.',
       code: "import pandas as pd\norders = pd.read_csv('data/sales.csv')\norders[['order_id', 'region', 'order_value']]",
@@ -641,13 +644,29 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await page.keyboard.type('Take a while')
     await page.keyboard.press('Enter')
     await page.getByRole('status').filter({ hasText: 'running the code' }).waitFor()
+    const stoppedRun = page.getByRole('article', { name: 'Question: Take a while' })
+    await stoppedRun.locator('pre.output.stdout', { hasText: 'counting' }).waitFor()
     await page.keyboard.press('Escape')
-    await page.getByRole('alert').filter({ hasText: 'The analysis was interrupted' }).waitFor()
+    await stoppedRun.getByRole('alert').filter({ hasText: 'The analysis was interrupted' }).waitFor()
+    // The server recorded a Stop (not "the client disconnected"), and kept the step it stopped
+    // with its output so far: a reload or another tab shows it as this page does.
+    const stoppedPath = `/api/sessions/${decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')}`
+    const storedStop = ((await (await get(stoppedPath)).json()) as SessionDetail).runs.find(
+      (run) => run.question === 'Take a while',
+    )
+    expect(storedStop).toMatchObject({ status: 'interrupted', error: 'Stopped.' })
+    expect(storedStop?.steps.map((step) => [step.stopped, step.stdout])).toEqual([['Stopped.', 'counting\n']])
 
     // The focus is still in the question box.
     await page.keyboard.type('The orders')
     await page.keyboard.press('Enter')
     await page.locator('.answer', { hasText: 'Those are the orders.' }).waitFor()
+    // The stopped question, as the store has it now, keeps what the page saw: a Stop, and the
+    // step it stopped.
+    expect(await stoppedRun.getByRole('alert').textContent()).toBe('The analysis was interrupted: Stopped.')
+    expect(await stoppedRun.getByRole('region', { name: 'Step 1' }).locator('.badge').textContent()).toBe(
+      'stopped',
+    )
     const run = page.getByRole('article', { name: 'Question: The orders' })
     const head = run.locator('.step-head')
     if ((await head.getAttribute('aria-expanded')) === 'false') {
@@ -875,4 +894,26 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     expect(gone.status).toBe(410)
     expect(((await gone.json()) as { error: { hint: string } }).error.hint).toContain('Run its step again')
   }, 60_000)
+
+  it('a restart of the kernel tells an open grid at once that its table is gone, with Run its step again', async () => {
+    // A session of its own (the first one's replay would wait for files its held cells wanted).
+    await page.goto(`${server?.url}/#/`)
+    await page.getByRole('heading', { name: 'Ask your data a question' }).waitFor()
+    await page.getByRole('radio', { name: 'Code' }).check()
+    const editor = page.getByRole('textbox', { name: 'Cell', exact: true })
+    await editor.click()
+    await page.keyboard.press('ControlOrMeta+a')
+    await page.keyboard.press('Delete')
+    await page.keyboard.insertText("import pandas as pd\npd.DataFrame({'n': range(30)})")
+    await page.keyboard.press('ControlOrMeta+Enter')
+    const mine = page.getByRole('article', { name: 'A cell you ran' }).last()
+    const grid = mine.getByRole('region', { name: 'Table' })
+    await grid.getByRole('status').filter({ hasText: 'Rows 1–25 of 30' }).waitFor()
+    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' })
+    await page.getByRole('button', { name: 'Restart kernel' }).click()
+    // No cell runs after the restart: the grid hears it from the page, not at its next request.
+    await mine.locator('.grid-gone').filter({ hasText: 'Run its step again' }).waitFor({ timeout: 15_000 })
+    const restarted = decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')
+    expect(await server?.service.openSandbox(restarted)).toBeUndefined()
+  }, 90_000)
 })
