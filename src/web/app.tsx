@@ -460,7 +460,8 @@ function Workspace({ signin }: { signin: SignInState }) {
       if (currentRef.current) void refreshDetail(currentRef.current)
     },
     restarted: () => setKernelStarts((n) => n + 1),
-    cellsEnded: `${currentId}:${storedSteps}:${liveStepsDone}:${runsEnded}:${kernelStarts}`,
+    kernelStarts,
+    cellsEnded: `${currentId}:${storedSteps}:${liveStepsDone}:${runsEnded}`,
   }
   const [keysOpen, setKeysOpen] = useState(false)
   /** The find box: shown, asked for (a new number each time the key is pressed), the match it went to. */

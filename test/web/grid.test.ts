@@ -909,10 +909,14 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     const mine = page.getByRole('article', { name: 'A cell you ran' }).last()
     const grid = mine.getByRole('region', { name: 'Table' })
     await grid.getByRole('status').filter({ hasText: 'Rows 1–25 of 30' }).waitFor()
-    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' })
+    await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
     await page.getByRole('button', { name: 'Restart kernel' }).click()
-    // No cell runs after the restart: the grid hears it from the page, not at its next request.
-    await mine.locator('.grid-gone').filter({ hasText: 'Run its step again' }).waitFor({ timeout: 15_000 })
+    // No cell runs after the restart: the grid hears it from the page, not at its next request,
+    // and keeps its rows (dimmed) until the next cell rebuilds the state.
+    const said = grid.getByRole('alert').filter({ hasText: 'This table is not in the kernel now' })
+    await said.waitFor({ timeout: 15_000 })
+    expect(await said.getByRole('button', { name: 'Run its step again' }).count()).toBe(1)
+    expect(await grid.locator('.grid-rows.stale tbody tr').count()).toBe(25)
     const restarted = decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')
     expect(await server?.service.openSandbox(restarted)).toBeUndefined()
   }, 90_000)
