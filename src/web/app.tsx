@@ -77,6 +77,9 @@ function askEarly(id: string | null) {
   early = { id, detail }
 }
 
+/** How long a Stop waits for the server's answer before it closes the run's own request instead. */
+const STOP_ANSWER_MS = 3000
+
 function sessionFromHash(): string | null {
   const match = /^#\/s\/([^/?#]+)/.exec(location.hash)
   return match?.[1] ? decodeURIComponent(match[1]) : null
@@ -427,17 +430,29 @@ function Workspace({ signin }: { signin: SignInState }) {
   // A Stop is a request of its own, which the server records as one (a closed connection is
   // something else to it): the question's stream then ends with its `stopped` event. Where the
   // server stopped nothing (the run not started yet, or ended meanwhile), the request is closed.
+  // So is it when the Stop is not answered soon: the browser sends a few requests to a server at
+  // once (six over HTTP/1.1), and with that many tables' pages waiting for the cell, the Stop
+  // would wait behind them for ever; closing the cell's own request stops it there too.
   const stop = () => {
     const question = asking ? liveHere : undefined
     const running = cells
     const sessionId = question?.sessionId ?? currentId
     if (!sessionId || (!question && !running)) return
     const runId = question?.run.id
-    const stopping = question && !runId ? Promise.resolve(0) : api.stop(sessionId, runId).catch(() => 0)
-    void stopping.then((stopped) => {
-      if (!stopped) question?.controller.abort()
+    const close = () => {
+      question?.controller.abort()
       running?.abort()
-    })
+    }
+    if (question && !runId) return close()
+    const unanswered = setTimeout(close, STOP_ANSWER_MS)
+    void api
+      .stop(sessionId, runId)
+      .catch(() => 0)
+      .then((stopped) => {
+        clearTimeout(unanswered)
+        if (!stopped) question?.controller.abort()
+        running?.abort()
+      })
   }
   const stopRef = useRef(stop)
   stopRef.current = stop

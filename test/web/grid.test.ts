@@ -103,20 +103,25 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       return Array.from(grid.tBodies[0]?.rows ?? []).map((row) => row.cells[index]?.textContent ?? '')
     }, ['id', 'value', 'group'].indexOf(name))
 
-  /**
-   * A person's cell (Code mode) that holds the kernel until the file `name` is in the workspace;
-   * back once the cell runs in the kernel.
-   */
-  const hold = async (name: string) => {
+  /** Runs `code` as a person's cell, written in Code mode's editor. */
+  const runInCodeMode = async (code: string) => {
     await page.getByRole('radio', { name: 'Code' }).check()
     const editor = page.getByRole('textbox', { name: 'Cell', exact: true })
     await editor.click()
     await page.keyboard.press('ControlOrMeta+a')
     await page.keyboard.press('Delete')
-    await page.keyboard.insertText(
+    await page.keyboard.insertText(code)
+    await page.keyboard.press('ControlOrMeta+Enter')
+  }
+
+  /**
+   * A person's cell (Code mode) that holds the kernel until the file `name` is in the workspace;
+   * back once the cell runs in the kernel.
+   */
+  const hold = async (name: string) => {
+    await runInCodeMode(
       `import os, time\nwhile not os.path.exists(${JSON.stringify(name)}): time.sleep(0.05)`,
     )
-    await page.keyboard.press('ControlOrMeta+Enter')
     await expect.poll(async () => (await server?.service.openSandbox(sessionId))?.runningCells).toBe(1)
   }
 
@@ -841,13 +846,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       })
     await page.route(isNewRows, failing)
     try {
-      await page.getByRole('radio', { name: 'Code' }).check()
-      const editor = page.getByRole('textbox', { name: 'Cell', exact: true })
-      await editor.click()
-      await page.keyboard.press('ControlOrMeta+a')
-      await page.keyboard.press('Delete')
-      await page.keyboard.insertText("import pandas as pd\npd.DataFrame({'first_page': [1, 2, 3]})")
-      await page.keyboard.press('ControlOrMeta+Enter')
+      await runInCodeMode("import pandas as pd\npd.DataFrame({'first_page': [1, 2, 3]})")
       const grid = page
         .getByRole('article', { name: 'A cell you ran' })
         .filter({ hasText: 'first_page' })
@@ -899,13 +898,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     // A session of its own (the first one's replay would wait for files its held cells wanted).
     await page.goto(`${server?.url}/#/`)
     await page.getByRole('heading', { name: 'Ask your data a question' }).waitFor()
-    await page.getByRole('radio', { name: 'Code' }).check()
-    const editor = page.getByRole('textbox', { name: 'Cell', exact: true })
-    await editor.click()
-    await page.keyboard.press('ControlOrMeta+a')
-    await page.keyboard.press('Delete')
-    await page.keyboard.insertText("import pandas as pd\npd.DataFrame({'n': range(30)})")
-    await page.keyboard.press('ControlOrMeta+Enter')
+    await runInCodeMode("import pandas as pd\npd.DataFrame({'n': range(30)})")
     const mine = page.getByRole('article', { name: 'A cell you ran' }).last()
     const grid = mine.getByRole('region', { name: 'Table' })
     await grid.getByRole('status').filter({ hasText: 'Rows 1–25 of 30' }).waitFor()
