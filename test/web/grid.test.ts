@@ -644,9 +644,25 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await (chooser as FileChooser).setFiles(resolve('examples/sales.csv'))
     await page.locator('.dataset-name', { hasText: 'sales.csv' }).waitFor()
 
-    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
-    await page.keyboard.press('a')
+    // a goes to the question box (in Ask mode). On a loaded machine the key may come before the
+    // page has settled, and the first letters typed went nowhere ("ake a while" was asked): press
+    // it until the focus is there, and check what was typed before Enter.
+    const questionBox = page.getByRole('textbox', { name: 'Question' })
+    const inQuestionBox = () =>
+      page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Question')
+    await expect
+      .poll(
+        async () => {
+          if (await inQuestionBox()) return true
+          await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+          await page.keyboard.press('a')
+          return inQuestionBox()
+        },
+        { interval: 500 },
+      )
+      .toBe(true)
     await page.keyboard.type('Take a while')
+    await expect.poll(() => questionBox.inputValue()).toBe('Take a while')
     await page.keyboard.press('Enter')
     await page.getByRole('status').filter({ hasText: 'running the code' }).waitFor()
     const stoppedRun = page.getByRole('article', { name: 'Question: Take a while' })
