@@ -161,6 +161,18 @@ export class ShuttingDownError extends AnalystError {
 }
 
 /**
+ * A person (or a program, through the stop route) stopped a question or a cell: the reason its run
+ * is recorded with, told apart from a connection that dropped. The kernel's state is kept.
+ */
+export class StoppedError extends AnalystError {
+  static override readonly errorName: string = 'StoppedError'
+  override readonly status = 409
+  constructor(message = 'Stopped.', options: ErrorOptions = {}) {
+    super(message, options)
+  }
+}
+
+/**
  * The machine is full: the sandboxes' memory budget is used and none is idle to pause. Answered at
  * once with 503 and Retry-After, never by waiting.
  */

@@ -592,7 +592,12 @@ describe('cancellation', () => {
         expect(toolResults(session.messages)).toMatchObject([
           { toolCallId: 'call_1', toolName: 'run_python', output: { value: CANCELLED } },
         ])
-      else expect(session.messages.map((m) => m.role)).toEqual(['user', 'assistant'])
+      // Code from the text that did not finish is said too: the kernel may hold part of it.
+      else
+        expect(session.messages.slice(1)).toMatchObject([
+          { role: 'assistant' },
+          { role: 'user', content: CANCELLED },
+        ])
       const { result } = await ask(session, 'Go on.')
       expect(result.answer).toBe('Stopped before.')
       expectValidHistory(model.calls[1]?.prompt ?? [])

@@ -14,7 +14,7 @@ import type { Execution, Sandbox } from '../sandbox/index.js'
 import type { AgentEvent, AskResult, RefusedFile, StepRecord, Usage, Violation } from './events.js'
 import { findingsSoFar } from './findings.js'
 import { Evidence, unsupportedNumbers } from './grounding.js'
-import { outsideCellMessage, replyMessages, StepHistory } from './history.js'
+import { CANCELLED, outsideCellMessage, replyMessages, StepHistory } from './history.js'
 import { type AnalysisLanguage, type LanguageProfile, languageProfile } from './language.js'
 import { addUsage, callModel, modelName, type Reply } from './model-call.js'
 import { refusedNote } from './observation.js'
@@ -265,5 +265,10 @@ export class Analyst {
   ) {
     if (execution) this.evidence.addExecution(execution)
     this.messages.push(outsideCellMessage(code, execution, violations, refused))
+  }
+
+  /** A cell someone else ran here was stopped before it ended: the kernel may hold part of what it did. */
+  noteStoppedCell(code: string) {
+    this.messages.push(outsideCellMessage(code, undefined, [], undefined, CANCELLED))
   }
 }

@@ -140,8 +140,11 @@ describe('StepHistory', () => {
     ])
   })
 
-  it('has nothing to send for a step with no runs answered and no calls', () => {
-    expect(new StepHistory([{ type: 'cell', code: 'x' }]).messages()).toEqual([])
+  it('says that code from the text did not finish when its run was never answered', () => {
+    expect(new StepHistory([{ type: 'cell', code: 'x' }]).messages()).toEqual([
+      { role: 'user', content: CANCELLED },
+    ])
+    expect(new StepHistory([{ type: 'problem', message: 'no code' }]).messages()).toEqual([])
   })
 })
 

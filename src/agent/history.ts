@@ -11,8 +11,11 @@ import { observe, refusedNote } from './observation.js'
 import type { Run, ToolCallRef } from './runs.js'
 import type { ModelImage, StepOutcome } from './step.js'
 
-/** The answer to a tool call whose run did not finish (cancelled, failed or abandoned). */
-export const CANCELLED = 'The run was cancelled before it finished.'
+/**
+ * What the model is told of a run that did not finish (stopped, failed or abandoned): the answer to
+ * its tool call, or a note after code from the text.
+ */
+export const CANCELLED = 'The run was stopped before it finished: its output is not known.'
 
 /**
  * The reply's messages for the history. The AI SDK has already answered an invalid call (a
@@ -45,11 +48,13 @@ export class StepHistory {
   private readonly results: ToolResultPart[] = []
   private readonly texts: string[] = []
   private readonly images: ModelImage[] = []
+  private readonly finished = new Set<Run>()
 
   /** `runs`: all the step's runs, so that every call is answered even if its run never ends. */
   constructor(private readonly runs: Run[]) {}
 
   add(run: Run, outcome: StepOutcome) {
+    this.finished.add(run)
     if (run.call) this.results.push(toolResult(run.call, outcome.observation))
     // Labelled for what it is: output only where code ran.
     else this.texts.push(outcome.ran ? `Output of your code:\n${outcome.observation}` : outcome.observation)
@@ -71,10 +76,13 @@ export class StepHistory {
     const results = [...this.results]
     for (const run of this.runs)
       if (run.call && !answered.has(run.call.toolCallId)) results.push(toolResult(run.call, CANCELLED))
+    // Code from the text that did not finish is said too: the kernel may hold part of what it did.
+    const unfinished = this.runs.some((run) => run.type === 'cell' && !run.call && !this.finished.has(run))
+    const texts = unfinished ? [...this.texts, CANCELLED] : this.texts
     const messages: ModelMessage[] = []
     // Every tool call gets its result (real APIs reject a history without them).
     if (results.length > 0) messages.push({ role: 'tool', content: results })
-    if (this.texts.length > 0) messages.push({ role: 'user', content: this.texts.join('\n\n') })
+    if (texts.length > 0) messages.push({ role: 'user', content: texts.join('\n\n') })
     if (this.images.length > 0) {
       messages.push({
         role: 'user',
@@ -98,10 +106,14 @@ export function outsideCellMessage(
   execution: Execution | undefined,
   violations: Violation[] = [],
   refused?: RefusedFile[],
+  /** Said instead of its output: it did not end. */
+  unfinished?: string,
 ): ModelMessage {
-  const ran = execution
-    ? observe({ execution, imageNames: [], notes: [] })
-    : `Nothing ran: the guard stopped it (${violations.map((v) => v.message).join('; ')}).`
+  const ran =
+    unfinished ??
+    (execution
+      ? observe({ execution, imageNames: [], notes: [] })
+      : `Nothing ran: the guard stopped it (${violations.map((v) => v.message).join('; ')}).`)
   const note = refusedNote(refused)
   const what = note ? `${ran}\n${note}` : ran
   return {

@@ -19,6 +19,7 @@ import {
   known,
   retryAfterOf,
   ShuttingDownError,
+  StoppedError,
   statusOf,
 } from '../errors.js'
 import { advice } from '../fixes.js'
@@ -47,6 +48,7 @@ import type { Quotas } from './quotas.js'
 import { reasonPhrases } from './reason-phrase.js'
 import { jsonBody, parse } from './request-body.js'
 import { restartRoutes } from './restart.js'
+import { stopRoutes } from './stop.js'
 import { type TemplateRoutesOptions, templateRoutes } from './templates.js'
 import type { ApiError, RunWatchStreamEvent, StreamOnlyEvent } from './types.js'
 import { receiveFile } from './uploads.js'
@@ -377,6 +379,7 @@ export function createApp(options: AppOptions): Hono<Env> {
   app.route('/', frameRoutes({ service, ownerOf: (c) => (c as Context<Env>).get('owner') }))
   app.route('/', chartRoutes({ service, ownerOf: (c) => (c as Context<Env>).get('owner') }))
   app.route('/', restartRoutes({ service, ownerOf: (c) => (c as Context<Env>).get('owner') }))
+  app.route('/', stopRoutes({ service, ownerOf: (c) => (c as Context<Env>).get('owner') }))
 
   app.post('/api/sessions/:id/ask', async (c) => {
     const id = await sessionOf(c)
@@ -419,6 +422,12 @@ export function createApp(options: AppOptions): Hono<Env> {
         }
       } catch (thrown) {
         if (controller.signal.aborted) return
+        // Stopped through POST /stop: said as such, with the reason the run is recorded with.
+        if (StoppedError.isInstance(thrown)) {
+          log?.info('question stopped')
+          await send({ type: 'stopped', message: thrown.message })
+          return
+        }
         // The disk full as the system said it (ENOSPC) is said as a DiskFullError, as a status would be.
         const error = known(thrown)
         if (!AnalystError.isInstance(error)) logError(c, error)

@@ -249,7 +249,7 @@ export const openApiDocument = {
         responses: {
           200: {
             description:
-              "text/event-stream: run-start, step-start, model-text-delta, model-text, code, guard, stdout, stderr, result, error, artifact, observation, usage, step-end, answer, then done (the AskResult) or failed. A failure once the stream has begun (the disk full, the database gone) is a `failed` event with its message and hint; a step's file the server's disk could not keep is named in step-end's record.refused and told to the model",
+              "text/event-stream: run-start, step-start, model-text-delta, model-text, code, guard, stdout, stderr, result, error, artifact, observation, usage, step-end, answer, then done (the AskResult), failed, or stopped (POST /api/sessions/{id}/stop). A failure once the stream has begun (the disk full, the database gone) is a `failed` event with its message and hint; a step's file the server's disk could not keep is named in step-end's record.refused and told to the model",
           },
           400: error,
           404: error,
@@ -375,6 +375,33 @@ export const openApiDocument = {
           200: { description: '{ replaying: the number of cells the next start replays }' },
           404: error,
           409: error,
+        },
+      },
+    },
+    '/api/sessions/{id}/stop': {
+      parameters: [sessionId],
+      post: {
+        summary:
+          "Stop a question or a person's cell (the web UI's Stop): recorded as interrupted with the reason `Stopped.`, its running step kept with its output so far, the kernel interrupted with its state kept; the question's stream ends with a `stopped` event. A closed connection ends a run too, with a reason of its own",
+        requestBody: {
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                properties: {
+                  runId: {
+                    type: 'string',
+                    description: 'The run to stop; left out, every question and cell of the session',
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          200: { description: '{ stopped: how many runs it stopped (0: they had ended) }' },
+          400: error,
+          404: error,
         },
       },
     },

@@ -93,6 +93,8 @@ export interface StepView {
   /** The queries its sql() calls ran on the host's sources. */
   queries?: StoredQuery[]
   durationMs: number
+  /** Why it did not end (its run was stopped while it ran): its output is what it had shown by then. */
+  stopped?: string
 }
 
 /** A question and its answer: the stored run, with its steps as views. */
@@ -126,6 +128,8 @@ export interface SessionDetail extends SessionSummary {
 export type StreamOnlyEvent =
   | ServiceEvent
   | { type: 'failed'; message: string; hint?: string }
+  /** A person stopped it (POST /api/sessions/:id/stop); the run is recorded as interrupted with this reason. */
+  | { type: 'stopped'; message: string }
   | { type: 'done'; result: AskResult }
 
 /**

@@ -75,6 +75,7 @@ export function stepView(step: HistoryStep, urlFor: (name: string) => string): S
     violations: step.violations,
     queries: step.queries ?? [],
     durationMs: step.durationMs,
+    ...(step.stopped ? { stopped: step.stopped } : {}),
   }
 }
 

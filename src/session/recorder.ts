@@ -10,6 +10,7 @@ import type { Sandbox } from '../sandbox/index.js'
 import type { ArtifactInput, BlobStore, HistoryStore, StoredResult, StoredRun } from '../store/index.js'
 import { sandboxBlocks } from './blocked.js'
 import { unlessUnreachable } from './outage.js'
+import { UnfinishedStep } from './unfinished-step.js'
 
 /** A kept frame's handle from a result's extra MIME types (sandbox output: checked, not trusted). */
 export function frameOf(extra: unknown): StoredResult['frame'] {
@@ -72,9 +73,12 @@ export class Recorder {
   }
 
   private ended = false
+  /** The step running now, kept as far as it got if the run ends before it does. */
+  private readonly unfinished = new UnfinishedStep()
 
   async handle(event: AgentEvent) {
     if (this.ended) return
+    this.unfinished.see(event)
     if (event.type === 'step-end') await this.step(event.record)
     if (event.type === 'done') await this.finish(event.result)
   }
@@ -104,7 +108,8 @@ export class Recorder {
     )
   }
 
-  private async step(record: StepRecord) {
+  /** `stopped`: why the step did not end (it is kept with its output so far, never replayed). */
+  private async step(record: StepRecord, stopped?: string) {
     const { history, blobs } = this.stores
     const { results, images } = storedResults(record)
     const execution = record.execution
@@ -155,6 +160,7 @@ export class Recorder {
         queries: execution?.queries,
         durationMs: record.durationMs,
         usage: record.usage,
+        ...(stopped ? { stopped } : {}),
       },
       artifacts,
       blocked: [
@@ -191,7 +197,12 @@ export class Recorder {
     const reason = storeGone
       ? `Interrupted: the database became unreachable while this question was being answered (${message}); the steps before it were kept.`
       : message
+    let unfinished = this.unfinished.take()
     const recording = await unlessUnreachable(async () => {
+      // The step that was running, as far as it got (once, the store retried): a reload shows it
+      // as the live page did.
+      if (unfinished) await this.step(unfinished, reason)
+      unfinished = undefined
       await this.stores.history.failRun(this.run.id, reason, storeGone ? 'interrupted' : status)
       // Keep the conversation valid for a later question: what the model saw, minus a dangling turn.
       await this.saveMessages()

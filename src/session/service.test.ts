@@ -400,6 +400,47 @@ describe('SessionService', () => {
     expect(result.answer).toBe('Later answer.')
   })
 
+  it("a Stop is recorded as one: the run's reason, the running step kept with its output so far, the model told", async () => {
+    // A cell that prints, then runs until it is interrupted.
+    const mock = new MockSandboxProvider((code) =>
+      code.includes('forever')
+        ? (async function* () {
+            yield { type: 'stdout' as const, text: 'counting\n' }
+            await new Promise(() => {})
+          })()
+        : [{ type: 'stdout', text: `ran: ${code}\n` }],
+    )
+    const { service, stores } = await open(
+      [
+        { code: 'forever()' },
+        (prompt) => ({
+          text: JSON.stringify(prompt).includes('stopped before it finished') ? 'Told.' : 'Not told.',
+        }),
+      ],
+      { mock },
+    )
+    const { id } = await service.createSession()
+    const events: string[] = []
+    const asking = (async () => {
+      for await (const event of service.ask(id, 'Start.')) {
+        events.push(event.type)
+        if (event.type === 'stdout') expect(await service.stop(id, { runId: undefined })).toBe(1)
+      }
+    })()
+    await expect(asking).rejects.toMatchObject({ name: 'StoppedError', message: 'Stopped.' })
+    const [run] = await stores.history.runs(id)
+    expect(run).toMatchObject({ status: 'interrupted', error: 'Stopped.' })
+    const steps = await stores.history.steps(id)
+    expect(steps.map((step) => [step.code, step.stdout, step.stopped, step.success])).toEqual([
+      ['forever()', 'counting\n', 'Stopped.', false],
+    ])
+    // Nothing left to stop; another owner cannot stop anything of it.
+    expect(await service.stop(id)).toBe(0)
+    await expect(service.stop(id, { owner: 'someone else' })).rejects.toThrow(NotFoundError)
+    const { result } = await askAll(service, id, 'Go on.')
+    expect(result.answer).toBe('Told.')
+  })
+
   it('a question aborted while it waits for its turn gives up its place and records nothing', async () => {
     const { service, stores } = await open([{ code: 'x = 1' }, { text: 'First.' }, { text: 'Third.' }])
     const { id } = await service.createSession()

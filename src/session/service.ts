@@ -10,7 +10,7 @@
  * @module
  */
 import type { Readable } from 'node:stream'
-import type { AskResult, RefusedFile, StepRecord, Violation } from '../agent/index.js'
+import type { AgentEvent, AskResult, RefusedFile, StepRecord, Violation } from '../agent/index.js'
 import type { DatasetProfile } from '../data/index.js'
 import {
   ConflictError,
@@ -18,6 +18,7 @@ import {
   InvalidArgumentError,
   NotFoundError,
   ShuttingDownError,
+  StoppedError,
 } from '../errors.js'
 import type { ModelChoice } from '../models/index.js'
 import type { FindPython } from '../python.js'
@@ -58,6 +59,19 @@ import {
 import { isMissingModel, missingModel } from './no-model.js'
 import { Recorder } from './recorder.js'
 import { Turns, untilAborted } from './turns.js'
+
+/**
+ * Records why a run ended without its end: the signal's reason when it was aborted (interrupted:
+ * a Stop, a lost connection, a drain), else the error (failed). Gives what to throw: a Stop's own
+ * error, for the door to say as such, else what was thrown (e.g. the model call's abort).
+ */
+async function recordFailure(recorder: Recorder, signal: AbortSignal, error: unknown): Promise<unknown> {
+  await recorder.fail(
+    signal.aborted ? (signal.reason ?? error) : error,
+    signal.aborted ? 'interrupted' : 'failed',
+  )
+  return signal.aborted && StoppedError.isInstance(signal.reason) ? signal.reason : error
+}
 
 /** The title of a session until its first question names it. */
 export const UNTITLED = 'New session'
@@ -145,8 +159,11 @@ export class SessionService {
   private readonly paused = new Set<string>()
   /** Each live session's place in the memory budget. */
   private readonly residents = new Map<string, ResidentHandle>()
-  /** Aborts each run in progress: a drain that runs out of time ends them. */
-  private readonly inFlight = new Set<AbortController>()
+  /**
+   * Each session's questions and cells, waiting or running, with their run once it started: Stop
+   * ends them, and so does a drain that runs out of time.
+   */
+  private readonly stoppable = new Map<string, Set<{ stop: AbortController; runId?: string }>>()
   private closed = false
   private running = 0
   private queued = 0
@@ -404,11 +421,7 @@ export class SessionService {
             yield event
           }
         } catch (error) {
-          await recorder.fail(
-            signal.aborted ? (signal.reason ?? error) : error,
-            signal.aborted ? 'interrupted' : 'failed',
-          )
-          throw error
+          throw await recordFailure(recorder, signal, error)
         } finally {
           // The caller stopped listening before the end: the run did not finish.
           if (!result)
@@ -448,12 +461,24 @@ export class SessionService {
       options,
       async function* (live, recorder, signal) {
         const started = Date.now()
+        // What it prints and shows as it runs reaches the recorder, which keeps it if the cell is stopped.
+        const see = (event: SessionEvent) => void recorder.handle(event as AgentEvent)
+        let told = false
         try {
           const violations = (await live.check?.(code)) ?? []
+          if (violations.length === 0) see({ type: 'code', step: 1, code, source: 'text' })
           const execution =
             violations.length > 0
               ? undefined
-              : await live.sandbox.runCode(code, { timeoutMs: options.timeoutMs, signal, ...live.runOptions })
+              : await live.sandbox.runCode(code, {
+                  timeoutMs: options.timeoutMs,
+                  signal,
+                  ...live.runOptions,
+                  onStdout: (message) => see({ type: 'stdout', step: 1, text: message.line }),
+                  onStderr: (message) => see({ type: 'stderr', step: 1, text: message.line }),
+                  onResult: (result) => see({ type: 'result', step: 1, result }),
+                  onError: (error) => see({ type: 'error', step: 1, error }),
+                })
           const { nameImage } = options
           const pngs = execution?.results.filter((result) => result.png) ?? []
           const record: StepRecord = {
@@ -470,6 +495,7 @@ export class SessionService {
           } finally {
             // After the recorder: the model is told of the files it could not keep (record.refused).
             live.analyst.noteCell(code, execution, violations, record.refused)
+            told = true
           }
           await recorder.finishCell()
           yield { type: 'step-end', step: 1, record } satisfies SessionEvent
@@ -480,8 +506,10 @@ export class SessionService {
             ...(record.refused ? { refused: record.refused } : {}),
           }
         } catch (error) {
-          await recorder.fail(error, signal.aborted ? 'interrupted' : 'failed')
-          throw error
+          // Stopped (or cut off) mid-cell: the model is told at the next question, as the kernel
+          // may hold part of what it did.
+          if (signal.aborted && !told) live.analyst.noteStoppedCell(code)
+          throw await recordFailure(recorder, signal, error)
         }
       },
     )
@@ -523,7 +551,13 @@ export class SessionService {
     this.queued++
     let waiting = true
     const stop = new AbortController()
-    this.inFlight.add(stop)
+    const stoppable: { stop: AbortController; runId?: string } = { stop }
+    let stoppables = this.stoppable.get(sessionId)
+    if (!stoppables) {
+      stoppables = new Set()
+      this.stoppable.set(sessionId, stoppables)
+    }
+    stoppables.add(stoppable)
     let live: LiveSession | undefined
     let lease: SessionLease | undefined
     let recorder: Recorder | undefined
@@ -606,6 +640,7 @@ export class SessionService {
         await this.options.history.updateSession(sessionId, { model: live.model.spec })
       const stores = { history: this.options.history, blobs: this.options.blobs }
       recorder = await Recorder.start(stores, live.analyst, live.sandbox, label)
+      stoppable.runId = recorder.run.id
       this.queued--
       waiting = false
       yield { type: 'run-start', runId: recorder.run.id, queued: turn.queued || lease.waited }
@@ -631,7 +666,9 @@ export class SessionService {
       const pending = recorder?.pending
       if (pending) void pending.finally(() => lease?.release())
       else await lease?.release()
-      this.inFlight.delete(stop)
+      stoppables.delete(stoppable)
+      if (stoppables.size === 0 && this.stoppable.get(sessionId) === stoppables)
+        this.stoppable.delete(sessionId)
       turn.release()
       this.running--
       if (waiting) this.queued--
@@ -819,8 +856,9 @@ export class SessionService {
     this.closed = true
     const deadline = Date.now() + graceMs
     while (this.running > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
-    for (const stop of this.inFlight)
-      stop.abort(new ShuttingDownError('The server stopped before the answer'))
+    for (const stoppables of this.stoppable.values())
+      for (const { stop } of stoppables)
+        stop.abort(new ShuttingDownError('The server stopped before the answer'))
     const cut = Date.now() + 10_000
     while (this.running > 0 && Date.now() < cut) await new Promise((r) => setTimeout(r, 50))
     await this.shutdown()
@@ -850,6 +888,25 @@ export class SessionService {
         : Promise.resolve(undefined),
       starting: opening !== undefined && this.starting.has(opening),
     }
+  }
+
+  /**
+   * Stops a run of the session as a person asks for it (the web UI's Stop): its cell is
+   * interrupted (the kernel's state kept), its model call ends, and it is recorded as stopped
+   * (StoppedError's reason), with the step that was running as far as it got. With `runId`, that
+   * run (a question or a cell); without, every question and cell of the session, waiting or
+   * running, in this process. Says how many it stopped: none when they had ended already.
+   */
+  async stop(sessionId: string, options: { owner?: string | null; runId?: string } = {}): Promise<number> {
+    await this.getSession(sessionId, options.owner)
+    let stopped = 0
+    for (const entry of this.stoppable.get(sessionId) ?? []) {
+      if (options.runId !== undefined && entry.runId !== options.runId) continue
+      if (entry.stop.signal.aborted) continue
+      entry.stop.abort(new StoppedError())
+      stopped++
+    }
+    return stopped
   }
 
   /**

@@ -143,6 +143,8 @@ export interface StepInput {
   queries?: StoredQuery[]
   durationMs: number
   usage?: TokenUsage
+  /** Why it did not end: it was running when its run was stopped or cut off (its output so far is kept). */
+  stopped?: string
 }
 
 /** A step: one cell the model wrote and the sandbox ran (or the guard stopped). */

@@ -195,6 +195,13 @@ export const api = {
     const path = `${sessionPath(id)}/runs/${encodeURIComponent(where.runId)}/steps/${where.step}/results/${where.index}/chart`
     await send(path, jsonInit('PUT', edit))
   },
+  /**
+   * Stops the session's question `runId` (left out: every question and cell of the session): the
+   * server records it as stopped. Says how many it stopped (none: they had ended, or run elsewhere).
+   */
+  stop: async (id: string, runId?: string) =>
+    (await json<{ stopped: number }>(`${sessionPath(id)}/stop`, jsonInit('POST', runId ? { runId } : {})))
+      .stopped,
   /** Runs a person's cell in the session's kernel; aborting the signal stops it. */
   runCell: (id: string, code: string, signal?: AbortSignal) =>
     json<CellView>(`${sessionPath(id)}/cells`, { ...jsonInit('POST', { code }), signal }),

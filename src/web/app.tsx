@@ -13,6 +13,7 @@ import {
   dataFileUrl,
   exportUrl,
   onTokenNeeded,
+  type StreamEvent,
   setSignIn,
   token,
   withToken,
@@ -75,6 +76,9 @@ function askEarly(id: string | null) {
     .catch(() => undefined)
   early = { id, detail }
 }
+
+/** How long a Stop waits for the server's answer before it closes the run's own request instead. */
+const STOP_ANSWER_MS = 3000
 
 function sessionFromHash(): string | null {
   const match = /^#\/s\/([^/?#]+)/.exec(location.hash)
@@ -287,6 +291,8 @@ function Workspace({ signin }: { signin: SignInState }) {
     void refreshList()
   }
 
+  /** Moves when the session's kernel restarts: the tables it held are gone. */
+  const [kernelStarts, setKernelStarts] = useState(0)
   const ask = async (question: string) => {
     const id = await sessionOrProblem()
     if (!id) return
@@ -298,7 +304,12 @@ function Workspace({ signin }: { signin: SignInState }) {
       setLive((current) => (current && current.controller === controller ? { ...current, run } : current))
     }
     try {
-      await api.ask(id, question, (event) => update(applyEvent(run, event, id)), controller.signal)
+      const onEvent = (event: StreamEvent) => {
+        // A new kernel, its cells replayed: the old one's tables are gone.
+        if (event.type === 'ready') setKernelStarts((n) => n + 1)
+        update(applyEvent(run, event, id))
+      }
+      await api.ask(id, question, onEvent, controller.signal)
       update(endRun(run, 'The connection closed before the analysis finished.'))
     } catch (error) {
       update(endRun(run, problemOf(error).message))
@@ -416,9 +427,32 @@ function Workspace({ signin }: { signin: SignInState }) {
   const datasets = detail && detail.id === currentId ? detail.datasets : []
   const asking = Boolean(liveHere && liveHere.run.status === 'running')
   const running = asking || cells !== null
+  // A Stop is a request of its own, which the server records as one (a closed connection is
+  // something else to it): the question's stream then ends with its `stopped` event. Where the
+  // server stopped nothing (the run not started yet, or ended meanwhile), the request is closed.
+  // So is it when the Stop is not answered soon: the browser sends a few requests to a server at
+  // once (six over HTTP/1.1), and with that many tables' pages waiting for the cell, the Stop
+  // would wait behind them for ever; closing the cell's own request stops it there too.
   const stop = () => {
-    if (asking) liveHere?.controller.abort()
-    cells?.abort()
+    const question = asking ? liveHere : undefined
+    const running = cells
+    const sessionId = question?.sessionId ?? currentId
+    if (!sessionId || (!question && !running)) return
+    const runId = question?.run.id
+    const close = () => {
+      question?.controller.abort()
+      running?.abort()
+    }
+    if (question && !runId) return close()
+    const unanswered = setTimeout(close, STOP_ANSWER_MS)
+    void api
+      .stop(sessionId, runId)
+      .catch(() => 0)
+      .then((stopped) => {
+        clearTimeout(unanswered)
+        if (!stopped) question?.controller.abort()
+        running?.abort()
+      })
   }
   const stopRef = useRef(stop)
   stopRef.current = stop
@@ -440,6 +474,8 @@ function Workspace({ signin }: { signin: SignInState }) {
       setRunsEnded((n) => n + 1)
       if (currentRef.current) void refreshDetail(currentRef.current)
     },
+    restarted: () => setKernelStarts((n) => n + 1),
+    kernelStarts,
     cellsEnded: `${currentId}:${storedSteps}:${liveStepsDone}:${runsEnded}`,
   }
   const [keysOpen, setKeysOpen] = useState(false)

@@ -3,7 +3,7 @@
  * something (a grid's page): whether a cell of this page runs in it now (a request waits behind
  * it; a question whose model is thinking holds no kernel), whether a question or cell of this page
  * goes on and how to stop it, and a count that moves each time a cell ends (a cell may change any
- * frame it holds, so what was fetched before is stale). A cell started elsewhere (another tab, an
+ * frame it holds, so what was fetched before is stale), and how many times it saw the kernel restart. A cell started elsewhere (another tab, an
  * MCP client) is told by the server, which knows its kernel (grid-request.ts).
  * @module
  */
@@ -21,6 +21,14 @@ export interface KernelState {
    * cell has ended, so the session is read again and `cellsEnded` moves.
    */
   endedElsewhere: () => void
+  /**
+   * Told when the session's kernel restarted (the Restart button; a question's stream that started
+   * a new kernel and replayed the cells): the tables the old one held are gone, and the grids that
+   * show them say so at once (`kernelStarts` moves).
+   */
+  restarted: () => void
+  /** How many times the page saw the kernel restart. */
+  kernelStarts: number
   /** Moves when a cell ends. */
   cellsEnded: string
 }
@@ -30,5 +38,7 @@ export const KernelStateContext = createContext<KernelState>({
   cellRunning: false,
   stop: () => {},
   endedElsewhere: () => {},
+  restarted: () => {},
+  kernelStarts: 0,
   cellsEnded: '',
 })

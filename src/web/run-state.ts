@@ -107,6 +107,7 @@ function fromStoredStep(step: StepView): UiStep {
     violations: step.violations,
     durationMs: step.durationMs,
     running: false,
+    ...(step.stopped ? { stopped: true } : {}),
   }
 }
 
@@ -280,6 +281,8 @@ export function applyEvent(run: UiRun, event: StreamEvent, sessionId: string): U
         hint: event.hint,
         steps: stopped(run),
       }
+    case 'stopped':
+      return endRun(run, event.message)
     case 'done': {
       const { result } = event
       const durations = new Map(result.steps.map((step) => [step.step, step.durationMs]))
@@ -316,8 +319,8 @@ export function endRun(run: UiRun, reason?: string): UiRun {
 
 /**
  * Carries what only the live run knew over to the stored run: the model's prose; and of a run
- * this page stopped (or lost), why, and the step that was running then, which the store does not
- * keep (it never ended), so the code that was stopped stays in sight.
+ * this page stopped (or lost), why, and the step that was running then, where the store does not
+ * have it (a server that kept no step that did not end), so the code that was stopped stays in sight.
  */
 export function mergeLive(stored: UiRun, live: UiRun | undefined): UiRun {
   if (!live || live.id !== stored.id) return stored

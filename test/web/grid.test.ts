@@ -70,7 +70,10 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     // Asked while the grid pages: the model thinks, and no cell holds the kernel.
     { text: 'Thought it over.' },
     // The keyboard's path: a question stopped while its cell runs, then one answered with a table.
-    { text: 'This takes a while.', code: 'import time\nfor _ in range(600): time.sleep(0.1)' },
+    {
+      text: 'This takes a while.',
+      code: "import time\nprint('counting', flush=True)\nfor _ in range(600): time.sleep(0.1)",
+    },
     {
       text: 'The orders.',
       code: "import pandas as pd\norders = pd.read_csv('data/sales.csv')\norders[['order_id', 'region', 'order_value']]",
@@ -100,20 +103,25 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       return Array.from(grid.tBodies[0]?.rows ?? []).map((row) => row.cells[index]?.textContent ?? '')
     }, ['id', 'value', 'group'].indexOf(name))
 
-  /**
-   * A person's cell (Code mode) that holds the kernel until the file `name` is in the workspace;
-   * back once the cell runs in the kernel.
-   */
-  const hold = async (name: string) => {
+  /** Runs `code` as a person's cell, written in Code mode's editor. */
+  const runInCodeMode = async (code: string) => {
     await page.getByRole('radio', { name: 'Code' }).check()
     const editor = page.getByRole('textbox', { name: 'Cell', exact: true })
     await editor.click()
     await page.keyboard.press('ControlOrMeta+a')
     await page.keyboard.press('Delete')
-    await page.keyboard.insertText(
+    await page.keyboard.insertText(code)
+    await page.keyboard.press('ControlOrMeta+Enter')
+  }
+
+  /**
+   * A person's cell (Code mode) that holds the kernel until the file `name` is in the workspace;
+   * back once the cell runs in the kernel.
+   */
+  const hold = async (name: string) => {
+    await runInCodeMode(
       `import os, time\nwhile not os.path.exists(${JSON.stringify(name)}): time.sleep(0.05)`,
     )
-    await page.keyboard.press('ControlOrMeta+Enter')
     await expect.poll(async () => (await server?.service.openSandbox(sessionId))?.runningCells).toBe(1)
   }
 
@@ -636,18 +644,52 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await (chooser as FileChooser).setFiles(resolve('examples/sales.csv'))
     await page.locator('.dataset-name', { hasText: 'sales.csv' }).waitFor()
 
-    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
-    await page.keyboard.press('a')
+    // a goes to the question box (in Ask mode). On a loaded machine the key may come before the
+    // page has settled, and the first letters typed went nowhere ("ake a while" was asked): press
+    // it until the focus is there, and check what was typed before Enter.
+    const questionBox = page.getByRole('textbox', { name: 'Question' })
+    const inQuestionBox = () =>
+      page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Question')
+    await expect
+      .poll(
+        async () => {
+          if (await inQuestionBox()) return true
+          await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+          await page.keyboard.press('a')
+          return inQuestionBox()
+        },
+        { interval: 500 },
+      )
+      .toBe(true)
     await page.keyboard.type('Take a while')
+    await expect.poll(() => questionBox.inputValue()).toBe('Take a while')
     await page.keyboard.press('Enter')
     await page.getByRole('status').filter({ hasText: 'running the code' }).waitFor()
+    const stoppedRun = page.getByRole('article', { name: 'Question: Take a while' })
     await page.keyboard.press('Escape')
-    await page.getByRole('alert').filter({ hasText: 'The analysis was interrupted' }).waitFor()
+    await stoppedRun.getByRole('alert').filter({ hasText: 'The analysis was interrupted' }).waitFor()
+    // The server recorded a Stop (not "the client disconnected"), and kept the step it stopped
+    // with its output so far: a reload or another tab shows it as this page does.
+    const stoppedPath = `/api/sessions/${decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')}`
+    const storedStop = ((await (await get(stoppedPath)).json()) as SessionDetail).runs.find(
+      (run) => run.question === 'Take a while',
+    )
+    expect(storedStop).toMatchObject({ status: 'interrupted', error: 'Stopped.' })
+    // (Its output so far is kept too, as service.test.ts checks: here the Stop may come before it.)
+    expect(storedStop?.steps.map((step) => [step.stopped, step.code.includes("print('counting'")])).toEqual([
+      ['Stopped.', true],
+    ])
 
     // The focus is still in the question box.
     await page.keyboard.type('The orders')
     await page.keyboard.press('Enter')
     await page.locator('.answer', { hasText: 'Those are the orders.' }).waitFor()
+    // The stopped question, as the store has it now, keeps what the page saw: a Stop, and the
+    // step it stopped.
+    expect(await stoppedRun.getByRole('alert').textContent()).toBe('The analysis was interrupted: Stopped.')
+    expect(await stoppedRun.getByRole('region', { name: 'Step 1' }).locator('.badge').textContent()).toBe(
+      'stopped',
+    )
     const run = page.getByRole('article', { name: 'Question: The orders' })
     const head = run.locator('.step-head')
     if ((await head.getAttribute('aria-expanded')) === 'false') {
@@ -822,13 +864,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       })
     await page.route(isNewRows, failing)
     try {
-      await page.getByRole('radio', { name: 'Code' }).check()
-      const editor = page.getByRole('textbox', { name: 'Cell', exact: true })
-      await editor.click()
-      await page.keyboard.press('ControlOrMeta+a')
-      await page.keyboard.press('Delete')
-      await page.keyboard.insertText("import pandas as pd\npd.DataFrame({'first_page': [1, 2, 3]})")
-      await page.keyboard.press('ControlOrMeta+Enter')
+      await runInCodeMode("import pandas as pd\npd.DataFrame({'first_page': [1, 2, 3]})")
       const grid = page
         .getByRole('article', { name: 'A cell you ran' })
         .filter({ hasText: 'first_page' })
@@ -875,4 +911,24 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     expect(gone.status).toBe(410)
     expect(((await gone.json()) as { error: { hint: string } }).error.hint).toContain('Run its step again')
   }, 60_000)
+
+  it('a restart of the kernel tells an open grid at once that its table is gone, with Run its step again', async () => {
+    // A session of its own (the first one's replay would wait for files its held cells wanted).
+    await page.goto(`${server?.url}/#/`)
+    await page.getByRole('heading', { name: 'Ask your data a question' }).waitFor()
+    await runInCodeMode("import pandas as pd\npd.DataFrame({'n': range(30)})")
+    const mine = page.getByRole('article', { name: 'A cell you ran' }).last()
+    const grid = mine.getByRole('region', { name: 'Table' })
+    await grid.getByRole('status').filter({ hasText: 'Rows 1–25 of 30' }).waitFor()
+    await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
+    await page.getByRole('button', { name: 'Restart kernel' }).click()
+    // No cell runs after the restart: the grid hears it from the page, not at its next request,
+    // and keeps its rows (dimmed) until the next cell rebuilds the state.
+    const said = grid.getByRole('alert').filter({ hasText: 'This table is not in the kernel now' })
+    await said.waitFor({ timeout: 15_000 })
+    expect(await said.getByRole('button', { name: 'Run its step again' }).count()).toBe(1)
+    expect(await grid.locator('.grid-rows.stale tbody tr').count()).toBe(25)
+    const restarted = decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')
+    expect(await server?.service.openSandbox(restarted)).toBeUndefined()
+  }, 90_000)
 })

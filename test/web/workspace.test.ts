@@ -46,7 +46,7 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     await box.fill(question)
     await box.press('Enter')
     await page.locator('.answer', { hasText: answer }).waitFor()
-    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' })
+    await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
   }
   /** Replaces everything in a CodeMirror editor by typing, as a person would. */
   const typeInto = async (label: string, code: string) => {
@@ -121,7 +121,7 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     const before = await personRuns().count()
     await typeInto('Cell', 'import time\nfor _ in range(600): time.sleep(0.1)')
     await page.keyboard.press('ControlOrMeta+Enter')
-    await page.getByRole('button', { name: 'Stop' }).waitFor()
+    await page.getByRole('button', { name: 'Stop', exact: true }).waitFor()
     // No restart while a cell runs: a 409 that says to stop it first.
     await expect.poll(() => web?.server.service.busy).toBeGreaterThan(0)
     const restart = await fetch(`${web?.server.url}/api/sessions/${sessionId}/restart`, {
@@ -131,14 +131,21 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     expect(restart.status).toBe(409)
     expect(((await restart.json()) as { error: { hint: string } }).error.hint).toContain('Stop it first')
     await page.keyboard.press('Escape')
-    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' })
+    await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
     await expect.poll(() => personRuns().count()).toBe(before + 1)
     await typeInto('Cell', 'print("still", x)')
     await page.keyboard.press('ControlOrMeta+Enter')
     await personRuns().last().locator('pre.output.stdout', { hasText: 'still 42' }).waitFor()
+    // Recorded as a Stop (not "the client disconnected"), with the cell it stopped kept, marked so.
     const detail = await api<SessionDetail>(`/api/sessions/${sessionId}`)
-    expect(detail.runs.filter((run) => run.question === PERSON_CELL).map((run) => run.status)).toContain(
-      'interrupted',
+    const stopped = detail.runs.find((run) => run.status === 'interrupted' && run.question === PERSON_CELL)
+    expect(stopped).toMatchObject({ error: 'Stopped.' })
+    expect(stopped?.steps.map((step) => [step.code, step.stopped])).toEqual([
+      ['import time\nfor _ in range(600): time.sleep(0.1)', 'Stopped.'],
+    ])
+    const shown = page.getByRole('article', { name: 'A cell you ran' }).nth(before)
+    expect(await shown.getByRole('region', { name: 'Step 1' }).locator('.badge').textContent()).toBe(
+      'stopped',
     )
   }, 60_000)
 
@@ -158,6 +165,8 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     await ask('What did I run?', 'I saw your cells.')
     expect(laterPrompt).toContain('y = x + 100')
     expect(laterPrompt).toContain('ten y: 1420')
+    // The cell stopped before: the model is told it did not finish (the kernel may hold part of it).
+    expect(laterPrompt).toContain('The run was stopped before it finished')
   }, 90_000)
 
   it("lists the kernel's variables after a cell: name, type, a frame's shape and memory", async () => {
@@ -260,6 +269,9 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     await panel.getByRole('status').filter({ hasText: 'rebuilt by replay' }).waitFor()
     expect(await service.openSandbox(sessionId)).toBeUndefined()
     await panel.getByText('No variables').waitFor()
+    // The open tables hear it at once, before any cell: not in the kernel now, their rows kept.
+    await kept.getByRole('alert').filter({ hasText: 'This table is not in the kernel now' }).waitFor()
+    expect(await kept.getByRole('button', { name: 'Run its step again' }).count()).toBe(1)
     // The next cell starts a kernel and replays the session's cells; held here at its start (the
     // store's read of the session), the table's next page waits for it and says why.
     const { history } = stores

@@ -91,6 +91,8 @@ export function stepHtml(step: HistoryStep, image: (artifact: StoredArtifact) =>
   if (step.stdout) parts.push(`<pre class="out">${escapeHtml(step.stdout)}</pre>`)
   if (step.stderr) parts.push(`<pre class="out">${escapeHtml(step.stderr)}</pre>`)
   for (const view of step.results) parts.push(result(view, image))
+  if (step.stopped)
+    parts.push(`<pre class="err">Stopped before it finished: ${escapeHtml(step.stopped)}</pre>`)
   if (step.error)
     parts.push(
       `<pre class="err">${escapeHtml(step.error.traceback || `${step.error.name}: ${step.error.value}`)}</pre>`,

@@ -82,3 +82,30 @@ describe("a person's chart edit", () => {
     expect(JSON.parse(block)).toEqual(spec)
   })
 })
+
+describe('a step stopped before it ended', () => {
+  it('shows in the notebook and the report as stopped, after its output so far, and is left out of the script', async () => {
+    const stopped = {
+      step: 1,
+      code: 'import time\nprint("counting")\ntime.sleep(600)',
+      stdout: 'counting\n',
+      stderr: '',
+      files: [],
+      durationMs: 1,
+      results: [],
+      stopped: 'Stopped.',
+    } as unknown as HistoryStep
+    const run = { id: 'r1', question: 'Take a while', steps: [stopped], unsupportedNumbers: [] }
+    const withStop = { ...history, runs: [run] } as unknown as SessionHistory
+    const notebook = JSON.parse(await exportSession(withStop, 'ipynb', blobs))
+    const cell = notebook.cells.find((c: { cell_type: string }) => c.cell_type === 'code')
+    expect(cell.outputs).toEqual([
+      { output_type: 'stream', name: 'stdout', text: ['counting\n'] },
+      { output_type: 'error', ename: 'KeyboardInterrupt', evalue: 'Stopped.', traceback: [] },
+    ])
+    expect(await exportSession(withStop, 'html', blobs)).toContain(
+      '<pre class="err">Stopped before it finished: Stopped.</pre>',
+    )
+    expect(await exportSession(withStop, 'py', blobs)).not.toContain('time.sleep(600)')
+  })
+})

@@ -96,6 +96,14 @@ export function toNotebook(
             : { output_type: 'display_data', data, metadata: {} },
         )
       }
+      // Stopped mid-way: as Jupyter shows an interrupted cell, after what it had shown by then.
+      if (step.stopped && !step.error)
+        outputs.push({
+          output_type: 'error',
+          ename: 'KeyboardInterrupt',
+          evalue: step.stopped,
+          traceback: [],
+        })
       if (step.error) {
         outputs.push({
           output_type: 'error',

@@ -36,7 +36,8 @@ export function toScript(history: SessionHistory): string {
   for (const run of history.runs) {
     parts.push(comment(`Question: ${run.question}`), '')
     for (const step of run.steps) {
-      if (step.error || step.violations?.length) continue
+      // Not what re-runs the analysis: a failed cell, one the guard refused, one stopped mid-way.
+      if (step.error || step.violations?.length || step.stopped) continue
       parts.push(`# --- step ${step.step} ---`, step.code.replace(/\s+$/, ''), '')
     }
     if (run.answer) parts.push(comment(`Answer: ${run.answer}`), '')

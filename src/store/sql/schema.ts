@@ -77,6 +77,8 @@ export interface StepsTable {
   tool: ColumnType<string | null, string | null | undefined, string | null>
   /** Since migration 7: the queries its sql() calls ran (JSON), null for none. */
   queries: ColumnType<string | null, string | null | undefined, string | null>
+  /** Since migration 13: why a step did not end (its run stopped while it ran), null when it ended. */
+  stopped: ColumnType<string | null, string | null | undefined, string | null>
 }
 
 export interface ArtifactsTable {
@@ -641,6 +643,11 @@ export const MIGRATIONS: Migration[] = [
     await sql`create unique index template_builds_one_per_name on template_builds (name) where ${underWay}`.execute(
       db,
     )
+  },
+  // 13: a step its run was stopped in (a person's Stop, a lost connection) is kept with its output
+  // so far, and why it did not end.
+  async (db) => {
+    await db.schema.alterTable('steps').addColumn('stopped', 'text').execute()
   },
 ]
 

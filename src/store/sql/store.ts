@@ -555,7 +555,8 @@ export class SqlHistoryStore implements HistoryStore {
           results: JSON.stringify(step.results),
           violations: step.violations ? JSON.stringify(step.violations) : null,
           queries: step.queries?.length ? JSON.stringify(step.queries) : null,
-          success: !step.error && !step.violations?.length ? 1 : 0,
+          stopped: step.stopped ?? null,
+          success: !step.error && !step.violations?.length && !step.stopped ? 1 : 0,
           duration_ms: Math.round(step.durationMs),
           input_tokens: step.usage?.inputTokens ?? 0,
           output_tokens: step.usage?.outputTokens ?? 0,
@@ -605,6 +606,7 @@ export class SqlHistoryStore implements HistoryStore {
       results: JSON.parse(row.results),
       violations: row.violations ? JSON.parse(row.violations) : undefined,
       ...(row.queries ? { queries: JSON.parse(row.queries) } : {}),
+      ...(row.stopped ? { stopped: row.stopped } : {}),
       durationMs: row.duration_ms,
       usage: {
         inputTokens: row.input_tokens,

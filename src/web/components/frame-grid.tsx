@@ -27,6 +27,9 @@ import { ScrollBox } from './scroll-box.js'
 
 const PAGE = 25
 const CELL: Wait = { reason: 'cell', message: '' }
+/** What a grid says once the page saw the kernel restart (the server's words for a closed kernel). */
+const LOST =
+  "This table is not in the kernel now (it was restarted): the session's next cell or question rebuilds its state"
 
 interface Page {
   rows: number
@@ -114,7 +117,18 @@ export function FrameGrid({
   const [offset, setOffset] = useState(0)
   const [page, setPage] = useState<Page | null>(null)
   /** Why the last request failed; `page` when it was the page's (the rows shown are from before). */
-  const [problem, setProblem] = useState<{ message: string; gone: boolean; page?: boolean } | null>(null)
+  /**
+   * Why the last request failed; `page` when it was the page's (the rows shown are from before);
+   * `lost` when the table went with a kernel restart the page saw: said at once, the rows kept
+   * (dimmed) until the next cell rebuilds the state, which may make the table again.
+   */
+  const [problem, setProblem] = useState<{
+    message: string
+    gone: boolean
+    page?: boolean
+    lost?: boolean
+  } | null>(null)
+
   const [stats, setStats] = useState<Record<string, ColumnStats> | null>(null)
   const [copied, setCopied] = useState<string | null>(null)
   /** A page asked for and not answered yet. */
@@ -126,6 +140,16 @@ export function FrameGrid({
   /** The column statistics asked for and not answered yet. */
   const statsRequest = useRef<AbortController | null>(null)
   const kernel = useContext(KernelStateContext)
+  /** The kernel starts the grid has heard of. */
+  const startsSeen = useRef(kernel.kernelStarts)
+  // The kernel restarted (seen by this page): the table is not in it now. Said at once, without a
+  // request (there is no kernel to ask); the rows stay, dimmed, and the next request after a cell
+  // (which rebuilds the state, and may make the table again) says what then holds.
+  useEffect(() => {
+    if (kernel.kernelStarts === startsSeen.current) return
+    startsSeen.current = kernel.kernelStarts
+    setProblem({ message: LOST, gone: false, page: true, lost: true })
+  }, [kernel.kernelStarts])
   const base = `/api/sessions/${encodeURIComponent(sessionId)}/results/${encodeURIComponent(frame.id)}`
   const query = new URLSearchParams({
     ...(sort ? { sort } : {}),
@@ -304,6 +328,14 @@ export function FrameGrid({
       {problem && (
         <p class="grid-problem" role="alert">
           {problem.message}
+          {problem.lost && onRunAgain && (
+            <>
+              {' '}
+              <button type="button" class="button secondary small" onClick={onRunAgain}>
+                Run its step again
+              </button>
+            </>
+          )}
         </p>
       )}
       {copied && (

@@ -7,11 +7,12 @@
  * focus goes back to the Session button). The owner's page only: a shared page is read-only and
  * has none of it.
  */
-import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
+import { useContext, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks'
 import type { ArtifactView, SessionDetail } from '../../server/types.js'
 import { dataFileUrl, json, jsonInit, send, withToken } from '../api.js'
 import { trapTab } from '../focus.js'
 import { bytes } from '../format.js'
+import { KernelStateContext } from '../kernel-state.js'
 import { ScrollBox } from './scroll-box.js'
 import { Variables } from './variables.js'
 
@@ -217,6 +218,7 @@ export function SessionPanel({
   useSheet(panel, sheet, onClose)
   const [restart, setRestart] = useState<{ busy: boolean; said?: string; failed?: boolean }>({ busy: false })
   const [restarts, setRestarts] = useState(0)
+  const kernel = useContext(KernelStateContext)
   const steps = detail.runs.reduce((n, run) => n + run.steps.length, 0)
   useEffect(() => setRestart({ busy: false }), [detail.id])
   const restartKernel = async () => {
@@ -233,6 +235,7 @@ export function SessionPanel({
         } that worked again first.`,
       })
       setRestarts((n) => n + 1)
+      kernel.restarted()
     } catch (error) {
       setRestart({ busy: false, failed: true, said: error instanceof Error ? error.message : String(error) })
     }
