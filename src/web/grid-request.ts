@@ -36,6 +36,24 @@ export async function gridRequest<T>(
   path: string,
   options: { signal: AbortSignal; onWaiting: (wait: Wait | null) => void },
 ): Promise<GridAnswer<T>> {
+  // The server keeps one request per grid and page, the last to reach it, and answers the one it
+  // replaces with a 409. This page aborts its older request before it sends a newer one, but on a
+  // busy server the older one can still get there last and replace the newer (seen after a Stop,
+  // which moves the grid twice in a few ms): a request the page still waits on asks again.
+  for (let replaced = 0; ; replaced++) {
+    try {
+      return await askOnce<T>(path, options)
+    } catch (error) {
+      const again = error instanceof ApiError && error.status === 409 && !options.signal.aborted
+      if (!again || replaced === 3) throw error
+    }
+  }
+}
+
+async function askOnce<T>(
+  path: string,
+  options: { signal: AbortSignal; onWaiting: (wait: Wait | null) => void },
+): Promise<GridAnswer<T>> {
   const response = await send(path, {
     signal: options.signal,
     headers: { Accept: 'application/json, text/event-stream', 'Analyst-Client': CLIENT },
