@@ -589,6 +589,23 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     }
   }, 60_000)
 
+  /**
+   * Presses a page's key (`u`, `a`) until `focused` holds: on a loaded machine the key may come
+   * before the page has settled, and the focus then lands on nothing (what is typed next is lost).
+   */
+  const pressUntilFocused = (key: string, focused: () => Promise<boolean>) =>
+    expect
+      .poll(
+        async () => {
+          if (await focused()) return true
+          await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+          await page.keyboard.press(key)
+          return focused()
+        },
+        { interval: 500 },
+      )
+      .toBe(true)
+
   it('goes the whole path by keyboard: upload, ask, stop, open a step, edit, run, sort the grid, download', async () => {
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
     await page.keyboard.press('?')
@@ -611,17 +628,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     }
     page.on('filechooser', chosen)
     const onAddFiles = () => addFiles.evaluate((input) => input === document.activeElement)
-    await expect
-      .poll(
-        async () => {
-          if (await onAddFiles()) return true
-          await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
-          await page.keyboard.press('u')
-          return onAddFiles()
-        },
-        { interval: 500 },
-      )
-      .toBe(true)
+    await pressUntilFocused('u', onAddFiles)
     // Enter there opens the file chooser. On a loaded machine it did not come in 3 runs of 11, the
     // focus seen on Add files before the key: playwright-core turns on the chooser's interception
     // when the first listener is added, without waiting for it (Page's updateSubscription), so the
@@ -650,17 +657,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     const questionBox = page.getByRole('textbox', { name: 'Question' })
     const inQuestionBox = () =>
       page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Question')
-    await expect
-      .poll(
-        async () => {
-          if (await inQuestionBox()) return true
-          await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
-          await page.keyboard.press('a')
-          return inQuestionBox()
-        },
-        { interval: 500 },
-      )
-      .toBe(true)
+    await pressUntilFocused('a', inQuestionBox)
     await page.keyboard.type('Take a while')
     await expect.poll(() => questionBox.inputValue()).toBe('Take a while')
     await page.keyboard.press('Enter')
