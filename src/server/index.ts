@@ -269,6 +269,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const { limits: defaultLimits, ...sessionSandbox } = sandbox
   service = new SessionService({
     history: stores.history,
+    stops: stores.stops,
     blobs: stores.blobs,
     provider,
     sandbox: sessionSandbox,

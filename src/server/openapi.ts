@@ -382,7 +382,7 @@ export const openApiDocument = {
       parameters: [sessionId],
       post: {
         summary:
-          "Stop a question or a person's cell (the web UI's Stop): recorded as interrupted with the reason `Stopped.`, its running step kept with its output so far, the kernel interrupted with its state kept; the question's stream ends with a `stopped` event. A closed connection ends a run too, with a reason of its own",
+          "Stop a question or a person's cell (the web UI's Stop): recorded as interrupted with the reason `Stopped.`, its running step kept with its output so far, the kernel interrupted with its state kept; the question's stream ends with a `stopped` event. Any replica takes it: the one that runs the session is told at once and answers. A closed connection ends a run too, with a reason of its own",
         requestBody: {
           content: {
             'application/json': {
@@ -399,7 +399,10 @@ export const openApiDocument = {
           },
         },
         responses: {
-          200: { description: '{ stopped: how many runs it stopped (0: they had ended) }' },
+          200: {
+            description:
+              "{ stopped, pending? }: stopped, how many runs it stopped, on this replica and on the one that runs the session once it answered (0: they had ended); pending: true when that replica did not answer within 2 s (its stop stays asked until it hears it or renews the session's lease, for one lease's length)",
+          },
           400: error,
           404: error,
         },

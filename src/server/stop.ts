@@ -3,8 +3,9 @@
  * The server records the run as stopped (its reason, in the store and in the question's stream),
  * keeps the step that was running as far as it got, and interrupts the kernel with its state kept;
  * a closed connection is told apart (its own reason). `{ runId }` names one run; without it, every
- * question and cell of the session stops. The owner's only, as every session route (a shared page
- * has no way to it).
+ * question and cell of the session stops. Any replica takes it: the one that runs the session is
+ * told and answers (session/replica-stops.ts). The owner's only, as every session route (a shared
+ * page has no way to it).
  * @module
  */
 import { type Context, Hono } from 'hono'
@@ -26,11 +27,11 @@ export function stopRoutes(options: {
   const app = new Hono()
   app.post('/api/sessions/:id/stop', async (c) => {
     const { runId } = parse(Stop, await jsonBody(c))
-    const stopped = await options.service.stop(c.req.param('id') as string, {
+    const outcome = await options.service.stop(c.req.param('id') as string, {
       owner: options.ownerOf(c),
       ...(runId ? { runId } : {}),
     })
-    return c.json({ stopped })
+    return c.json(outcome)
   })
   return app
 }

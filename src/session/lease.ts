@@ -44,6 +44,10 @@ export class SessionLease {
     readonly previous: string | null,
     /** Whether another replica held it when asked, so that this question waited. */
     readonly waited: boolean,
+    /** When it was taken, by the database's clock. */
+    readonly atMs: number,
+    /** Called after each renewal: what the holder checks in the store now and then (Stops it did not hear). */
+    private readonly onRenew?: (lease: SessionLease) => Promise<void>,
   ) {
     this.timer = setInterval(() => void this.renew(), Math.max(50, Math.floor(ttlMs / 3)))
     this.timer.unref()
@@ -59,14 +63,28 @@ export class SessionLease {
     history: HistoryStore,
     sessionId: string,
     holder: string,
-    options: { ttlMs: number; signal?: AbortSignal; pollMs?: number },
+    options: {
+      ttlMs: number
+      signal?: AbortSignal
+      pollMs?: number
+      onRenew?: (lease: SessionLease) => Promise<void>
+    },
   ): Promise<SessionLease> {
     let waited = false
     for (;;) {
       options.signal?.throwIfAborted()
       const grant = await history.acquireLease(sessionId, holder, options.ttlMs)
       if (grant.acquired)
-        return new SessionLease(history, sessionId, holder, options.ttlMs, grant.previous, waited)
+        return new SessionLease(
+          history,
+          sessionId,
+          holder,
+          options.ttlMs,
+          grant.previous,
+          waited,
+          grant.atMs,
+          options.onRenew,
+        )
       waited = true
       await sleep(Math.min(options.pollMs ?? 200, grant.expiresInMs + 10), options.signal)
     }
@@ -80,7 +98,9 @@ export class SessionLease {
       this.lost.abort(
         new Error('This replica lost the session to another (it stalled past its lease); the run stops here'),
       )
+      return
     }
+    if (!this.released) await this.onRenew?.(this).catch(() => {})
   }
 
   /** Lets the session go: at once, or once the store is reachable again (outage.ts). */

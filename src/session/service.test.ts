@@ -424,7 +424,7 @@ describe('SessionService', () => {
     const asking = (async () => {
       for await (const event of service.ask(id, 'Start.')) {
         events.push(event.type)
-        if (event.type === 'stdout') expect(await service.stop(id, { runId: undefined })).toBe(1)
+        if (event.type === 'stdout') expect(await service.stop(id, { runId: undefined })).toEqual({ stopped: 1 })
       }
     })()
     await expect(asking).rejects.toMatchObject({ name: 'StoppedError', message: 'Stopped.' })
@@ -435,7 +435,7 @@ describe('SessionService', () => {
       ['forever()', 'counting\n', 'Stopped.', false],
     ])
     // Nothing left to stop; another owner cannot stop anything of it.
-    expect(await service.stop(id)).toBe(0)
+    expect(await service.stop(id)).toEqual({ stopped: 0 })
     await expect(service.stop(id, { owner: 'someone else' })).rejects.toThrow(NotFoundError)
     const { result } = await askAll(service, id, 'Go on.')
     expect(result.answer).toBe('Told.')

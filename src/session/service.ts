@@ -43,6 +43,7 @@ import {
   type StoredDataset,
   type StoredRun,
   type StoredSession,
+  type StopRequests,
 } from '../store/index.js'
 import { type DataFileInput, profileInputs, sandboxFiles } from './datasets.js'
 import { recordEnvironment, sessionLanguage, type TemplateCatalog } from './environment.js'
@@ -57,7 +58,9 @@ import {
   type SourcesCaller,
 } from './live.js'
 import { isMissingModel, missingModel } from './no-model.js'
+import { isOutage } from './outage.js'
 import { Recorder } from './recorder.js'
+import { ReplicaStops, type StopOutcome, type StopWhich } from './replica-stops.js'
 import { Turns, untilAborted } from './turns.js'
 
 /**
@@ -115,6 +118,8 @@ export interface SessionServiceOptions {
   replica?: string
   /** How long a session's lease lasts unless renewed (renewed every third of it). @default ANALYST_LEASE_MS or 15 s */
   leaseMs?: number
+  /** Stops across replicas (used when the history is shared): a Stop here reaches a run on another replica. */
+  stops?: StopRequests
   /** What the service does, for metrics (see `ServiceObserver`). */
   observer?: ServiceObserver
   /** The host's sources that sessions pick by name (serve's ANALYST_SOURCES and --data). */
@@ -143,6 +148,15 @@ export interface ServiceObserver {
   sandboxOpened?(ms: number): void
 }
 
+/** A question or cell of this process, waiting or running, that a Stop (or a drain) ends. */
+interface Stoppable {
+  stop: AbortController
+  /** Its run, once it started. */
+  runId?: string
+  /** It holds the session's lease (it runs, or is about to). */
+  leased?: boolean
+}
+
 /** A step of a run as committed, or the run once it ended: what a client watching a run gets. */
 export type RunWatchEvent =
   | { type: 'step'; step: HistoryStep }
@@ -163,7 +177,9 @@ export class SessionService {
    * Each session's questions and cells, waiting or running, with their run once it started: Stop
    * ends them, and so does a drain that runs out of time.
    */
-  private readonly stoppable = new Map<string, Set<{ stop: AbortController; runId?: string }>>()
+  private readonly stoppable = new Map<string, Set<Stoppable>>()
+  /** Over a shared store: Stops asked on other replicas, and this one's for their runs. */
+  private readonly replicaStops: ReplicaStops | undefined
   private closed = false
   private running = 0
   private queued = 0
@@ -176,6 +192,13 @@ export class SessionService {
     this.replica = options.replica ?? replicaName()
     this.leaseMs = options.leaseMs ?? (Number(process.env.ANALYST_LEASE_MS) || 15_000)
     // Replicas share the store: each looks out for runs of dead replicas and sessions taken over.
+    if (options.history.shared && options.stops)
+      this.replicaStops = new ReplicaStops(options.stops, {
+        replica: this.replica,
+        ttlMs: this.leaseMs,
+        stopHere: (sessionId, which) => this.stopHere(sessionId, which),
+        has: (sessionId) => this.stoppable.has(sessionId),
+      })
     if (options.history.shared) {
       this.sweeper = setInterval(() => void this.sweep().catch(() => {}), Math.max(100, this.leaseMs / 2))
       this.sweeper.unref()
@@ -551,7 +574,7 @@ export class SessionService {
     this.queued++
     let waiting = true
     const stop = new AbortController()
-    const stoppable: { stop: AbortController; runId?: string } = { stop }
+    const stoppable: Stoppable = { stop }
     let stoppables = this.stoppable.get(sessionId)
     if (!stoppables) {
       stoppables = new Set()
@@ -582,10 +605,14 @@ export class SessionService {
       const signals = [options.signal, stop.signal].filter((s): s is AbortSignal => s !== undefined)
       await untilAborted(turn.ready, AbortSignal.any(signals))
       if (this.closed) throw new ShuttingDownError()
+      const replicaStops = this.replicaStops
       lease = await SessionLease.acquire(this.options.history, sessionId, this.replica, {
         ttlMs: this.leaseMs,
         signal: AbortSignal.any(signals),
+        // A Stop asked on another replica while this one's listening connection was down.
+        ...(replicaStops ? { onRenew: (held) => replicaStops.check(sessionId, held.atMs) } : {}),
       })
+      stoppable.leased = true
       if (this.closed) throw new ShuttingDownError()
       // Another replica answered in this session since this one did, or the session has new host
       // tables: the kernel here is stale.
@@ -812,6 +839,7 @@ export class SessionService {
    */
   async sweep(): Promise<void> {
     await this.options.history.markInterrupted({ lapsed: true })
+    await this.replicaStops?.forgetExpired()
     const idle = [...this.live.keys()].filter((id) => !this.turns.get(id)?.pending)
     const holders = await this.options.history.leaseHolders(idle)
     for (const id of idle) {
@@ -895,13 +923,30 @@ export class SessionService {
    * interrupted (the kernel's state kept), its model call ends, and it is recorded as stopped
    * (StoppedError's reason), with the step that was running as far as it got. With `runId`, that
    * run (a question or a cell); without, every question and cell of the session, waiting or
-   * running, in this process. Says how many it stopped: none when they had ended already.
+   * running. Over a shared store the Stop reaches the replica that runs the session too
+   * (replica-stops.ts). Says how many it stopped (none when they had ended already), counting the
+   * other replica's once it answered; `pending` when it did not answer in time.
    */
-  async stop(sessionId: string, options: { owner?: string | null; runId?: string } = {}): Promise<number> {
+  async stop(sessionId: string, options: { owner?: string | null; runId?: string } = {}): Promise<StopOutcome> {
     await this.getSession(sessionId, options.owner)
+    const stopped = this.stopHere(sessionId, options.runId !== undefined ? { runId: options.runId } : {})
+    // The run named was here: nothing to ask of the others (and one replica asks nobody).
+    if (!this.replicaStops || (options.runId !== undefined && stopped > 0)) return { stopped }
+    try {
+      return await this.replicaStops.request(sessionId, options.runId, stopped)
+    } catch (error) {
+      // The store away: what stopped here did; with nothing stopped, the 503 says to try again.
+      if (stopped > 0 && isOutage(error)) return { stopped }
+      throw error
+    }
+  }
+
+  /** Stops the session's questions and cells in this process; how many. */
+  private stopHere(sessionId: string, which: StopWhich): number {
     let stopped = 0
     for (const entry of this.stoppable.get(sessionId) ?? []) {
-      if (options.runId !== undefined && entry.runId !== options.runId) continue
+      if (which.runId !== undefined && entry.runId !== which.runId) continue
+      if (which.leased && !entry.leased) continue
       if (entry.stop.signal.aborted) continue
       entry.stop.abort(new StoppedError())
       stopped++
@@ -940,6 +985,7 @@ export class SessionService {
   async shutdown(): Promise<void> {
     this.closed = true
     clearInterval(this.sweeper)
+    this.replicaStops?.close()
     await Promise.all([...this.live.keys()].map((id) => this.close(id)))
   }
 }

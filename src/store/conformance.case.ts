@@ -375,6 +375,7 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
           acquired: true,
           previous: null,
           interrupted: 0,
+          atMs: expect.any(Number),
         })
         const refused = await history.acquireLease(id, 'b', TTL)
         expect(refused).toMatchObject({ acquired: false, holder: 'a' })
@@ -390,6 +391,7 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
           acquired: true,
           previous: 'a',
           interrupted: 0,
+          atMs: expect.any(Number),
         })
         expect(await history.leaseHolders([id, 'none'])).toEqual(new Map([[id, 'b']]))
       })

@@ -12,6 +12,7 @@ import { FileBlobStore } from './files/blobs.js'
 import { SqlAuthStore } from './sql/auth.js'
 import { SqlBlobStore } from './sql/blobs.js'
 import { SqlEvalStore } from './sql/evals.js'
+import { SqlStopRequests } from './sql/stop-requests.js'
 import { SqlTemplateBuildStore } from './sql/template-builds.js'
 import { SqlTemplateFileStore } from './sql/template-files.js'
 import { SqliteHistoryStore } from './sqlite/store.js'
@@ -20,6 +21,7 @@ import type {
   BlobStore,
   EvalStore,
   HistoryStore,
+  StopRequests,
   TemplateBuildStore,
   TemplateFileStore,
 } from './types.js'
@@ -30,6 +32,7 @@ export { SqlAuthStore } from './sql/auth.js'
 export { SqlBlobStore } from './sql/blobs.js'
 export { SqlEvalStore } from './sql/evals.js'
 export { SCHEMA_VERSION } from './sql/schema.js'
+export { SqlStopRequests } from './sql/stop-requests.js'
 export { PREVIEW_CHARS, SqlHistoryStore } from './sql/store.js'
 export { SqlTemplateBuildStore } from './sql/template-builds.js'
 export { SqlTemplateFileStore } from './sql/template-files.js'
@@ -57,6 +60,8 @@ export interface Stores {
   templateBuilds: TemplateBuildStore
   /** Files templates need on every replica (COPY uploads, built templates' exports), in the same database. */
   templateFiles: TemplateFileStore
+  /** Stops asked on one replica for a run on another, in the same database. */
+  stops: StopRequests
   /** Closes both. */
   close(): Promise<void>
 }
@@ -73,16 +78,24 @@ export async function openStores(
   if (env.ANALYST_DATABASE_URL) {
     // Loaded only when asked for: the embedded default needs no PostgreSQL client.
     const { PostgresHistoryStore } = await import('./postgres/store.js')
-    const { PostgresAuthFeed } = await import('./postgres/auth-feed.js')
+    const { AUTH_CHANNEL, PostgresAuthFeed } = await import('./postgres/auth-feed.js')
+    const { PostgresListener } = await import('./postgres/listener.js')
+    const { PostgresStopFeed, STOP_CHANNEL } = await import('./postgres/stop-feed.js')
     const history = await PostgresHistoryStore.open(env.ANALYST_DATABASE_URL)
-    // Sign-in changes reach every replica (LISTEN/NOTIFY), so that a cache of them can be trusted.
-    const feed = await PostgresAuthFeed.open(env.ANALYST_DATABASE_URL).catch(async (error: unknown) => {
-      await history.close()
-      throw new AnalystError(`Cannot listen for sign-in changes in PostgreSQL: ${(error as Error).message}`, {
-        hint: 'Check that ANALYST_DATABASE_URL allows one more connection: LISTEN needs its own, to the server itself or through a pooler in session mode (not transaction mode).',
-        cause: error,
-      })
-    })
+    // Sign-in changes and Stops reach every replica (LISTEN/NOTIFY) on one connection of its own.
+    const listener = await PostgresListener.open(env.ANALYST_DATABASE_URL, [AUTH_CHANNEL, STOP_CHANNEL]).catch(
+      async (error: unknown) => {
+        await history.close()
+        throw new AnalystError(
+          `Cannot listen for other replicas' changes in PostgreSQL: ${(error as Error).message}`,
+          {
+            hint: 'Check that ANALYST_DATABASE_URL allows one more connection: LISTEN needs its own, to the server itself or through a pooler in session mode (not transaction mode).',
+            cause: error,
+          },
+        )
+      },
+    )
+    const feed = new PostgresAuthFeed(listener)
     const blobs = env.ANALYST_BLOB_DIR
       ? new FileBlobStore(env.ANALYST_BLOB_DIR)
       : new SqlBlobStore(history.db, history.runtime, 'postgres')
@@ -93,8 +106,10 @@ export async function openStores(
       auth: new SqlAuthStore(history.db, feed),
       templateBuilds: new SqlTemplateBuildStore(history.db, history.runtime),
       templateFiles: new SqlTemplateFileStore(history.db, history.runtime),
+      stops: new SqlStopRequests(history.db, history.runtime, new PostgresStopFeed(listener)),
       close: async () => {
         await feed.close()
+        await listener.close()
         await history.close()
       },
     }
@@ -109,6 +124,7 @@ export async function openStores(
     auth: new SqlAuthStore(history.db),
     templateBuilds: new SqlTemplateBuildStore(history.db, history.runtime),
     templateFiles: new SqlTemplateFileStore(history.db, history.runtime),
+    stops: new SqlStopRequests(history.db, history.runtime),
     close: () => history.close(),
   }
 }

@@ -217,6 +217,8 @@ export type LeaseGrant =
       previous: string | null
       /** Runs that a lapsed holder left running, marked interrupted now. */
       interrupted: number
+      /** When it was taken, in ms by the database's clock: Stops asked before are not this holding's. */
+      atMs: number
     }
   | { acquired: false; holder: string; expiresInMs: number }
 
@@ -707,4 +709,41 @@ export interface AuthStore {
   appendAudit(entry: AuditInput): Promise<StoredAudit>
   /** Newest first. */
   audit(options?: { limit?: number; actor?: string }): Promise<StoredAudit[]>
+}
+
+/** A Stop asked on one replica for a run that may be on another (replicas over PostgreSQL). */
+export interface StopRequest {
+  id: string
+  sessionId: string
+  /** The run to stop; null: whatever runs in the session when the request is heard. */
+  runId: string | null
+  /** The replica that asked. */
+  from: string
+  /** The replica that held the session's lease when it was asked (null: none did): the one the asker waits for. */
+  holder: string | null
+}
+
+/** What a replica hears of Stops: a request, or that the holder answered one. */
+export type StopNotice = { type: 'request'; request: StopRequest } | { type: 'answer'; id: string }
+
+/**
+ * Stops across replicas: a request is kept in the database and told to every replica at once
+ * (PostgreSQL's NOTIFY); the replica that holds the session stops its run and answers, or finds
+ * the request when it renews its lease, if it heard nothing. A request expires after its `ttlMs`.
+ */
+export interface StopRequests {
+  /** Records a request and tells every replica; says which replica holds the session now. */
+  request(input: { sessionId: string; runId: string | null; from: string; ttlMs: number }): Promise<StopRequest>
+  /** Adds how many runs a replica stopped for it; `holder`: the replica holding the session answers. */
+  answer(id: string, stopped: number, options: { holder: boolean }): Promise<void>
+  /** How many it stopped once its holder answered; undefined while it has not. */
+  answered(id: string): Promise<number | undefined>
+  /** The session's requests its holder has not answered, asked at or after `sinceMs` (the database's clock), not expired. */
+  pending(sessionId: string, sinceMs: number): Promise<StopRequest[]>
+  /** Forgets expired requests; how many. */
+  forgetExpired(): Promise<number>
+  /** Each notice heard, as it comes (other replicas' and this one's). Returns the unsubscribe. */
+  subscribe(listener: (notice: StopNotice) => void): () => void
+  /** False while notices could go unheard (the listening connection is down): read the store then. */
+  readonly live: boolean
 }

@@ -118,6 +118,25 @@ export interface SessionLeasesTable {
   expires_at: number
 }
 
+/** Since migration 14: a Stop asked on one replica for a run on another, until it is answered or expires. */
+export interface StopRequestsTable {
+  id: string
+  session_id: string
+  /** The run to stop; null: whatever runs in the session when the request is heard. */
+  run_id: string | null
+  /** The replica that asked. */
+  asked_by: string
+  /** The replica that held the session's lease when it was asked (null: none did). */
+  holder: string | null
+  /** Milliseconds since the epoch, by the database's clock. */
+  requested_at: number
+  expires_at: number
+  /** Runs stopped for it, summed over the replicas that heard it. */
+  stopped: ColumnType<number, number | undefined, number>
+  /** 1 once `holder` has answered (the asker waits for that). */
+  answered: ColumnType<number, number | undefined, number>
+}
+
 /** Since migration 5: blobs kept in the database, in chunks (a store without shared files). */
 export interface BlobsTable {
   sha256: string
@@ -290,6 +309,7 @@ export interface Database {
   shares: SharesTable
   audit: AuditTable
   session_leases: SessionLeasesTable
+  stop_requests: StopRequestsTable
   blobs: BlobsTable
   blob_chunks: BlobChunksTable
   request_counts: RequestCountsTable
@@ -648,6 +668,27 @@ export const MIGRATIONS: Migration[] = [
   // so far, and why it did not end.
   async (db) => {
     await db.schema.alterTable('steps').addColumn('stopped', 'text').execute()
+  },
+  // 14: a Stop reaches a run on another replica: the request is kept until the replica that holds
+  // the session answers it (told at once by NOTIFY, or finding it when it renews its lease).
+  async (db) => {
+    await db.schema
+      .createTable('stop_requests')
+      .addColumn('id', 'text', (c) => c.primaryKey())
+      .addColumn('session_id', 'text', (c) => c.notNull().references('sessions.id').onDelete('cascade'))
+      .addColumn('run_id', 'text')
+      .addColumn('asked_by', 'text', (c) => c.notNull())
+      .addColumn('holder', 'text')
+      .addColumn('requested_at', 'bigint', (c) => c.notNull())
+      .addColumn('expires_at', 'bigint', (c) => c.notNull())
+      .addColumn('stopped', 'integer', (c) => c.notNull().defaultTo(0))
+      .addColumn('answered', 'integer', (c) => c.notNull().defaultTo(0))
+      .execute()
+    await db.schema
+      .createIndex('stop_requests_session')
+      .on('stop_requests')
+      .columns(['session_id', 'requested_at'])
+      .execute()
   },
 ]
 

@@ -302,7 +302,7 @@ export class SqlHistoryStore implements HistoryStore {
               ]),
             ),
         )
-        .returning('holder')
+        .returning(['holder', this.runtime.nowMs.as('at')])
         .executeTakeFirst()
       if (!taken) {
         const current = await trx
@@ -324,7 +324,7 @@ export class SqlHistoryStore implements HistoryStore {
           .executeTakeFirst()
         interrupted = Number(result.numUpdatedRows)
       }
-      return { acquired: true, previous: previous?.holder ?? null, interrupted }
+      return { acquired: true, previous: previous?.holder ?? null, interrupted, atMs: Number(taken.at) }
     })
   }
 
