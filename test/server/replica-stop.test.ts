@@ -1,0 +1,156 @@
+/**
+ * A Stop that reaches a run on another replica: two `analyst serve` processes over one PostgreSQL
+ * database, as behind a load balancer that sends the page's question to A and its Stop to B. The
+ * run on A ends as a Stop on A would end it: "Stopped." in the store and a `stopped` event on A's
+ * stream (a person's cell: a 409), the step that was running kept, and the kernel's state kept
+ * (a variable set before is there at the next cell, with no replay; a question's stopped cell
+ * keeps what it set). B's answer counts the run A stopped. A Stop that found nothing leaves nothing behind
+ * that stops the next run.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import type { SessionDetail } from '../../src/server/types.js'
+import { sharedPostgres } from '../../src/test/support/shared-postgres.js'
+import { type FakeOpenAI, lastObservation, type ScriptEntry, startFakeOpenAI } from '../support/fake-openai.js'
+import { startServe } from '../support/serve.js'
+import { askOverSse, type SseEvent } from '../support/sse.js'
+import { waitFor } from '../support/wait.js'
+
+interface Replica {
+  url: string
+  home: string
+  kill(): void
+  stderr(): string
+}
+
+let model: FakeOpenAI
+const script: ScriptEntry[] = []
+const replicas: Replica[] = []
+let a: Replica
+let b: Replica
+
+async function serve(name: string, databaseUrl: string): Promise<Replica> {
+  const home = mkdtempSync(join(tmpdir(), `analyst-stop-${name}-`))
+  const { child, url, stderr } = await startServe(['--database-url', databaseUrl], {
+    PATH: process.env.PATH ?? '',
+    ANALYST_HOME: home,
+    ANALYST_MODEL: 'openai-compatible:fake',
+    ANALYST_BASE_URL: model.url,
+    // Long, so that only the NOTIFY can bring the Stop in time (a renewal comes every 10 s).
+    ANALYST_LEASE_MS: '30000',
+    ANALYST_POOL_SIZE: '0',
+    NO_COLOR: '1',
+  })
+  const replica = { url, home, stderr, kill: () => child.kill('SIGKILL') }
+  replicas.push(replica)
+  return replica
+}
+
+async function newSession(replica: Replica): Promise<string> {
+  const response = await fetch(`${replica.url}/api/sessions`, { method: 'POST', body: '{}' })
+  return ((await response.json()) as { id: string }).id
+}
+
+async function detail(replica: Replica, id: string): Promise<SessionDetail> {
+  return (await (await fetch(`${replica.url}/api/sessions/${id}`)).json()) as SessionDetail
+}
+
+function stop(replica: Replica, id: string, body: { runId?: string } = {}) {
+  return fetch(`${replica.url}/api/sessions/${id}/stop`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+}
+
+function cell(replica: Replica, id: string, code: string) {
+  return fetch(`${replica.url}/api/sessions/${id}/cells`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ code }),
+  })
+}
+
+beforeAll(async () => {
+  const databaseUrl = await (await sharedPostgres()).createDatabase()
+  model = await startFakeOpenAI(script)
+  ;[a, b] = await Promise.all([serve('a', databaseUrl), serve('b', databaseUrl)])
+}, 180_000)
+
+afterAll(async () => {
+  for (const replica of replicas) {
+    replica.kill()
+    rmSync(replica.home, { recursive: true, force: true })
+  }
+  await model?.close()
+})
+
+describe('a Stop sent to another replica than the one running the session', () => {
+  beforeEach(() => {
+    script.length -= model.remaining()
+  })
+
+  it("stops A's question from B: Stopped. on A's stream and in the store, the step kept, the kernel's state kept", async () => {
+    const id = await newSession(a)
+    script.push({ code: 'x = 41' }, { content: 'Set.' })
+    await askOverSse(a.url, id, 'Set x.')
+    script.push({ code: "import time\ny = 1\nprint('sleeping', flush=True)\ntime.sleep(120)" })
+    let runId: string | undefined
+    let answered: Promise<unknown> | undefined
+    const events = await askOverSse(a.url, id, 'Sleep.', {}, (event) => {
+      if (event.event === 'run-start') runId = event.data.runId as string
+      if (event.event === 'stdout' && runId)
+        answered = stop(b, id, { runId }).then(async (response) => [response.status, await response.json()])
+    })
+    expect(await answered).toEqual([200, { stopped: 1 }])
+    expect(events.at(-1)).toEqual({ event: 'stopped', data: { type: 'stopped', message: 'Stopped.' } })
+    const stopped = (await detail(b, id)).runs.at(-1)
+    expect(stopped).toMatchObject({ status: 'interrupted', error: 'Stopped.' })
+    expect(stopped?.steps.at(-1)).toMatchObject({ stdout: 'sleeping\n', stopped: expect.any(String) })
+
+    // The next question, on A: x from before and y from the stopped cell, with no replay.
+    script.push({ code: 'print(x + y)' }, (request) => ({
+      content: lastObservation(request).includes('42') ? 'Both kept.' : `Lost: ${lastObservation(request)}`,
+    }))
+    const next = await askOverSse(a.url, id, 'x + y?')
+    expect(next.some((e) => e.event === 'preparing')).toBe(false)
+    expect(next.find((e) => e.event === 'done')?.data).toMatchObject({ result: { answer: 'Both kept.' } })
+  }, 120_000)
+
+  it("stops a person's cell on A from B (no run named): a 409 on A, Stopped. in the store, the state kept", async () => {
+    const id = await newSession(a)
+    expect((await cell(a, id, 'x = 41')).status).toBe(200)
+    const running = cell(a, id, "import time\nprint('sleeping', flush=True)\ntime.sleep(120)")
+    await waitFor(async () => (await detail(b, id)).runs.at(-1)?.status === 'running', {
+      what: "the cell's run to start on A",
+      timeoutMs: 60_000,
+    })
+    const response = await stop(b, id)
+    expect([response.status, await response.json()]).toEqual([200, { stopped: 1 }])
+    const ran = await running
+    expect(ran.status).toBe(409)
+    expect((await ran.json()) as unknown).toMatchObject({ error: { message: 'Stopped.' } })
+    const stopped = (await detail(b, id)).runs.at(-1)
+    expect(stopped).toMatchObject({ status: 'interrupted', error: 'Stopped.' })
+
+    // The next question, on A: x from before, with no replay (the kernel was interrupted, not restarted).
+    script.push({ code: 'print(x + 1)' }, (request) => ({
+      content: lastObservation(request).includes('42') ? 'Kept.' : `Lost: ${lastObservation(request)}`,
+    }))
+    const next = await askOverSse(a.url, id, 'x + 1?')
+    expect(next.some((e) => e.event === 'preparing')).toBe(false)
+    expect(next.find((e) => e.event === 'done')?.data).toMatchObject({ result: { answer: 'Kept.' } })
+  }, 120_000)
+
+  it('a Stop that found nothing running stops no later run; a stranger session is a 404', async () => {
+    const id = await newSession(a)
+    const response = await stop(b, id)
+    expect([response.status, await response.json()]).toEqual([200, { stopped: 0 }])
+    script.push({ code: "import time\ntime.sleep(1)\nprint('slept')" }, { content: 'Done.' })
+    const events: SseEvent[] = await askOverSse(a.url, id, 'Sleep a second.')
+    expect(events.at(-1)?.event).toBe('done')
+    expect((await stop(b, 'no-such-session')).status).toBe(404)
+  }, 120_000)
+})
