@@ -409,7 +409,7 @@ export function describeStoreConformance(options: { name: string; open: () => Pr
         await new Promise((resolve) => setTimeout(resolve, 20))
         expect(await history.renewLease(swept.id, 'dead', TTL)).toBe(false) // lapsed: too late
         const grant = await history.acquireLease(taken.id, 'next', TTL)
-        expect(grant).toEqual({ acquired: true, previous: 'dead', interrupted: 1 })
+        expect(grant).toEqual({ acquired: true, previous: 'dead', interrupted: 1, atMs: expect.any(Number) })
         expect(await history.markInterrupted({ lapsed: true })).toBe(1)
         const status = async (run: { sessionId: string }) => [
           (await history.runs(run.sessionId))[0]?.status,
