@@ -58,7 +58,13 @@ try {
         home,
         tokens: [],
         databaseUrl,
-        model: async () => ({ model, spec: 'bench:responder', provider: 'custom', modelId: 'responder', mode: 'tools' }),
+        model: async () => ({
+          model,
+          spec: 'bench:responder',
+          provider: 'custom',
+          modelId: 'responder',
+          mode: 'tools',
+        }),
       }),
     )
   }

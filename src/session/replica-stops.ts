@@ -117,7 +117,10 @@ export class ReplicaStops {
         const left = deadline - Date.now()
         if (left <= 0) return undefined
         let timer: NodeJS.Timeout | undefined
-        await Promise.race([woken, new Promise((resolve) => (timer = setTimeout(resolve, Math.min(left, POLL_MS))))])
+        await Promise.race([
+          woken,
+          new Promise((resolve) => (timer = setTimeout(resolve, Math.min(left, POLL_MS)))),
+        ])
         clearTimeout(timer)
       }
     } finally {

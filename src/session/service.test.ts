@@ -424,7 +424,8 @@ describe('SessionService', () => {
     const asking = (async () => {
       for await (const event of service.ask(id, 'Start.')) {
         events.push(event.type)
-        if (event.type === 'stdout') expect(await service.stop(id, { runId: undefined })).toEqual({ stopped: 1 })
+        if (event.type === 'stdout')
+          expect(await service.stop(id, { runId: undefined })).toEqual({ stopped: 1 })
       }
     })()
     await expect(asking).rejects.toMatchObject({ name: 'StoppedError', message: 'Stopped.' })

@@ -39,11 +39,11 @@ import {
   type HistoryStore,
   loadSessionHistory,
   type SessionHistory,
+  type StopRequests,
   type StoredArtifact,
   type StoredDataset,
   type StoredRun,
   type StoredSession,
-  type StopRequests,
 } from '../store/index.js'
 import { type DataFileInput, profileInputs, sandboxFiles } from './datasets.js'
 import { recordEnvironment, sessionLanguage, type TemplateCatalog } from './environment.js'
@@ -927,7 +927,10 @@ export class SessionService {
    * (replica-stops.ts). Says how many it stopped (none when they had ended already), counting the
    * other replica's once it answered; `pending` when it did not answer in time.
    */
-  async stop(sessionId: string, options: { owner?: string | null; runId?: string } = {}): Promise<StopOutcome> {
+  async stop(
+    sessionId: string,
+    options: { owner?: string | null; runId?: string } = {},
+  ): Promise<StopOutcome> {
     await this.getSession(sessionId, options.owner)
     const stopped = this.stopHere(sessionId, options.runId !== undefined ? { runId: options.runId } : {})
     // The run named was here: nothing to ask of the others (and one replica asks nobody).

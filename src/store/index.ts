@@ -83,18 +83,19 @@ export async function openStores(
     const { PostgresStopFeed, STOP_CHANNEL } = await import('./postgres/stop-feed.js')
     const history = await PostgresHistoryStore.open(env.ANALYST_DATABASE_URL)
     // Sign-in changes and Stops reach every replica (LISTEN/NOTIFY) on one connection of its own.
-    const listener = await PostgresListener.open(env.ANALYST_DATABASE_URL, [AUTH_CHANNEL, STOP_CHANNEL]).catch(
-      async (error: unknown) => {
-        await history.close()
-        throw new AnalystError(
-          `Cannot listen for other replicas' changes in PostgreSQL: ${(error as Error).message}`,
-          {
-            hint: 'Check that ANALYST_DATABASE_URL allows one more connection: LISTEN needs its own, to the server itself or through a pooler in session mode (not transaction mode).',
-            cause: error,
-          },
-        )
-      },
-    )
+    const listener = await PostgresListener.open(env.ANALYST_DATABASE_URL, [
+      AUTH_CHANNEL,
+      STOP_CHANNEL,
+    ]).catch(async (error: unknown) => {
+      await history.close()
+      throw new AnalystError(
+        `Cannot listen for other replicas' changes in PostgreSQL: ${(error as Error).message}`,
+        {
+          hint: 'Check that ANALYST_DATABASE_URL allows one more connection: LISTEN needs its own, to the server itself or through a pooler in session mode (not transaction mode).',
+          cause: error,
+        },
+      )
+    })
     const feed = new PostgresAuthFeed(listener)
     const blobs = env.ANALYST_BLOB_DIR
       ? new FileBlobStore(env.ANALYST_BLOB_DIR)

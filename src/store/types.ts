@@ -733,7 +733,12 @@ export type StopNotice = { type: 'request'; request: StopRequest } | { type: 'an
  */
 export interface StopRequests {
   /** Records a request and tells every replica; says which replica holds the session now. */
-  request(input: { sessionId: string; runId: string | null; from: string; ttlMs: number }): Promise<StopRequest>
+  request(input: {
+    sessionId: string
+    runId: string | null
+    from: string
+    ttlMs: number
+  }): Promise<StopRequest>
   /** Adds how many runs a replica stopped for it; `holder`: the replica holding the session answers. */
   answer(id: string, stopped: number, options: { holder: boolean }): Promise<void>
   /** How many it stopped once its holder answered; undefined while it has not. */

@@ -13,7 +13,12 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
 import { sharedPostgres } from '../../src/test/support/shared-postgres.js'
-import { type FakeOpenAI, lastObservation, type ScriptEntry, startFakeOpenAI } from '../support/fake-openai.js'
+import {
+  type FakeOpenAI,
+  lastObservation,
+  type ScriptEntry,
+  startFakeOpenAI,
+} from '../support/fake-openai.js'
 import { startServe } from '../support/serve.js'
 import { askOverSse, type SseEvent } from '../support/sse.js'
 import { waitFor } from '../support/wait.js'

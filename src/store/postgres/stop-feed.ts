@@ -18,7 +18,8 @@ export function parseStopNotice(payload: string): StopNotice | undefined {
   try {
     const notice = JSON.parse(payload) as Partial<StopNotice> & Record<string, unknown>
     if (notice.type === 'answer' && typeof notice.id === 'string') return { type: 'answer', id: notice.id }
-    const request = notice.type === 'request' ? (notice.request as Record<string, unknown> | undefined) : undefined
+    const request =
+      notice.type === 'request' ? (notice.request as Record<string, unknown> | undefined) : undefined
     const text = (value: unknown) => typeof value === 'string'
     const orNull = (value: unknown) => value === null || text(value)
     if (
