@@ -48,25 +48,19 @@ const servers = []
 const load = [loadavg()[0]]
 try {
   const databaseUrl = await cluster.createDatabase()
+  // Cells only: the model is never asked.
   const model = responder([], 'Nothing to do.')
-  for (let i = 0; i < 2; i++) {
-    const home = mkdtempSync(join(tmpdir(), 'analyst-bench-stop-'))
+  const choice = async () => ({
+    model,
+    spec: 'bench:responder',
+    provider: 'custom',
+    modelId: 'r',
+    mode: 'tools',
+  })
+  for (const name of ['a', 'b']) {
+    const home = mkdtempSync(join(tmpdir(), `analyst-bench-stop-${name}-`))
     homes.push(home)
-    servers.push(
-      await startServer({
-        port: 0,
-        home,
-        tokens: [],
-        databaseUrl,
-        model: async () => ({
-          model,
-          spec: 'bench:responder',
-          provider: 'custom',
-          modelId: 'responder',
-          mode: 'tools',
-        }),
-      }),
-    )
+    servers.push(await startServer({ port: 0, home, tokens: [], databaseUrl, model: choice }))
   }
   const [a, b] = servers.map((server) => server.url)
   const { id } = await (await post(`${a}/api/sessions`, {})).json()
