@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
-import { sharedPostgres } from '../../src/test/support/shared-postgres.js'
+import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
 import {
   type FakeOpenAI,
   lastObservation,
@@ -27,8 +27,12 @@ interface Replica {
   url: string
   home: string
   kill(): void
+  alive(): boolean
   stderr(): string
 }
+
+// Its own server, not the run's shared one: the last case stops it for a while.
+let cluster: PostgresCluster
 
 let model: FakeOpenAI
 const script: ScriptEntry[] = []
@@ -48,7 +52,13 @@ async function serve(name: string, databaseUrl: string): Promise<Replica> {
     ANALYST_POOL_SIZE: '0',
     NO_COLOR: '1',
   })
-  const replica = { url, home, stderr, kill: () => child.kill('SIGKILL') }
+  const replica = {
+    url,
+    home,
+    stderr,
+    kill: () => child.kill('SIGKILL'),
+    alive: () => child.exitCode === null && child.signalCode === null,
+  }
   replicas.push(replica)
   return replica
 }
@@ -92,7 +102,8 @@ async function expectStateOnA(id: string, code: string) {
 }
 
 beforeAll(async () => {
-  const databaseUrl = await (await sharedPostgres()).createDatabase()
+  cluster = await startPostgres()
+  const databaseUrl = await cluster.createDatabase()
   model = await startFakeOpenAI(script)
   ;[a, b] = await Promise.all([serve('a', databaseUrl), serve('b', databaseUrl)])
 }, 180_000)
@@ -103,6 +114,7 @@ afterAll(async () => {
     rmSync(replica.home, { recursive: true, force: true })
   }
   await model?.close()
+  await cluster?.stop()
 })
 
 describe('a Stop sent to another replica than the one running the session', () => {
@@ -161,4 +173,33 @@ describe('a Stop sent to another replica than the one running the session', () =
     expect(events.at(-1)?.event).toBe('done')
     expect((await stop(b, 'no-such-session')).status).toBe(404)
   }, 120_000)
+
+  it('the database away for a while: the Stop is a 503, no replica falls, and once it is back the Stop reaches A', async () => {
+    const id = await newSession(a)
+    expect((await cell(a, id, 'x = 41')).status).toBe(200)
+    const running = cell(a, id, 'import time\ntime.sleep(120)')
+    await waitFor(async () => (await detail(b, id)).runs.at(-1)?.status === 'running', {
+      what: "the cell's run to start on A",
+      timeoutMs: 60_000,
+    })
+    await cluster.halt()
+    const refused = await stop(b, id)
+    expect(refused.status).toBe(503)
+    expect(refused.headers.get('retry-after')).toBeTruthy()
+    await cluster.resume()
+    // Heard at once if A listens again by then, else found at A's next renewal of its lease.
+    const answered = await waitFor(
+      async () => {
+        const response = await stop(b, id)
+        return response.status === 200 ? ((await response.json()) as unknown) : undefined
+      },
+      { what: 'B to answer a Stop once the database is back', timeoutMs: 60_000, intervalMs: 250 },
+    )
+    expect([{ stopped: 1 }, { stopped: 0, pending: true }]).toContainEqual(answered)
+    const ran = await running
+    expect(ran.status).toBe(409)
+    expect((await detail(b, id)).runs.at(-1)).toMatchObject({ status: 'interrupted', error: 'Stopped.' })
+    expect([a.alive(), b.alive()]).toEqual([true, true])
+    await expectStateOnA(id, 'print(x + 1)')
+  }, 180_000)
 })
