@@ -191,7 +191,7 @@ export class SessionService {
   constructor(private readonly options: SessionServiceOptions) {
     this.replica = options.replica ?? replicaName()
     this.leaseMs = options.leaseMs ?? (Number(process.env.ANALYST_LEASE_MS) || 15_000)
-    // Replicas share the store: each looks out for runs of dead replicas and sessions taken over.
+    // Replicas share the store: a Stop on one reaches a run on another (one replica needs none of it).
     if (options.history.shared && options.stops)
       this.replicaStops = new ReplicaStops(options.stops, {
         replica: this.replica,
@@ -199,6 +199,7 @@ export class SessionService {
         stopHere: (sessionId, which) => this.stopHere(sessionId, which),
         has: (sessionId) => this.stoppable.has(sessionId),
       })
+    // And each looks out for runs of dead replicas and sessions taken over.
     if (options.history.shared) {
       this.sweeper = setInterval(() => void this.sweep().catch(() => {}), Math.max(100, this.leaseMs / 2))
       this.sweeper.unref()
