@@ -101,6 +101,18 @@ async function expectStateOnA(id: string, code: string) {
   expect(next.find((e) => e.event === 'done')?.data).toMatchObject({ result: { answer: 'Kept.' } })
 }
 
+/** A new session on A with x = 41, then a person's cell that sleeps, once its run has started (as B sees it). */
+async function sleepingCellOnA(): Promise<{ id: string; running: Promise<Response> }> {
+  const id = await newSession(a)
+  expect((await cell(a, id, 'x = 41')).status).toBe(200)
+  const running = cell(a, id, 'import time\ntime.sleep(120)')
+  await waitFor(async () => (await detail(b, id)).runs.at(-1)?.status === 'running', {
+    what: "the cell's run to start on A",
+    timeoutMs: 60_000,
+  })
+  return { id, running }
+}
+
 beforeAll(async () => {
   cluster = await startPostgres()
   const databaseUrl = await cluster.createDatabase()
@@ -145,13 +157,7 @@ describe('a Stop sent to another replica than the one running the session', () =
   }, 120_000)
 
   it("stops a person's cell on A from B (no run named): a 409 on A, Stopped. in the store, the state kept", async () => {
-    const id = await newSession(a)
-    expect((await cell(a, id, 'x = 41')).status).toBe(200)
-    const running = cell(a, id, "import time\nprint('sleeping', flush=True)\ntime.sleep(120)")
-    await waitFor(async () => (await detail(b, id)).runs.at(-1)?.status === 'running', {
-      what: "the cell's run to start on A",
-      timeoutMs: 60_000,
-    })
+    const { id, running } = await sleepingCellOnA()
     const response = await stop(b, id)
     expect([response.status, await response.json()]).toEqual([200, { stopped: 1 }])
     const ran = await running
@@ -175,13 +181,7 @@ describe('a Stop sent to another replica than the one running the session', () =
   }, 120_000)
 
   it('the database away for a while: the Stop is a 503, no replica falls, and once it is back the Stop reaches A', async () => {
-    const id = await newSession(a)
-    expect((await cell(a, id, 'x = 41')).status).toBe(200)
-    const running = cell(a, id, 'import time\ntime.sleep(120)')
-    await waitFor(async () => (await detail(b, id)).runs.at(-1)?.status === 'running', {
-      what: "the cell's run to start on A",
-      timeoutMs: 60_000,
-    })
+    const { id, running } = await sleepingCellOnA()
     await cluster.halt()
     const refused = await stop(b, id)
     expect(refused.status).toBe(503)
