@@ -1,16 +1,23 @@
 /**
- * globalSetup of the vitest projects that run in the trixie test template. Vitest runs every
- * project's globalSetup before any test file, so awaiting the template here would hold the whole
- * suite for its build (minutes, when it is not in .cache/ yet). It is started here and not
- * awaited: the other projects' files run meanwhile, and the template projects, which run after
- * them (sequence.groupOrder), wait for it in template-wait.ts.
+ * globalSetup of the vitest projects that run in a test template (the project's
+ * ANALYST_TEST_TEMPLATE, else trixie). Vitest runs every project's globalSetup before any test
+ * file, so awaiting the template here would hold the whole suite for its build (minutes, when it is
+ * not in .cache/ yet). It is started here and not awaited: the other projects' files run meanwhile,
+ * and the template projects, which run after them (the sequencer's STARTED_LAST), wait for it in
+ * template-wait.ts. The builds run one after the other, in the projects' order: two at once would
+ * share the cores that the other files run on, and hold back the first template's files.
  */
-import { canMakeTemplates, trixieTemplate } from './templates.js'
+import type { TestProject } from 'vitest/node'
+import { canMakeTemplates, TRIXIE, testTemplate } from './templates.js'
 
-export default function setup() {
+let queue: Promise<unknown> = Promise.resolve()
+
+export default function setup(project: TestProject) {
   if (!canMakeTemplates) return
+  const name = project.config.env?.ANALYST_TEST_TEMPLATE || TRIXIE
   // Its failure is reported by the files that wait for it (they try again): not an unhandled rejection here.
-  const made = trixieTemplate().catch(() => undefined)
+  const made = queue.then(() => testTemplate(name)).catch(() => undefined)
+  queue = made
   return async () => {
     await made
   }
