@@ -80,8 +80,10 @@ export function trixieTemplate(): Promise<BuiltTemplate> {
 
 async function make(name: string, spec: string): Promise<BuiltTemplate> {
   // Test files run in several processes: one builds, the others wait for it, then find it built.
+  // One lock for every test template: each project's globalSetup has a module of its own, and two
+  // builds at once would hold back the first template's files (the setups start them in order).
   mkdirSync(CACHE, { recursive: true })
-  const release = await holdLock(join(CACHE, `${name}.lock`))
+  const release = await holdLock(join(CACHE, 'test-templates.lock'))
   try {
     const { template } = await buildTemplate(parseSpec(spec, CACHE), {
       home: TEMPLATE_HOME,
