@@ -6,9 +6,9 @@ const IN_TRIXIE = ['test/sandbox/local-template.test.ts', 'test/web/templates.te
 /** Files that run sandboxes in the bullseye test template (Python 3.9), besides the hostile suite. */
 const IN_BULLSEYE = ['test/sandbox/bullseye-template.test.ts']
 /**
- * The projects in a test template ('template' and 'trixie', then 'bullseye') start after the others' files (the
- * sequencer's STARTED_LAST, not a group that waits for all of them to end): its build, when it is
- * not cached yet, is started by their globalSetup and goes on while the others run.
+ * The projects in a test template ('template' and 'trixie', then 'bullseye') start after the
+ * others' files (the sequencer's STARTED_LAST, not a group that waits for all of them to end): its
+ * build, when it is not cached yet, is started by their globalSetup and goes on while the others run.
  */
 /**
  * Short files (under 20 s a file in test/durations.json) that share their worker's module graph
@@ -162,8 +162,8 @@ export default defineConfig({
         extends: true,
         test: { name: 'trixie', include: IN_TRIXIE, ...inTemplate },
       },
-      // And in a bullseye template (Python 3.9, the oldest the kernel supports, with nothing but
-      // what the kernel needs), whose build template-setup.ts starts after the trixie one's.
+      // And in a bullseye template (Python 3.9, the oldest the kernel supports; no numpy or pandas),
+      // the hostile suite with the kernel protocol's checks. Its build waits for the trixie one's.
       {
         extends: true,
         test: {
