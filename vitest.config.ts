@@ -3,10 +3,12 @@ import { LongestFirst } from './test/support/sequencer.js'
 
 /** Files that run sandboxes in the trixie test template (test/support/templates.ts), besides the hostile suite. */
 const IN_TRIXIE = ['test/sandbox/local-template.test.ts', 'test/web/templates.test.ts']
+/** Files that run sandboxes in the bullseye test template (Python 3.9), besides the hostile suite. */
+const IN_BULLSEYE = ['test/sandbox/bullseye-template.test.ts']
 /**
- * The projects in the trixie template ('template' and 'trixie') start after the others' files (the
- * sequencer's STARTED_LAST, not a group that waits for all of them to end): its build, when it is
- * not cached yet, is started by their globalSetup and goes on while the others run.
+ * The projects in a test template ('template' and 'trixie', then 'bullseye') start after the
+ * others' files (the sequencer's STARTED_LAST, not a group that waits for all of them to end): its
+ * build, when it is not cached yet, is started by their globalSetup and goes on while the others run.
  */
 /**
  * Short files (under 20 s a file in test/durations.json) that share their worker's module graph
@@ -89,7 +91,7 @@ const SHARED_GRAPH = [
 ]
 /** The run's shared PostgreSQL server (src/test/support/shared-postgres.ts), for the projects whose files take a database on it. */
 const sharedPostgres = ['test/support/postgres-setup.ts']
-const inTrixie = {
+const inTemplate = {
   globalSetup: ['test/support/template-setup.ts'],
   setupFiles: ['test/support/template-wait.ts'],
 }
@@ -116,7 +118,7 @@ export default defineConfig({
         test: {
           name: 'all',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/image/**', ...IN_TRIXIE, ...SHARED_GRAPH],
+          exclude: ['test/image/**', ...IN_TRIXIE, ...IN_BULLSEYE, ...SHARED_GRAPH],
           globalSetup: sharedPostgres,
         },
       },
@@ -152,13 +154,25 @@ export default defineConfig({
           include: ['test/security/**/*.test.ts'],
           exclude: ['test/security/zygote.test.ts', 'test/security/fds.test.ts'],
           env: { ANALYST_TEST_TEMPLATE: 'test-trixie' },
-          ...inTrixie,
+          ...inTemplate,
         },
       },
       // The other files that run in the trixie template.
       {
         extends: true,
-        test: { name: 'trixie', include: IN_TRIXIE, ...inTrixie },
+        test: { name: 'trixie', include: IN_TRIXIE, ...inTemplate },
+      },
+      // And in a bullseye template (Python 3.9, the oldest the kernel supports; no numpy or pandas),
+      // the hostile suite with the kernel protocol's checks. Its build waits for the trixie one's.
+      {
+        extends: true,
+        test: {
+          name: 'bullseye',
+          include: ['test/security/**/*.test.ts', ...IN_BULLSEYE],
+          exclude: ['test/security/zygote.test.ts', 'test/security/fds.test.ts'],
+          env: { ANALYST_TEST_TEMPLATE: 'test-bullseye' },
+          ...inTemplate,
+        },
       },
     ],
   },

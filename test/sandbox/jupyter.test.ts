@@ -105,13 +105,13 @@ describe('jupyter engine: settings and failures', () => {
   })
 
   it('shuts down the kernels a crashed run left behind, and their workspaces', async () => {
-    // A run that crashed: its kernel runs on, recorded with the pid of a process that is gone.
+    // A run that crashed: its kernel runs on, recorded as started by a process that is gone.
     const crashed = await Sandbox.create({ provider })
     const folder = (await crashed.runCode('import os\nos.getcwd()')).text?.slice(1, -1) ?? ''
     const [record] = readdirSync(recordDir)
     const dead = spawnSync('true').pid
     const file = join(recordDir, record ?? '')
-    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), pid: dead }))
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), process: String(dead) }))
     const leftover = JSON.parse(readFileSync(file, 'utf8')).kernelId
     expect(await server.kernelIds()).toContain(leftover)
 

@@ -23,7 +23,7 @@ import {
   type SandboxLimits,
 } from '../../src/index.js'
 import { CGROUPS_MARK, getRuntime } from '../../src/sandbox/local/runtime.js'
-import { TEMPLATE_HOME, trixieTemplate } from '../support/templates.js'
+import { TEMPLATE_HOME, testTemplate } from '../support/templates.js'
 import { waitFor } from '../support/wait.js'
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
@@ -40,8 +40,8 @@ export const SMALL: Partial<SandboxLimits> = {
 }
 
 /**
- * The template the suite runs in (the vitest project 'template' sets it: the trixie test
- * template), or undefined for the host's Python.
+ * The template the suite runs in (the vitest projects 'template' and 'bullseye' set it: a test
+ * template of test/support/templates.ts), or undefined for the host's Python.
  */
 export const TEMPLATE = process.env.ANALYST_TEST_TEMPLATE || undefined
 
@@ -57,7 +57,7 @@ export async function create(options: CreateOpts = {}): Promise<Sandbox> {
   if (options.isolation !== undefined && options.isolation !== 'sandbox') {
     throw new Error('The hostile-code suite runs only in the jail')
   }
-  if (TEMPLATE) await trixieTemplate()
+  if (TEMPLATE) await testTemplate(TEMPLATE)
   const sandbox = await Sandbox.create({ provider, ...(TEMPLATE ? { template: TEMPLATE } : {}), ...options })
   await assertJailed(sandbox)
   return sandbox

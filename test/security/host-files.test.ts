@@ -209,8 +209,9 @@ describe('hostile code: reading host files, writing outside the workspace, host 
         sandbox,
         py`
           import glob
-          pandas_init = glob.glob('/usr/lib/python3/dist-packages/pandas/__init__.py')[0]
-          report(usr=attempt(lambda: open(pandas_init, 'a').write('import os; os.system("id")')),
+          # pandas's, which analyses import; the standard library's where it is not installed (a template's)
+          imported = (glob.glob('/usr/lib/python3/dist-packages/pandas/__init__.py') + [os.__file__])[0]
+          report(usr=attempt(lambda: open(imported, 'a').write('import os; os.system("id")')),
                  usrNew=attempt(lambda: open('/usr/bin/evil', 'w').write('x')),
                  kernel=attempt(lambda: open('/opt/analyst/analyst_kernel.py', 'a').write('\\nEVIL = 1\\n')),
                  kernelNew=attempt(lambda: open('/opt/analyst/sitecustomize.py', 'w').write('x')),

@@ -257,8 +257,9 @@ describe('hostile code: network egress and DNS (guard off)', () => {
         import socket
         report(raw=attempt(socket.socket, socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP),
                packet=attempt(socket.socket, socket.AF_PACKET, socket.SOCK_RAW),
-               link=sh('/usr/sbin/ip link add analyst0 type dummy 2>&1'),
-               route=sh('/usr/sbin/ip route add default dev lo 2>&1'))
+               # /usr/sbin/ip, or /bin/ip in a root without merged /usr (bullseye's)
+               link=sh('PATH=/usr/sbin:/bin ip link add analyst0 type dummy 2>&1'),
+               route=sh('PATH=/usr/sbin:/bin ip route add default dev lo 2>&1'))
       `,
     )
     expectBlocked(report.raw, /PermissionError/)

@@ -16,11 +16,11 @@ const recorded = JSON.parse(
 /** A file not seen in the recorded run: a new one, likely short. */
 const UNKNOWN_S = 5
 /**
- * Projects whose files wait for the trixie test template (vitest.config.ts): they start after
- * every other file, by when its build, begun with the run, is done. Not a vitest group
+ * Projects whose files wait for a test template (vitest.config.ts): they start after every other
+ * file, by when its build, begun with the run, is done. Not a vitest group
  * (sequence.groupOrder), which would also wait for the last of the others to end.
  */
-export const STARTED_LAST = new Set(['template', 'trixie'])
+export const STARTED_LAST = new Set(['template', 'trixie', 'bullseye'])
 
 /**
  * A file of a project that shares its worker's module graph (isolate: false) shorter than this runs

@@ -7,14 +7,19 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { homedir, hostname } from 'node:os'
 import { join } from 'node:path'
-import { running } from '../../processes.js'
+import { markRunning, processMark } from '../../processes.js'
 
 export interface KernelRecord {
   /** The server's base URL. */
   url: string
   kernelId: string
-  /** The Analyst process that started it, on `host`. */
-  pid: number
+  /**
+   * The Analyst process that started it, on `host`, by its mark (processes.ts: pid, boot and start
+   * tick), so that a later process given its pid (a restarted container's server) is not taken for it.
+   */
+  process: string
+  /** Its pid alone, in the records of an Analyst before the mark. */
+  pid?: number
   host: string
   startedAt: string
 }
@@ -35,7 +40,7 @@ export class KernelRecords {
     const record: KernelRecord = {
       url,
       kernelId,
-      pid: process.pid,
+      process: processMark(),
       host: hostname(),
       startedAt: new Date().toISOString(),
     }
@@ -63,7 +68,8 @@ export class KernelRecords {
     for (const name of names) {
       try {
         const record = JSON.parse(readFileSync(join(this.dir, name), 'utf8')) as KernelRecord
-        if (record.url === url && record.host === hostname() && !running(record.pid)) found.push(record)
+        const mark = record.process ?? String(record.pid)
+        if (record.url === url && record.host === hostname() && !markRunning(mark)) found.push(record)
       } catch {
         // being written, or not ours
       }

@@ -11,6 +11,7 @@ import { Readable } from 'node:stream'
 import { buffer } from 'node:stream/consumers'
 import { pathToFileURL } from 'node:url'
 import { afterEach, expect, it } from 'vitest'
+import { inPidNamespace } from '../../test/support/pid-namespace.js'
 import { FileBlobStore } from './blobs.js'
 
 const dirs: string[] = []
@@ -77,31 +78,6 @@ it("forgets the temporary file of a writer killed mid-blob at the next sweep, ne
   expect(parts()).toEqual([])
   expect(await store.forgetPartialBlobs(10)).toBe(0)
 })
-
-/**
- * node running script as pid 2 of a pid namespace of its own (bwrap is its pid 1), as the server
- * of a restarted container is given its predecessor's pid; the host's file system and hostname.
- * The namespace ends when node does, or when the bwrap started here is killed.
- */
-function inPidNamespace(script: string, stdio: 'inherit' | 'pipe' = 'inherit') {
-  return spawn(
-    'bwrap',
-    [
-      '--dev-bind',
-      '/',
-      '/',
-      '--unshare-pid',
-      '--die-with-parent',
-      '--proc',
-      '/proc',
-      process.execPath,
-      '--input-type=module',
-      '-e',
-      script,
-    ],
-    { stdio: ['ignore', stdio, 'inherit'] },
-  )
-}
 
 it("forgets a dead writer's temporary file when another process has been given its pid", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'analyst-blobs-'))
