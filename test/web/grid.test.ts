@@ -529,6 +529,67 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await expect.poll(() => rows.getAttribute('class')).toBe('grid-rows')
   }, 90_000)
 
+  it("a page's request that its own older one replaced at the server (the older let through late, as on a busy server) asks again and gets its rows", async () => {
+    const grid = page.getByRole('region', { name: 'Table' }).first()
+    const status = () => grid.getByRole('status').textContent()
+    await expect.poll(status).toBe('Rows 1–25 of 100,000')
+    // A cell started elsewhere holds the kernel: the page's requests wait for it at the server,
+    // and the grid re-asks nothing on its own when it ends (a cell of this page's would move its
+    // cellsEnded, and the re-ask then would hide what this test looks at).
+    const kernel = (await server?.service.openSandbox(sessionId)) as Sandbox
+    const elsewhere = server?.service.runCell(
+      sessionId,
+      "import os, time\nopen('holding-r', 'w').close()\nwhile not os.path.exists('go-r'): time.sleep(0.05)",
+      { timeoutMs: 300_000 },
+    )
+    await expect.poll(() => kernel.files.exists('holding-r')).toBe(true)
+    // The older request (page 2) is held in the browser, as a busy server holds one it has not
+    // read yet; the page then asks for another selection, aborting the older one.
+    const isOlder = (url: URL) =>
+      url.pathname.endsWith(`/results/${frameId}/rows`) && url.searchParams.get('offset') === '25'
+    let held: (route: Route) => void = () => {}
+    const olderHeld = new Promise<Route>((resolve) => {
+      held = resolve
+    })
+    const holdOlder = (route: Route) => held(route)
+    await page.route(isOlder, holdOlder)
+    const waitingNote = grid.getByText('Waiting for the running cell…')
+    try {
+      await grid.getByRole('button', { name: 'Next' }).click()
+      const older = await olderHeld
+      const filterBox = grid.getByRole('textbox', { name: 'Filter (a pandas query)' })
+      await filterBox.fill('id >= 99990')
+      await filterBox.press('Enter')
+      // The newer request waits at the server (it said so: the cell is not this page's).
+      await waitingNote.waitFor()
+      // Now the older one reaches the server, last, with the page's headers: it replaces the newer.
+      const olderAnswer = older.fetch().then((response) => response.text())
+      const replacedSaid = grid
+        .getByRole('alert')
+        .filter({ hasText: 'A newer request of this table replaced this one' })
+      // The grid asks again (its request replaces the older, which is told so); before the fix it
+      // said the 409 and kept the rows from before.
+      const first = await Promise.race([
+        olderAnswer.then((text) => (/"status":409/.test(text) ? 'the older was replaced' : text)),
+        replacedSaid.waitFor().then(() => 'the grid said the 409'),
+      ])
+      expect(first).toBe('the older was replaced')
+      await older.abort().catch(() => undefined)
+      await kernel.files.write('go-r', '')
+      await elsewhere
+      await expect.poll(status).toBe('Rows 1–10 of 10 (of 100,000)')
+      expect(await column('id')).toEqual(Array.from({ length: 10 }, (_, i) => String(99_990 + i)))
+      expect(await grid.getByRole('alert').count()).toBe(0)
+      await waitingNote.waitFor({ state: 'detached' })
+      await filterBox.fill('')
+      await filterBox.press('Enter')
+      await expect.poll(status).toBe('Rows 1–25 of 100,000')
+    } finally {
+      await page.unroute(isOlder, holdOlder)
+      await kernel.files.write('go-r', '').catch(() => undefined)
+    }
+  }, 60_000)
+
   it('a page asked for while the kernel starts follows what holds it until its answer: a cell that starts once the kernel has started', async () => {
     const sandbox = (await server?.service.openSandbox(sessionId)) as Sandbox
     expect(sandbox).toBeTruthy()
