@@ -5,16 +5,20 @@
  * count; the selection downloads as CSV, XLSX and Parquet (streamed) and reads back; while a cell
  * holds the kernel, the grid waits for it with Stop at hand and serves pages it has from the
  * browser; a cell started elsewhere is told by the server, and its end refreshes the pages kept;
- * the server keeps one waiting request per grid and tab; column statistics no longer wanted are
+ * the server keeps one waiting request per grid and tab, and a grid's request that its own older one
+ * replaced there (the older let through last) asks again; column statistics no longer wanted are
  * dropped, and shown ones hide again; Code mode's highlighted editor passes axe in the dark theme;
  * a bad column or filter is a 400 with the reason; a closed kernel's table is a 410. The find box
  * searches a long session, its runs not drawn yet too, and axe finds nothing serious with it open.
+ * A kernel restart reaches the open grids: this page's at once, another tab's at once, another
+ * browser's when the page comes back into view.
  */
 import { execFileSync } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parquetReadObjects } from 'hyparquet'
-import type { FileChooser, Page, Route } from 'playwright-core'
+import type { BrowserContext, FileChooser, Page, Route } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { ScriptedModel } from '../../src/models/scripted.js'
@@ -26,7 +30,7 @@ import type { SessionDetail } from '../../src/server/types.js'
 import { framePage, kernelVariables } from '../../src/session/frames.js'
 import type { SessionService } from '../../src/session/index.js'
 import { seriousViolations } from '../support/axe.js'
-import { hasChromium } from '../support/chromium.js'
+import { hasChromium, launchChromium } from '../support/chromium.js'
 import { readSse } from '../support/sse.js'
 import { startWebWorkspace, type WebWorkspace } from '../support/web-workspace.js'
 
@@ -989,4 +993,83 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     const restarted = decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')
     expect(await server?.service.openSandbox(restarted)).toBeUndefined()
   }, 90_000)
+
+  it("a restart in another tab reaches this page's open grid at once, and one in another browser when this page comes back into view", async () => {
+    // A session of its own, with a table, open in two tabs of this browser.
+    await page.goto(`${server?.url}/#/`)
+    await page.getByRole('heading', { name: 'Ask your data a question' }).waitFor()
+    await runInCodeMode("import pandas as pd\npd.DataFrame({'m': range(40)})")
+    const tableOf = (tab: Page) =>
+      tab.getByRole('article', { name: 'A cell you ran' }).last().getByRole('region', { name: 'Table' })
+    const grid = tableOf(page)
+    await grid.getByRole('status').filter({ hasText: 'Rows 1–25 of 40' }).waitFor()
+    await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
+    const shown = page.url()
+    const id = decodeURIComponent(/#\/s\/(.+)$/.exec(shown)?.[1] ?? '')
+    const kernelAsked: string[] = []
+    page.on('request', (request) => {
+      if (request.url().endsWith(`/api/sessions/${encodeURIComponent(id)}/kernel`))
+        kernelAsked.push(request.url())
+    })
+    const lostSaid = (words: string) =>
+      grid.getByRole('alert').filter({ hasText: `This table is not in the kernel now (${words})` })
+    const otherTab = await page.context().newPage()
+    const otherBrowserHome = mkdtempSync(join(tmpdir(), 'analyst-grid-other-browser-'))
+    let otherBrowser: BrowserContext | undefined
+    try {
+      await otherTab.goto(shown)
+      await tableOf(otherTab).getByRole('status').filter({ hasText: 'Rows 1–25 of 40' }).waitFor()
+      // Restarted in the other tab: this one's grid says so at once, with no request of its own.
+      await otherTab.getByRole('button', { name: 'Restart kernel' }).click()
+      await lostSaid('it was restarted').waitFor()
+      expect(
+        await lostSaid('it was restarted').getByRole('button', { name: 'Run its step again' }).count(),
+      ).toBe(1)
+      expect(await grid.locator('.grid-rows.stale tbody tr').count()).toBe(25)
+      expect(kernelAsked).toEqual([])
+
+      // Its step run again here: the table is back (the kernel started, its cells replayed).
+      await lostSaid('it was restarted').getByRole('button', { name: 'Run its step again' }).click()
+      await expect.poll(() => page.getByRole('article', { name: 'A cell you ran' }).count()).toBe(2)
+      await grid.getByRole('status').filter({ hasText: 'Rows 1–25 of 40' }).waitFor()
+      await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
+      await expect.poll(() => grid.getByRole('alert').count()).toBe(0)
+      expect(await server?.service.openSandbox(id)).toBeTruthy()
+
+      // Restarted in another browser: nothing reaches this page while no one looks at it (nothing
+      // is asked), and it learns so as it comes back into view. Playwright's pages all keep the
+      // focus; this one's is real from here: it goes to another tab and back.
+      otherBrowser = await launchChromium(otherBrowserHome)
+      await otherBrowser.addInitScript(() => localStorage.setItem('analyst.token', 'grid-token'))
+      const elsewhere = otherBrowser.pages()[0] ?? (await otherBrowser.newPage())
+      await elsewhere.goto(shown)
+      await elsewhere.getByRole('button', { name: 'Restart kernel' }).click()
+      await expect.poll(async () => await server?.service.openSandbox(id)).toBeUndefined()
+      expect(kernelAsked).toEqual([])
+      const cdp = await page.context().newCDPSession(page)
+      await cdp.send('Emulation.setFocusEmulationEnabled', { enabled: false })
+      await page.bringToFront()
+      const away = await page.context().newPage()
+      await expect.poll(() => page.evaluate(() => document.hasFocus())).toBe(false)
+      expect(await grid.getByRole('alert').count()).toBe(0)
+      await page.bringToFront()
+      await away.close()
+      const said = lostSaid('it was restarted, paused or closed since')
+      await said.waitFor()
+      expect(await said.getByRole('button', { name: 'Run its step again' }).count()).toBe(1)
+      expect(await grid.locator('.grid-rows.stale tbody tr').count()).toBe(25)
+      expect(kernelAsked).toHaveLength(1)
+      await cdp.detach()
+      // The state it reads is the owner's only.
+      const other = await fetch(`${server?.url}/api/sessions/${encodeURIComponent(id)}/kernel`, {
+        headers: { authorization: 'Bearer other' },
+      })
+      expect(other.status).toBe(401)
+    } finally {
+      page.removeAllListeners('request')
+      await otherTab.close()
+      await otherBrowser?.close()
+      rmSync(otherBrowserHome, { recursive: true, force: true })
+    }
+  }, 120_000)
 })
