@@ -14,11 +14,10 @@
  * browser's when the page comes back into view.
  */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parquetReadObjects } from 'hyparquet'
-import type { BrowserContext, FileChooser, Page, Route } from 'playwright-core'
+import type { FileChooser, Page, Route } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 import { ScriptedModel } from '../../src/models/scripted.js'
@@ -30,9 +29,9 @@ import type { SessionDetail } from '../../src/server/types.js'
 import { framePage, kernelVariables } from '../../src/session/frames.js'
 import type { SessionService } from '../../src/session/index.js'
 import { seriousViolations } from '../support/axe.js'
-import { hasChromium, launchChromium } from '../support/chromium.js'
+import { hasChromium } from '../support/chromium.js'
 import { readSse } from '../support/sse.js'
-import { startWebWorkspace, type WebWorkspace } from '../support/web-workspace.js'
+import { openBrowser, startWebWorkspace, type WebWorkspace } from '../support/web-workspace.js'
 
 const MAKE = [
   'import numpy as np',
@@ -127,6 +126,21 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       `import os, time\nwhile not os.path.exists(${JSON.stringify(name)}): time.sleep(0.05)`,
     )
     await expect.poll(async () => (await server?.service.openSandbox(sessionId))?.runningCells).toBe(1)
+  }
+
+  /**
+   * A cell started elsewhere (an MCP client's, through the session service) that holds the kernel
+   * until the file `name` is in the workspace; back once it runs. Its end, and the kernel.
+   */
+  const holdElsewhere = async (name: string) => {
+    const kernel = (await server?.service.openSandbox(sessionId)) as Sandbox
+    const ended = server?.service.runCell(
+      sessionId,
+      `import os, time\nopen('holding-${name}', 'w').close()\nwhile not os.path.exists(${JSON.stringify(name)}): time.sleep(0.05)`,
+      { timeoutMs: 300_000 },
+    )
+    await expect.poll(() => kernel.files.exists(`holding-${name}`)).toBe(true)
+    return { kernel, ended }
   }
 
   /** The session kernel's execution count, by running a cell of nothing (which adds one). */
@@ -289,13 +303,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     // A cell started elsewhere (an MCP client's, through the session service): the grid learns
     // from the server that its page waits for it, and says so (with no Stop: it is stopped where
     // it was started).
-    const kernel = (await server?.service.openSandbox(sessionId)) as Sandbox
-    const elsewhere = server?.service.runCell(
-      sessionId,
-      "import os, time\nopen('holding', 'w').close()\nwhile not os.path.exists('go-2'): time.sleep(0.05)",
-      { timeoutMs: 300_000 },
-    )
-    await expect.poll(() => kernel.files.exists('holding')).toBe(true)
+    const { kernel, ended: elsewhere } = await holdElsewhere('go-2')
     await grid.getByRole('button', { name: 'Previous' }).click()
     await waitingNote.waitFor()
     expect(await grid.getByText('started in another tab or client').count()).toBe(1)
@@ -540,13 +548,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     // A cell started elsewhere holds the kernel: the page's requests wait for it at the server,
     // and the grid re-asks nothing on its own when it ends (a cell of this page's would move its
     // cellsEnded, and the re-ask then would hide what this test looks at).
-    const kernel = (await server?.service.openSandbox(sessionId)) as Sandbox
-    const elsewhere = server?.service.runCell(
-      sessionId,
-      "import os, time\nopen('holding-r', 'w').close()\nwhile not os.path.exists('go-r'): time.sleep(0.05)",
-      { timeoutMs: 300_000 },
-    )
-    await expect.poll(() => kernel.files.exists('holding-r')).toBe(true)
+    const { kernel, ended: elsewhere } = await holdElsewhere('go-r')
     // The older request (page 2) is held in the browser, as a busy server holds one it has not
     // read yet; the page then asks for another selection, aborting the older one.
     const isOlder = (url: URL) =>
@@ -1014,8 +1016,7 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     const lostSaid = (words: string) =>
       grid.getByRole('alert').filter({ hasText: `This table is not in the kernel now (${words})` })
     const otherTab = await page.context().newPage()
-    const otherBrowserHome = mkdtempSync(join(tmpdir(), 'analyst-grid-other-browser-'))
-    let otherBrowser: BrowserContext | undefined
+    let otherBrowser: Awaited<ReturnType<typeof openBrowser>> | undefined
     try {
       await otherTab.goto(shown)
       await tableOf(otherTab).getByRole('status').filter({ hasText: 'Rows 1–25 of 40' }).waitFor()
@@ -1039,9 +1040,8 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       // Restarted in another browser: nothing reaches this page while no one looks at it (nothing
       // is asked), and it learns so as it comes back into view. Playwright's pages all keep the
       // focus; this one's is real from here: it goes to another tab and back.
-      otherBrowser = await launchChromium(otherBrowserHome)
-      await otherBrowser.addInitScript(() => localStorage.setItem('analyst.token', 'grid-token'))
-      const elsewhere = otherBrowser.pages()[0] ?? (await otherBrowser.newPage())
+      otherBrowser = await openBrowser('grid-other', 'grid-token')
+      const elsewhere = otherBrowser.page
       await elsewhere.goto(shown)
       await elsewhere.getByRole('button', { name: 'Restart kernel' }).click()
       await expect.poll(async () => await server?.service.openSandbox(id)).toBeUndefined()
@@ -1069,7 +1069,6 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       page.removeAllListeners('request')
       await otherTab.close()
       await otherBrowser?.close()
-      rmSync(otherBrowserHome, { recursive: true, force: true })
     }
   }, 120_000)
 })

@@ -5,88 +5,43 @@
  * B, and A's page, as it comes back into view, says the table is not in the kernel now (B took the
  * session's lease and gave it back: A's route reads that), and A lets its kernel go.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ScriptedModel } from '../../src/models/scripted.js'
-import { LocalProvider } from '../../src/sandbox/local/index.js'
-import { type RunningServer, startServer } from '../../src/server/index.js'
 import { sharedPostgres } from '../../src/test/support/shared-postgres.js'
-import { hasChromium, launchChromium } from '../support/chromium.js'
+import { hasChromium } from '../support/chromium.js'
+import { openBrowser, startWebServer } from '../support/web-workspace.js'
 
-const TOKEN = 'replica-token'
-
-interface Replica {
-  server: RunningServer
-  provider: LocalProvider
-  home: string
-}
-
-async function replica(databaseUrl: string): Promise<Replica> {
-  const home = mkdtempSync(join(tmpdir(), 'analyst-kernel-replica-'))
-  const provider = new LocalProvider({ poolSize: 0 })
-  const model = new ScriptedModel([])
-  const choice = {
-    model,
-    spec: 'scripted:script',
-    provider: 'custom',
-    modelId: 'script',
-    mode: 'tools',
-  } as const
-  const server = await startServer({
-    host: '127.0.0.1',
-    port: 0,
-    home,
-    databaseUrl,
-    // The sweep (every half of it) lets a kernel go soon after another replica took the session.
-    leaseMs: 2000,
-    model: async () => choice,
-    tokens: [TOKEN],
-    provider,
-  })
-  return { server, provider, home }
-}
-
-async function browser(dir: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await launchChromium(dir)
-  await context.addInitScript((value) => localStorage.setItem('analyst.token', value), TOKEN)
-  const page = context.pages()[0] ?? (await context.newPage())
-  page.setDefaultTimeout(30_000)
-  return { context, page }
-}
+type Replica = Awaited<ReturnType<typeof startWebServer>>
+type Browser = Awaited<ReturnType<typeof openBrowser>>
 
 describe.skipIf(!hasChromium)('a kernel restart through another replica', () => {
   const replicas: Replica[] = []
-  const contexts: BrowserContext[] = []
-  const dirs: string[] = []
+  const browsers: Browser[] = []
 
   beforeAll(async () => {
     const databaseUrl = await (await sharedPostgres()).createDatabase()
-    replicas.push(await replica(databaseUrl), await replica(databaseUrl))
+    // The sweep (every half of the lease) lets a kernel go soon after another replica took the session.
+    const options = { databaseUrl, leaseMs: 2000 }
+    replicas.push(
+      await startWebServer('replica', new ScriptedModel([]), options),
+      await startWebServer('replica', new ScriptedModel([]), options),
+    )
   }, 120_000)
 
   afterAll(async () => {
-    for (const context of contexts) await context.close()
-    for (const { server, provider, home } of replicas) {
-      await server.close()
-      await provider.close()
-      rmSync(home, { recursive: true, force: true })
-    }
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true })
+    for (const browser of browsers) await browser.close()
+    for (const replica of replicas) await replica.close()
   })
 
-  const profile = () => {
-    const dir = mkdtempSync(join(tmpdir(), 'analyst-kernel-replica-chromium-'))
-    dirs.push(dir)
-    return dir
+  const browser = async () => {
+    const opened = await openBrowser('kernel-replica', (replicas[0] as Replica).token)
+    browsers.push(opened)
+    return opened
   }
 
   it("reaches the open grid of a page on the other replica as it comes back into view; that replica's kernel goes", async () => {
     const [a, b] = replicas as [Replica, Replica]
-    const here = await browser(profile())
-    contexts.push(here.context)
+    const here = await browser()
     const { page } = here
     await page.goto(a.server.url)
     await page.getByRole('radio', { name: 'Code' }).check()
@@ -103,8 +58,7 @@ describe.skipIf(!hasChromium)('a kernel restart through another replica', () => 
     expect(await a.server.service.openSandbox(id)).toBeTruthy()
 
     // Another browser, on B: the session's page there, and its Restart.
-    const there = await browser(profile())
-    contexts.push(there.context)
+    const there = await browser()
     await there.page.goto(`${b.server.url}/#/s/${encodeURIComponent(id)}`)
     await there.page.getByRole('button', { name: 'Restart kernel' }).click()
     await there.page.getByText('The kernel restarted.').waitFor()
