@@ -19,16 +19,19 @@ const CHANNEL = 'analyst-kernel'
 /** Why a grid's table is gone, as its grid says it. */
 export type KernelGone = 'restarted' | 'not-running'
 
-/** The channel, where the browser has one (a test's plain page may not). */
+/**
+ * This page's one channel to the other tabs, where the browser has one: one object both says and
+ * hears, and a channel object does not hear what it says itself.
+ */
+let tabs: BroadcastChannel | null | undefined
 function channel(): BroadcastChannel | undefined {
-  return typeof BroadcastChannel === 'undefined' ? undefined : new BroadcastChannel(CHANNEL)
+  tabs ??= typeof BroadcastChannel === 'undefined' ? null : new BroadcastChannel(CHANNEL)
+  return tabs ?? undefined
 }
 
 /** Tells this browser's other tabs that this page restarted the session's kernel. */
 export function tellRestarted(sessionId: string): void {
-  const out = channel()
-  out?.postMessage({ restarted: sessionId })
-  out?.close()
+  channel()?.postMessage({ restarted: sessionId })
 }
 
 /**
@@ -39,11 +42,10 @@ export function watchKernelElsewhere(
   shown: () => string | null,
   gone: (why: KernelGone) => void,
 ): () => void {
-  const tabs = channel()
-  if (tabs)
-    tabs.onmessage = (event: MessageEvent<{ restarted?: unknown }>) => {
-      if (shown() !== null && event.data?.restarted === shown()) gone('restarted')
-    }
+  const heard = (event: MessageEvent<{ restarted?: unknown }>) => {
+    if (shown() !== null && event.data?.restarted === shown()) gone('restarted')
+  }
+  channel()?.addEventListener('message', heard)
   let asking = false
   // A tab shown again fires both events: one request.
   const look = () => {
@@ -65,7 +67,7 @@ export function watchKernelElsewhere(
   document.addEventListener('visibilitychange', look)
   window.addEventListener('focus', look)
   return () => {
-    tabs?.close()
+    channel()?.removeEventListener('message', heard)
     document.removeEventListener('visibilitychange', look)
     window.removeEventListener('focus', look)
   }
