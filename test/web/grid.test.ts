@@ -297,6 +297,9 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await expect.poll(status).toBe(rowsFrom(76))
     expect(await column('id')).toEqual(ids.slice(75, 100).map(String))
     await expect.poll(() => server?.service.busy).toBe(0)
+    // And the page has seen its cell end (it reads the session again first): a cell started next
+    // is not this page's (under two busy loops the page still counted its own as running).
+    await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
     const detail = (await (await get(`/api/sessions/${sessionId}`)).json()) as SessionDetail
     expect(detail.runs.at(-1)?.status).toBe('interrupted')
 
