@@ -3,7 +3,8 @@
  * and searches the whole frame there, and sends only the page shown (drawn by GridTable, TanStack
  * Table in manual mode). Column statistics on demand, the selection downloads as CSV, XLSX or
  * Parquet, and Copy as code turns the sort and filter into a pandas cell. A table the kernel no
- * longer holds says so and offers to run its step again.
+ * longer holds says so and offers to run its step again, at once when the page learns the kernel
+ * restarted (here, in another tab or browser: kernel-elsewhere.ts).
  *
  * The kernel runs one thing at a time: while a cell runs, a page not fetched before (or the column
  * statistics) waits for it, and the grid says so, keeping the rows it shows, with Stop at hand for
