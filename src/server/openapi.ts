@@ -378,6 +378,20 @@ export const openApiDocument = {
         },
       },
     },
+    '/api/sessions/{id}/kernel': {
+      parameters: [sessionId],
+      get: {
+        summary:
+          "Whether a kernel holds the session's state now (the web UI asks as a page comes back into view, so that its grids learn of a restart done in another browser). The kernel is not asked: a running cell does not hold the answer up",
+        responses: {
+          200: {
+            description:
+              '{ running: false when no kernel runs, or when another replica has answered in the session or restarted its kernel since this one did }',
+          },
+          404: error,
+        },
+      },
+    },
     '/api/sessions/{id}/stop': {
       parameters: [sessionId],
       post: {

@@ -961,15 +961,25 @@ export class SessionService {
   /**
    * Restarts the session's kernel, as a person asks for it: its sandbox ends now, and the next
    * question or cell starts a new one and rebuilds the state by replaying the session's cells that
-   * ran without error (the count it says). Refused while a question or cell is running.
+   * ran without error (the count it says). Refused while a question or cell is running. With
+   * replicas, the session's lease is taken and given back at once: a replica that answers in the
+   * session holds it (refused too), and one that keeps a kernel for it sees another's name on it,
+   * and lets that kernel go (at its sweep; its next turn would start a new one anyway).
    */
   async restartKernel(sessionId: string, owner?: string | null): Promise<{ replaying: number }> {
     await this.getSession(sessionId, owner)
-    if (this.turns.get(sessionId)?.pending)
-      throw new ConflictError('A question or cell is running in this session', {
+    const running = () =>
+      new ConflictError('A question or cell is running in this session', {
         hint: 'Stop it first (or wait for it to end), then restart the kernel.',
       })
-    await this.close(sessionId)
+    if (this.turns.get(sessionId)?.pending) throw running()
+    const grant = await this.options.history.acquireLease(sessionId, this.replica, this.leaseMs)
+    if (!grant.acquired) throw running()
+    try {
+      await this.close(sessionId)
+    } finally {
+      await this.options.history.releaseLease(sessionId, this.replica)
+    }
     const steps = await this.options.history.steps(sessionId)
     return { replaying: steps.filter((step) => step.success).length }
   }

@@ -35,6 +35,7 @@ import { Sources } from './components/sources.js'
 import { TemplatePicker } from './components/template-picker.js'
 import { TokenDialog } from './components/token-dialog.js'
 import type { FindMatch } from './find.js'
+import { type KernelGone, tellRestarted, watchKernelElsewhere } from './kernel-elsewhere.js'
 import { KernelStateContext } from './kernel-state.js'
 import { useMedia } from './media.js'
 import { applyEvent, endRun, fromStored, mergeLive, newRun, type UiRun, type UiStep } from './run-state.js'
@@ -291,8 +292,13 @@ function Workspace({ signin }: { signin: SignInState }) {
     void refreshList()
   }
 
-  /** Moves when the session's kernel restarts: the tables it held are gone. */
+  /** Moves when the session's kernel restarts (or is found gone): the tables it held are gone. */
   const [kernelStarts, setKernelStarts] = useState(0)
+  const [kernelGone, setKernelGone] = useState<KernelGone>('restarted')
+  const lost = (why: KernelGone) => {
+    setKernelGone(why)
+    setKernelStarts((n) => n + 1)
+  }
   const ask = async (question: string) => {
     const id = await sessionOrProblem()
     if (!id) return
@@ -306,7 +312,7 @@ function Workspace({ signin }: { signin: SignInState }) {
     try {
       const onEvent = (event: StreamEvent) => {
         // A new kernel, its cells replayed: the old one's tables are gone.
-        if (event.type === 'ready') setKernelStarts((n) => n + 1)
+        if (event.type === 'ready') lost('restarted')
         update(applyEvent(run, event, id))
       }
       await api.ask(id, question, onEvent, controller.signal)
@@ -463,6 +469,13 @@ function Workspace({ signin }: { signin: SignInState }) {
     if (wasRunning.current && !running) setRunsEnded((n) => n + 1)
     wasRunning.current = running
   }, [running])
+  // A restart in another tab or browser reaches this page's grids (kernel-elsewhere.ts); asked
+  // only while the session shown has a table of the kernel's.
+  const tablesShown = useRef<string | null>(null)
+  tablesShown.current = runs.some(({ run }) => run.steps.some((step) => step.results.some((r) => r.frame)))
+    ? currentId
+    : null
+  useEffect(() => watchKernelElsewhere(() => tablesShown.current, lost), [])
   const storedSteps =
     detail && detail.id === currentId ? detail.runs.reduce((n, r) => n + r.steps.length, 0) : 0
   const liveStepsDone = liveHere?.run.steps.filter((step) => !step.running).length ?? 0
@@ -474,8 +487,12 @@ function Workspace({ signin }: { signin: SignInState }) {
       setRunsEnded((n) => n + 1)
       if (currentRef.current) void refreshDetail(currentRef.current)
     },
-    restarted: () => setKernelStarts((n) => n + 1),
+    restarted: () => {
+      lost('restarted')
+      if (currentId) tellRestarted(currentId)
+    },
     kernelStarts,
+    kernelGone,
     cellsEnded: `${currentId}:${storedSteps}:${liveStepsDone}:${runsEnded}`,
   }
   const [keysOpen, setKeysOpen] = useState(false)

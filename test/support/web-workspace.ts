@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import type { BrowserContext, Page } from 'playwright-core'
 import type { ScriptedModel } from '../../src/models/scripted.js'
 import { LocalProvider } from '../../src/sandbox/local/index.js'
-import { type RunningServer, startServer } from '../../src/server/index.js'
+import { type RunningServer, type ServerOptions, startServer } from '../../src/server/index.js'
 import { launchChromium } from './chromium.js'
 
 export interface WebWorkspace {
@@ -22,11 +22,14 @@ export interface WebWorkspace {
   close(): Promise<void>
 }
 
-export async function startWebWorkspace(name: string, model: ScriptedModel): Promise<WebWorkspace> {
-  if (!existsSync('dist/web/index.html')) throw new Error('dist/web is missing: run `npm run build` first')
+/** The real server for a browser test: a token, the real local sandbox, a scripted model. */
+export async function startWebServer(
+  name: string,
+  model: ScriptedModel,
+  options: Pick<ServerOptions, 'databaseUrl' | 'leaseMs'> = {},
+): Promise<{ server: RunningServer; token: string; home: string; close(): Promise<void> }> {
   const token = `${name}-token`
   const home = mkdtempSync(join(tmpdir(), `analyst-${name}-home-`))
-  const profileDir = mkdtempSync(join(tmpdir(), `analyst-${name}-chromium-`))
   const provider = new LocalProvider({ poolSize: 0 })
   const choice = {
     model,
@@ -42,11 +45,46 @@ export async function startWebWorkspace(name: string, model: ScriptedModel): Pro
     model: async () => choice,
     tokens: [token],
     provider,
+    ...options,
   })
+  return {
+    server,
+    token,
+    home,
+    close: async () => {
+      await server.close()
+      await provider.close()
+      rmSync(home, { recursive: true, force: true })
+    },
+  }
+}
+
+/** Debian's Chromium in a profile folder of its own, with `token` already entered; its first page. */
+export async function openBrowser(
+  name: string,
+  token: string,
+): Promise<{ context: BrowserContext; page: Page; close(): Promise<void> }> {
+  const profileDir = mkdtempSync(join(tmpdir(), `analyst-${name}-chromium-`))
   const context = await launchChromium(profileDir)
   await context.addInitScript((value) => localStorage.setItem('analyst.token', value), token)
   const page = context.pages()[0] ?? (await context.newPage())
   page.setDefaultTimeout(30_000)
+  return {
+    context,
+    page,
+    close: async () => {
+      await context.close()
+      rmSync(profileDir, { recursive: true, force: true })
+    },
+  }
+}
+
+export async function startWebWorkspace(name: string, model: ScriptedModel): Promise<WebWorkspace> {
+  if (!existsSync('dist/web/index.html')) throw new Error('dist/web is missing: run `npm run build` first')
+  const web = await startWebServer(name, model)
+  const { server, token, home } = web
+  const browser = await openBrowser(name, token)
+  const { context, page } = browser
   await page.goto(server.url)
   return {
     server,
@@ -55,11 +93,8 @@ export async function startWebWorkspace(name: string, model: ScriptedModel): Pro
     home,
     get: (path) => fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${token}` } }),
     close: async () => {
-      await context.close()
-      await server.close()
-      await provider.close()
-      rmSync(home, { recursive: true, force: true })
-      rmSync(profileDir, { recursive: true, force: true })
+      await browser.close()
+      await web.close()
     },
   }
 }

@@ -5,10 +5,13 @@
  * count; the selection downloads as CSV, XLSX and Parquet (streamed) and reads back; while a cell
  * holds the kernel, the grid waits for it with Stop at hand and serves pages it has from the
  * browser; a cell started elsewhere is told by the server, and its end refreshes the pages kept;
- * the server keeps one waiting request per grid and tab; column statistics no longer wanted are
+ * the server keeps one waiting request per grid and tab, and a grid's request that its own older one
+ * replaced there (the older let through last) asks again; column statistics no longer wanted are
  * dropped, and shown ones hide again; Code mode's highlighted editor passes axe in the dark theme;
  * a bad column or filter is a 400 with the reason; a closed kernel's table is a 410. The find box
  * searches a long session, its runs not drawn yet too, and axe finds nothing serious with it open.
+ * A kernel restart reaches the open grids: this page's at once, another tab's at once, another
+ * browser's when the page comes back into view.
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
@@ -28,7 +31,7 @@ import type { SessionService } from '../../src/session/index.js'
 import { seriousViolations } from '../support/axe.js'
 import { hasChromium } from '../support/chromium.js'
 import { readSse } from '../support/sse.js'
-import { startWebWorkspace, type WebWorkspace } from '../support/web-workspace.js'
+import { openBrowser, startWebWorkspace, type WebWorkspace } from '../support/web-workspace.js'
 
 const MAKE = [
   'import numpy as np',
@@ -123,6 +126,21 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
       `import os, time\nwhile not os.path.exists(${JSON.stringify(name)}): time.sleep(0.05)`,
     )
     await expect.poll(async () => (await server?.service.openSandbox(sessionId))?.runningCells).toBe(1)
+  }
+
+  /**
+   * A cell started elsewhere (an MCP client's, through the session service) that holds the kernel
+   * until the file `name` is in the workspace; back once it runs. Its end, and the kernel.
+   */
+  const holdElsewhere = async (name: string) => {
+    const kernel = (await server?.service.openSandbox(sessionId)) as Sandbox
+    const ended = server?.service.runCell(
+      sessionId,
+      `import os, time\nopen('holding-${name}', 'w').close()\nwhile not os.path.exists(${JSON.stringify(name)}): time.sleep(0.05)`,
+      { timeoutMs: 300_000 },
+    )
+    await expect.poll(() => kernel.files.exists(`holding-${name}`)).toBe(true)
+    return { kernel, ended }
   }
 
   /** The session kernel's execution count, by running a cell of nothing (which adds one). */
@@ -279,19 +297,16 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await expect.poll(status).toBe(rowsFrom(76))
     expect(await column('id')).toEqual(ids.slice(75, 100).map(String))
     await expect.poll(() => server?.service.busy).toBe(0)
+    // And the page has seen its cell end (it reads the session again first): a cell started next
+    // is not this page's (under two busy loops the page still counted its own as running).
+    await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
     const detail = (await (await get(`/api/sessions/${sessionId}`)).json()) as SessionDetail
     expect(detail.runs.at(-1)?.status).toBe('interrupted')
 
     // A cell started elsewhere (an MCP client's, through the session service): the grid learns
     // from the server that its page waits for it, and says so (with no Stop: it is stopped where
     // it was started).
-    const kernel = (await server?.service.openSandbox(sessionId)) as Sandbox
-    const elsewhere = server?.service.runCell(
-      sessionId,
-      "import os, time\nopen('holding', 'w').close()\nwhile not os.path.exists('go-2'): time.sleep(0.05)",
-      { timeoutMs: 300_000 },
-    )
-    await expect.poll(() => kernel.files.exists('holding')).toBe(true)
+    const { kernel, ended: elsewhere } = await holdElsewhere('go-2')
     await grid.getByRole('button', { name: 'Previous' }).click()
     await waitingNote.waitFor()
     expect(await grid.getByText('started in another tab or client').count()).toBe(1)
@@ -528,6 +543,61 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     await expect.poll(status).toBe('Rows 1–25 of 100,000')
     await expect.poll(() => rows.getAttribute('class')).toBe('grid-rows')
   }, 90_000)
+
+  it("a page's request that its own older one replaced at the server (the older let through late, as on a busy server) asks again and gets its rows", async () => {
+    const grid = page.getByRole('region', { name: 'Table' }).first()
+    const status = () => grid.getByRole('status').textContent()
+    await expect.poll(status).toBe('Rows 1–25 of 100,000')
+    // A cell started elsewhere holds the kernel: the page's requests wait for it at the server,
+    // and the grid re-asks nothing on its own when it ends (a cell of this page's would move its
+    // cellsEnded, and the re-ask then would hide what this test looks at).
+    const { kernel, ended: elsewhere } = await holdElsewhere('go-r')
+    // The older request (page 2) is held in the browser, as a busy server holds one it has not
+    // read yet; the page then asks for another selection, aborting the older one.
+    const isOlder = (url: URL) =>
+      url.pathname.endsWith(`/results/${frameId}/rows`) && url.searchParams.get('offset') === '25'
+    let held: (route: Route) => void = () => {}
+    const olderHeld = new Promise<Route>((resolve) => {
+      held = resolve
+    })
+    const holdOlder = (route: Route) => held(route)
+    await page.route(isOlder, holdOlder)
+    const waitingNote = grid.getByText('Waiting for the running cell…')
+    try {
+      await grid.getByRole('button', { name: 'Next' }).click()
+      const older = await olderHeld
+      const filterBox = grid.getByRole('textbox', { name: 'Filter (a pandas query)' })
+      await filterBox.fill('id >= 99990')
+      await filterBox.press('Enter')
+      // The newer request waits at the server (it said so: the cell is not this page's).
+      await waitingNote.waitFor()
+      // Now the older one reaches the server, last, with the page's headers: it replaces the newer.
+      const olderAnswer = older.fetch().then((response) => response.text())
+      const replacedSaid = grid
+        .getByRole('alert')
+        .filter({ hasText: 'A newer request of this table replaced this one' })
+      // The grid asks again (its request replaces the older, which is told so); before the fix it
+      // said the 409 and kept the rows from before.
+      const first = await Promise.race([
+        olderAnswer.then((text) => (/"status":409/.test(text) ? 'the older was replaced' : text)),
+        replacedSaid.waitFor().then(() => 'the grid said the 409'),
+      ])
+      expect(first).toBe('the older was replaced')
+      await older.abort().catch(() => undefined)
+      await kernel.files.write('go-r', '')
+      await elsewhere
+      await expect.poll(status).toBe('Rows 1–10 of 10 (of 100,000)')
+      expect(await column('id')).toEqual(Array.from({ length: 10 }, (_, i) => String(99_990 + i)))
+      expect(await grid.getByRole('alert').count()).toBe(0)
+      await waitingNote.waitFor({ state: 'detached' })
+      await filterBox.fill('')
+      await filterBox.press('Enter')
+      await expect.poll(status).toBe('Rows 1–25 of 100,000')
+    } finally {
+      await page.unroute(isOlder, holdOlder)
+      await kernel.files.write('go-r', '').catch(() => undefined)
+    }
+  }, 60_000)
 
   it('a page asked for while the kernel starts follows what holds it until its answer: a cell that starts once the kernel has started', async () => {
     const sandbox = (await server?.service.openSandbox(sessionId)) as Sandbox
@@ -928,4 +998,80 @@ describe.skipIf(!hasChromium)('the grid in Chromium', () => {
     const restarted = decodeURIComponent(/#\/s\/(.+)$/.exec(page.url())?.[1] ?? '')
     expect(await server?.service.openSandbox(restarted)).toBeUndefined()
   }, 90_000)
+
+  it("a restart in another tab reaches this page's open grid at once, and one in another browser when this page comes back into view", async () => {
+    // A session of its own, with a table, open in two tabs of this browser.
+    await page.goto(`${server?.url}/#/`)
+    await page.getByRole('heading', { name: 'Ask your data a question' }).waitFor()
+    await runInCodeMode("import pandas as pd\npd.DataFrame({'m': range(40)})")
+    const tableOf = (tab: Page) =>
+      tab.getByRole('article', { name: 'A cell you ran' }).last().getByRole('region', { name: 'Table' })
+    const grid = tableOf(page)
+    await grid.getByRole('status').filter({ hasText: 'Rows 1–25 of 40' }).waitFor()
+    await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
+    const shown = page.url()
+    const id = decodeURIComponent(/#\/s\/(.+)$/.exec(shown)?.[1] ?? '')
+    const kernelAsked: string[] = []
+    page.on('request', (request) => {
+      if (request.url().endsWith(`/api/sessions/${encodeURIComponent(id)}/kernel`))
+        kernelAsked.push(request.url())
+    })
+    const lostSaid = (words: string) =>
+      grid.getByRole('alert').filter({ hasText: `This table is not in the kernel now (${words})` })
+    const otherTab = await page.context().newPage()
+    let otherBrowser: Awaited<ReturnType<typeof openBrowser>> | undefined
+    try {
+      await otherTab.goto(shown)
+      await tableOf(otherTab).getByRole('status').filter({ hasText: 'Rows 1–25 of 40' }).waitFor()
+      // Restarted in the other tab: this one's grid says so at once, with no request of its own.
+      await otherTab.getByRole('button', { name: 'Restart kernel' }).click()
+      await lostSaid('it was restarted').waitFor()
+      expect(
+        await lostSaid('it was restarted').getByRole('button', { name: 'Run its step again' }).count(),
+      ).toBe(1)
+      expect(await grid.locator('.grid-rows.stale tbody tr').count()).toBe(25)
+      expect(kernelAsked).toEqual([])
+
+      // Its step run again here: the table is back (the kernel started, its cells replayed).
+      await lostSaid('it was restarted').getByRole('button', { name: 'Run its step again' }).click()
+      await expect.poll(() => page.getByRole('article', { name: 'A cell you ran' }).count()).toBe(2)
+      await grid.getByRole('status').filter({ hasText: 'Rows 1–25 of 40' }).waitFor()
+      await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
+      await expect.poll(() => grid.getByRole('alert').count()).toBe(0)
+      expect(await server?.service.openSandbox(id)).toBeTruthy()
+
+      // Restarted in another browser: nothing reaches this page while no one looks at it (nothing
+      // is asked), and it learns so as it comes back into view. Playwright's pages all keep the
+      // focus; this one's is real from here: it goes to another tab and back.
+      otherBrowser = await openBrowser('grid-other', 'grid-token')
+      const elsewhere = otherBrowser.page
+      await elsewhere.goto(shown)
+      await elsewhere.getByRole('button', { name: 'Restart kernel' }).click()
+      await expect.poll(async () => await server?.service.openSandbox(id)).toBeUndefined()
+      expect(kernelAsked).toEqual([])
+      const cdp = await page.context().newCDPSession(page)
+      await cdp.send('Emulation.setFocusEmulationEnabled', { enabled: false })
+      await page.bringToFront()
+      const away = await page.context().newPage()
+      await expect.poll(() => page.evaluate(() => document.hasFocus())).toBe(false)
+      expect(await grid.getByRole('alert').count()).toBe(0)
+      await page.bringToFront()
+      await away.close()
+      const said = lostSaid('it was restarted, paused or closed since')
+      await said.waitFor()
+      expect(await said.getByRole('button', { name: 'Run its step again' }).count()).toBe(1)
+      expect(await grid.locator('.grid-rows.stale tbody tr').count()).toBe(25)
+      expect(kernelAsked).toHaveLength(1)
+      await cdp.detach()
+      // The state it reads is the owner's only.
+      const other = await fetch(`${server?.url}/api/sessions/${encodeURIComponent(id)}/kernel`, {
+        headers: { authorization: 'Bearer other' },
+      })
+      expect(other.status).toBe(401)
+    } finally {
+      page.removeAllListeners('request')
+      await otherTab.close()
+      await otherBrowser?.close()
+    }
+  }, 120_000)
 })

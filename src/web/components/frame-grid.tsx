@@ -3,7 +3,8 @@
  * and searches the whole frame there, and sends only the page shown (drawn by GridTable, TanStack
  * Table in manual mode). Column statistics on demand, the selection downloads as CSV, XLSX or
  * Parquet, and Copy as code turns the sort and filter into a pandas cell. A table the kernel no
- * longer holds says so and offers to run its step again.
+ * longer holds says so and offers to run its step again, at once when the page learns the kernel
+ * restarted (here, in another tab or browser: kernel-elsewhere.ts).
  *
  * The kernel runs one thing at a time: while a cell runs, a page not fetched before (or the column
  * statistics) waits for it, and the grid says so, keeping the rows it shows, with Stop at hand for
@@ -21,15 +22,20 @@ import { ApiError, withToken } from '../api.js'
 import { count, num } from '../format.js'
 import { cachedPage, keepPage } from '../grid-pages.js'
 import { gridRequest, type Wait } from '../grid-request.js'
+import type { KernelGone } from '../kernel-elsewhere.js'
 import { KernelStateContext } from '../kernel-state.js'
 import { GridTable } from './grid-table.js'
 import { ScrollBox } from './scroll-box.js'
 
 const PAGE = 25
 const CELL: Wait = { reason: 'cell', message: '' }
-/** What a grid says once the page saw the kernel restart (the server's words for a closed kernel). */
-const LOST =
-  "This table is not in the kernel now (it was restarted): the session's next cell or question rebuilds its state"
+/** What a grid says once the page learned that the kernel's tables are gone (the server's words for a closed kernel). */
+const LOST: Record<KernelGone, string> = {
+  restarted:
+    "This table is not in the kernel now (it was restarted): the session's next cell or question rebuilds its state",
+  'not-running':
+    "This table is not in the kernel now (it was restarted, paused or closed since): the session's next cell or question rebuilds its state",
+}
 
 interface Page {
   rows: number
@@ -142,13 +148,18 @@ export function FrameGrid({
   const kernel = useContext(KernelStateContext)
   /** The kernel starts the grid has heard of. */
   const startsSeen = useRef(kernel.kernelStarts)
-  // The kernel restarted (seen by this page): the table is not in it now. Said at once, without a
-  // request (there is no kernel to ask); the rows stay, dimmed, and the next request after a cell
-  // (which rebuilds the state, and may make the table again) says what then holds.
+  // The kernel restarted (here, or elsewhere as the page learned): the table is not in it now.
+  // Said at once, without a request (there is no kernel to ask); the rows stay, dimmed, and the
+  // next request after a cell (which rebuilds the state, and may make the table again) says what
+  // then holds. A grid that says its table is gone already keeps its words.
   useEffect(() => {
     if (kernel.kernelStarts === startsSeen.current) return
     startsSeen.current = kernel.kernelStarts
-    setProblem({ message: LOST, gone: false, page: true, lost: true })
+    setProblem((now) =>
+      now?.gone || now?.lost
+        ? now
+        : { message: LOST[kernel.kernelGone], gone: false, page: true, lost: true },
+    )
   }, [kernel.kernelStarts])
   const base = `/api/sessions/${encodeURIComponent(sessionId)}/results/${encodeURIComponent(frame.id)}`
   const query = new URLSearchParams({
