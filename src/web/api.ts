@@ -197,11 +197,14 @@ export const api = {
   },
   /**
    * Stops the session's question `runId` (left out: every question and cell of the session): the
-   * server records it as stopped. Says how many it stopped (none: they had ended, or run elsewhere).
+   * server records it as stopped. Says how many it stopped (none: they had ended), and `pending`
+   * when the replica that runs it had not answered yet.
    */
-  stop: async (id: string, runId?: string) =>
-    (await json<{ stopped: number }>(`${sessionPath(id)}/stop`, jsonInit('POST', runId ? { runId } : {})))
-      .stopped,
+  stop: (id: string, runId?: string) =>
+    json<{ stopped: number; pending?: true }>(
+      `${sessionPath(id)}/stop`,
+      jsonInit('POST', runId ? { runId } : {}),
+    ),
   /** Runs a person's cell in the session's kernel; aborting the signal stops it. */
   runCell: (id: string, code: string, signal?: AbortSignal) =>
     json<CellView>(`${sessionPath(id)}/cells`, { ...jsonInit('POST', { code }), signal }),

@@ -80,6 +80,11 @@ function askEarly(id: string | null) {
 
 /** How long a Stop waits for the server's answer before it closes the run's own request instead. */
 const STOP_ANSWER_MS = 3000
+/**
+ * How long the page waits for a run on another replica that the Stop reached only as a request
+ * (`pending`): its holder finds it at its lease's next renewal (every 5 s by default).
+ */
+const STOP_PENDING_MS = 8000
 
 function sessionFromHash(): string | null {
   const match = /^#\/s\/([^/?#]+)/.exec(location.hash)
@@ -435,7 +440,8 @@ function Workspace({ signin }: { signin: SignInState }) {
   const running = asking || cells !== null
   // A Stop is a request of its own, which the server records as one (a closed connection is
   // something else to it): the question's stream then ends with its `stopped` event. Where the
-  // server stopped nothing (the run not started yet, or ended meanwhile), the request is closed.
+  // server stopped nothing (the run not started yet, or ended meanwhile), the request is closed;
+  // where it sent the Stop on to another replica, the page waits a while longer.
   // So is it when the Stop is not answered soon: the browser sends a few requests to a server at
   // once (six over HTTP/1.1), and with that many tables' pages waiting for the cell, the Stop
   // would wait behind them for ever; closing the cell's own request stops it there too.
@@ -453,9 +459,11 @@ function Workspace({ signin }: { signin: SignInState }) {
     const unanswered = setTimeout(close, STOP_ANSWER_MS)
     void api
       .stop(sessionId, runId)
-      .catch(() => 0)
-      .then((stopped) => {
+      .catch((): Awaited<ReturnType<typeof api.stop>> => ({ stopped: 0 }))
+      .then(({ stopped, pending }) => {
         clearTimeout(unanswered)
+        // Sent on to the replica that runs it: closing now would record a lost connection.
+        if (pending) return void setTimeout(close, STOP_PENDING_MS)
         if (!stopped) question?.controller.abort()
         running?.abort()
       })

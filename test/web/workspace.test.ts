@@ -149,6 +149,45 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
     )
   }, 60_000)
 
+  it('a Stop that the server sent on to the replica running the cell (pending) leaves the cell to end there as Stopped.', async () => {
+    const before = await personRuns().count()
+    const cellFailed: string[] = []
+    const onFailed = (request: { url(): string }) => {
+      if (request.url().endsWith('/cells')) cellFailed.push(request.url())
+    }
+    page.on('requestfailed', onFailed)
+    // Another replica runs the cell, and its holder has not answered yet: what that replica's B says.
+    const answered = new Promise<void>((resolve) => {
+      void page.route('**/stop', async (route) => {
+        await route.fulfill({ json: { stopped: 0, pending: true } })
+        resolve()
+      })
+    })
+    try {
+      await typeInto('Cell', 'import time\nfor _ in range(600): time.sleep(0.1)')
+      await page.keyboard.press('ControlOrMeta+Enter')
+      await expect.poll(() => web?.server.service.busy).toBeGreaterThan(0)
+      await page.keyboard.press('Escape')
+      await answered
+      // The page has handled the answer (two frames later); a page that closed its request would have by now.
+      await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))))
+      expect(cellFailed).toEqual([])
+      expect(web?.server.service.busy).toBeGreaterThan(0)
+      // The holder finds the request (at its lease's renewal): the cell ends there, as a Stop.
+      expect(await web?.server.service.stop(sessionId)).toEqual({ stopped: 1 })
+      await page.getByRole('button', { name: 'Stop', exact: true }).waitFor({ state: 'detached' })
+      await expect.poll(() => personRuns().count()).toBe(before + 1)
+      const detail = await api<SessionDetail>(`/api/sessions/${sessionId}`)
+      expect(detail.runs.filter((run) => run.question === PERSON_CELL).at(-1)).toMatchObject({
+        status: 'interrupted',
+        error: 'Stopped.',
+      })
+    } finally {
+      page.off('requestfailed', onFailed)
+      await page.unroute('**/stop')
+    }
+  }, 60_000)
+
   it('runs the steps below an edit again, in order; the model sees the cells at the next question', async () => {
     await page.getByRole('radio', { name: 'Ask' }).check()
     await ask('Ten times one more', 'That is ten times y.')
