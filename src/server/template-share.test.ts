@@ -208,7 +208,9 @@ describe('templates shared through the store', () => {
     const a = replica('a6')
     await a.share.forget({ name: 'removed-long-ago', id: 'e'.repeat(64) })
     const records = await Promise.all(
-      ['removed:removed-long-ago', `removed:${'e'.repeat(64)}`].map(async (key) => (await files.statTemplateFile(key)) as StoredTemplateFile),
+      ['removed:removed-long-ago', `removed:${'e'.repeat(64)}`].map(
+        async (key) => (await files.statTemplateFile(key)) as StoredTemplateFile,
+      ),
     )
     // The two records' stamps may differ by a few ms on a busy machine: wait past the later one.
     const last = Math.max(...records.map((record) => Date.parse(record.createdAt)))

@@ -170,7 +170,9 @@ describe.skipIf(!hasChromium)('the workspace in Chromium', () => {
       await page.keyboard.press('Escape')
       await answered
       // The page has handled the answer (two frames later); a page that closed its request would have by now.
-      await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))))
+      await page.evaluate(
+        () => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))),
+      )
       expect(cellFailed).toEqual([])
       expect(web?.server.service.busy).toBeGreaterThan(0)
       // The holder finds the request (at its lease's renewal): the cell ends there, as a Stop.
