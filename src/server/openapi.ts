@@ -415,7 +415,7 @@ export const openApiDocument = {
         responses: {
           200: {
             description:
-              "{ stopped, pending? }: stopped, how many runs it stopped, on this replica and on the one that runs the session once it answered (0: they had ended); pending: true when that replica did not answer within 2 s (its stop stays asked until it hears it or renews the session's lease, for one lease's length)",
+              "{ stopped, pending? }: stopped, how many runs it stopped, on this replica and on the one that runs the session once it answered (0: they had ended); pending: true when that replica did not answer within 1.5 s (its stop stays asked until it hears it or renews the session's lease, for one lease's length)",
           },
           400: error,
           404: error,

@@ -68,7 +68,7 @@ describe('ReplicaStops', () => {
     const asked = await stops.request({ sessionId, runId: null, from: 'b', ttlMs: 60_000 })
     expect(asked.holder).toBe('a')
     await a.replicaStops.check(sessionId, grant.atMs)
-    expect(a.calls).toEqual([{ leased: true }])
+    expect(a.calls).toEqual([{ askedAtMs: asked.requestedAt, leased: true }])
     expect(await stops.answered(asked.id)).toBe(1)
     // The one asked before this holding is not its run's: never answered by it, then expired.
     expect(await stops.answered(early.id)).toBeUndefined()

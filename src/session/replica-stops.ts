@@ -12,17 +12,21 @@ import type { StopNotice, StopRequest, StopRequests } from '../store/index.js'
 import { unlessUnreachable } from './outage.js'
 
 /**
- * How long the asking replica waits for the holder's answer: under the web page's own patience
+ * How long the asking replica waits for the holder's answer: well under the web page's own patience
  * (3 s, after which it closes the run's request, which the run records as a lost connection).
  */
-export const STOP_ANSWER_MS = 2000
+export const STOP_ANSWER_MS = 1500
 /** How often the asker reads the answer in the store, in case the notice of it goes unheard. */
 const POLL_MS = 250
 
-/** Which of a session's runs a Stop ends on this replica: one, or all; `leased`: only those holding the session. */
+/**
+ * Which of a session's runs a Stop ends on this replica: one, or all; `leased`: only those holding
+ * the session; `askedAtMs` (the database's clock): not those that took the session's lease after.
+ */
 export interface StopWhich {
   runId?: string
   leased?: boolean
+  askedAtMs?: number
 }
 
 /** What a Stop did: runs stopped (here and on the holder, once it answered); `pending` when the holder did not answer in time. */
@@ -71,10 +75,7 @@ export class ReplicaStops {
   /** What the holder of a session does after each renewal of its lease taken at `sinceMs`: the requests it did not hear. */
   async check(sessionId: string, sinceMs: number): Promise<void> {
     for (const request of await this.stops.pending(sessionId, sinceMs)) {
-      const stopped = this.options.stopHere(sessionId, {
-        ...(request.runId ? { runId: request.runId } : {}),
-        leased: true,
-      })
+      const stopped = this.options.stopHere(sessionId, { ...which(request), leased: true })
       await this.stops.answer(request.id, stopped, { holder: true })
     }
   }
@@ -99,7 +100,7 @@ export class ReplicaStops {
   #serve(request: StopRequest) {
     const holder = request.holder === this.options.replica
     if (!holder && !this.options.has(request.sessionId)) return
-    const stopped = this.options.stopHere(request.sessionId, request.runId ? { runId: request.runId } : {})
+    const stopped = this.options.stopHere(request.sessionId, which(request))
     if (stopped === 0 && !holder) return
     // The store briefly away: answered once it is back (the asker reads "pending" meanwhile).
     void unlessUnreachable(() => this.stops.answer(request.id, stopped, { holder })).catch(() => {})
@@ -127,4 +128,9 @@ export class ReplicaStops {
       this.#waiting.delete(id)
     }
   }
+}
+
+/** What a request stops: the run it names, or what ran in the session when it was asked. */
+function which(request: StopRequest): StopWhich {
+  return request.runId ? { runId: request.runId } : { askedAtMs: request.requestedAt }
 }

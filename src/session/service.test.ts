@@ -442,6 +442,48 @@ describe('SessionService', () => {
     expect(result.answer).toBe('Told.')
   })
 
+  it('a cell asked while the kernel restarts waits for the restart, which gives back only its own hold on the lease', async () => {
+    const order: string[] = []
+    const mock = new MockSandboxProvider((code) => {
+      order.push(`ran ${code}`)
+      return [{ type: 'stdout', text: 'ok\n' }]
+    })
+    const first = await open([], { mock })
+    const { id } = await first.service.createSession()
+    // The restart's giving back of the lease held until the test lets it go.
+    let slowRelease = false
+    let letGo = () => {}
+    let releasing = () => {}
+    const released = new Promise<void>((resolve) => (releasing = resolve))
+    const history = first.stores.history
+    const gated = Object.create(history) as typeof history
+    gated.releaseLease = async (sessionId, holder) => {
+      if (slowRelease) {
+        slowRelease = false
+        releasing()
+        await new Promise<void>((resolve) => (letGo = resolve))
+      }
+      await history.releaseLease(sessionId, holder)
+      order.push('lease given back')
+    }
+    const service = new SessionService({ ...serviceOptions(first, mock), history: gated })
+    onTestFinished(() => service.shutdown())
+    await service.runCell(id, 'x = 1')
+    order.length = 0
+    slowRelease = true
+    const restarting = service.restartKernel(id)
+    await released
+    const cell = service.runCell(id, 'print(x)')
+    // A moment for a cell that did not wait to run (it would share the restart's lease).
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    letGo()
+    expect(await restarting).toEqual({ replaying: 1 })
+    expect((await cell).execution?.logs.stdout.join('')).toBe('ok\n')
+    // The restart's lease was given back before the cell ran (and took its own).
+    expect(order.slice(0, 2)).toEqual(['lease given back', 'ran x = 1'])
+    expect(order).toContain('ran print(x)')
+  })
+
   it('a question aborted while it waits for its turn gives up its place and records nothing', async () => {
     const { service, stores } = await open([{ code: 'x = 1' }, { text: 'First.' }, { text: 'Third.' }])
     const { id } = await service.createSession()

@@ -58,10 +58,10 @@ import {
   type SourcesCaller,
 } from './live.js'
 import { isMissingModel, missingModel } from './no-model.js'
-import { isOutage } from './outage.js'
+import { isOutage, unlessUnreachable } from './outage.js'
 import { Recorder } from './recorder.js'
 import { ReplicaStops, type StopOutcome, type StopWhich } from './replica-stops.js'
-import { Turns, untilAborted } from './turns.js'
+import { type Turn, Turns, untilAborted } from './turns.js'
 
 /**
  * Records why a run ended without its end: the signal's reason when it was aborted (interrupted:
@@ -153,8 +153,8 @@ interface Stoppable {
   stop: AbortController
   /** Its run, once it started. */
   runId?: string
-  /** It holds the session's lease (it runs, or is about to). */
-  leased?: boolean
+  /** When it took the session's lease (the database's clock): it runs, or is about to. */
+  leasedAtMs?: number
 }
 
 /** A step of a run as committed, or the run once it ended: what a client watching a run gets. */
@@ -565,12 +565,7 @@ export class SessionService {
   ): AsyncGenerator<SessionEvent, T> {
     if (this.closed) throw new ShuttingDownError()
     // A place in line at once, before anything is awaited.
-    let turns = this.turns.get(sessionId)
-    if (!turns) {
-      turns = new Turns()
-      this.turns.set(sessionId, turns)
-    }
-    const turn = turns.take()
+    const { turns, turn } = this.takeTurn(sessionId)
     this.running++
     this.queued++
     let waiting = true
@@ -613,7 +608,7 @@ export class SessionService {
         // A Stop asked on another replica while this one's listening connection was down.
         ...(replicaStops ? { onRenew: (held) => replicaStops.check(sessionId, held.atMs) } : {}),
       })
-      stoppable.leased = true
+      stoppable.leasedAtMs = lease.atMs
       if (this.closed) throw new ShuttingDownError()
       // Another replica answered in this session since this one did, or the session has new host
       // tables: the kernel here is stale.
@@ -697,14 +692,28 @@ export class SessionService {
       stoppables.delete(stoppable)
       if (stoppables.size === 0 && this.stoppable.get(sessionId) === stoppables)
         this.stoppable.delete(sessionId)
-      turn.release()
       this.running--
       if (waiting) this.queued--
-      if (turns.pending === 0) {
-        this.turns.delete(sessionId)
-        if (live) this.scheduleIdle(live)
-      }
+      if (this.endTurn(sessionId, turns, turn) && live) this.scheduleIdle(live)
     }
+  }
+
+  /** A place in the session's line (questions, cells, a restart): taken before anything is awaited. */
+  private takeTurn(sessionId: string): { turns: Turns; turn: Turn } {
+    let turns = this.turns.get(sessionId)
+    if (!turns) {
+      turns = new Turns()
+      this.turns.set(sessionId, turns)
+    }
+    return { turns, turn: turns.take() }
+  }
+
+  /** Gives the place up; true when the line is empty now. */
+  private endTurn(sessionId: string, turns: Turns, turn: Turn): boolean {
+    turn.release()
+    if (turns.pending > 0) return false
+    if (this.turns.get(sessionId) === turns) this.turns.delete(sessionId)
+    return true
   }
 
   /**
@@ -950,7 +959,9 @@ export class SessionService {
     let stopped = 0
     for (const entry of this.stoppable.get(sessionId) ?? []) {
       if (which.runId !== undefined && entry.runId !== which.runId) continue
-      if (which.leased && !entry.leased) continue
+      if (which.leased && entry.leasedAtMs === undefined) continue
+      // A Stop asked before this run took the lease was for the run before it.
+      if (which.askedAtMs !== undefined && (entry.leasedAtMs ?? 0) > which.askedAtMs) continue
       if (entry.stop.signal.aborted) continue
       entry.stop.abort(new StoppedError())
       stopped++
@@ -973,12 +984,20 @@ export class SessionService {
         hint: 'Stop it first (or wait for it to end), then restart the kernel.',
       })
     if (this.turns.get(sessionId)?.pending) throw running()
-    const grant = await this.options.history.acquireLease(sessionId, this.replica, this.leaseMs)
-    if (!grant.acquired) throw running()
+    // The session's turn: a question or cell asked here meanwhile waits for the restart (it would
+    // share the lease below, which this gives back, and lose its kernel).
+    const { turns, turn } = this.takeTurn(sessionId)
     try {
-      await this.close(sessionId)
+      const grant = await this.options.history.acquireLease(sessionId, this.replica, this.leaseMs)
+      if (!grant.acquired) throw running()
+      try {
+        await this.close(sessionId)
+      } finally {
+        // The store briefly away: given back once it is (the lease lapses meanwhile anyway).
+        await unlessUnreachable(() => this.options.history.releaseLease(sessionId, this.replica))
+      }
     } finally {
-      await this.options.history.releaseLease(sessionId, this.replica)
+      this.endTurn(sessionId, turns, turn)
     }
     const steps = await this.options.history.steps(sessionId)
     return { replaying: steps.filter((step) => step.success).length }

@@ -721,6 +721,8 @@ export interface StopRequest {
   from: string
   /** The replica that held the session's lease when it was asked (null: none did): the one the asker waits for. */
   holder: string | null
+  /** When it was asked, on the database's clock: a run that took the session's lease after is not stopped by it. */
+  requestedAt: number
 }
 
 /** What a replica hears of Stops: a request, or that the holder answered one. */

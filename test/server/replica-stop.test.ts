@@ -10,6 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import pg from 'pg'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import type { SessionDetail } from '../../src/server/types.js'
 import { type PostgresCluster, startPostgres } from '../../src/test/support/postgres.js'
@@ -33,6 +34,7 @@ interface Replica {
 
 // Its own server, not the run's shared one: the last case stops it for a while.
 let cluster: PostgresCluster
+let databaseUrl: string
 
 let model: FakeOpenAI
 const script: ScriptEntry[] = []
@@ -115,7 +117,7 @@ async function sleepingCellOnA(): Promise<{ id: string; running: Promise<Respons
 
 beforeAll(async () => {
   cluster = await startPostgres()
-  const databaseUrl = await cluster.createDatabase()
+  databaseUrl = await cluster.createDatabase()
   model = await startFakeOpenAI(script)
   ;[a, b] = await Promise.all([serve('a', databaseUrl), serve('b', databaseUrl)])
 }, 180_000)
@@ -178,6 +180,34 @@ describe('a Stop sent to another replica than the one running the session', () =
     const events: SseEvent[] = await askOverSse(a.url, id, 'Sleep a second.')
     expect(events.at(-1)?.event).toBe('done')
     expect((await stop(b, 'no-such-session')).status).toBe(404)
+  }, 120_000)
+
+  it("a Stop's notice heard late (after the run it was for, a new run holding the session) leaves the new run alone", async () => {
+    const { id, running } = await sleepingCellOnA()
+    // What B would have sent for the run before this one: asked 10 s ago, what ran then, A holding.
+    const db = new pg.Client({ connectionString: databaseUrl })
+    await db.connect()
+    try {
+      const [{ now }] = (await db.query('select (extract(epoch from now()) * 1000)::bigint as now')).rows
+      const request = {
+        id: 'late',
+        sessionId: id,
+        runId: null,
+        from: 'b',
+        holder: null,
+        requestedAt: Number(now) - 10_000,
+      }
+      await db.query('select pg_notify($1, $2)', [
+        'analyst_stop',
+        JSON.stringify({ type: 'request', request }),
+      ])
+    } finally {
+      await db.end()
+    }
+    // A hears its notices in order: the late one first, then this Stop, which finds the cell still running.
+    const response = await stop(b, id)
+    expect([response.status, await response.json()]).toEqual([200, { stopped: 1 }])
+    expect((await running).status).toBe(409)
   }, 120_000)
 
   it('the database away for a while: the Stop is a 503, no replica falls, and once it is back the Stop reaches A', async () => {

@@ -3,7 +3,14 @@ import { parseStopNotice } from './stop-feed.js'
 
 describe('parseStopNotice', () => {
   it('reads the notices as sent', () => {
-    const request = { id: 'r', sessionId: 's', runId: null, from: 'b', holder: 'a' }
+    const request = {
+      id: 'r',
+      sessionId: 's',
+      runId: null,
+      from: 'b',
+      holder: 'a',
+      requestedAt: 1_700_000_000_000,
+    }
     expect(parseStopNotice(JSON.stringify({ type: 'request', request }))).toEqual({
       type: 'request',
       request,
@@ -17,7 +24,8 @@ describe('parseStopNotice', () => {
       'null',
       '{"type":"cancel","id":"r"}',
       '{"type":"request","request":{"id":"r","sessionId":"s","from":"b"}}',
-      '{"type":"request","request":{"id":1,"sessionId":"s","runId":null,"from":"b","holder":null}}',
+      '{"type":"request","request":{"id":1,"sessionId":"s","runId":null,"from":"b","holder":null,"requestedAt":1}}',
+      '{"type":"request","request":{"id":"r","sessionId":"s","runId":null,"from":"b","holder":null}}',
     ])
       expect(parseStopNotice(payload)).toBeUndefined()
   })

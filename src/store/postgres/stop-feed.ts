@@ -6,6 +6,7 @@
  * @module
  */
 import { type Kysely, sql } from 'kysely'
+import { z } from 'zod'
 import type { Database } from '../sql/schema.js'
 import { LocalStopFeed } from '../sql/stop-requests.js'
 import type { StopNotice } from '../types.js'
@@ -13,35 +14,29 @@ import type { PostgresListener } from './listener.js'
 
 export const STOP_CHANNEL = 'analyst_stop'
 
+const StopNoticeSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('answer'), id: z.string() }),
+  z.object({
+    type: z.literal('request'),
+    request: z.object({
+      id: z.string(),
+      sessionId: z.string(),
+      runId: z.string().nullable(),
+      from: z.string(),
+      holder: z.string().nullable(),
+      requestedAt: z.number(),
+    }),
+  }),
+])
+
 /** A notice as sent; anything else (a newer replica's kind, a broken payload) is none. */
 export function parseStopNotice(payload: string): StopNotice | undefined {
   try {
-    const notice = JSON.parse(payload) as Partial<StopNotice> & Record<string, unknown>
-    if (notice.type === 'answer' && typeof notice.id === 'string') return { type: 'answer', id: notice.id }
-    const request =
-      notice.type === 'request' ? (notice.request as Record<string, unknown> | undefined) : undefined
-    const text = (value: unknown) => typeof value === 'string'
-    const orNull = (value: unknown) => value === null || text(value)
-    if (
-      request &&
-      text(request.id) &&
-      text(request.sessionId) &&
-      text(request.from) &&
-      orNull(request.runId) &&
-      orNull(request.holder)
-    )
-      return {
-        type: 'request',
-        request: {
-          id: request.id as string,
-          sessionId: request.sessionId as string,
-          runId: request.runId as string | null,
-          from: request.from as string,
-          holder: request.holder as string | null,
-        },
-      }
-  } catch {}
-  return undefined
+    const notice = StopNoticeSchema.safeParse(JSON.parse(payload))
+    return notice.success ? notice.data : undefined
+  } catch {
+    return undefined
+  }
 }
 
 export class PostgresStopFeed extends LocalStopFeed {

@@ -76,7 +76,7 @@ export class SqlStopRequests implements StopRequests {
           requested_at: now,
           expires_at: sql<number>`${now} + ${Math.round(input.ttlMs)}`,
         }))
-        .returning('holder')
+        .returning(['holder', 'requested_at'])
         .executeTakeFirstOrThrow()
       const request: StopRequest = {
         id,
@@ -84,6 +84,7 @@ export class SqlStopRequests implements StopRequests {
         runId: input.runId,
         from: input.from,
         holder: row.holder,
+        requestedAt: Number(row.requested_at),
       }
       await this.feed.announce(trx, { type: 'request', request })
       return request
@@ -125,7 +126,7 @@ export class SqlStopRequests implements StopRequests {
   async pending(sessionId: string, sinceMs: number): Promise<StopRequest[]> {
     const rows = await this.db
       .selectFrom('stop_requests')
-      .select(['id', 'session_id', 'run_id', 'asked_by', 'holder'])
+      .select(['id', 'session_id', 'run_id', 'asked_by', 'holder', 'requested_at'])
       .where('session_id', '=', sessionId)
       .where('answered', '=', 0)
       .where('requested_at', '>=', Math.floor(sinceMs))
@@ -138,6 +139,7 @@ export class SqlStopRequests implements StopRequests {
       runId: row.run_id,
       from: row.asked_by,
       holder: row.holder,
+      requestedAt: Number(row.requested_at),
     }))
   }
 
