@@ -51,12 +51,22 @@ export function markRunning(mark: string): boolean {
 
 /** `BOOT-TICKS` of a running process, or undefined where /proc does not say. */
 function startedAt(pid: number): string | undefined {
+  const ticks = startTicks(pid)
   try {
     const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').replace(/-/g, '').slice(0, 8)
+    return /^[0-9a-f]{8}$/.test(boot) && ticks ? `${boot}-${ticks}` : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The clock tick a running process started at since boot (field 22 of /proc/PID/stat), or undefined where /proc does not say. */
+export function startTicks(pid: number): string | undefined {
+  try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     // The command's name (field 2) may hold spaces and parentheses: count from after the last ')'.
     const ticks = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
-    return /^[0-9a-f]{8}$/.test(boot) && ticks && /^\d+$/.test(ticks) ? `${boot}-${ticks}` : undefined
+    return ticks && /^\d+$/.test(ticks) ? ticks : undefined
   } catch {
     return undefined
   }

@@ -17,27 +17,22 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join } from 'node:path'
+import { startTicks } from '../../processes.js'
 import { SandboxUnavailableError } from '../errors.js'
 import type { PythonInfo } from './python.js'
 
 export const isRoot = process.geteuid?.() === 0
 
-/** The start time of a process (clock ticks since boot), so a reused PID is not taken for its predecessor. */
-function startTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
-  } catch {
-    return undefined
-  }
-}
-
-/** `<pid>-<start time>`: names what this process owns, so a later process can tell it is stale. */
-export const ownerTag = `${process.pid}-${startTime(process.pid) ?? '0'}`
+/**
+ * `<pid>-<start time>` (clock ticks since boot): names what this process owns, so a later process
+ * that got the pid back can tell it is stale. Without processes.ts's boot id: the runtime folder
+ * is under /tmp by default, which a boot empties, and an older Analyst's tags must read as alive.
+ */
+export const ownerTag = `${process.pid}-${startTicks(process.pid) ?? '0'}`
 
 export function ownerAlive(tag: string): boolean {
   const [pid, start] = tag.split('-')
-  return pid !== undefined && startTime(Number(pid)) === start
+  return pid !== undefined && startTicks(Number(pid)) === start
 }
 
 function secureDir(path: string, mode: number) {
